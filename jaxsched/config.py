@@ -1,0 +1,154 @@
+"""Validated run configuration of the dp engine: static config and traced params.
+
+`DPConfig` fixes array shapes and code paths (changing it recompiles); `DPParams` holds the
+numbers a sweep may vary without recompiling (it is an equinox Module of arrays, so `vmap`
+batches over it). Every invalid value raises one `ConfigError` naming the field and the allowed
+range, when the object is built, before anything compiles.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from .errors import ConfigError, require, require_float, require_int
+from .workload import BurstGPTLike, Workload, INT32_MAX
+
+POLICIES = ("fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio")
+SEMANTICS = ("paper", "theory")
+PREDICTORS = ("oracle", "noisy", "classifier")
+# The loads headroom below int32 that the wide accumulators need (see jaxsched/accumulate.py).
+LOAD_LIMIT = INT32_MAX - 2**24
+
+
+def default_step_const_s(slots_per_worker: int) -> float:
+    """Barrier overhead C of one decode step (s): (B * 0.6 ms + 35 ms) / 16 (BF-IO paper)."""
+    return (slots_per_worker * 0.6e-3 + 35e-3) / 16
+
+
+DEFAULT_PER_TOKEN_S = 1.5 * 2 * 576 * 61e-6 / 2**20
+"""Per-token attention time t_l (s/token) of the BF-IO paper's experiments."""
+
+
+@dataclass(frozen=True)
+class DPConfig:
+    """Static configuration of a dp run.
+
+    num_workers G, slots_per_worker B, pool_size R: the shapes. horizon H: BF-IO lookahead
+    (0 = the per-step valley fill). semantics: "paper" (the BF-IO paper's experiment simulator)
+    or "theory" (the dynamics of its proofs). num_steps: decode steps per scan.
+    burn_in_steps: steps not measured (theory semantics). record_loads: also return per-step
+    loads (for plots). workload: request-length source (see jaxsched.workload).
+    lookahead_decay: BF-IO (H >= 1) weighs window row h by round(128 * decay^h).
+    delay_bins: bins of the queueing-delay histogram (p99).
+    """
+    num_workers: int = 16
+    slots_per_worker: int = 72
+    pool_size: int = 64
+    horizon: int = 0
+    policy: str = "bfio"
+    semantics: str = "paper"
+    predictor: str = "oracle"
+    num_steps: int = 2000
+    burn_in_steps: int = 0
+    record_loads: bool = False
+    workload: Workload = field(default_factory=BurstGPTLike)
+    lookahead_decay: float = 0.7
+    delay_bins: int = 512
+
+    def __post_init__(self):
+        G = require_int(self.num_workers, "num_workers (G)", lo=1, hi=65536)
+        B = require_int(self.slots_per_worker, "slots_per_worker (B)", lo=1, hi=65536)
+        R = require_int(self.pool_size, "pool_size (R)", lo=1, hi=65536)
+        H = require_int(self.horizon, "horizon (H)", lo=0, hi=4096)
+        require_int(self.num_steps, "num_steps", lo=1, hi=INT32_MAX // 4)
+        require_int(self.burn_in_steps, "burn_in_steps", lo=0, hi=self.num_steps - 1)
+        require_int(self.delay_bins, "delay_bins", lo=2, hi=65536)
+        require(self.policy in POLICIES, "policy", f"one of {POLICIES}", self.policy)
+        require(self.semantics in SEMANTICS, "semantics", f"one of {SEMANTICS}", self.semantics)
+        require(self.predictor in PREDICTORS, "predictor", f"one of {PREDICTORS}", self.predictor)
+        require(isinstance(self.record_loads, bool), "record_loads", "a bool", self.record_loads)
+        wl = self.workload
+        require(hasattr(wl, "sample") and hasattr(wl, "max_prompt"), "workload",
+                "a jaxsched.workload workload", wl)
+        # Integer safety: the largest possible worker load must leave headroom in int32 for
+        # G * max(L) (the imbalance) and for the wide accumulators.
+        max_len = wl.max_prompt + wl.max_output
+        max_load = B * max_len
+        if G * max_load > LOAD_LIMIT:
+            raise ConfigError(
+                f"num_workers * slots_per_worker * (max prompt + max output) = {G} * {B} * {max_len} "
+                f"= {G * max_load} could overflow int32 loads; it must be <= {LOAD_LIMIT} "
+                f"(reduce G or B, or cap the workload's lengths)")
+        require_float(self.lookahead_decay, "lookahead_decay", lo=0.0, hi=1.0, lo_open=True)
+        if self.policy == "bfio" and H > 0:
+            # The lookahead score sums w_h * (s - G * overflow) over the window in int32.
+            from kernels import window_weights
+            wsum = int(window_weights(H + 1, self.lookahead_decay).sum())
+            bound = wsum * (G + 1) * wl.max_prompt
+            if bound > LOAD_LIMIT:
+                raise ConfigError(
+                    f"lookahead score bound sum(w) * (G + 1) * max prompt = {wsum} * {G + 1} * "
+                    f"{wl.max_prompt} = {bound} could overflow int32; it must be <= {LOAD_LIMIT} "
+                    "(lower horizon (H) or lookahead_decay, or G)")
+        if self.semantics == "theory" and wl.num_requests is not None:
+            raise ConfigError("semantics 'theory' needs an unbounded request stream; got a workload "
+                              f"with num_requests = {wl.num_requests} (use a resampled trace)")
+
+    @property
+    def num_requests(self) -> int | None:
+        """Finite number of requests (sequential traces) or None for an unbounded stream."""
+        return self.workload.num_requests
+
+    @property
+    def window(self) -> int:
+        """Rows of the lookahead window, H + 1."""
+        return self.horizon + 1
+
+
+class DPParams(eqx.Module):
+    """Traced parameters of a dp run (scalars; vmap over them for grids).
+
+    step_const_s: barrier overhead C per step (s). per_token_s: t_l (s/token).
+    noise_lo, noise_hi: multiplicative prediction noise o * U[1 - lo, 1 + hi] ("noisy").
+    fp_rate, fn_rate: error rates of the "finishes within H" classifier ("classifier").
+    idle_power_w, max_power_w, power_exponent: per-worker power P = idle + (max - idle) * u^exp.
+    """
+    step_const_s: jnp.ndarray
+    per_token_s: jnp.ndarray
+    noise_lo: jnp.ndarray
+    noise_hi: jnp.ndarray
+    fp_rate: jnp.ndarray
+    fn_rate: jnp.ndarray
+    idle_power_w: jnp.ndarray
+    max_power_w: jnp.ndarray
+    power_exponent: jnp.ndarray
+
+
+def make_params(config: DPConfig, *, step_const_s: float | None = None,
+                per_token_s: float = DEFAULT_PER_TOKEN_S, noise_lo: float = 0.0,
+                noise_hi: float = 0.0, fp_rate: float = 0.0, fn_rate: float = 0.0,
+                idle_power_w: float = 100.0, max_power_w: float = 400.0,
+                power_exponent: float = 0.7) -> DPParams:
+    """Validated DPParams with the BF-IO paper's defaults (C depends on B)."""
+    if step_const_s is None:
+        step_const_s = default_step_const_s(config.slots_per_worker)
+    vals = dict(
+        step_const_s=require_float(step_const_s, "step_const_s", lo=0.0, lo_open=True),
+        per_token_s=require_float(per_token_s, "per_token_s", lo=0.0),
+        noise_lo=require_float(noise_lo, "noise_lo", lo=0.0, hi=1.0),
+        noise_hi=require_float(noise_hi, "noise_hi", lo=0.0, hi=10.0),
+        fp_rate=require_float(fp_rate, "fp_rate", lo=0.0, hi=1.0),
+        fn_rate=require_float(fn_rate, "fn_rate", lo=0.0, hi=1.0),
+        idle_power_w=require_float(idle_power_w, "idle_power_w", lo=0.0),
+        max_power_w=require_float(max_power_w, "max_power_w", lo=0.0),
+        power_exponent=require_float(power_exponent, "power_exponent", lo=0.0, lo_open=True),
+    )
+    require(vals["max_power_w"] >= vals["idle_power_w"], "max_power_w", ">= idle_power_w",
+            vals["max_power_w"])
+    # Predicted lengths must stay in int32 range: o_max * (1 + noise_hi) < 2^24.
+    if config.workload.max_output * (1 + vals["noise_hi"]) > 2**24:
+        raise ConfigError("noise_hi must keep predicted lengths <= 2^24 tokens, got "
+                          f"{noise_hi} with max output {config.workload.max_output}")
+    return DPParams(**{k: jnp.float32(v) for k, v in vals.items()})

@@ -1,0 +1,291 @@
+"""The dp engine: G data-parallel decode workers with B sticky slots each, behind a barrier.
+
+Pure functions in the gymnax style: `init(config, params, seed) -> state` and
+`step(config, params, state) -> (state, out)`; a run is `lax.scan(step)`; seeds are `vmap`ped
+(see jaxsched.dp.run). The exact semantics (step order, measurement points, ties) are in
+docs/dp-semantics.md; tests/reference_dp.py is the plain-Python oracle for them.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from kernels import free_slot_rank
+
+from .. import rng
+from ..accumulate import Kahan, WideInt
+from ..config import DPConfig, DPParams
+from ..energy import utilization, utilization_power_w
+from ..timing import barrier_step_time_s
+from .policies import POLICIES, Observation
+from .state import Clock, DPState, Pool, Slots, Totals, Window
+
+# Queueing delays are histogrammed on a log grid from DELAY_MIN_S to DELAY_MAX_S (bin 0 holds
+# exact zeros) so that the p99 needs no per-request storage; the bin ratio at 512 bins is 1.04.
+DELAY_MIN_S = 1e-4
+DELAY_MAX_S = 1e5
+
+
+def uses_predictions(config: DPConfig) -> bool:
+    """Whether slots carry predicted lengths (only the BF-IO lookahead reads them)."""
+    return config.policy == "bfio" and config.horizon > 0
+
+
+# --------------------------------------------------------------------------- requests
+
+def _reveal(config: DPConfig, params: DPParams, seed, ids):
+    """Lengths and predictions of requests `ids` (int32[n]) of run `seed`."""
+    prompt, output = config.workload.sample(seed, ids)
+    pred_u = rng.uniform(seed, ids, rng.STREAM_CLASSIFIER)
+    if config.predictor == "noisy":
+        x = 1.0 - params.noise_lo + (params.noise_lo + params.noise_hi) * rng.uniform(
+            seed, ids, rng.STREAM_PRED)
+        pred_out = jnp.maximum(1, jnp.round(output.astype(jnp.float32) * x)).astype(jnp.int32)
+    else:
+        pred_out = output
+    return prompt, output, pred_out, pred_u
+
+
+def _fill_pool(config, params, seed, pool: Pool, keep_count, reveal_steps, reveal_load) -> Pool:
+    """Top the (compacted) pool up to R with the next requests in id order."""
+    R = config.pool_size
+    pos = jnp.arange(R, dtype=jnp.int32)
+    ids = pool.next_id + pos - keep_count
+    new = pos >= keep_count
+    if config.num_requests is not None:
+        new = new & (ids < config.num_requests)
+    prompt, output, pred_out, pred_u = _reveal(config, params, seed, ids)
+    n_new = jnp.sum(new, dtype=jnp.int32)
+    w = lambda a, b: jnp.where(new, a, b)
+    return Pool(
+        prompt=w(prompt, pool.prompt), output=w(output, pool.output),
+        pred_out=w(pred_out, pool.pred_out), pred_u=w(pred_u, pool.pred_u),
+        reveal_steps=w(reveal_steps, pool.reveal_steps),
+        reveal_load=WideInt(w(reveal_load.hi, pool.reveal_load.hi), w(reveal_load.lo, pool.reveal_load.lo)),
+        count=keep_count + n_new, next_id=pool.next_id + n_new)
+
+
+def _empty_pool(config: DPConfig, first_id: int) -> Pool:
+    R = config.pool_size
+    z = jnp.zeros((R,), jnp.int32)
+    return Pool(z, z, z, jnp.zeros((R,), jnp.float32), z, WideInt(z, z), jnp.int32(0), jnp.int32(first_id))
+
+
+def _compact(pool: Pool, admitted: jnp.ndarray) -> tuple[Pool, jnp.ndarray]:
+    """Drop admitted entries, keeping the others in queue order at the front."""
+    R = pool.prompt.shape[0]
+    keep = (jnp.arange(R) < pool.count) & ~admitted
+    dest = jnp.where(keep, jnp.cumsum(keep) - 1, R)     # R <= a few hundred: cumsum is cheap
+    move = lambda a: jnp.zeros_like(a).at[dest].set(a, mode="drop")
+    n_keep = jnp.sum(keep, dtype=jnp.int32)
+    moved = Pool(move(pool.prompt), move(pool.output), move(pool.pred_out), move(pool.pred_u),
+                 move(pool.reveal_steps), WideInt(move(pool.reveal_load.hi), move(pool.reveal_load.lo)),
+                 n_keep, pool.next_id)
+    return moved, n_keep
+
+
+# --------------------------------------------------------------------------- predictions
+
+def _remaining_prediction(config: DPConfig, params: DPParams, slots: Slots, k) -> jnp.ndarray:
+    """Predicted remaining steps r >= 1 of each slot's request, int32[G, B]."""
+    H = config.horizon
+    if config.predictor == "classifier":
+        truth = slots.finish - k <= H
+        says = jnp.where(truth, slots.pred_u >= params.fn_rate, slots.pred_u < params.fp_rate)
+        return jnp.where(says, (H + 2) // 2, H + 1).astype(jnp.int32)
+    return jnp.maximum(1, slots.pred_finish - k)
+
+
+def projected_loads(config: DPConfig, params: DPParams, slots: Slots, k) -> jnp.ndarray:
+    """Predicted loads P[g, h] (int32[G, H+1]) of steps k + h from requests active after step k."""
+    H = config.horizon
+    active = slots.finish > k
+    load = slots.base + k
+    r = _remaining_prediction(config, params, slots, k)
+    h = jnp.arange(H + 1, dtype=jnp.int32)
+    rows = jnp.where(active[..., None] & (r[..., None] > h), load[..., None] + h, 0)
+    return jnp.sum(rows, axis=1)
+
+
+# --------------------------------------------------------------------------- admission
+
+def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k):
+    """Run the policy on the post-removal `loads` at step k and place its choices.
+
+    Returns (slots, post-admission loads int32[G], pool, rr_pointer, admitted bool[R]).
+    """
+    G, B, R = config.num_workers, config.slots_per_worker, config.pool_size
+    slots, pool = state.slots, state.pool
+    free_mask = slots.finish <= k                                   # [G, B]
+    free = jnp.sum(free_mask, axis=1, dtype=jnp.int32)
+    valid = jnp.arange(R) < pool.count
+    obs = Observation(
+        loads=loads, free=free, active=B - free, pool_size_tokens=pool.prompt, pool_valid=valid,
+        projected=projected_loads(config, params, slots, k) if uses_predictions(config) else None,
+        rr_pointer=state.rr_pointer)
+    worker, rr = POLICIES[config.policy](obs, config)
+    admitted = worker >= 0
+
+    # Rank of each admitted entry among those sent to the same worker (queue order), then a
+    # table [G, R+1] whose column q holds the entry for worker g's q-th free slot.
+    onehot = (worker[:, None] == jnp.arange(G)[None, :]).astype(jnp.int32)      # [R, G]
+    rank = jnp.take_along_axis(jnp.cumsum(onehot, axis=0) - 1, jnp.maximum(worker, 0)[:, None], 1)[:, 0]
+    table = jnp.full((G, R + 1), -1, jnp.int32).at[
+        jnp.where(admitted, worker, G), rank].set(jnp.arange(R, dtype=jnp.int32), mode="drop")
+    q = jnp.minimum(free_slot_rank(free_mask), R)                   # [G, B]
+    src = jnp.take_along_axis(table, q, axis=1)
+    take = free_mask & (src >= 0)
+    src = jnp.maximum(src, 0)
+    pick = lambda a: a[src]
+    new_slots = Slots(
+        base=jnp.where(take, pick(pool.prompt) - k, slots.base),
+        finish=jnp.where(take, k + pick(pool.output), slots.finish),
+        inv_out=jnp.where(take, 1.0 / pick(pool.output).astype(jnp.float32), slots.inv_out),
+        pred_finish=None if slots.pred_finish is None else jnp.where(take, k + pick(pool.pred_out), slots.pred_finish),
+        pred_u=None if slots.pred_u is None else jnp.where(take, pick(pool.pred_u), slots.pred_u))
+    post = loads + jnp.zeros((G,), jnp.int32).at[jnp.where(admitted, worker, G)].add(pool.prompt, mode="drop")
+    return new_slots, post, rr, admitted
+
+
+def _delay_bins(config: DPConfig, delay_s, steps_waited) -> jnp.ndarray:
+    nb = config.delay_bins
+    ratio = math.log(DELAY_MAX_S / DELAY_MIN_S) / (nb - 2)
+    b = 1 + jnp.floor(jnp.log(jnp.maximum(delay_s, DELAY_MIN_S) / DELAY_MIN_S) / ratio).astype(jnp.int32)
+    return jnp.where(steps_waited == 0, 0, jnp.clip(b, 1, nb - 1))
+
+
+def _admission_stats(config, params, pool: Pool, admitted, clock: Clock, totals: Totals) -> Totals:
+    """Queueing delays of the admitted entries: clock now minus reveal time."""
+    waited = clock.steps - pool.reveal_steps
+    delay = waited.astype(jnp.float32) * params.step_const_s + params.per_token_s * clock.load.minus(
+        pool.reveal_load)
+    delay = jnp.where(admitted, delay, 0.0)
+    bins = jnp.where(admitted, _delay_bins(config, delay, waited), config.delay_bins)
+    return Totals(
+        totals.tpot_num, totals.tpot_den, totals.delay_s.add(jnp.sum(delay)),
+        totals.delay_hist.at[bins].add(1, mode="drop"),
+        totals.admitted.add(jnp.sum(admitted, dtype=jnp.int32)), totals.finished,
+        totals.cut_step, totals.last_live)
+
+
+def _admit_and_refill(config, params, state: DPState, loads, k, clock: Clock, totals: Totals):
+    """Admission at step k followed by the pool top-up for step k + 1."""
+    slots, post, rr, admitted = _admit(config, params, state, loads, k)
+    totals = _admission_stats(config, params, state.pool, admitted, clock, totals)
+    pool, n_keep = _compact(state.pool, admitted)
+    # Requests revealed now become visible at the start of step k + 1, at clock_{k+1}.
+    next_steps = clock.steps + 1
+    next_load = clock.load.add(jnp.max(post))
+    pool = _fill_pool(config, params, state.seed, pool, n_keep, next_steps, next_load)
+    n_admitted = jnp.sum(admitted, dtype=jnp.int32)
+    return slots, post, pool, rr, totals, n_admitted
+
+
+# --------------------------------------------------------------------------- init / step
+
+def _zero_totals(config: DPConfig) -> Totals:
+    return Totals(Kahan.zeros(), Kahan.zeros(), Kahan.zeros(),
+                  jnp.zeros((config.delay_bins,), jnp.int32), WideInt.zeros(), WideInt.zeros(),
+                  jnp.int32(0), Clock(jnp.int32(0), WideInt.zeros()))
+
+
+def init(config: DPConfig, params: DPParams, seed) -> DPState:
+    """State after step 0 (the initial admission) of run `seed` (uint32 scalar)."""
+    G, B, R = config.num_workers, config.slots_per_worker, config.pool_size
+    seed = jnp.asarray(seed, jnp.uint32)
+    preds = uses_predictions(config)
+    clock = Clock(jnp.int32(0), WideInt.zeros())
+    totals = _zero_totals(config)
+    if config.semantics == "theory":
+        ids = jnp.arange(G * B, dtype=jnp.int32).reshape(G, B)
+        prompt, output, pred_out, pred_u = _reveal(config, params, seed, ids)
+        slots = Slots(prompt, output, 1.0 / output.astype(jnp.float32),
+                      pred_out if preds else None, pred_u if preds else None)
+        loads = jnp.sum(prompt, axis=1, dtype=jnp.int32)
+        pool = _fill_pool(config, params, seed, _empty_pool(config, G * B), jnp.int32(0),
+                          jnp.int32(0), WideInt.zeros())
+        totals = Totals(totals.tpot_num, totals.tpot_den, totals.delay_s, totals.delay_hist,
+                        totals.admitted.add(jnp.int32(G * B)), totals.finished, totals.cut_step,
+                        totals.last_live)
+        return DPState(jnp.int32(0), seed, slots, pool, loads, jnp.int32(0), clock,
+                       Window.zeros(), Window.zeros(), totals)
+    z = jnp.zeros((G, B), jnp.int32)
+    slots = Slots(z, z - 1, jnp.zeros((G, B), jnp.float32), z if preds else None,
+                  jnp.zeros((G, B), jnp.float32) if preds else None)
+    pool = _fill_pool(config, params, seed, _empty_pool(config, 0), jnp.int32(0),
+                      jnp.int32(0), WideInt.zeros())
+    state = DPState(jnp.int32(0), seed, slots, pool, jnp.zeros((G,), jnp.int32), jnp.int32(0),
+                    clock, Window.zeros(), Window.zeros(), totals)
+    slots, post, pool, rr, totals, _ = _admit_and_refill(
+        config, params, state, jnp.zeros((G,), jnp.int32), jnp.int32(0), clock, totals)
+    return DPState(jnp.int32(0), seed, slots, pool, post, rr, clock, Window.zeros(),
+                   Window.zeros(), totals)
+
+
+def _measure(window: Window, loads, dt, tokens, max_load_start, params, on) -> Window:
+    """Add one step's metrics on `loads` (int32[G]) to the window when `on`."""
+    G = loads.shape[0]
+    top, total = jnp.max(loads), jnp.sum(loads)
+    u = utilization(loads)
+    power = utilization_power_w(u, params.idle_power_w, params.max_power_w, params.power_exponent)
+    on_i = on.astype(jnp.int32)
+    f = lambda x: jnp.where(on, x, 0.0)
+    return Window(
+        steps=window.steps + on_i,
+        imbalance=window.imbalance.add(on_i * (G * top - total)),
+        gap=window.gap.add(on_i * (top - jnp.min(loads))),
+        tokens=window.tokens.add(on_i * tokens),
+        max_load=window.max_load.add(on_i * max_load_start),
+        energy_j=window.energy_j.add(f(dt * jnp.sum(power))),
+        power_w=window.power_w.add(f(jnp.mean(power))),
+        idle=window.idle.add(f(jnp.mean(1.0 - u))))
+
+
+def step(config: DPConfig, params: DPParams, state: DPState):
+    """One decode step. Returns (state, out); out holds per-step loads when record_loads."""
+    k = state.step + 1
+    slots = state.slots
+    active_start = slots.finish >= k                                        # [G, B]
+    n_active = jnp.sum(active_start, axis=1, dtype=jnp.int32)              # [G]
+    live = jnp.any(n_active > 0) & (k <= config.num_steps)
+    tokens = jnp.sum(n_active)
+    loads = jnp.sum(jnp.where(slots.finish > k, slots.base + k, 0), axis=1, dtype=jnp.int32)
+    hist = state.loads + n_active                                           # post-growth loads
+    max_start = jnp.max(state.loads)
+    dt = barrier_step_time_s(max_start, params.step_const_s, params.per_token_s)
+    live_i = live.astype(jnp.int32)
+    clock = Clock(state.clock.steps + live_i, state.clock.load.add(live_i * max_start))
+    inv = jnp.sum(jnp.where(active_start, slots.inv_out, 0.0))
+    t = state.totals
+    totals = Totals(t.tpot_num.add(jnp.where(live, dt * inv, 0.0)), t.tpot_den.add(jnp.where(live, inv, 0.0)),
+                    t.delay_s, t.delay_hist, t.admitted,
+                    t.finished.add(live_i * jnp.sum(slots.finish == k, dtype=jnp.int32)),
+                    t.cut_step, jax.tree_util.tree_map(lambda a, b: jnp.where(live, a, b), clock, t.last_live))
+
+    paper = config.semantics == "paper"
+    measure = live if paper else live & (k > config.burn_in_steps)
+    window = state.window
+    if paper:
+        window = _measure(window, loads, dt, tokens, max_start, params, measure)
+    stepped = DPState(k, state.seed, slots, state.pool, loads, state.rr_pointer, clock, window,
+                      state.at_cut, totals)
+    new_slots, post, pool, rr, totals, n_adm = _admit_and_refill(config, params, stepped, loads, k, clock, totals)
+    if not paper:
+        window = _measure(window, post, dt, tokens, max_start, params, measure)
+    # A step that is not live leaves everything as it was (the run has ended).
+    keep = lambda new, old: jax.tree_util.tree_map(lambda a, b: jnp.where(live, a, b), new, old)
+    new_slots, post, pool, rr = keep((new_slots, post, pool, rr), (slots, state.loads, state.pool, state.rr_pointer))
+    totals = keep(totals, stepped.totals)
+    admitted_now = live & (n_adm > 0)
+    at_cut = jax.tree_util.tree_map(lambda a, b: jnp.where(admitted_now, a, b), window, state.at_cut)
+    totals = Totals(totals.tpot_num, totals.tpot_den, totals.delay_s, totals.delay_hist, totals.admitted,
+                    totals.finished, jnp.where(admitted_now, k, totals.cut_step), totals.last_live)
+    new = DPState(k, state.seed, new_slots, pool, post, rr, clock, window, at_cut, totals)
+    out = None
+    if config.record_loads:
+        out = dict(hist_loads=hist, loads=loads if paper else post, post_admission_loads=post,
+                   live=live, dt=dt, num_admitted=jnp.where(live, n_adm, 0))
+    return new, out

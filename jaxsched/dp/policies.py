@@ -1,0 +1,125 @@
+"""Admission policies of the dp engine, looked up by name.
+
+Every policy has one signature: `policy(obs, config) -> (worker int32[R], rr_pointer)`, where
+worker[p] is the worker that pool entry p is admitted to (-1: it keeps waiting). Pool entries
+are in queue order (position 0 is the oldest); `obs.pool_valid` marks the waiting ones. A
+policy admits at most `obs.free[g]` requests to worker g. Ties go to the lowest worker index and
+the earliest request, so every policy is deterministic. Adding a policy touches this file only.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from kernels import lookahead_valley_fill, valley_fill, window_weights
+
+_BIG = np.int32(2**31 - 1)
+
+
+class Observation(eqx.Module):
+    """What a policy sees at an admission.
+
+    loads int32[G]: loads after this step's growth and completions (tokens).
+    free int32[G]: free slots. active int32[G]: active requests.
+    pool_size_tokens int32[R]: prompt lengths; pool_valid bool[R].
+    projected int32[G, H+1] | None: predicted loads over the lookahead window (bfio, H >= 1).
+    rr_pointer int32[]: the round-robin pointer.
+    """
+    loads: jnp.ndarray
+    free: jnp.ndarray
+    active: jnp.ndarray
+    pool_size_tokens: jnp.ndarray
+    pool_valid: jnp.ndarray
+    projected: jnp.ndarray | None
+    rr_pointer: jnp.ndarray
+
+
+def _in_queue_order(obs: Observation, choose: Callable, update: Callable, state0):
+    """Admit pool entries one by one in queue order; `choose(state, free, p) -> g` (free int32[G])."""
+    R = obs.pool_valid.shape[0]
+
+    def body(p, carry):
+        free, state, worker = carry
+        g = choose(state, free, p)
+        do = obs.pool_valid[p] & jnp.any(free > 0)
+        free = free.at[g].add(-do.astype(jnp.int32))
+        state = jax.tree_util.tree_map(lambda new, old: jnp.where(do, new, old),
+                                       update(state, g, p), state)
+        worker = worker.at[p].set(jnp.where(do, g, -1).astype(jnp.int32))
+        return free, state, worker
+
+    init = (obs.free, state0, jnp.full((R,), -1, jnp.int32))
+    _, state, worker = jax.lax.fori_loop(0, R, body, init)
+    return worker, state
+
+
+def fcfs(obs: Observation, config) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Queue order fills workers in index order (the BF-IO experiments' FCFS baseline)."""
+    R = obs.pool_valid.shape[0]
+    ends = jnp.cumsum(obs.free)                         # [G], G is small: cumsum is fine here
+    pos = jnp.arange(R, dtype=jnp.int32)                # valid entries are a queue prefix
+    g = jnp.searchsorted(ends, pos, side="right").astype(jnp.int32)
+    ok = obs.pool_valid & (pos < ends[-1])
+    return jnp.where(ok, g, -1), obs.rr_pointer
+
+
+def fcfs_alg2(obs: Observation, config):
+    """Queue order, each request to the worker with the most free slots (paper's Algorithm 2)."""
+    worker, _ = _in_queue_order(
+        obs, lambda st, free, p: jnp.argmax(jnp.where(free > 0, free, -1)),
+        lambda st, g, p: st, jnp.int32(0))
+    return worker, obs.rr_pointer
+
+
+def jsq_tokens(obs: Observation, config):
+    """Queue order, each request to the worker with a free slot and the least token load."""
+    worker, _ = _in_queue_order(
+        obs, lambda L, free, p: jnp.argmin(jnp.where(free > 0, L, _BIG)),
+        lambda L, g, p: L.at[g].add(obs.pool_size_tokens[p]), obs.loads)
+    return worker, obs.rr_pointer
+
+
+def jsq_count(obs: Observation, config):
+    """Queue order, each request to the worker with a free slot and the fewest active requests."""
+    worker, _ = _in_queue_order(
+        obs, lambda n, free, p: jnp.argmin(jnp.where(free > 0, n, _BIG)),
+        lambda n, g, p: n.at[g].add(1), obs.active)
+    return worker, obs.rr_pointer
+
+
+def round_robin(obs: Observation, config):
+    """Each request to the first worker with a free slot from a persistent cyclic pointer."""
+    G = obs.free.shape[0]
+    ids = jnp.arange(G, dtype=jnp.int32)
+
+    def choose(ptr, free, p):
+        return jnp.argmin(jnp.where(free > 0, (ids - ptr) % G, _BIG))
+
+    worker, ptr = _in_queue_order(obs, choose, lambda ptr, g, p: ((g + 1) % G).astype(jnp.int32),
+                                  obs.rr_pointer)
+    return worker, ptr
+
+
+def bfio(obs: Observation, config):
+    """BF-IO: valley fill (H = 0) or lookahead valley fill over H + 1 projected steps."""
+    if config.horizon == 0:
+        worker = valley_fill(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid)
+    else:
+        worker = lookahead_valley_fill(obs.projected, obs.free, obs.pool_size_tokens,
+                                       obs.pool_valid, beta=config.num_workers,
+                                       weights=window_weights(config.window, config.lookahead_decay))
+    return worker, obs.rr_pointer
+
+
+POLICIES: dict[str, Callable] = {
+    "fcfs": fcfs,
+    "fcfs_alg2": fcfs_alg2,
+    "jsq_tokens": jsq_tokens,
+    "jsq_count": jsq_count,
+    "round_robin": round_robin,
+    "bfio": bfio,
+}

@@ -1,0 +1,100 @@
+"""Running the dp engine over many seeds: vmap over seeds, scan over steps, in blocks.
+
+`simulate(config, params, seeds)` returns per-seed metrics (float64 numpy) and, when
+`config.record_loads`, per-step trajectories. Results depend only on (config, params, seed):
+the seed axis may be split into chunks of any size (`seed_chunk`) with bitwise-identical
+results. Steps run in blocks of `block_steps` (a progress callback is called after each), and
+a run with a finite request stream stops early once every seed has drained.
+"""
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..config import DPConfig, DPParams
+from ..errors import ConfigError
+from . import engine
+from .metrics import finalize
+
+
+@dataclass
+class DPResult:
+    """Per-seed metrics {name: float64[S]} and optional trajectories {name: array[S, K, ...]}."""
+    config: DPConfig
+    seeds: np.ndarray
+    metrics: dict[str, np.ndarray]
+    trajectories: dict[str, np.ndarray] | None
+    wall_s: float
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(config: DPConfig, block_steps: int):
+    """Jitted vmapped init and block-of-steps functions for one static config."""
+    def run_block(state, params):
+        return jax.lax.scan(lambda s, _: engine.step(config, params, s), state, None, length=block_steps)
+
+    init = jax.jit(jax.vmap(lambda seed, params: engine.init(config, params, seed), in_axes=(0, None)))
+    block = jax.jit(jax.vmap(run_block, in_axes=(0, None)), donate_argnums=0)
+    return init, block
+
+
+def _check_seeds(seeds) -> np.ndarray:
+    seeds = np.asarray(seeds)
+    if seeds.ndim != 1 or seeds.size == 0 or seeds.dtype.kind not in "iu":
+        raise ConfigError(f"seeds must be a non-empty 1-d sequence of integers, got {seeds!r}")
+    if (seeds < 0).any() or (seeds >= 2**32).any():
+        raise ConfigError("seeds must be integers in [0, 2^32 - 1]")
+    return seeds.astype(np.uint32)
+
+
+def _all_drained(config: DPConfig, state) -> bool:
+    """True when no seed has an active request and no request is left to reveal."""
+    if config.num_requests is None:
+        return False
+    active = np.asarray(jnp.any(state.slots.finish > state.step[:, None, None], axis=(1, 2)))
+    waiting = np.asarray(state.pool.count) > 0
+    return not (active.any() or waiting.any())
+
+
+def simulate(config: DPConfig, params: DPParams, seeds: Sequence[int], *, seed_chunk: int | None = None,
+             block_steps: int | None = None,
+             progress: Callable[[int, int], None] | None = None) -> DPResult:
+    """Run `config` for every seed; see the module docstring."""
+    seeds = _check_seeds(seeds)
+    chunk = len(seeds) if seed_chunk is None else seed_chunk
+    if not isinstance(chunk, int) or chunk < 1:
+        raise ConfigError(f"seed_chunk must be a positive integer, got {seed_chunk!r}")
+    K = config.num_steps
+    block = min(K, block_steps or 1024)
+    init, run_block = _compiled(config, block)
+    t0 = time.perf_counter()
+    metrics, trajs = [], []
+    n_blocks = -(-K // block)
+    done_work = 0
+    for c0 in range(0, len(seeds), chunk):
+        state = init(jnp.asarray(seeds[c0:c0 + chunk]), params)
+        outs = []
+        for b in range(n_blocks):
+            state, out = run_block(state, params)
+            if out is not None:
+                outs.append(jax.tree_util.tree_map(np.asarray, out))
+            done_work += 1
+            if progress is not None:
+                progress(done_work, n_blocks * -(-len(seeds) // chunk))
+            if _all_drained(config, state):
+                done_work += n_blocks - b - 1
+                break
+        metrics.append(finalize(config, params, state))
+        if outs:
+            trajs.append({k: np.concatenate([o[k] for o in outs], axis=1)[:, :K] for k in outs[0]})
+    jax.block_until_ready(state)
+    wall = time.perf_counter() - t0
+    merged = {k: np.concatenate([m[k] for m in metrics]) for k in metrics[0]}
+    traj = {k: np.concatenate([t[k] for t in trajs]) for k in trajs[0]} if trajs else None
+    return DPResult(config, seeds, merged, traj, wall)

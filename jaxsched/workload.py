@@ -1,0 +1,381 @@
+"""Request-length workloads: built-in distributions and traces read from CSV.
+
+A workload maps (seed, request ids) to integer (prompt, output) lengths, in JAX, as a pure
+function: `sample(seed, ids) -> (prompt int32[n], output int32[n])`. Every workload also states
+hard upper bounds on the lengths it can produce (`max_prompt`, `max_output`); the engines use
+them to prove, before compiling, that no load can overflow int32.
+
+Built-in distributions
+- `BivariateNormal`: the BF-IO paper's synthetic generator (section 6.1): (prompt, output) bivariate
+  normal, means (3200, 1200), std (2600, 700), correlation -0.1, pairs with a negative value
+  rejected, then rounded (and raised to at least 1).
+- `BurstGPTLike`: a parametric stand-in for the BurstGPT trace matching the statistics in
+  ../shared/data/README.md (prompt mean 362.9, median 217, max 14117; output mean 57.0, median 7,
+  max 3206; corr 0.367). Prompt: lognormal with median 217; output: 7 with probability 0.457
+  (the trace's mode), else lognormal, correlated with the prompt through a Gaussian copula.
+  The default workload of `jaxsched run`.
+- `Independent(prompt, output)` from `Constant`, `UniformInt` and `Geometric` marginals.
+Traces: `Trace` holds (prompt, output) arrays; `order="resample"` draws request i of seed s
+uniformly with replacement (index = hash(s, i) mod n), `order="sequential"` reveals the rows in
+file order (the same for every seed) and has a finite number of requests.
+"""
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+
+from . import rng
+from .errors import ConfigError, require_float, require_int
+
+INT32_MAX = 2**31 - 1
+
+
+# --------------------------------------------------------------------------- marginals
+
+@dataclass(frozen=True)
+class Constant:
+    """Every request has length `value` tokens."""
+    value: int
+
+    def __post_init__(self):
+        require_int(self.value, "Constant.value", lo=1, hi=2**24)
+
+    @property
+    def upper(self) -> int:
+        return self.value
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        return jnp.full(jnp.shape(ids), self.value, jnp.int32)
+
+
+@dataclass(frozen=True)
+class UniformInt:
+    """Uniform integer length on {low, ..., high} tokens."""
+    low: int
+    high: int
+
+    def __post_init__(self):
+        require_int(self.low, "UniformInt.low", lo=1, hi=2**24)
+        require_int(self.high, "UniformInt.high", lo=self.low, hi=2**24)
+
+    @property
+    def upper(self) -> int:
+        return self.high
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        u = rng.uniform(seed, ids, stream)
+        n = self.high - self.low + 1
+        return self.low + jnp.minimum((u * n).astype(jnp.int32), n - 1)
+
+
+@dataclass(frozen=True)
+class Geometric:
+    """Geometric length on {1, 2, ...} with success probability p (mean 1/p).
+
+    Truncated at `cap` (default: the length whose tail probability is below 1e-12), which the
+    overflow proofs need; the truncation is invisible at any realistic sample size.
+    """
+    p: float
+    cap: int | None = None
+
+    def __post_init__(self):
+        require_float(self.p, "Geometric.p", lo=0.0, hi=1.0, lo_open=True)
+        if self.cap is not None:
+            require_int(self.cap, "Geometric.cap", lo=1, hi=2**24)
+
+    @property
+    def upper(self) -> int:
+        if self.cap is not None:
+            return self.cap
+        if self.p >= 1.0:
+            return 1
+        return int(min(2**24, math.ceil(math.log(1e-12) / math.log1p(-self.p)) + 1))
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        if self.p >= 1.0:
+            return jnp.ones(jnp.shape(ids), jnp.int32)
+        u = rng.uniform(seed, ids, stream)
+        # Inverse CDF: P(X > n) = (1-p)^n, so X = 1 + floor(log(1-u) / log(1-p)).
+        x = 1.0 + jnp.floor(jnp.log1p(-u) / np.float32(math.log1p(-self.p)))
+        return jnp.clip(x, 1, self.upper).astype(jnp.int32)
+
+
+Marginal = Constant | UniformInt | Geometric
+
+
+# --------------------------------------------------------------------------- workloads
+
+@dataclass(frozen=True)
+class Independent:
+    """Independent prompt and output marginals."""
+    prompt: Marginal = Constant(100)
+    output: Marginal = Geometric(0.1)
+    name: str = "independent"
+
+    @property
+    def max_prompt(self) -> int:
+        return self.prompt.upper
+
+    @property
+    def max_output(self) -> int:
+        return self.output.upper
+
+    num_requests = None
+
+    def sample(self, seed, ids):
+        return (self.prompt.sample(seed, ids, rng.STREAM_PROMPT),
+                self.output.sample(seed, ids, rng.STREAM_OUTPUT))
+
+
+@dataclass(frozen=True)
+class BivariateNormal:
+    """The BF-IO paper's synthetic (prompt, output) generator (notes/000.md, section 5).
+
+    Pairs with a negative component are rejected (up to `max_tries` candidates per request,
+    all drawn from the request's own counter stream; the probability that all 16 fail is
+    about 1e-13, and then the last candidate is clipped). Values are rounded to the nearest
+    integer and raised to at least 1, and capped at mean + 10 std so that loads are provably
+    bounded (a normal never reaches it in practice).
+    """
+    mean_prompt: float = 3200.0
+    mean_output: float = 1200.0
+    std_prompt: float = 2600.0
+    std_output: float = 700.0
+    corr: float = -0.1
+    max_tries: int = 16
+    name: str = "bivariate_normal"
+    num_requests = None
+
+    def __post_init__(self):
+        for f in ("mean_prompt", "mean_output"):
+            require_float(getattr(self, f), f"BivariateNormal.{f}", lo=0.0, lo_open=True)
+        for f in ("std_prompt", "std_output"):
+            require_float(getattr(self, f), f"BivariateNormal.{f}", lo=0.0)
+        require_float(self.corr, "BivariateNormal.corr", lo=-1.0, hi=1.0)
+        require_int(self.max_tries, "BivariateNormal.max_tries", lo=1, hi=64)
+
+    @property
+    def max_prompt(self) -> int:
+        return int(math.ceil(self.mean_prompt + 10 * self.std_prompt))
+
+    @property
+    def max_output(self) -> int:
+        return int(math.ceil(self.mean_output + 10 * self.std_output))
+
+    def sample(self, seed, ids):
+        shape = jnp.shape(ids)
+        tries = [rng.normal_pair(seed, ids, rng.STREAM_PROMPT, t) for t in range(self.max_tries)]
+        z1 = jnp.stack([a for a, _ in tries], -1)
+        z2 = jnp.stack([b for _, b in tries], -1)
+        c = np.float32(self.corr)
+        s = self.mean_prompt + self.std_prompt * z1
+        o = self.mean_output + self.std_output * (c * z1 + np.float32(math.sqrt(1 - self.corr**2)) * z2)
+        ok = (s >= 0) & (o >= 0)
+        first = jnp.argmax(ok, axis=-1)  # first accepted candidate (0 if none: clipped below)
+        s = jnp.take_along_axis(s, first[..., None], -1)[..., 0]
+        o = jnp.take_along_axis(o, first[..., None], -1)[..., 0]
+        s = jnp.clip(jnp.round(s), 1, self.max_prompt).astype(jnp.int32)
+        o = jnp.clip(jnp.round(o), 1, self.max_output).astype(jnp.int32)
+        return s.reshape(shape), o.reshape(shape)
+
+
+@dataclass(frozen=True)
+class BurstGPTLike:
+    """Parametric stand-in for the BurstGPT trace (statistics of ../shared/data/README.md).
+
+    prompt = clip(round(median_prompt * exp(sigma_prompt * z1)), 1, max_prompt);
+    output = mode_output with probability mode_prob, else
+             clip(round(exp(mu_output + sigma_output * z2)), 1, max_output),
+    with corr(z1, z2) = copula_corr. The constants were fitted by Monte Carlo to the trace's
+    mean, median, max and correlation; `tests/test_workload.py` checks them.
+    """
+    median_prompt: float = 217.0
+    sigma_prompt: float = 1.015
+    max_prompt: int = 14117
+    mode_output: int = 7
+    mode_prob: float = 0.457
+    mu_output: float = 3.43
+    sigma_output: float = 1.55
+    max_output: int = 3206
+    copula_corr: float = 0.68
+    name: str = "burstgpt_like"
+    num_requests = None
+
+    def sample(self, seed, ids):
+        z1, e = rng.normal_pair(seed, ids, rng.STREAM_PROMPT)
+        c = np.float32(self.copula_corr)
+        z2 = c * z1 + np.float32(math.sqrt(1 - self.copula_corr**2)) * e
+        s = jnp.clip(jnp.round(self.median_prompt * jnp.exp(self.sigma_prompt * z1)), 1, self.max_prompt)
+        o = jnp.clip(jnp.round(jnp.exp(self.mu_output + self.sigma_output * z2)), 1, self.max_output)
+        mode = rng.uniform(seed, ids, rng.STREAM_MIX) < self.mode_prob
+        o = jnp.where(mode, self.mode_output, o)
+        return s.astype(jnp.int32), o.astype(jnp.int32)
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """Request lengths from a trace: int arrays `prompt`, `output` (tokens, >= 1).
+
+    order="resample": request i of seed s is row hash(s, i) mod n (i.i.d. with replacement;
+    an unbounded stream). order="sequential": request i is row i for every seed, and the run
+    has exactly n requests.
+    """
+    prompt: np.ndarray
+    output: np.ndarray
+    name: str = "trace"
+    order: str = "resample"
+
+    def __post_init__(self):
+        p = np.asarray(self.prompt)
+        o = np.asarray(self.output)
+        if p.ndim != 1 or o.shape != p.shape or p.size == 0:
+            raise ConfigError(f"trace {self.name}: prompt and output must be equal-length non-empty "
+                              f"1-d arrays, got shapes {p.shape} and {o.shape}")
+        for what, a in (("prompt", p), ("output", o)):
+            _check_lengths(a, f"trace {self.name} {what} lengths")
+        if self.order not in ("resample", "sequential"):
+            raise ConfigError(f"Trace.order must be 'resample' or 'sequential', got {self.order!r}")
+        object.__setattr__(self, "prompt", p.astype(np.int32))
+        object.__setattr__(self, "output", o.astype(np.int32))
+
+    @property
+    def max_prompt(self) -> int:
+        return int(self.prompt.max())
+
+    @property
+    def max_output(self) -> int:
+        return int(self.output.max())
+
+    @property
+    def num_requests(self) -> int | None:
+        return int(self.prompt.size) if self.order == "sequential" else None
+
+    def sample(self, seed, ids):
+        n = self.prompt.size
+        if self.order == "sequential":
+            row = jnp.clip(ids, 0, n - 1)
+        else:
+            row = (rng.hash3(seed, ids, rng.STREAM_INDEX) % np.uint32(n)).astype(jnp.int32)
+        return jnp.asarray(self.prompt)[row], jnp.asarray(self.output)[row]
+
+    def __hash__(self):
+        return hash((self.name, self.order, self.prompt.size, self.prompt.tobytes()[:4096]))
+
+    def __eq__(self, other):
+        return (isinstance(other, Trace) and self.order == other.order
+                and np.array_equal(self.prompt, other.prompt)
+                and np.array_equal(self.output, other.output))
+
+
+Workload = Independent | BivariateNormal | BurstGPTLike | Trace
+
+
+def _check_lengths(a: np.ndarray, what: str) -> None:
+    """Lengths must be finite positive integers below 2^24."""
+    a = np.asarray(a)
+    if a.dtype.kind == "f":
+        bad = ~np.isfinite(a)
+        if bad.any():
+            raise ConfigError(f"{what} must be finite integers >= 1; row {int(np.argmax(bad))} is {a[bad][0]}")
+        frac = a != np.round(a)
+        if frac.any():
+            i = int(np.argmax(frac))
+            raise ConfigError(f"{what} must be integers >= 1; row {i} is {a[i]}")
+    elif a.dtype.kind not in "iu":
+        raise ConfigError(f"{what} must be integers >= 1, got dtype {a.dtype}")
+    if (a < 1).any():
+        i = int(np.argmax(a < 1))
+        raise ConfigError(f"{what} must be integers >= 1 (zero and negative lengths are invalid); "
+                          f"row {i} is {a[i]}")
+    if (a > 2**24).any():
+        i = int(np.argmax(a > 2**24))
+        raise ConfigError(f"{what} must be <= 2^24 tokens; row {i} is {a[i]}")
+
+
+# --------------------------------------------------------------------------- trace files
+
+_COLUMN_SETS = (
+    ("burstgpt", "Request tokens", "Response tokens"),
+    ("burstgpt_sample", "input_tokens", "output_tokens"),
+    ("azure", "ContextTokens", "GeneratedTokens"),
+)
+
+
+def read_trace(path: str | Path, order: str = "resample") -> Trace:
+    """Read a request-length trace from CSV.
+
+    Recognized layouts: BurstGPT (`Request tokens`, `Response tokens` columns), the BurstGPT
+    sample (`input_tokens,output_tokens`), Azure LLM inference 2023
+    (`TIMESTAMP,ContextTokens,GeneratedTokens`), and a plain two-column file (prompt, output),
+    with or without a header. Raises ConfigError naming the file, row and column of the first
+    problem (missing file, empty file, missing columns, malformed or non-integer values, NaN,
+    lengths < 1).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"trace file {str(path)!r} does not exist")
+    with path.open(newline="") as f:
+        rows = [r for r in csv.reader(f) if r and any(c.strip() for c in r)]
+    if not rows:
+        raise ConfigError(f"trace file {str(path)!r} is empty")
+    header = [c.strip() for c in rows[0]]
+    pi = oi = None
+    for _, pc, oc in _COLUMN_SETS:
+        if pc in header and oc in header:
+            pi, oi = header.index(pc), header.index(oc)
+            body = rows[1:]
+            break
+    else:
+        if _is_number(header[0]) if header else False:
+            body = rows  # headerless
+        else:
+            body = rows[1:]
+        ncol = len(rows[0])
+        if ncol != 2:
+            known = "; ".join(f"{a}, {b}" for _, a, b in _COLUMN_SETS)
+            raise ConfigError(f"trace file {str(path)!r}: missing columns: expected one of [{known}] "
+                              f"or exactly two columns (prompt, output), got header {header}")
+        pi, oi = 0, 1
+    if not body:
+        raise ConfigError(f"trace file {str(path)!r} has a header but no data rows")
+    prompt = np.empty(len(body), np.int64)
+    output = np.empty(len(body), np.int64)
+    first = 2 if body is not rows else 1
+    for n, r in enumerate(body):
+        for col, dst, what in ((pi, prompt, "prompt"), (oi, output, "output")):
+            line = n + first
+            if col >= len(r):
+                raise ConfigError(f"trace file {str(path)!r} line {line}: missing {what} column")
+            dst[n] = _parse_length(r[col], f"trace file {str(path)!r} line {line} {what} length")
+    return Trace(prompt, output, name=path.stem, order=order)
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def _parse_length(text: str, what: str) -> int:
+    t = text.strip()
+    try:
+        x = float(t)
+    except ValueError:
+        raise ConfigError(f"{what} must be an integer >= 1, got {t!r}") from None
+    if not math.isfinite(x) or x != math.floor(x) or x < 1 or x > 2**24:
+        raise ConfigError(f"{what} must be an integer in [1, 2^24], got {t!r}")
+    return int(x)
+
+
+def materialize(workload: Workload, seed: int, num: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first `num` requests of run `seed` as numpy int arrays (for references and plots)."""
+    ids = jnp.arange(num, dtype=jnp.int32)
+    s, o = workload.sample(jnp.uint32(seed), ids)
+    return np.asarray(s), np.asarray(o)

@@ -1,0 +1,321 @@
+"""Hand-worked checks of the plain-Python reference simulator (tests/reference_dp.py) on its own.
+
+Every expected value below is derived by hand in the comments from docs/dp-semantics.md, so these
+tests pin the oracle before it is used to check the vectorized engine.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+try:  # pytest's default import mode puts tests/ itself on sys.path
+    from reference_dp import POLICIES, empirical_quantile, noisy_ohat, simulate
+except ImportError:  # tests/ imported as a package
+    from tests.reference_dp import POLICIES, empirical_quantile, noisy_ohat, simulate
+
+# Round numbers keep the hand arithmetic exact: dt = 1 + 0.5 * max load.
+CLOCK = {"step_const_s": 1.0, "per_token_s": 0.5}
+
+
+def run(prompt: list[int], output: list[int], *, pred_output: list[int] | None = None,
+        pred_u: list[float] | None = None, **kwargs: Any) -> dict[str, Any]:
+    """simulate() on a finite stream; pred_output defaults to the truth, pred_u to 0.5."""
+    n = len(prompt)
+    kwargs.setdefault("num_requests", n)
+    for key, value in CLOCK.items():
+        kwargs.setdefault(key, value)
+    return simulate(prompt=prompt, output=output,
+                    pred_output=list(output) if pred_output is None else pred_output,
+                    pred_u=[0.5] * n if pred_u is None else pred_u, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Full trajectories
+# ---------------------------------------------------------------------------------------------
+def test_paper_fcfs_trajectory_g2_b1_r2() -> None:
+    # G=2, B=1, R=2; (s, o) = (3,1) (5,2) (2,1) (4,1).
+    # Step 0: pool [0,1]; fcfs: r0 -> w0, r1 -> w1; loads (3,5).
+    # Step 1: dt = 1 + .5*5 = 3.5 (clock 3.5). Growth -> hist (4,6). r0 finishes -> (0,6):
+    #   imbalance 2*6-6 = 6, gap 6, tokens 2. Pool topped up to [2,3] (revealed at 3.5); one free
+    #   slot: r2 -> w0 slot 0; post-admission (2,6).
+    # Step 2: dt = 1 + .5*6 = 4 (clock 7.5). hist (3,7); r2 and r1 finish -> (0,0): imbalance 0.
+    #   r3 -> w0 (queue delay 7.5 - 3.5 = 4); post-admission (4,0).
+    # Step 3: dt = 1 + .5*4 = 3 (clock 10.5). hist (5,0); r3 finishes; nothing left to admit.
+    # Step 4: nothing active -> not live, dt 0.
+    res = run([3, 5, 2, 4], [1, 2, 1, 1], num_workers=2, slots_per_worker=1, pool_size=2,
+              policy="fcfs", num_steps=4)
+    assert res["initial_assignments"] == [(0, 0, 0), (1, 1, 0)]
+    assert res["live"] == [True, True, True, False]
+    assert res["hist_loads"] == [[4, 6], [3, 7], [5, 0], [0, 0]]
+    assert res["loads"] == [[0, 6], [0, 0], [0, 0], [0, 0]]
+    assert res["post_admission_loads"] == [[2, 6], [4, 0], [0, 0], [0, 0]]
+    assert res["imbalance"] == [6, 0, 0, 0]
+    assert res["gap"] == [6, 0, 0, 0]
+    assert res["tokens"] == [2, 2, 1, 0]
+    assert res["dt"] == [3.5, 4.0, 3.0, 0.0]
+    assert res["num_admitted"] == [1, 1, 0, 0]
+    assert res["assignments"] == [[(2, 0, 0)], [(3, 0, 0)], [], []]
+
+    m = res["metrics"]
+    # cut = 2 (last step with an admission): means over steps 1..2.
+    assert m["cut_step"] == 2.0 and m["num_steps_measured"] == 2.0
+    assert m["avg_imbalance_tokens"] == 3.0  # (6 + 0) / 2
+    assert m["avg_gap_tokens"] == 3.0
+    assert m["throughput_tokens_per_s"] == pytest.approx(4 / 7.5)  # (2 + 2) / (3.5 + 4)
+    # Step 1: u = (0, 1) -> P = (100, 400); step 2: u = (0, 0) -> P = (100, 100).
+    assert m["energy_j"] == pytest.approx(3.5 * 500 + 4.0 * 200)
+    assert m["avg_power_w"] == pytest.approx((250 + 100) / 2)
+    assert m["idle_fraction"] == pytest.approx((0.5 + 1.0) / 2)
+    assert m["makespan_s"] == 10.5
+    # Delays: r0, r1, r2 start when revealed; r3 waits one step (4 s).
+    assert m["queue_delay_mean_s"] == pytest.approx(1.0)
+    assert m["queue_delay_p99_s"] == 4.0
+    # TPOT per request: r0 3.5/1, r1 7.5/2, r2 4/1, r3 3/1 -> mean 14.25 / 4.
+    # Step form: A = (1 + 1/2, 1/2 + 1, 1) -> (3.5*1.5 + 4*1.5 + 3*1) / 4 = 14.25 / 4.
+    assert m["tpot_exact_s"] == pytest.approx(3.5625)
+    assert m["tpot_s"] == pytest.approx(3.5625)
+    assert m["num_admitted"] == 4.0 and m["num_finished"] == 4.0
+
+
+def test_theory_fcfs_trajectory_with_burn_in() -> None:
+    # Same stream, G=2, B=1, R=1, theory semantics, burn-in 1.
+    # Step 0: slots filled directly (r0 -> w0, r1 -> w1); pool [r2] revealed at 0; loads (3,5).
+    # Step 1: dt 3.5; hist (4,6); r0 finishes; r2 -> w0 (delay 3.5); measured post-admission
+    #   (2,6): imbalance 2*6 - 8 = 4, gap 4 (not in the means: burn-in).
+    # Step 2: dt 4; hist (3,7); r2, r1 finish; pool topped up with r3 (revealed at 7.5) and
+    #   admitted at once; loads (4,0): imbalance 4, gap 4.
+    # Step 3: dt 3; hist (5,0); r3 finishes; loads (0,0): imbalance 0. Step 4 is not live.
+    res = run([3, 5, 2, 4], [1, 2, 1, 1], num_workers=2, slots_per_worker=1, pool_size=1,
+              policy="fcfs", num_steps=4, semantics="theory", burn_in_steps=1)
+    assert res["initial_assignments"] == [(0, 0, 0), (1, 1, 0)]
+    assert res["initial_loads"] == [3, 5]
+    assert res["hist_loads"] == [[4, 6], [3, 7], [5, 0], [0, 0]]
+    assert res["loads"] == res["post_admission_loads"] == [[2, 6], [4, 0], [0, 0], [0, 0]]
+    assert res["imbalance"] == [4, 4, 0, 0]
+    assert res["gap"] == [4, 4, 0, 0]
+    assert res["assignments"] == [[(2, 0, 0)], [(3, 0, 0)], [], []]
+
+    m = res["metrics"]
+    assert m["num_steps_measured"] == 2.0  # steps 2 and 3
+    assert m["cut_step"] == 3.0  # the last live step
+    assert m["avg_imbalance_tokens"] == 2.0  # (4 + 0) / 2
+    assert m["avg_gap_tokens"] == 2.0
+    assert m["throughput_tokens_per_s"] == pytest.approx(3 / 7.0)  # (2 + 1) / (4 + 3)
+    assert m["energy_j"] == pytest.approx(4.0 * 500 + 3.0 * 200)  # u = (1,0) then (0,0)
+    assert m["queue_delay_mean_s"] == pytest.approx(3.5 / 4)  # only r2 waited
+    assert m["tpot_s"] == pytest.approx(m["tpot_exact_s"])
+    assert m["makespan_s"] == 10.5
+
+
+# ---------------------------------------------------------------------------------------------
+# Policies and placement
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("policy, expected", [
+    # G=2, B=2, R=3, prompts (5, 3, 1), loads 0, four free slots, U = 3.
+    # fcfs: worker 0's slots first.
+    ("fcfs", [(0, 0, 0), (1, 0, 1), (2, 1, 0)]),
+    # fcfs_alg2: most free slots: (2,2) -> w0; (1,2) -> w1; (1,1) -> w0.
+    ("fcfs_alg2", [(0, 0, 0), (1, 1, 0), (2, 0, 1)]),
+    # jsq_tokens: (0,0) -> w0 (5,0); -> w1 (5,3); 3 < 5 -> w1 again.
+    ("jsq_tokens", [(0, 0, 0), (1, 1, 0), (2, 1, 1)]),
+    # jsq_count: counts (0,0) -> w0; (1,0) -> w1; (1,1) -> w0.
+    ("jsq_count", [(0, 0, 0), (1, 1, 0), (2, 0, 1)]),
+    # round_robin from pointer 0: w0, w1, w0.
+    ("round_robin", [(0, 0, 0), (1, 1, 0), (2, 0, 1)]),
+    # bfio H=0: w0 (M=0, nothing fits) takes the smallest, r2 -> (1,0); w1 (M=1, nothing fits)
+    # takes the smallest left, r1 -> (1,3); w0 (M=3, 5 > 2) takes r0. w0 received r2 before r0,
+    # but placement is in queue order, so r0 gets slot 0 and r2 slot 1.
+    ("bfio", [(0, 0, 0), (1, 1, 0), (2, 0, 1)]),
+])
+def test_step0_policy_choices_and_placement(policy: str, expected: list[tuple[int, int, int]]) -> None:
+    res = run([5, 3, 1], [1, 1, 1], num_workers=2, slots_per_worker=2, pool_size=3,
+              policy=policy, num_steps=0)
+    assert res["initial_assignments"] == expected
+
+
+def test_round_robin_pointer_persists_across_steps() -> None:
+    # G=3, B=1, R=2; r0 finishes after one step, the others are long.
+    # Step 0: r0 -> w0, r1 -> w1; pointer p = 2.
+    # Step 1: r0 leaves w0; free workers w0, w2; pool [r2, r3].
+    #   r2: scan from p=2 -> w2, p = 0; r3: scan from 0 -> w0, p = 1.
+    # A pointer reset to 0 each step would give r2 -> w0 and r3 -> w2 (what fcfs does).
+    kwargs: dict[str, Any] = dict(num_workers=3, slots_per_worker=1, pool_size=2, num_steps=1)
+    rr = run([1, 1, 1, 1], [1, 5, 5, 5], policy="round_robin", **kwargs)
+    assert rr["initial_assignments"] == [(0, 0, 0), (1, 1, 0)]
+    assert rr["assignments"][0] == [(2, 2, 0), (3, 0, 0)]
+    fcfs = run([1, 1, 1, 1], [1, 5, 5, 5], policy="fcfs", **kwargs)
+    assert fcfs["assignments"][0] == [(2, 0, 0), (3, 2, 0)]
+
+
+def test_bfio_h0_valley_fill_ties_and_placement() -> None:
+    # G=2, B=2, R=3; (s, o): r0 (10,5), r1 (1,1), r2 (1,1), r3 (4,3), r4 (6,3), r5 (6,3).
+    # Step 0: w0 (M=0, none fits) takes the smallest, earliest: r1 -> (1,0); w1 (M=1) fits s<=1:
+    #   r2 -> (1,1); tie at load 1 -> w0 (M=1, none fits) takes r0 -> (11,1).
+    #   Placement: w0 = [r0, r1], w1 = [r2].
+    # Step 1: hist (13, 2); r1, r2 finish -> loads (11, 0); pool [r3, r4, r5], free (1, 2), U = 3.
+    #   w1 (0): M=11, largest s <= 11 is 6; r4 and r5 tie -> earliest r4 -> (11, 6).
+    #   w1 (6): fits s <= 5 -> r3 (4) -> (11, 10). w1 is now full.
+    #   w0 (11): fits s <= 0: none -> smallest, r5 -> (17, 10).
+    #   Placement: w1 took r4 then r3, but r3 comes first in the queue, so r3 slot 0, r4 slot 1;
+    #   r5 takes w0's free slot 1.
+    res = run([10, 1, 1, 4, 6, 6], [5, 1, 1, 3, 3, 3], num_workers=2, slots_per_worker=2,
+              pool_size=3, policy="bfio", num_steps=1)
+    assert res["initial_assignments"] == [(0, 0, 0), (1, 0, 1), (2, 1, 0)]
+    assert res["hist_loads"][0] == [13, 2]
+    assert res["loads"][0] == [11, 0]
+    assert res["imbalance"][0] == 11
+    assert res["assignments"][0] == [(3, 1, 0), (4, 1, 1), (5, 0, 1)]
+    assert res["post_admission_loads"][0] == [17, 10]
+
+
+def test_bfio_h0_takes_a_fitting_prompt_over_a_bigger_one() -> None:
+    # G=2, B=1, R=2; (s, o): r0 (1,1), r1 (9,5), r2 (11,5), r3 (1,5).
+    # Step 0: w0 (M=0, none fits) takes the smallest, r0 -> (1,0); w1 (M=1) cannot fit 9 -> r1.
+    # Step 1: hist (2, 10); r0 finishes -> (0, 10); pool [r2, r3]; one free slot (w0).
+    #   Valley fill: M = 10, the largest s <= 10 is r3 (1). (Scoring with the one-row marginal
+    #   F(s) = s - G*(s - m)_+ instead would prefer r2: F(11) = 9 > F(1) = 1.)
+    res = run([1, 9, 11, 1], [1, 5, 5, 5], num_workers=2, slots_per_worker=1, pool_size=2,
+              policy="bfio", num_steps=1)
+    assert res["initial_assignments"] == [(0, 0, 0), (1, 1, 0)]
+    assert res["loads"][0] == [0, 10]
+    assert res["assignments"][0] == [(3, 0, 0)]
+
+
+def test_bfio_lookahead_counts_growth_and_breaks_ties_by_queue_order() -> None:
+    # Theory semantics, G=2, B=3, R=2, H=1, oracle.
+    # (s, o): r0 (4,10), r1 (4,10), r2 (1,1), r3 (9,10), r4 (1,1), r5 (1,1), r6 (3,10), r7 (3,10).
+    # Step 0: w0 <- r0, r1, r2; w1 <- r3, r4, r5; pool [r6, r7].
+    # Step 1: hist (12, 14); r2, r4, r5 finish -> (10, 10); free slots: w0 one, w1 two; U = 2.
+    #   P0 = (5+5, 6+6) = (10, 12), sum 22 (two requests grow); P1 = (10, 11), sum 21 -> g = w1.
+    #   m = (0, 1): F(3) = (3 - 6) + (3 - 4) = -4 for both r6 and r7 -> the earliest, r6 -> w1.
+    #   P1 = (13, 14), sum 27 -> r7 -> w0. Post-admission (13, 13).
+    # H=0 instead: tie at load 10 -> w0 takes the smallest (r6), then r7 -> w1.
+    kwargs: dict[str, Any] = dict(num_workers=2, slots_per_worker=3, pool_size=2, policy="bfio",
+                                  num_steps=1, semantics="theory")
+    prompt, output = [4, 4, 1, 9, 1, 1, 3, 3], [10, 10, 1, 10, 1, 1, 10, 10]
+    h1 = run(prompt, output, horizon=1, **kwargs)
+    assert h1["hist_loads"][0] == [12, 14]
+    assert h1["assignments"][0] == [(6, 1, 1), (7, 0, 2)]
+    assert h1["loads"][0] == [13, 13] and h1["imbalance"][0] == 0
+    h0 = run(prompt, output, horizon=0, **kwargs)
+    assert h0["assignments"][0] == [(6, 0, 2), (7, 1, 1)]
+
+
+def test_classifier_flagged_request_counts_for_ceil_half_window() -> None:
+    # Theory semantics, G=2, B=2, R=1, H=2, classifier with fp = fn = 0.
+    # (s, o): r0 (5,3), r1 (1,1), r2 (1,10), r3 (1,1), r4 (2,10).
+    # Step 0: w0 <- r0, r1; w1 <- r2, r3; pool [r4].
+    # Step 1: r1, r3 finish -> loads (6, 2); one free slot each; U = 1.
+    #   r0: o - gen = 2 <= H -> flagged -> r = ceil(3/2) = 2 -> P0 = (6, 7, 0), sum 13.
+    #   r2: 9 > H -> r = H + 1 = 3 -> P1 = (2, 3, 4), sum 9 -> g = w1 -> r4 -> (w1, slot 1).
+    #   (With r = 1 for flagged requests, P0 would sum to 6 and r4 would go to w0.)
+    res = run([5, 1, 1, 1, 2], [3, 1, 10, 1, 10], num_workers=2, slots_per_worker=2, pool_size=1,
+              policy="bfio", num_steps=1, semantics="theory", horizon=2, predictor="classifier")
+    assert res["assignments"][0] == [(4, 1, 1)]
+
+
+# Lookahead stream: G=2, B=2, R=2; (s, o): r0 (3,2), r1 (2,10), r2 (5,3), r3 (1,3).
+# Step 0 (all projected loads 0, H=1, beta=G=2): w0 with margins (0,0) scores F(s) = -2s, so it
+# takes the smallest, r1; w1 gets r0. Initial placement: r1 -> (w0,0), r0 -> (w1,0).
+# Step 1: loads (3, 4) after growth (gen = 1, nobody finishes); pool [r2, r3], U = 2.
+LOOKAHEAD = dict(prompt=[3, 2, 5, 1], output=[2, 10, 3, 3], num_workers=2, slots_per_worker=2,
+                 pool_size=2, policy="bfio", num_steps=1)
+# Oracle H=1: w0: r1 has r = 9 -> P0 = (3, 4), sum 7; w1: r0 has r = 1 -> P1 = (4, 0), sum 4.
+#   g = w1; M = (4, 4); m = (0, 4); F(5) = (5-10) + (5-2) = -2, F(1) = (1-2) + 1 = 0 -> r3 -> w1.
+#   Then r2 -> w0 (the only free worker).
+ORACLE_CHOICE = [(2, 0, 1), (3, 1, 1)]
+# Lighter-w0 outcome: g = w0 takes r3 and r2 goes to w1.
+W0_CHOICE = [(2, 1, 1), (3, 0, 1)]
+
+
+def test_bfio_lookahead_oracle_differs_from_h0() -> None:
+    h1 = run(horizon=1, **LOOKAHEAD)  # type: ignore[arg-type]
+    assert h1["initial_assignments"] == [(0, 1, 0), (1, 0, 0)]
+    assert h1["loads"][0] == [3, 4]
+    assert h1["assignments"][0] == ORACLE_CHOICE
+    # H=0 valley fill: lightest now is w0 (3); M = 4 so s <= 1 fits: r3 -> w0; r2 -> w1.
+    h0 = run(horizon=0, **LOOKAHEAD)  # type: ignore[arg-type]
+    assert h0["initial_assignments"] == [(0, 1, 0), (1, 0, 0)]
+    assert h0["assignments"][0] == W0_CHOICE
+
+
+def test_bfio_lookahead_predictors() -> None:
+    wrong = [5, 10, 3, 3]  # r0 predicted to need 5 tokens instead of 2
+    # The oracle ignores pred_output.
+    assert run(horizon=1, pred_output=wrong, **LOOKAHEAD)["assignments"][0] == ORACLE_CHOICE  # type: ignore[arg-type]
+    # Noisy: r0 has r = 5 - 1 = 4 -> P1 = (4, 5), sum 9 > 7 -> g = w0; M = (4, 5), m = (1, 1);
+    #   F(5) = 2*(5 - 2*4) = -6, F(1) = 2 -> r3 -> w0.
+    noisy = run(horizon=1, predictor="noisy", pred_output=wrong, **LOOKAHEAD)  # type: ignore[arg-type]
+    assert noisy["assignments"][0] == W0_CHOICE
+    # Classifier, perfect (fp = fn = 0, u = 0.5): r0 (o - gen = 1 <= H) -> r = ceil(2/2) = 1;
+    #   r1 (9 > H) -> r = H + 1 = 2: the same table as the oracle.
+    perfect = run(horizon=1, predictor="classifier", **LOOKAHEAD)  # type: ignore[arg-type]
+    assert perfect["assignments"][0] == ORACLE_CHOICE
+    # fn_rate = 1: r0 is missed (u < 1) -> r = 2 -> P1 = (4, 5): same as noisy.
+    missed = run(horizon=1, predictor="classifier", fn_rate=1.0, **LOOKAHEAD)  # type: ignore[arg-type]
+    assert missed["assignments"][0] == W0_CHOICE
+    # fp_rate = 1: r1 is flagged (u < 1) -> r = 1 -> P0 = (3, 0), sum 3 < 4 -> g = w0;
+    #   M = (4, 0), m = (1, 0); F(5) = -3 - 5 = -8, F(1) = 1 - 1 = 0 -> r3 -> w0.
+    flagged = run(horizon=1, predictor="classifier", fp_rate=1.0, **LOOKAHEAD)  # type: ignore[arg-type]
+    assert flagged["assignments"][0] == W0_CHOICE
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics and stream handling
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("semantics", ["paper", "theory"])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_tpot_step_form_equals_per_request_mean(policy: str, semantics: str) -> None:
+    # With a finite stream run to completion, sum_k dt_k A_k / sum_k A_k telescopes into the mean
+    # of (finish - start) / o over requests, because sum_k A_k = number of requests.
+    rng = random.Random(7)
+    n = 40
+    prompt = [rng.randint(1, 30) for _ in range(n)]
+    output = [rng.randint(1, 12) for _ in range(n)]
+    res = simulate(num_workers=3, slots_per_worker=2, pool_size=5, policy=policy, prompt=prompt,
+                   output=output, pred_output=output, pred_u=[rng.random() for _ in range(n)],
+                   num_steps=400, semantics=semantics, horizon=2 if policy == "bfio" else 0,
+                   num_requests=n)
+    m = res["metrics"]
+    assert m["num_admitted"] == m["num_finished"] == n
+    assert res["live"][-1] is False  # the run drained
+    assert m["tpot_s"] == pytest.approx(m["tpot_exact_s"], rel=1e-12)
+    # Every request was placed exactly once.
+    placed = [a[0] for a in res["initial_assignments"]] + [a[0] for step in res["assignments"] for a in step]
+    assert sorted(placed) == list(range(n))
+
+
+def test_paper_cut_is_zero_when_only_step0_admits() -> None:
+    # Two requests, both admitted at step 0 and nothing else ever arrives: cut = 0, means are 0.
+    res = run([2, 3], [2, 2], num_workers=2, slots_per_worker=1, pool_size=2, policy="fcfs", num_steps=3)
+    m = res["metrics"]
+    assert res["live"] == [True, True, False]
+    assert m["cut_step"] == 0.0 and m["num_steps_measured"] == 0.0
+    assert m["avg_imbalance_tokens"] == 0.0 and m["energy_j"] == 0.0
+    # Makespan and TPOT still cover the drain: dt = 1 + .5*3 = 2.5, then 1 + .5*4 = 3.
+    assert m["makespan_s"] == 5.5
+    assert m["tpot_s"] == pytest.approx(5.5 / 2)
+
+
+def test_unbounded_stream_too_short_raises() -> None:
+    # G=2, B=1, R=2, every o = 1: step 0 reveals r0, r1; step 1 frees both slots and the top-up
+    # needs r2 and r3, but only three requests were given.
+    kwargs: dict[str, Any] = dict(num_workers=2, slots_per_worker=1, pool_size=2, policy="fcfs",
+                                  prompt=[1, 1, 1], output=[1, 1, 1], pred_output=[1, 1, 1],
+                                  pred_u=[0.0, 0.0, 0.0])
+    assert simulate(num_steps=0, **kwargs)["initial_assignments"] == [(0, 0, 0), (1, 1, 0)]
+    with pytest.raises(IndexError, match="request 3"):
+        simulate(num_steps=1, **kwargs)
+
+
+def test_empirical_quantile_and_noisy_ohat() -> None:
+    values = [float(v) for v in range(100, 0, -1)]
+    assert empirical_quantile(values, 0.99) == 99.0  # index ceil(99) - 1 = 98 of 1..100
+    assert empirical_quantile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.0  # smallest v with >= half <= v
+    assert empirical_quantile([], 0.99) == 0.0
+    # x = 1 - .5 + 1.0 * 0 = 0.5: 5 * .5 = 2.5 -> 2 and 7 * .5 = 3.5 -> 4 (half to even).
+    assert noisy_ohat(5, 0.0, 0.5, 0.5) == 2
+    assert noisy_ohat(7, 0.0, 0.5, 0.5) == 4
+    assert noisy_ohat(1, 0.0, 0.9, 0.0) == 1  # 0.1 rounds to 0, clamped to 1
