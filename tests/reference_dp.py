@@ -137,6 +137,7 @@ class _PolicyConfig:
     predictor: str
     fp_rate: float
     fn_rate: float
+    lookahead_decay: float = 0.7
 
 
 # --------------------------------------------------------------------------------------------
@@ -255,7 +256,9 @@ def _predicted_remaining(req: _Request, cfg: _PolicyConfig) -> int:
         truth = req.output - req.gen <= horizon
         predicted = (truth and req.u >= cfg.fn_rate) or (not truth and req.u < cfg.fp_rate)
         return (horizon + 2) // 2 if predicted else horizon + 1  # ceil((H+1)/2) or H+1
-    return req.ohat - req.gen  # oracle and noisy; may be <= 0 for an under-predicting noisy ohat
+    # Oracle and noisy: a request known to be active lasts at least this step, even when a noisy
+    # prediction has already run out.
+    return max(1, req.ohat - req.gen)
 
 
 def _projected_loads(active: list[list[_Request]], cfg: _PolicyConfig) -> list[list[int]]:
@@ -273,22 +276,23 @@ def _projected_loads(active: list[list[_Request]], cfg: _PolicyConfig) -> list[l
 
 
 def _policy_bfio_lookahead(inp: _AdmissionInput, cfg: _PolicyConfig) -> Decisions:
-    """Lookahead valley fill (H >= 1) on projected loads, scored by the exact window marginal."""
+    """Lookahead valley fill (H >= 1): lightest current worker, decayed window score."""
     free = list(inp.free)
     proj = _projected_loads(inp.active, cfg)
     num_workers = len(free)
     beta = num_workers
     rows = range(cfg.horizon + 1)
+    weights = [round(128 * cfg.lookahead_decay ** h) for h in rows]  # round() is half-even
     waiting = list(inp.pool)
     out: Decisions = []
     for _ in range(inp.num_admit):
-        g = _first_worker_min([sum(row) for row in proj], free)
+        g = _first_worker_min([row[0] for row in proj], free)
         margins = [max(proj[w][h] for w in range(num_workers)) - proj[g][h] for h in rows]
         best: _Request | None = None
         best_score = 0
         for req in waiting:  # strict > keeps the earliest request on ties
             s = req.prompt
-            score = sum(s - beta * max(0, s - m) for m in margins)
+            score = sum(w * (s - beta * max(0, s - m)) for w, m in zip(weights, margins))
             if best is None or score > best_score:
                 best, best_score = req, score
         assert best is not None
@@ -446,7 +450,7 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
              num_requests: int | None = None, step_const_s: float = 4.8875e-3, per_token_s: float = 1.00525e-7,
              fp_rate: float = 0.0, fn_rate: float = 0.0, predictor: str = "oracle",
              idle_power_w: float = 100.0, max_power_w: float = 400.0, power_exponent: float = 0.7,
-             delay_quantile: float = 0.99) -> dict[str, Any]:
+             delay_quantile: float = 0.99, lookahead_decay: float = 0.7) -> dict[str, Any]:
     """Run the dp engine for steps 1..num_steps, one request at a time.
 
     Request i has prompt[i] (s), output[i] (o), pred_output[i] (ohat, read by the "noisy"
@@ -475,7 +479,8 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
         raise ValueError(f"num_requests must be >= 0 or None, got {num_requests}")
 
     stream = _Stream(prompt, output, pred_output, pred_u, num_requests, predictor)
-    cfg = _PolicyConfig(name=policy, horizon=horizon, predictor=predictor, fp_rate=fp_rate, fn_rate=fn_rate)
+    cfg = _PolicyConfig(name=policy, horizon=horizon, predictor=predictor, fp_rate=fp_rate, fn_rate=fn_rate,
+                        lookahead_decay=lookahead_decay)
     eng = _Engine(num_workers, slots_per_worker, pool_size, stream, cfg)
     theory = semantics == "theory"
 

@@ -1,0 +1,128 @@
+"""Command line: `jaxsched run` and `jaxsched reproduce table1`.
+
+`jaxsched run` with no arguments runs the BF-IO paper's Table 1 configuration (G = 16, B = 72,
+R = 64) on the BurstGPT-like workload over 8 seeds, prints a policy-by-metric table (mean and
+95% CI), and writes a CSV (one row per policy and seed) and a load-trajectory plot.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+from .config import DPConfig
+from .errors import ConfigError
+from .experiments import (TABLE1_POLICIES, parse_policies, result_rows, run_policies, summary_table,
+                          table1_rows, table1_workload)
+from .results import write_csv
+from .workload import BivariateNormal, BurstGPTLike, read_trace
+
+WORKLOADS = {"burstgpt_like": BurstGPTLike, "bivariate_normal": BivariateNormal}
+
+
+def _add_shape_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--G", type=int, default=16, help="workers (default 16)")
+    p.add_argument("--B", type=int, default=72, help="slots per worker (default 72)")
+    p.add_argument("--R", type=int, default=64, help="waiting-pool size (default 64)")
+
+
+def _plot_run(base: DPConfig, specs, seed: int, steps: int, path: Path, params_kw: dict) -> Path:
+    """One recorded run per policy (seed `seed`, first `steps` steps) drawn as Fig. 6."""
+    from .config import make_params
+    from .dp import simulate
+    from .plots import load_trajectories
+    loads = {}
+    for spec in specs:
+        cfg = dataclasses.replace(base, policy=spec.name, horizon=spec.horizon,
+                                  num_steps=min(steps, base.num_steps), record_loads=True)
+        res = simulate(cfg, make_params(cfg, **params_kw), [seed])
+        loads[spec.label] = res.trajectories["hist_loads"][0]
+    return load_trajectories(loads, path)
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    specs = parse_policies(a.policies)
+    if a.trace:
+        workload = read_trace(a.trace, order="resample")
+    else:
+        workload = WORKLOADS[a.workload]()
+    if a.seeds < 1:
+        raise ConfigError(f"--seeds must be an integer >= 1, got {a.seeds}")
+    base = DPConfig(num_workers=a.G, slots_per_worker=a.B, pool_size=a.R, num_steps=a.steps,
+                    semantics=a.semantics, workload=workload, predictor=a.predictor)
+    for s in specs:  # validate every policy's config before compiling anything
+        dataclasses.replace(base, policy=s.name, horizon=s.horizon)
+    seeds = list(range(a.seed_start, a.seed_start + a.seeds))
+    params_kw = dict(noise_lo=a.noise, noise_hi=a.noise, fp_rate=a.fp_rate, fn_rate=a.fn_rate)
+    print(f"jaxsched run: G={a.G} B={a.B} R={a.R} steps={a.steps} seeds={a.seeds} "
+          f"workload={workload.name} semantics={a.semantics}", file=sys.stderr)
+    results = run_policies(base, specs, seeds, params_kw=params_kw, progress=not a.quiet)
+    print(summary_table(results))
+    out = write_csv(a.out, result_rows(results, seeds))
+    print(f"\nresults: {out}")
+    if a.plot != "none":
+        png = _plot_run(base, specs, seeds[0], a.plot_steps, Path(a.plot), params_kw)
+        print(f"load trajectories: {png}")
+    return 0
+
+
+def cmd_reproduce(a: argparse.Namespace) -> int:
+    if a.what != "table1":
+        raise ConfigError(f"reproduce: unknown experiment {a.what!r}; available: table1")
+    workload = table1_workload(a.trace)
+    base = DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, num_steps=50_000,
+                    workload=workload)
+    print("jaxsched reproduce table1: G=16 B=72 R=64, N=100000 requests "
+          "(numpy default_rng(42).choice(8000)), one run", file=sys.stderr)
+    results = run_policies(base, TABLE1_POLICIES, [0], progress=not a.quiet, block_steps=4096)
+    print(table1_rows(results))
+    out = write_csv(a.out, result_rows(results, [0], extra={"trace": str(a.trace)}))
+    print(f"\nresults: {out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="jaxsched", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="compare policies on one configuration over several seeds")
+    _add_shape_args(r)
+    r.add_argument("--policies", default="fcfs,jsq_tokens,bfio:0,bfio:20",
+                   help="comma-separated: fcfs, fcfs_alg2, jsq_tokens, jsq_count, round_robin, bfio:H")
+    r.add_argument("--seeds", type=int, default=8, help="number of seeds (default 8)")
+    r.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
+    r.add_argument("--steps", type=int, default=3000, help="decode steps per run (default 3000)")
+    r.add_argument("--trace", help="CSV trace to resample per seed (BurstGPT, Azure or two columns)")
+    r.add_argument("--workload", choices=sorted(WORKLOADS), default="burstgpt_like")
+    r.add_argument("--semantics", choices=["paper", "theory"], default="paper")
+    r.add_argument("--predictor", choices=["oracle", "noisy", "classifier"], default="oracle")
+    r.add_argument("--noise", type=float, default=0.0, help="noisy predictor: o * U[1-d, 1+d]")
+    r.add_argument("--fp-rate", type=float, default=0.0, help="classifier false-positive rate")
+    r.add_argument("--fn-rate", type=float, default=0.0, help="classifier false-negative rate")
+    r.add_argument("--out", default="results/run.csv", help="CSV results file")
+    r.add_argument("--plot", default="results/loads.png", help="load-trajectory PNG ('none' to skip)")
+    r.add_argument("--plot-steps", type=int, default=2000, help="steps shown in the plot")
+    r.add_argument("--quiet", action="store_true", help="no progress output")
+    r.set_defaults(func=cmd_run)
+
+    q = sub.add_parser("reproduce", help="reproduce a table of a paper")
+    q.add_argument("what", help="table1 (BF-IO paper, Table 1)")
+    q.add_argument("--trace", required=True, help="path to burstgpt_8000.csv")
+    q.add_argument("--out", default="results/table1.csv", help="CSV results file")
+    q.add_argument("--quiet", action="store_true")
+    q.set_defaults(func=cmd_reproduce)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as e:
+        print(f"jaxsched: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""Shared drivers for multi-policy dp experiments (used by the CLI and the notebooks)."""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .config import POLICIES, DPConfig, make_params
+from .dp import METRICS, simulate
+from .errors import ConfigError
+from .results import format_value, markdown_table, mean_ci
+from .workload import Trace, read_trace
+
+TABLE_METRICS = ("avg_imbalance_tokens", "throughput_tokens_per_s", "tpot_s", "energy_j",
+                 "avg_power_w", "idle_fraction", "queue_delay_mean_s", "queue_delay_p99_s")
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A policy name with its BF-IO horizon; written `name` or `bfio:H`."""
+    name: str
+    horizon: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"bfio(H={self.horizon})" if self.name == "bfio" else self.name
+
+
+def parse_policies(text: str) -> list[PolicySpec]:
+    """Parse 'fcfs,jsq_tokens,bfio:0,bfio:20' into PolicySpecs (ConfigError on bad input)."""
+    specs = []
+    for item in [t.strip() for t in text.split(",") if t.strip()]:
+        name, _, h = item.partition(":")
+        if name not in POLICIES:
+            raise ConfigError(f"policies: each entry must be one of {POLICIES} (bfio may be written "
+                              f"bfio:H), got {item!r}")
+        if h and name != "bfio":
+            raise ConfigError(f"policies: only bfio takes a horizon (bfio:H), got {item!r}")
+        try:
+            horizon = int(h) if h else 0
+        except ValueError:
+            raise ConfigError(f"policies: the horizon in {item!r} must be an integer >= 0") from None
+        if horizon < 0:
+            raise ConfigError(f"policies: the horizon in {item!r} must be an integer >= 0")
+        specs.append(PolicySpec(name, horizon))
+    if not specs:
+        raise ConfigError("policies must name at least one policy")
+    return specs
+
+
+class Progress:
+    """A one-line progress report with ETA on stderr (silent when disabled)."""
+
+    def __init__(self, label: str, enabled: bool = True):
+        self.label, self.enabled, self.t0 = label, enabled, time.perf_counter()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        el = time.perf_counter() - self.t0
+        eta = el / done * (total - done) if done else float("nan")
+        sys.stderr.write(f"\r  {self.label}: {done}/{total} blocks, {el:5.1f} s elapsed, ETA {eta:5.1f} s ")
+        sys.stderr.flush()
+        if done >= total:
+            sys.stderr.write("\n")
+
+
+def run_policies(base: DPConfig, specs: Sequence[PolicySpec], seeds: Sequence[int], *,
+                 params_kw: dict | None = None, progress: bool = True,
+                 block_steps: int | None = None) -> list[tuple[PolicySpec, DPConfig, dict]]:
+    """Run every policy on the same workload and seeds; returns (spec, config, metrics)."""
+    out = []
+    for n, spec in enumerate(specs, 1):
+        cfg = dataclasses.replace(base, policy=spec.name, horizon=spec.horizon)
+        params = make_params(cfg, **(params_kw or {}))
+        bar = Progress(f"[{n}/{len(specs)}] {spec.label}", progress)
+        res = simulate(cfg, params, seeds, progress=bar, block_steps=block_steps)
+        if progress:
+            sys.stderr.write(f"\r  [{n}/{len(specs)}] {spec.label}: done in {res.wall_s:.1f} s"
+                             + " " * 30 + "\n")
+        out.append((spec, cfg, res.metrics))
+    return out
+
+
+def result_rows(results, seeds: Sequence[int], extra: dict | None = None) -> list[dict]:
+    """One row per policy and seed, configuration columns first."""
+    rows = []
+    for spec, cfg, m in results:
+        for i, seed in enumerate(seeds):
+            row = dict(policy=spec.name, horizon=spec.horizon, label=spec.label, seed=int(seed),
+                       num_workers=cfg.num_workers, slots_per_worker=cfg.slots_per_worker,
+                       pool_size=cfg.pool_size, semantics=cfg.semantics, predictor=cfg.predictor,
+                       workload=cfg.workload.name, num_steps=cfg.num_steps)
+            row.update(extra or {})
+            row.update({k: float(m[k][i]) for k in METRICS})
+            rows.append(row)
+    return rows
+
+
+def summary_table(results, metrics: Sequence[str] = TABLE_METRICS) -> str:
+    """Markdown table: policy by metric, mean +- 95% CI half-width over seeds."""
+    rows = []
+    for spec, _, m in results:
+        cells = [spec.label]
+        for k in metrics:
+            mean, _, half, n = mean_ci(m[k])
+            cells.append(format_value(mean) + ("" if n < 2 else f" ± {format_value(half)}"))
+        rows.append(cells)
+    return markdown_table(["policy", *metrics], rows)
+
+
+def table1_workload(trace_path: str, num_requests: int = 100_000, rng_seed: int = 42) -> Trace:
+    """The BF-IO paper's Table 1 stream: N rows drawn with numpy default_rng(42).choice(8000)."""
+    tr = read_trace(trace_path)
+    idx = np.random.default_rng(rng_seed).choice(tr.prompt.size, size=num_requests, replace=True)
+    return Trace(tr.prompt[idx], tr.output[idx], name=f"{tr.name}_table1", order="sequential")
+
+
+# Table 1 of the BF-IO paper (G = 16, B = 72, R = 64): imbalance (1e4 tokens), throughput
+# (1e4 tokens/s), TPOT (s), energy (kJ).
+PAPER_TABLE1 = {
+    "fcfs": (27.9, 8.00, 1.42e-2, 396.0),
+    "jsq_tokens": (28.2, 7.99, 1.42e-2, 396.0),
+    "bfio(H=0)": (2.92, 9.03, 1.26e-2, 386.0),
+    "bfio(H=20)": (1.65, 9.13, 1.25e-2, 383.0),
+}
+TABLE1_POLICIES = [PolicySpec("fcfs"), PolicySpec("jsq_tokens"), PolicySpec("bfio", 0),
+                   PolicySpec("bfio", 20)]
+
+
+def table1_rows(results) -> str:
+    """Markdown table of a Table 1 run beside the paper's values."""
+    rows = []
+    for spec, _, m in results:
+        ours = (m["avg_imbalance_tokens"][0] / 1e4, m["throughput_tokens_per_s"][0] / 1e4,
+                m["tpot_s"][0], m["energy_j"][0] / 1e3)
+        paper = PAPER_TABLE1.get(spec.label, (float("nan"),) * 4)
+        rows.append([spec.label] + [f"{o:.4g} ({p:.3g})" for o, p in zip(ours, paper)])
+    return markdown_table(["policy (paper in brackets)", "avg imbalance (1e4 tokens)",
+                           "throughput (1e4 tokens/s)", "TPOT (s)", "energy (kJ)"], rows)

@@ -1,0 +1,38 @@
+"""Matplotlib figures. Every function writes a PNG and returns its path; no global style changes."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: works on machines without a display
+import matplotlib.pyplot as plt
+import numpy as np
+
+
+def load_trajectories(loads: Mapping[str, np.ndarray], path: str | Path, *, dt_s: Mapping[str, np.ndarray] | None = None,
+                      title: str = "Per-worker load (post-growth, pre-removal)") -> Path:
+    """Per-worker load over steps, one panel per policy (the BF-IO paper's Fig. 6).
+
+    loads: {policy label: int[K, G] tokens}. Panels share the y axis so imbalance is comparable.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = len(loads)
+    fig, axes = plt.subplots(n, 1, figsize=(10, 2.4 * n), sharex=True, sharey=True, squeeze=False)
+    for ax, (label, L) in zip(axes[:, 0], loads.items()):
+        L = np.asarray(L)
+        steps = np.arange(1, L.shape[0] + 1)
+        for g in range(L.shape[1]):
+            ax.plot(steps, L[:, g] / 1e3, lw=0.5, alpha=0.8)
+        gap = (L.max(1) - L.min(1)).mean()
+        ax.set_title(f"{label}: mean max-min gap {gap / 1e3:.1f}k tokens", fontsize=9)
+        ax.set_ylabel("load (k tokens)")
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("decode step")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
