@@ -1,0 +1,58 @@
+"""The command line: `jaxsched run` writes a table, a CSV and a plot; bad input exits with 2."""
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from jaxsched.cli import main
+from jaxsched.experiments import PolicySpec, parse_policies
+from jaxsched.errors import ConfigError
+
+SMALL = ["--G", "4", "--B", "8", "--R", "8", "--steps", "120", "--seeds", "3", "--quiet",
+         "--plot-steps", "50"]
+
+
+def test_run_writes_csv_table_and_plot(tmp_path, capsys):
+    out, png = tmp_path / "r.csv", tmp_path / "loads.png"
+    assert main(["run", *SMALL, "--policies", "fcfs,bfio:0,bfio:2", "--out", str(out),
+                 "--plot", str(png)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 3 * 3
+    assert {(r["label"], r["seed"]) for r in rows} == {
+        (p, str(s)) for p in ("fcfs", "bfio(H=0)", "bfio(H=2)") for s in range(3)}
+    for col in ("policy", "seed", "avg_imbalance_tokens", "throughput_tokens_per_s", "tpot_s", "energy_j"):
+        assert col in rows[0]
+    assert all(float(r["throughput_tokens_per_s"]) > 0 for r in rows)
+    assert png.stat().st_size > 10_000
+    table = capsys.readouterr().out
+    assert "| bfio(H=2) |" in table and "±" in table
+
+
+def test_run_on_a_trace(tmp_path, capsys):
+    trace = tmp_path / "t.csv"
+    trace.write_text("prompt,output\n" + "\n".join(f"{10 + i},{1 + i % 5}" for i in range(50)))
+    out = tmp_path / "r.csv"
+    assert main(["run", *SMALL, "--policies", "jsq_tokens", "--trace", str(trace), "--out", str(out),
+                 "--plot", "none"]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [r["workload"] for r in rows] == ["t"] * 3
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--policies", "nope"], "policies"),
+    (["--policies", "fcfs:3"], "only bfio takes a horizon"),
+    (["--G", "0"], "num_workers (G) must be an integer >= 1"),
+    (["--seeds", "0"], "--seeds"),
+    (["--trace", "/nonexistent.csv"], "does not exist"),
+])
+def test_run_bad_input_exits_2_with_message(args, needle, capsys, tmp_path):
+    code = main(["run", *SMALL, *args, "--out", str(tmp_path / "x.csv"), "--plot", "none"])
+    assert code == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_parse_policies():
+    assert parse_policies("fcfs, bfio:20") == [PolicySpec("fcfs"), PolicySpec("bfio", 20)]
+    with pytest.raises(ConfigError, match="horizon"):
+        parse_policies("bfio:-1")
