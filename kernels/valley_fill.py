@@ -12,11 +12,36 @@ lowest worker index and to the earliest pool position (queue order).
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 _BIG = np.int32(2**31 - 1)
+
+
+def _greedy_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray, valid: jnp.ndarray,
+                 choose: Callable) -> jnp.ndarray:
+    """U sequential admissions: (g, i) = choose(loads, free, valid); request i joins worker g.
+
+    loads is int32[G] or int32[G, W] (a request adds its size to every column of its worker's
+    row). The loop runs R times; once the pool or the free slots run out, iterations are no-ops.
+    """
+    R = sizes.shape[0]
+
+    def body(_, carry):
+        loads, free, valid, worker = carry
+        g, i = choose(loads, free, valid)
+        do = jnp.any(valid) & jnp.any(free > 0)
+        loads = loads.at[g].add(jnp.where(do, sizes[i], 0))
+        free = free.at[g].add(-do.astype(jnp.int32))
+        valid = valid.at[i].set(valid[i] & ~do)
+        worker = worker.at[i].set(jnp.where(do, g, worker[i]).astype(jnp.int32))
+        return loads, free, valid, worker
+
+    init = (loads, free, valid, jnp.full((R,), -1, jnp.int32))
+    return jax.lax.fori_loop(0, R, body, init)[3]
 
 
 def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
@@ -26,28 +51,14 @@ def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
     loads int32[G] current loads (tokens); free int32[G] free slots; sizes int32[R] request
     prompt lengths (tokens); valid bool[R] which pool entries wait. Returns worker int32[R].
     """
-    G = loads.shape[0]
-    R = sizes.shape[0]
-
-    def body(_, carry):
-        loads, free, valid, worker = carry
-        avail = free > 0
-        g = jnp.argmin(jnp.where(avail, loads, _BIG))
-        room = jnp.max(loads) - loads[g]
-        fits = valid & (sizes <= room)
+    def choose(loads, free, valid):
+        g = jnp.argmin(jnp.where(free > 0, loads, _BIG))
+        fits = valid & (sizes <= jnp.max(loads) - loads[g])
         best_fit = jnp.argmax(jnp.where(fits, sizes, -1))
         smallest = jnp.argmin(jnp.where(valid, sizes, _BIG))
-        i = jnp.where(jnp.any(fits), best_fit, smallest)
-        do = jnp.any(valid) & jnp.any(avail)
-        s = jnp.where(do, sizes[i], 0)
-        loads = loads.at[g].add(s)
-        free = free.at[g].add(-do.astype(jnp.int32))
-        valid = valid.at[i].set(valid[i] & ~do)
-        worker = worker.at[i].set(jnp.where(do, g, worker[i]).astype(jnp.int32))
-        return loads, free, valid, worker
+        return g, jnp.where(jnp.any(fits), best_fit, smallest)
 
-    init = (loads, free, valid, jnp.full((R,), -1, jnp.int32))
-    return jax.lax.fori_loop(0, R, body, init)[3]
+    return _greedy_fill(loads, free, sizes, valid, choose)
 
 
 def window_weights(window: int, decay: float, scale: int = 128) -> np.ndarray:
@@ -67,24 +78,13 @@ def lookahead_valley_fill(projected: jnp.ndarray, free: jnp.ndarray, sizes: jnp.
     F(s) = sum_h w_h (s - beta * max(0, s - m_h)), m_h = max_g P[g, h] - P[g*, h]; ties to the
     earliest request. A new request adds s to every row of its worker. Returns worker int32[R].
     """
-    R = sizes.shape[0]
     w = jnp.asarray(weights, jnp.int32)
 
-    def body(_, carry):
-        proj, free, valid, worker = carry
-        avail = free > 0
-        g = jnp.argmin(jnp.where(avail, proj[:, 0], _BIG))
+    def choose(proj, free, valid):
+        g = jnp.argmin(jnp.where(free > 0, proj[:, 0], _BIG))
         room = jnp.max(proj, axis=0) - proj[g]                                  # [W]
         over = jnp.maximum(sizes[:, None] - room[None, :], 0)                   # [R, W]
         score = jnp.sum(w * (sizes[:, None] - beta * over), axis=1)             # [R]
-        i = jnp.argmax(jnp.where(valid, score, -_BIG))
-        do = jnp.any(valid) & jnp.any(avail)
-        s = jnp.where(do, sizes[i], 0)
-        proj = proj.at[g].add(s)
-        free = free.at[g].add(-do.astype(jnp.int32))
-        valid = valid.at[i].set(valid[i] & ~do)
-        worker = worker.at[i].set(jnp.where(do, g, worker[i]).astype(jnp.int32))
-        return proj, free, valid, worker
+        return g, jnp.argmax(jnp.where(valid, score, -_BIG))
 
-    init = (projected, free, valid, jnp.full((R,), -1, jnp.int32))
-    return jax.lax.fori_loop(0, R, body, init)[3]
+    return _greedy_fill(projected, free, sizes, valid, choose)
