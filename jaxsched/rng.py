@@ -16,6 +16,7 @@ import numpy as np
 _M1 = np.uint32(0x7FEB352D)
 _M2 = np.uint32(0x846CA68B)
 _GOLDEN = np.uint32(0x9E3779B9)
+_SALT = np.uint32(0x5BD1E995)
 
 # Stream tags: independent draws for different fields of the same request.
 STREAM_PROMPT = 1
@@ -38,10 +39,16 @@ def mix32(x: jnp.ndarray) -> jnp.ndarray:
 
 
 def hash3(seed: jnp.ndarray, index: jnp.ndarray, stream: int) -> jnp.ndarray:
-    """uint32 hash of (seed, request index, stream tag); broadcasts its arguments."""
-    h = mix32(jnp.asarray(seed, jnp.uint32) * _GOLDEN + np.uint32(stream))
+    """uint32 hash of (seed, request index, stream tag); broadcasts its arguments.
+
+    The seed enters twice: once before the index is folded in and once after. With only the
+    first, seeds whose mixed values differ by a small XOR d would share whole streams (request
+    i of one equal to request i ^ d of the other); the second entry makes them differ.
+    """
+    seed = jnp.asarray(seed, jnp.uint32)
+    h = mix32(seed * _GOLDEN + np.uint32(stream))
     h = mix32(h ^ jnp.asarray(index, jnp.uint32).astype(jnp.uint32))
-    return mix32(h + _GOLDEN)
+    return mix32(h + mix32(seed ^ _SALT))
 
 
 def uniform(seed, index, stream: int, sub: int = 0) -> jnp.ndarray:

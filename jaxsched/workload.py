@@ -320,7 +320,9 @@ def read_trace(path: str | Path, order: str = "resample") -> Trace:
     if not path.is_file():
         raise ConfigError(f"trace file {str(path)!r} does not exist")
     with path.open(newline="") as f:
-        rows = [r for r in csv.reader(f) if r and any(c.strip() for c in r)]
+        # (line number, fields) of the non-blank lines, so errors name the file's own lines.
+        numbered = [(n, r) for n, r in enumerate(csv.reader(f), 1) if r and any(c.strip() for c in r)]
+    rows = [r for _, r in numbered]
     if not rows:
         raise ConfigError(f"trace file {str(path)!r} is empty")
     header = [c.strip() for c in rows[0]]
@@ -345,10 +347,10 @@ def read_trace(path: str | Path, order: str = "resample") -> Trace:
         raise ConfigError(f"trace file {str(path)!r} has a header but no data rows")
     prompt = np.empty(len(body), np.int64)
     output = np.empty(len(body), np.int64)
-    first = 2 if body is not rows else 1
+    lines = [n for n, _ in numbered][len(rows) - len(body):]
     for n, r in enumerate(body):
         for col, dst, what in ((pi, prompt, "prompt"), (oi, output, "output")):
-            line = n + first
+            line = lines[n]
             if col >= len(r):
                 raise ConfigError(f"trace file {str(path)!r} line {line}: missing {what} column")
             dst[n] = _parse_length(r[col], f"trace file {str(path)!r} line {line} {what} length")

@@ -283,7 +283,9 @@ def step(config: DPConfig, params: DPParams, state: DPState):
     at_cut = jax.tree_util.tree_map(lambda a, b: jnp.where(admitted_now, a, b), window, state.at_cut)
     totals = Totals(totals.tpot_num, totals.tpot_den, totals.delay_s, totals.delay_hist, totals.admitted,
                     totals.finished, jnp.where(admitted_now, k, totals.cut_step), totals.last_live)
-    new = DPState(k, state.seed, new_slots, pool, post, rr, clock, window, at_cut, totals)
+    # The step counter stops at num_steps, so blocks that overrun the run change nothing.
+    k_next = jnp.where(k <= config.num_steps, k, state.step)
+    new = DPState(k_next, state.seed, new_slots, pool, post, rr, clock, window, at_cut, totals)
     out = None
     if config.record_loads:
         out = dict(hist_loads=hist, loads=loads if paper else post, post_admission_loads=post,

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..config import DPConfig, DPParams
-from ..errors import ConfigError
+from ..errors import ConfigError, require_int
 from . import engine
 from .metrics import finalize
 
@@ -67,11 +67,9 @@ def simulate(config: DPConfig, params: DPParams, seeds: Sequence[int], *, seed_c
              progress: Callable[[int, int], None] | None = None) -> DPResult:
     """Run `config` for every seed; see the module docstring."""
     seeds = _check_seeds(seeds)
-    chunk = len(seeds) if seed_chunk is None else seed_chunk
-    if not isinstance(chunk, int) or chunk < 1:
-        raise ConfigError(f"seed_chunk must be a positive integer, got {seed_chunk!r}")
+    chunk = len(seeds) if seed_chunk is None else require_int(seed_chunk, "seed_chunk", lo=1)
     K = config.num_steps
-    block = min(K, block_steps or 1024)
+    block = min(K, 1024 if block_steps is None else require_int(block_steps, "block_steps", lo=1))
     init, run_block = _compiled(config, block)
     t0 = time.perf_counter()
     metrics, trajs = [], []
