@@ -1,0 +1,336 @@
+"""Speed of the dp engine (`jaxsched.dp.simulate`) against the one-seed NumPy baseline.
+
+For each policy (fcfs, bfio with horizon 0) and shape (G, B) = (16, 72) with R = 64 and
+(32, 72) with R = 128, on the `BurstGPTLike` workload with semantics "paper", the engine runs
+1, 64 and 1024 seeds and the NumPy simulator (`benchmarks/numpy_dp.py`) runs seed 0 on the same
+request lengths (`jaxsched.workload.materialize`). Both are timed in the same process, so the
+ratio compares like with like on whatever machine runs the benchmark.
+
+Engine timing: the first call compiles and warms up; the second, identical call is timed
+(`simulate` returns numpy arrays, so its wall time includes all device work). "compile s" is
+the first call's wall time minus the timed call's, i.e. compilation plus first-call overheads.
+The NumPy baseline first runs as many steps as the engine's 64-seed run (which also warms it
+up), then a timed run long enough to last a few seconds; its request lengths are materialized
+before the clock starts. As a consistency check, seed 0's `avg_imbalance_tokens` from that
+engine run must equal the NumPy check run's (both are exact integer sums over the same steps).
+
+    python benchmarks/bench_dp.py [--quick] [--out benchmarks/results/dp_speed.json]
+
+Writes the JSON results to --out (default `benchmarks/results/dp_speed.json`; with --quick,
+`dp_speed_quick.json`) and the markdown table next to it under the same name with a .md suffix;
+prints the table to stdout and progress to stderr. Exits 1 if the consistency check fails.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_HERE = Path(__file__).resolve().parent
+_ROOT = _HERE.parent
+# Lets `python benchmarks/bench_dp.py` work from a plain checkout: jaxsched and kernels are
+# top-level packages at the repository root, numpy_dp.py sits next to this file.
+for _p in (str(_ROOT), str(_HERE)):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+import jax  # noqa: E402
+
+import jaxsched  # noqa: E402
+from jaxsched.dp import simulate  # noqa: E402
+from numpy_dp import simulate_numpy  # noqa: E402
+
+B = 72
+POOL = {16: 64, 32: 128}          # R per G
+POLICIES = ("fcfs", "bfio")
+SEED_COUNTS = (1, 64, 1024)
+
+# Engine decode steps per (policy, G, seeds). Chosen from measured rates on a shared 2-core
+# x86-64 machine so that each timed run takes roughly 2-10 s: the cost of a step grows with
+# seeds, G and R, so larger batches get fewer steps. The engine's per-step work does not depend
+# on the simulation state (fixed-trip loops over R, dense [G, B] arrays), so a short run of
+# many seeds is as representative as a long run of one.
+FULL_STEPS: dict[tuple[str, int], dict[int, int]] = {
+    ("fcfs", 16): {1: 50_000, 64: 2_000, 1024: 160},
+    ("fcfs", 32): {1: 30_000, 64: 1_000, 1024: 48},
+    ("bfio", 16): {1: 30_000, 64: 1_000, 1024: 96},
+    ("bfio", 32): {1: 10_000, 64: 800, 1024: 32},
+}
+# --quick: a smoke test of every code path in well under 30 s (compilation dominates).
+QUICK_SEED_COUNTS = (8,)
+QUICK_STEPS = {8: 100}
+QUICK_SHAPES = (16,)
+
+# The NumPy baseline's check run has as many steps as this seed count's engine run, so that
+# seed 0's metrics can be compared exactly.
+CHECK_SEEDS = 64
+QUICK_CHECK_SEEDS = 8
+# Wall time of the NumPy timed run (s), and a cap on its steps (the request arrays grow as R
+# per step).
+NUMPY_TARGET_S = 3.0
+QUICK_NUMPY_TARGET_S = 0.3
+NUMPY_MAX_STEPS = 200_000
+
+
+@dataclass
+class EngineRow:
+    """One engine measurement (times in s, rates per s)."""
+    policy: str
+    G: int
+    B: int
+    R: int
+    seeds: int
+    steps: int
+    timed_s: float
+    first_call_s: float
+    compile_s: float
+    seed_steps_per_s: float
+    slot_steps_per_s: float
+    seed0_avg_imbalance_tokens: float
+
+
+@dataclass
+class NumpyRow:
+    """One NumPy baseline measurement (seed 0)."""
+    policy: str
+    G: int
+    B: int
+    R: int
+    steps: int
+    timed_s: float
+    seed_steps_per_s: float
+    check_steps: int
+    avg_imbalance_tokens: float
+
+
+def log(msg: str) -> None:
+    """Progress line on stderr (stdout carries only the table)."""
+    print(f"[bench_dp {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def make_config(policy: str, G: int, steps: int) -> jaxsched.DPConfig:
+    """The benchmarked dp configuration for one (policy, G) and step count."""
+    return jaxsched.DPConfig(num_workers=G, slots_per_worker=B, pool_size=POOL[G], horizon=0,
+                             policy=policy, semantics="paper", num_steps=steps,
+                             workload=jaxsched.BurstGPTLike())
+
+
+def bench_engine(policy: str, G: int, seeds: int, steps: int, repeats: int) -> EngineRow:
+    """Compile/warm with one call, then time `repeats` identical calls (best is kept)."""
+    config = make_config(policy, G, steps)
+    params = jaxsched.make_params(config)
+    seed_ids = np.arange(seeds)
+    t0 = time.perf_counter()
+    simulate(config, params, seed_ids)
+    first = time.perf_counter() - t0
+    timed = float("inf")
+    result = None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = simulate(config, params, seed_ids)
+        # simulate converts results to numpy, so the device work is finished here.
+        timed = min(timed, time.perf_counter() - t0)
+    assert result is not None
+    rate = seeds * steps / timed
+    return EngineRow(policy=policy, G=G, B=B, R=POOL[G], seeds=seeds, steps=steps, timed_s=timed,
+                     first_call_s=first, compile_s=max(0.0, first - timed), seed_steps_per_s=rate,
+                     slot_steps_per_s=rate * G * B,
+                     seed0_avg_imbalance_tokens=float(result.metrics["avg_imbalance_tokens"][0]))
+
+
+def bench_numpy(policy: str, G: int, check_steps: int, target_s: float, repeats: int,
+                seed: int = 0) -> NumpyRow:
+    """Time the NumPy simulator on seed `seed`'s request lengths (materialized beforehand).
+
+    A first run over `check_steps` steps gives the metric for the consistency check and a rate
+    estimate; the timed run then covers enough steps to last about `target_s` seconds, because
+    the vectorized baseline does a 1000-step run in well under 0.1 s, too short to time.
+    """
+    R = POOL[G]
+    config = make_config(policy, G, check_steps)
+    params = jaxsched.make_params(config)
+    kw = dict(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy,
+              step_const_s=float(params.step_const_s), per_token_s=float(params.per_token_s))
+
+    def lengths(steps: int) -> tuple[np.ndarray, np.ndarray]:
+        # Each admission tops the pool up by at most R requests (step 0 plus `steps` steps),
+        # so this many can never run out.
+        return jaxsched.workload.materialize(config.workload, seed, R * (steps + 2))
+
+    prompt, output = lengths(check_steps)
+    t0 = time.perf_counter()
+    check = simulate_numpy(prompt=prompt, output=output, num_steps=check_steps, **kw)
+    estimate = check_steps / (time.perf_counter() - t0)
+    steps = int(min(max(check_steps, estimate * target_s), NUMPY_MAX_STEPS))
+    prompt, output = lengths(steps)
+    timed = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        simulate_numpy(prompt=prompt, output=output, num_steps=steps, **kw)
+        timed = min(timed, time.perf_counter() - t0)
+    return NumpyRow(policy=policy, G=G, B=B, R=R, steps=steps, timed_s=timed,
+                    seed_steps_per_s=steps / timed, check_steps=check_steps,
+                    avg_imbalance_tokens=float(check["metrics"]["avg_imbalance_tokens"]))
+
+
+def _fmt_rate(x: float) -> str:
+    """Rates with three significant digits and a k/M suffix."""
+    if x >= 1e6:
+        return f"{x / 1e6:.3g}M"
+    if x >= 1e3:
+        return f"{x / 1e3:.3g}k"
+    return f"{x:.3g}"
+
+
+def markdown_table(rows: list[EngineRow], baselines: dict[tuple[str, int], NumpyRow]) -> str:
+    """The results table; the ratio is engine over NumPy seed-steps/s from this run."""
+    lines = [
+        "| policy | G | B | seeds | engine seed-steps/s | numpy seed-steps/s | ratio | "
+        "slot-steps/s | compile s | steps | timed s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        base = baselines[(r.policy, r.G)]
+        lines.append(
+            f"| {r.policy} | {r.G} | {r.B} | {r.seeds} | {_fmt_rate(r.seed_steps_per_s)} | "
+            f"{_fmt_rate(base.seed_steps_per_s)} | {r.seed_steps_per_s / base.seed_steps_per_s:.1f}x | "
+            f"{r.slot_steps_per_s:.2e} | {r.compile_s:.1f} | {r.steps} | {r.timed_s:.2f} |")
+    return "\n".join(lines)
+
+
+def environment() -> dict[str, Any]:
+    """What the numbers depend on besides the code."""
+    return {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "numpy": np.__version__,
+        "backend": jax.default_backend(),
+        "devices": [str(d) for d in jax.devices()],
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "cpu_count": os.cpu_count(),
+        "loadavg_at_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="small sizes (G=16, 8 seeds, 100 steps): a smoke test under 30 s")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="JSON output (default benchmarks/results/dp_speed.json, or "
+                         "dp_speed_quick.json with --quick so a smoke test never overwrites "
+                         "full results); the markdown table goes to the same name with .md")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="timed runs per measurement after the warm-up (the fastest is kept)")
+    ap.add_argument("--policies", nargs="+", choices=POLICIES, default=list(POLICIES))
+    args = ap.parse_args(argv)
+    if args.repeats < 1:
+        ap.error("--repeats must be >= 1")
+    if args.out is None:
+        args.out = _HERE / "results" / ("dp_speed_quick.json" if args.quick else "dp_speed.json")
+
+    if args.quick:
+        shapes, seed_counts, check_seeds = QUICK_SHAPES, QUICK_SEED_COUNTS, QUICK_CHECK_SEEDS
+        np_target = QUICK_NUMPY_TARGET_S
+        steps_for = lambda policy, G, S: QUICK_STEPS[S]
+    else:
+        shapes, seed_counts, check_seeds = tuple(POOL), SEED_COUNTS, CHECK_SEEDS
+        np_target = NUMPY_TARGET_S
+        steps_for = lambda policy, G, S: FULL_STEPS[(policy, G)][S]
+
+    env = environment()
+    log(f"backend {env['backend']}, {env['cpu_count']} CPUs, load average {env['loadavg_at_start']}")
+    t_start = time.perf_counter()
+    rows: list[EngineRow] = []
+    baselines: dict[tuple[str, int], NumpyRow] = {}
+    checks: list[dict[str, Any]] = []
+    for policy in args.policies:
+        for G in shapes:
+            check_steps = steps_for(policy, G, check_seeds)
+            log(f"numpy  {policy} G={G} B={B} R={POOL[G]}: seed 0 ({check_steps}-step check run, "
+                f"then a ~{np_target:g} s timed run)")
+            base = bench_numpy(policy, G, check_steps, np_target, args.repeats)
+            baselines[(policy, G)] = base
+            log(f"  {base.seed_steps_per_s:,.0f} seed-steps/s ({base.steps} steps in "
+                f"{base.timed_s:.2f} s)")
+            for S in seed_counts:
+                steps = steps_for(policy, G, S)
+                log(f"engine {policy} G={G} B={B} R={POOL[G]}: {S} seeds x {steps} steps")
+                row = bench_engine(policy, G, S, steps, args.repeats)
+                rows.append(row)
+                log(f"  {row.seed_steps_per_s:,.0f} seed-steps/s ({row.timed_s:.2f} s timed, "
+                    f"first call {row.first_call_s:.2f} s), "
+                    f"{row.seed_steps_per_s / base.seed_steps_per_s:.1f}x numpy")
+                if S == check_seeds:
+                    ok = bool(np.isclose(row.seed0_avg_imbalance_tokens, base.avg_imbalance_tokens,
+                                         rtol=1e-12, atol=0.0))
+                    checks.append({"policy": policy, "G": G, "steps": steps,
+                                   "engine_seed0_avg_imbalance_tokens": row.seed0_avg_imbalance_tokens,
+                                   "numpy_avg_imbalance_tokens": base.avg_imbalance_tokens,
+                                   "equal": ok})
+                    if not ok:
+                        log(f"  WARNING: seed-0 avg_imbalance_tokens differs: engine "
+                            f"{row.seed0_avg_imbalance_tokens!r}, numpy {base.avg_imbalance_tokens!r}")
+
+    table = markdown_table(rows, baselines)
+    total_s = time.perf_counter() - t_start
+    all_ok = all(c["equal"] for c in checks)
+    md = "\n".join([
+        f"# dp engine speed{' (--quick)' if args.quick else ''}",
+        "",
+        f"{env['date']}; jax {env['jax']} on {env['backend']} ({env['cpu_count']} CPUs, "
+        f"{env['machine']}), load average at start {env['loadavg_at_start']}; "
+        f"workload BurstGPTLike, semantics paper, horizon 0.",
+        "",
+        table,
+        "",
+        "Seed-steps/s after compilation (best of "
+        f"{args.repeats} timed call{'s' if args.repeats > 1 else ''} after one warm-up call); "
+        "slot-steps/s = seed-steps/s * G * B; compile s = first call minus timed call. "
+        "NumPy: `simulate_numpy`, seed 0, one timed run of about "
+        f"{np_target:g} s (steps in the JSON); ratio = engine / NumPy from this run. "
+        f"The check compares seed 0 of the engine's {check_seeds}-seed run with a NumPy run "
+        "over the same steps.",
+        "",
+        f"Seed-0 avg_imbalance_tokens, engine vs NumPy: {'equal' if all_ok else 'DIFFERENT'} "
+        f"in {len(checks)} of {len(checks)} configurations checked"
+        + ("" if all_ok else f" ({sum(c['equal'] for c in checks)} equal)") + ".",
+        f"Total benchmark wall time {total_s:.0f} s.",
+        "",
+    ])
+    print(table)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "quick": args.quick,
+        "repeats": args.repeats,
+        "environment": env,
+        "engine": [asdict(r) for r in rows],
+        "numpy": [asdict(b) for b in baselines.values()],
+        "ratios": [{"policy": r.policy, "G": r.G, "seeds": r.seeds,
+                    "ratio": r.seed_steps_per_s / baselines[(r.policy, r.G)].seed_steps_per_s}
+                   for r in rows],
+        "consistency_checks": checks,
+        "total_wall_s": total_s,
+        "markdown": md,
+    }
+    args.out.write_text(json.dumps(payload, indent=2) + "\n")
+    md_path = args.out.with_suffix(".md")
+    md_path.write_text(md)
+    log(f"wrote {args.out} and {md_path} ({total_s:.0f} s in all)")
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
