@@ -184,82 +184,159 @@ def test_bfio_h0_takes_a_fitting_prompt_over_a_bigger_one() -> None:
 
 
 def test_bfio_lookahead_counts_growth_and_breaks_ties_by_queue_order() -> None:
-    # Theory semantics, G=2, B=3, R=2, H=1, oracle.
-    # (s, o): r0 (4,10), r1 (4,10), r2 (1,1), r3 (9,10), r4 (1,1), r5 (1,1), r6 (3,10), r7 (3,10).
-    # Step 0: w0 <- r0, r1, r2; w1 <- r3, r4, r5; pool [r6, r7].
-    # Step 1: hist (12, 14); r2, r4, r5 finish -> (10, 10); free slots: w0 one, w1 two; U = 2.
-    #   P0 = (5+5, 6+6) = (10, 12), sum 22 (two requests grow); P1 = (10, 11), sum 21 -> g = w1.
-    #   m = (0, 1): F(3) = (3 - 6) + (3 - 4) = -4 for both r6 and r7 -> the earliest, r6 -> w1.
-    #   P1 = (13, 14), sum 27 -> r7 -> w0. Post-admission (13, 13).
-    # H=0 instead: tie at load 10 -> w0 takes the smallest (r6), then r7 -> w1.
-    kwargs: dict[str, Any] = dict(num_workers=2, slots_per_worker=3, pool_size=2, policy="bfio",
+    # Theory semantics, G=2, B=2, R=3, H=1, oracle; weights w = (128, round(89.6) = 90), beta = 2,
+    # so F(s) = 128 * min(s, 2 m0 - s) + 90 * min(s, 2 m1 - s)  (s - 2 (s - m)_+ = min(s, 2m - s)).
+    # (s, o): r0 (5,10), r1 (1,1), r2 (4,10), r3 (4,10), r4 (3,10), r5 (5,10), r6 (5,10).
+    # Step 0: w0 <- r0, r1 (load 6); w1 <- r2, r3 (load 8); pool [r4, r5, r6].
+    # Step 1: hist (8, 10); r1 finishes -> (6, 10); only w0 has a free slot (slot 1); U = 1.
+    #   P[w0] = (6, 7) (r0: 5 + 1 + h, r = 9); P[w1] = (10, 12) (two requests grow by 2).
+    #   g = w0; M = (10, 12); m = (4, 5).
+    #   F(3) = 128*3 + 90*3 = 654; F(5) = 128*3 + 90*5 = 834 for both r5 and r6 -> the earliest,
+    #   r5 -> (w0, slot 1). Post-admission (11, 10).
+    # Without the growth term (+h) m would be (4, 4) and F(3) = F(5) = 654: the earliest, r4.
+    # H=0 valley fill: M = 10, the largest s <= 4 is r4's 3.
+    kwargs: dict[str, Any] = dict(num_workers=2, slots_per_worker=2, pool_size=3, policy="bfio",
                                   num_steps=1, semantics="theory")
-    prompt, output = [4, 4, 1, 9, 1, 1, 3, 3], [10, 10, 1, 10, 1, 1, 10, 10]
+    prompt, output = [5, 1, 4, 4, 3, 5, 5], [10, 1, 10, 10, 10, 10, 10]
     h1 = run(prompt, output, horizon=1, **kwargs)
-    assert h1["hist_loads"][0] == [12, 14]
-    assert h1["assignments"][0] == [(6, 1, 1), (7, 0, 2)]
-    assert h1["loads"][0] == [13, 13] and h1["imbalance"][0] == 0
+    assert h1["initial_assignments"] == [(0, 0, 0), (1, 0, 1), (2, 1, 0), (3, 1, 1)]
+    assert h1["hist_loads"][0] == [8, 10]
+    assert h1["assignments"][0] == [(5, 0, 1)]
+    assert h1["loads"][0] == [11, 10] and h1["imbalance"][0] == 2 * 11 - 21
     h0 = run(prompt, output, horizon=0, **kwargs)
-    assert h0["assignments"][0] == [(6, 0, 2), (7, 1, 1)]
+    assert h0["assignments"][0] == [(4, 0, 1)]
 
 
-def test_classifier_flagged_request_counts_for_ceil_half_window() -> None:
-    # Theory semantics, G=2, B=2, R=1, H=2, classifier with fp = fn = 0.
-    # (s, o): r0 (5,3), r1 (1,1), r2 (1,10), r3 (1,1), r4 (2,10).
-    # Step 0: w0 <- r0, r1; w1 <- r2, r3; pool [r4].
-    # Step 1: r1, r3 finish -> loads (6, 2); one free slot each; U = 1.
-    #   r0: o - gen = 2 <= H -> flagged -> r = ceil(3/2) = 2 -> P0 = (6, 7, 0), sum 13.
-    #   r2: 9 > H -> r = H + 1 = 3 -> P1 = (2, 3, 4), sum 9 -> g = w1 -> r4 -> (w1, slot 1).
-    #   (With r = 1 for flagged requests, P0 would sum to 6 and r4 would go to w0.)
-    res = run([5, 1, 1, 1, 2], [3, 1, 10, 1, 10], num_workers=2, slots_per_worker=2, pool_size=1,
-              policy="bfio", num_steps=1, semantics="theory", horizon=2, predictor="classifier")
-    assert res["assignments"][0] == [(4, 1, 1)]
+def test_classifier_flagged_request_counts_for_half_window() -> None:
+    # Theory semantics, G=2, B=2, R=3, H=2; weights w = (128, 90, 63) (128 * 0.49 = 62.72), beta = 2.
+    # (s, o): r0 (2,10), r1 (1,1), r2 (5,3), r3 (5,10), r4 (3,10), r5 (9,10), r6 (10,10).
+    # Step 0: w0 <- r0, r1; w1 <- r2, r3; pool [r4, r5, r6].
+    # Step 1: r1 finishes; loads (3, 12); only w0 (slot 1) is free; U = 1.
+    #   r0 and r3: o - gen = 9 > H -> not flagged -> r = H + 1 = 3.
+    #   r2: o - gen = 2 <= H -> flagged (fn = 0) -> r = (H + 2) // 2 = 2: rows 0 and 1 only.
+    #   P[w0] = (3, 4, 5); P[w1] = r2 (6, 7, 0) + r3 (6, 7, 8) = (12, 14, 8).
+    #   g = w0; M = (12, 14, 8); m = (9, 10, 3).
+    #   F(3) = 384 + 270 + 189 = 843; F(9) = 1152 + 810 - 189 = 1773; F(10) = 1024 + 900 - 252 = 1672
+    #   -> r5 (s = 9).
+    # The oracle sees r2's true remaining r = 3 - 1 = 2: the same table, r5.
+    # fn_rate = 1 misses r2 (u = 0.5 < 1) -> r = 3 -> P[w1] = (12, 14, 16), m = (9, 10, 11):
+    #   F(3) = 843, F(9) = 2529, F(10) = 1024 + 900 + 630 = 2554 -> r6 (s = 10).
+    # A noisy prediction ohat = 2 for r2 gives r = max(1, 2 - 1) = 1 -> P[w1] = (12, 7, 8),
+    #   m = (9, 3, 3): F(3) = 843, F(9) = 1152 - 270 - 189 = 693, F(10) = 1024 - 360 - 252 = 412
+    #   -> r4 (s = 3). So r = 2 differs from both r = 1 and r = 3.
+    kwargs: dict[str, Any] = dict(prompt=[2, 1, 5, 5, 3, 9, 10], output=[10, 1, 3, 10, 10, 10, 10],
+                                  num_workers=2, slots_per_worker=2, pool_size=3, policy="bfio",
+                                  num_steps=1, semantics="theory", horizon=2)
+    flagged = run(predictor="classifier", **kwargs)
+    assert flagged["initial_assignments"] == [(0, 0, 0), (1, 0, 1), (2, 1, 0), (3, 1, 1)]
+    assert flagged["loads"][0] == [12, 12]  # post-admission (theory): 3 + 9, 12
+    assert flagged["assignments"][0] == [(5, 0, 1)]
+    assert run(predictor="oracle", **kwargs)["assignments"][0] == [(5, 0, 1)]
+    assert run(predictor="classifier", fn_rate=1.0, **kwargs)["assignments"][0] == [(6, 0, 1)]
+    short = run(predictor="noisy", pred_output=[10, 1, 2, 10, 10, 10, 10], **kwargs)
+    assert short["assignments"][0] == [(4, 0, 1)]
 
 
-# Lookahead stream: G=2, B=2, R=2; (s, o): r0 (3,2), r1 (2,10), r2 (5,3), r3 (1,3).
-# Step 0 (all projected loads 0, H=1, beta=G=2): w0 with margins (0,0) scores F(s) = -2s, so it
-# takes the smallest, r1; w1 gets r0. Initial placement: r1 -> (w0,0), r0 -> (w1,0).
-# Step 1: loads (3, 4) after growth (gen = 1, nobody finishes); pool [r2, r3], U = 2.
-LOOKAHEAD = dict(prompt=[3, 2, 5, 1], output=[2, 10, 3, 3], num_workers=2, slots_per_worker=2,
+def test_bfio_lookahead_window_weights() -> None:
+    # Theory semantics, G=2, B=2, R=2, H=1, oracle, beta = 2.
+    # (s, o): r0 (3,2), r1 (1,1), r2 (3,10), r3 (3,10), r4 (10,10), r5 (3,10).
+    # Step 0: w0 <- r0, r1; w1 <- r2, r3; pool [r4, r5].
+    # Step 1: hist (6, 8); r1 finishes -> (4, 8); only w0 (slot 1) is free; U = 1.
+    #   P[w0] = (4, 0) (r0: r = 2 - 1 = 1); P[w1] = (8, 10); g = w0; m = (4, 10).
+    #   Decay 0.7, w = (128, 90): F(10) = 128*(10 - 12) + 90*10 = 644 < F(3) = 128*3 + 90*3 = 654
+    #   -> r5. Unit weights would give F(10) = -2 + 10 = 8 > F(3) = 6 -> r4; so would decay 0.75,
+    #   w = (128, 96): F(10) = -256 + 960 = 704 > F(3) = 384 + 288 = 672.
+    kwargs: dict[str, Any] = dict(num_workers=2, slots_per_worker=2, pool_size=2, policy="bfio",
+                                  num_steps=1, semantics="theory", horizon=1)
+    prompt, output = [3, 1, 3, 3, 10, 3], [2, 1, 10, 10, 10, 10]
+    res = run(prompt, output, **kwargs)
+    assert res["hist_loads"][0] == [6, 8]
+    assert res["assignments"][0] == [(5, 0, 1)]
+    assert run(prompt, output, lookahead_decay=0.75, **kwargs)["assignments"][0] == [(4, 0, 1)]
+
+
+def test_bfio_lookahead_picks_worker_by_current_load() -> None:
+    # Paper semantics, G=2, B=2, R=2, H=1, oracle; (s, o): r0 (3,2), r1 (2,10), r2 (5,3), r3 (1,3).
+    # Step 0: all projected loads 0; g = w0, m = (0, 0), F(s) = -218 s -> the smallest, r1 -> w0;
+    #   then r0 -> w1.
+    # Step 1: loads (3, 4); pool [r2, r3]; one free slot each, U = 2.
+    #   P[w0] = (3, 4) (r1: r = 9); P[w1] = (4, 0) (r0: r = 1, it finishes next step).
+    #   g = the least CURRENT load P[g, 0] = w0 (3 < 4), although its window sum 7 exceeds w1's 4.
+    #   M = (4, 4), m = (1, 0): F(5) = 128*(-3) + 90*(-5) = -834, F(1) = 128 - 90 = 38 -> r3 -> w0;
+    #   r2 -> w1.
+    # (The least window sum would pick w1: m = (0, 4), F(5) = -640 + 270 = -370 < F(1) = -38,
+    #   r3 -> w1 and r2 -> w0.)
+    res = run([3, 2, 5, 1], [2, 10, 3, 3], num_workers=2, slots_per_worker=2, pool_size=2,
+              policy="bfio", num_steps=1, horizon=1)
+    assert res["initial_assignments"] == [(0, 1, 0), (1, 0, 0)]
+    assert res["loads"][0] == [3, 4]
+    assert res["assignments"][0] == [(2, 1, 1), (3, 0, 1)]
+
+
+# Lookahead stream: G=2, B=2, R=2, paper semantics; (s, o): r0 (12,10), r1 (2,10), r2 (1,3),
+# r3 (12,3). With H=1, weights (128, 90) and beta = 2: F(s) = 128 min(s, 2 m0 - s) + 90 min(s, 2 m1 - s).
+# Step 0 (all projected loads 0): w0 with m = (0, 0) scores F(s) = -218 s, so it takes the smallest,
+# r1; w1 gets r0. Initial placement: r1 -> (w0,0), r0 -> (w1,0). (Valley fill does the same.)
+# Step 1: loads (3, 13) after growth (gen = 1, nobody finishes); pool [r2, r3]; U = 2; g = w0
+# (current load 3 < 13) for every predictor, then w1 takes the other request.
+LOOKAHEAD = dict(prompt=[12, 2, 1, 12], output=[10, 10, 3, 3], num_workers=2, slots_per_worker=2,
                  pool_size=2, policy="bfio", num_steps=1)
-# Oracle H=1: w0: r1 has r = 9 -> P0 = (3, 4), sum 7; w1: r0 has r = 1 -> P1 = (4, 0), sum 4.
-#   g = w1; M = (4, 4); m = (0, 4); F(5) = (5-10) + (5-2) = -2, F(1) = (1-2) + 1 = 0 -> r3 -> w1.
-#   Then r2 -> w0 (the only free worker).
-ORACLE_CHOICE = [(2, 0, 1), (3, 1, 1)]
-# Lighter-w0 outcome: g = w0 takes r3 and r2 goes to w1.
-W0_CHOICE = [(2, 1, 1), (3, 0, 1)]
+# Oracle H=1: r1 and r0 both have r = 9 -> P[w0] = (3, 4), P[w1] = (13, 14); m = (10, 10).
+#   F(1) = 218, F(12) = 218 * min(12, 8) = 1744 -> r3 (overshooting the max by 2) -> w0.
+OVERSHOOT_CHOICE = [(2, 1, 1), (3, 0, 1)]
+# If w1's request drops out of row 1: P[w1] = (13, 0), M = (13, 4), m = (10, 0):
+#   F(1) = 128 - 90 = 38, F(12) = 128*8 - 90*12 = -56 -> r2 -> w0 (what valley fill does too).
+FIT_CHOICE = [(2, 0, 1), (3, 1, 1)]
 
 
 def test_bfio_lookahead_oracle_differs_from_h0() -> None:
     h1 = run(horizon=1, **LOOKAHEAD)  # type: ignore[arg-type]
     assert h1["initial_assignments"] == [(0, 1, 0), (1, 0, 0)]
-    assert h1["loads"][0] == [3, 4]
-    assert h1["assignments"][0] == ORACLE_CHOICE
-    # H=0 valley fill: lightest now is w0 (3); M = 4 so s <= 1 fits: r3 -> w0; r2 -> w1.
+    assert h1["loads"][0] == [3, 13]
+    assert h1["assignments"][0] == OVERSHOOT_CHOICE
+    assert h1["post_admission_loads"][0] == [15, 14]
+    # H=0 valley fill: g = w0 (3), M = 13, so s <= 10 fits: r2 -> w0; r3 -> w1.
     h0 = run(horizon=0, **LOOKAHEAD)  # type: ignore[arg-type]
     assert h0["initial_assignments"] == [(0, 1, 0), (1, 0, 0)]
-    assert h0["assignments"][0] == W0_CHOICE
+    assert h0["assignments"][0] == FIT_CHOICE
+    assert h0["post_admission_loads"][0] == [4, 25]
 
 
 def test_bfio_lookahead_predictors() -> None:
-    wrong = [5, 10, 3, 3]  # r0 predicted to need 5 tokens instead of 2
+    wrong = [1, 10, 3, 3]  # r0 predicted to need 1 token instead of 10
     # The oracle ignores pred_output.
-    assert run(horizon=1, pred_output=wrong, **LOOKAHEAD)["assignments"][0] == ORACLE_CHOICE  # type: ignore[arg-type]
-    # Noisy: r0 has r = 5 - 1 = 4 -> P1 = (4, 5), sum 9 > 7 -> g = w0; M = (4, 5), m = (1, 1);
-    #   F(5) = 2*(5 - 2*4) = -6, F(1) = 2 -> r3 -> w0.
+    assert run(horizon=1, pred_output=wrong, **LOOKAHEAD)["assignments"][0] == OVERSHOOT_CHOICE  # type: ignore[arg-type]
+    # Noisy: r0 has ohat - gen = 0, but a request known to be active lasts at least this step:
+    #   r = max(1, 0) = 1 -> r0 counts in row 0 only -> P[w1] = (13, 0) -> FIT_CHOICE.
+    #   (With r = 0, r0 would vanish from row 0 too: P[w1] = (0, 0), g = w1 would take r2 and r3
+    #   would go to w0, the OVERSHOOT_CHOICE layout.)
     noisy = run(horizon=1, predictor="noisy", pred_output=wrong, **LOOKAHEAD)  # type: ignore[arg-type]
-    assert noisy["assignments"][0] == W0_CHOICE
-    # Classifier, perfect (fp = fn = 0, u = 0.5): r0 (o - gen = 1 <= H) -> r = ceil(2/2) = 1;
-    #   r1 (9 > H) -> r = H + 1 = 2: the same table as the oracle.
+    assert noisy["assignments"][0] == FIT_CHOICE
+    # Noisy with an over-prediction (r0: ohat 20, r = 19) keeps row 1 as the oracle's.
+    over = run(horizon=1, predictor="noisy", pred_output=[20, 10, 3, 3], **LOOKAHEAD)  # type: ignore[arg-type]
+    assert over["assignments"][0] == OVERSHOOT_CHOICE
+    # Classifier, perfect (fp = fn = 0, u = 0.5): o - gen = 9 > H for r0 and r1 -> not flagged ->
+    #   r = H + 1 = 2: the oracle's table.
     perfect = run(horizon=1, predictor="classifier", **LOOKAHEAD)  # type: ignore[arg-type]
-    assert perfect["assignments"][0] == ORACLE_CHOICE
-    # fn_rate = 1: r0 is missed (u < 1) -> r = 2 -> P1 = (4, 5): same as noisy.
-    missed = run(horizon=1, predictor="classifier", fn_rate=1.0, **LOOKAHEAD)  # type: ignore[arg-type]
-    assert missed["assignments"][0] == W0_CHOICE
-    # fp_rate = 1: r1 is flagged (u < 1) -> r = 1 -> P0 = (3, 0), sum 3 < 4 -> g = w0;
-    #   M = (4, 0), m = (1, 0); F(5) = -3 - 5 = -8, F(1) = 1 - 1 = 0 -> r3 -> w0.
+    assert perfect["assignments"][0] == OVERSHOOT_CHOICE
+    # fp_rate = 1: both flagged (u < 1) -> r = (H + 2) // 2 = 1 -> row 1 is (0, 0), m = (10, 0).
     flagged = run(horizon=1, predictor="classifier", fp_rate=1.0, **LOOKAHEAD)  # type: ignore[arg-type]
-    assert flagged["assignments"][0] == W0_CHOICE
+    assert flagged["assignments"][0] == FIT_CHOICE
+    # fp_rate = 0.5 flags only requests with u < 0.5. Only r0 (on w1) flagged: P[w1] = (13, 0) ->
+    #   FIT_CHOICE. Only r1 (on w0) flagged: P[w0] = (3, 0), m = (10, 14), F(12) = 1024 + 1080 =
+    #   2104 > F(1) = 218 -> OVERSHOOT_CHOICE.
+    u_r0 = run(horizon=1, predictor="classifier", fp_rate=0.5, pred_u=[0.1, 0.9, 0.5, 0.5], **LOOKAHEAD)  # type: ignore[arg-type]
+    assert u_r0["assignments"][0] == FIT_CHOICE
+    u_r1 = run(horizon=1, predictor="classifier", fp_rate=0.5, pred_u=[0.9, 0.1, 0.5, 0.5], **LOOKAHEAD)  # type: ignore[arg-type]
+    assert u_r1["assignments"][0] == OVERSHOOT_CHOICE
+    # r0 with o = 2 really finishes next step (o - gen = 1 <= H): the oracle (r = 1) and the perfect
+    #   classifier (flagged, r = 1) drop it from row 1 -> FIT_CHOICE; fn_rate = 1 misses it
+    #   (u = 0.5 < 1) -> r = 2 -> OVERSHOOT_CHOICE.
+    short = dict(LOOKAHEAD, output=[2, 10, 3, 3])
+    assert run(horizon=1, **short)["assignments"][0] == FIT_CHOICE  # type: ignore[arg-type]
+    assert run(horizon=1, predictor="classifier", **short)["assignments"][0] == FIT_CHOICE  # type: ignore[arg-type]
+    missed = run(horizon=1, predictor="classifier", fn_rate=1.0, **short)  # type: ignore[arg-type]
+    assert missed["assignments"][0] == OVERSHOOT_CHOICE
 
 
 # ---------------------------------------------------------------------------------------------

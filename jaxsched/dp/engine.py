@@ -207,7 +207,8 @@ def init(config: DPConfig, params: DPParams, seed) -> DPState:
         loads = jnp.sum(prompt, axis=1, dtype=jnp.int32)
         pool = _fill_pool(config, params, seed, _empty_pool(config, G * B), jnp.int32(0),
                           jnp.int32(0), WideInt.zeros())
-        totals = Totals(totals.tpot_num, totals.tpot_den, totals.delay_s, totals.delay_hist,
+        # The G*B requests placed directly at step 0 are admitted with zero queueing delay.
+        totals = Totals(totals.tpot_num, totals.tpot_den, totals.delay_s, totals.delay_hist.at[0].add(G * B),
                         totals.admitted.add(jnp.int32(G * B)), totals.finished, totals.cut_step,
                         totals.last_live)
         return DPState(jnp.int32(0), seed, slots, pool, loads, jnp.int32(0), clock,
@@ -289,5 +290,5 @@ def step(config: DPConfig, params: DPParams, state: DPState):
     out = None
     if config.record_loads:
         out = dict(hist_loads=hist, loads=loads if paper else post, post_admission_loads=post,
-                   live=live, dt=dt, num_admitted=jnp.where(live, n_adm, 0))
+                   live=live, dt=jnp.where(live, dt, 0.0), num_admitted=jnp.where(live, n_adm, 0))
     return new, out
