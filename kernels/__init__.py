@@ -3,7 +3,7 @@
 jaxsched imports kernels; kernels never import jaxsched. Every kernel is jittable and
 vmappable and works on fixed shapes with validity masks.
 """
-from .ranking import masked_rank, free_slot_rank
-from .valley_fill import lookahead_valley_fill, valley_fill, window_weights
+from .ranking import count_bits, free_slot_rank, pack_bits, select_bit
+from .valley_fill import lookahead_valley_fill, valley_fill, valley_fill_unpacked, window_weights
 
-__all__ = ["masked_rank", "free_slot_rank", "valley_fill", "lookahead_valley_fill", "window_weights"]
+__all__ = ["count_bits", "free_slot_rank", "pack_bits", "select_bit", "valley_fill", "valley_fill_unpacked", "lookahead_valley_fill", "window_weights"]

@@ -29,7 +29,6 @@ zero duration, and theory semantics counts the step-0 placements in the delay qu
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -196,7 +195,6 @@ def mismatches(cfg: js.DPConfig, res, j: int, ref: dict[str, Any], *, metric_rel
                            ("gap", loads.max(1) - loads.min(1))):
             if not np.array_equal(value, np.asarray(ref[key])[:steps]):
                 out.append(f"{key} from the engine's loads {value.tolist()} vs {ref[key][:steps]}")
-    live = r_live[:steps]
     e_dt, r_dt = tr["dt"][:steps].astype(np.float64), np.asarray(ref["dt"])[:steps]
     if not np.allclose(e_dt, r_dt, rtol=1e-6, atol=0.0):
         out.append(f"dt: engine {e_dt.tolist()} vs reference {r_dt.tolist()}")
@@ -320,26 +318,37 @@ class Case:
         return f"{pol}{pred}-{self.semantics}-G{self.G}B{self.B}R{self.R}K{self.K}-{n}"
 
 
-# Paper cases of these variants run a finite stream of FINITE_N requests until it drains
-# (K = 8 N + 1); the other paper cases, an unbounded stream (fcfs: also the long-horizon test).
-FINITE_VARIANTS = {("fcfs", 0, "oracle"), ("fcfs_alg2", 0, "oracle"), ("jsq_count", 0, "oracle"),
-                   ("bfio", 0, "oracle"), ("bfio", 1, "oracle"), ("bfio", 2, "noisy"), ("bfio", 3, "classifier")}
+# (G, B, R, K) of each default case; K = None: a finite stream of FINITE_N requests run until it
+# drains (K = 8 N + 1 steps), else an unbounded stream. Degenerate shapes (G = 1, R = 1) go to the
+# simple policies; the BF-IO cases keep G >= 2 and R >= 2 so that both the worker and the request
+# choice matter, and every predictor sees G = 2 and G = 3 under each semantics.
+SHAPES: dict[tuple[str, int, str, str], tuple[int, int, int, int | None]] = {
+    ("fcfs", 0, "oracle", "paper"): (2, 1, 2, None), ("fcfs", 0, "oracle", "theory"): (3, 1, 4, 12),
+    ("fcfs_alg2", 0, "oracle", "paper"): (1, 1, 1, None), ("fcfs_alg2", 0, "oracle", "theory"): (2, 2, 2, 6),
+    ("jsq_tokens", 0, "oracle", "paper"): (3, 2, 4, 12), ("jsq_tokens", 0, "oracle", "theory"): (1, 2, 1, 12),
+    ("jsq_count", 0, "oracle", "paper"): (2, 3, 2, None), ("jsq_count", 0, "oracle", "theory"): (3, 3, 4, 6),
+    ("round_robin", 0, "oracle", "paper"): (3, 1, 2, 12), ("round_robin", 0, "oracle", "theory"): (2, 1, 4, 12),
+    ("bfio", 0, "oracle", "paper"): (2, 2, 4, None), ("bfio", 0, "oracle", "theory"): (3, 2, 2, 6),
+    ("bfio", 1, "oracle", "paper"): (2, 2, 4, None), ("bfio", 1, "oracle", "theory"): (3, 2, 2, 12),
+    ("bfio", 1, "noisy", "paper"): (3, 1, 4, 6), ("bfio", 1, "noisy", "theory"): (2, 3, 4, 6),
+    ("bfio", 1, "classifier", "paper"): (2, 3, 2, 12), ("bfio", 1, "classifier", "theory"): (3, 1, 4, 12),
+    ("bfio", 2, "oracle", "paper"): (3, 1, 2, 6), ("bfio", 2, "oracle", "theory"): (2, 2, 4, 6),
+    ("bfio", 2, "noisy", "paper"): (2, 2, 4, None), ("bfio", 2, "noisy", "theory"): (3, 2, 2, 12),
+    ("bfio", 2, "classifier", "paper"): (3, 2, 2, 6), ("bfio", 2, "classifier", "theory"): (2, 3, 2, 6),
+    ("bfio", 3, "oracle", "paper"): (2, 3, 4, 12), ("bfio", 3, "oracle", "theory"): (3, 3, 2, 12),
+    ("bfio", 3, "noisy", "paper"): (3, 3, 2, 6), ("bfio", 3, "noisy", "theory"): (2, 1, 4, 6),
+    ("bfio", 3, "classifier", "paper"): (3, 1, 4, None), ("bfio", 3, "classifier", "theory"): (2, 1, 2, 12),
+}
 
 
 def _default_cases() -> list[Case]:
-    """Every policy variant under both semantics; the small shapes rotate across the cases.
-
-    Unbounded cases run K = 6 or 12 steps; theory cases (unbounded by necessity) get a burn-in
-    of 0, 1 or 2 steps.
-    """
+    """Every policy variant under both semantics, shaped by SHAPES; theory burn-in 0, 1 or 2."""
     cases = []
-    for i, (variant, semantics) in enumerate((v, s) for v in POLICY_VARIANTS for s in ("paper", "theory")):
-        G, B, R = (2, 3, 1)[i % 3], (1, 2, 3)[(i // 3) % 3], (2, 4, 1)[(i + i // 9) % 3]
-        finite = semantics == "paper" and variant in FINITE_VARIANTS
-        cases.append(Case(*variant, semantics, G, B, R,
-                          K=8 * FINITE_N + 1 if finite else (12, 6)[(i // 2) % 2],
-                          burn_in=i % 3 if semantics == "theory" else 0,
-                          num_requests=FINITE_N if finite else None))
+    for i, (key, (G, B, R, K)) in enumerate(SHAPES.items()):
+        semantics = key[3]
+        cases.append(Case(*key, G, B, R, K=8 * FINITE_N + 1 if K is None else K,
+                          burn_in=(i // 2) % 3 if semantics == "theory" else 0,
+                          num_requests=FINITE_N if K is None else None))
     return cases
 
 
@@ -355,7 +364,12 @@ def test_default_cases_cover_the_matrix() -> None:
     assert {c.burn_in for c in DEFAULT_CASES if c.semantics == "theory"} == {0, 1, 2}
     for semantics in ("paper", "theory"):
         assert {c.K for c in DEFAULT_CASES if c.semantics == semantics and not c.num_requests} == {6, 12}
-    assert len(FINITE_CASES) == len(FINITE_VARIANTS)
+    finite = {(c.policy, c.horizon, c.predictor) for c in FINITE_CASES}
+    assert {p for p, _, _ in finite} == {"fcfs", "fcfs_alg2", "jsq_count", "bfio"}
+    assert {h for _, h, _ in finite} == {0, 1, 2, 3} and {p for _, _, p in finite} == {"oracle", "noisy", "classifier"}
+    for c in DEFAULT_CASES:
+        if c.policy == "bfio":
+            assert c.G >= 2 and c.R >= 2
 
 
 @pytest.mark.parametrize("case", DEFAULT_CASES, ids=lambda c: c.id)
@@ -511,7 +525,7 @@ def test_theory_p99_includes_step0_admissions() -> None:
     # Step 0 places r0..r99 (delay 0) and pools r100 (revealed at 0). Step 1 (dt = 1 + 0.5 * 100
     # = 51 s) admits r100 with delay 51. Admitted: 101 delays, 100 of them 0; the p99 is the
     # value at index ceil(0.99 * 101) - 1 = 99 of the sorted delays: 0. (The mean, 51 / 101,
-    # already counts all 101.) The engine histograms only r100 and reports ~51 s.
+    # already counts all 101.) Leaving the step-0 placements out of the histogram gives ~51 s.
     cfg = js.DPConfig(num_workers=1, slots_per_worker=100, pool_size=1, policy="fcfs", semantics="theory",
                       num_steps=1, workload=js.Independent(js.Constant(1), js.Constant(1)))
     params = js.make_params(cfg, step_const_s=1.0, per_token_s=0.5)
@@ -520,4 +534,4 @@ def test_theory_p99_includes_step0_admissions() -> None:
     assert ref["num_admitted"] == m["num_admitted"][0] == 101
     assert ref["queue_delay_mean_s"] == pytest.approx(m["queue_delay_mean_s"][0]) == 51 / 101
     assert ref["queue_delay_p99_s"] == 0.0
-    assert m["queue_delay_p99_s"][0] == 0.0  # engine: ~51.1
+    assert m["queue_delay_p99_s"][0] == 0.0

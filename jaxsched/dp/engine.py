@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels import free_slot_rank
+from kernels import count_bits, pack_bits, select_bit
 
 from .. import rng
 from ..accumulate import Kahan, WideInt
@@ -115,38 +115,33 @@ def projected_loads(config: DPConfig, params: DPParams, slots: Slots, k) -> jnp.
 def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k):
     """Run the policy on the post-removal `loads` at step k and place its choices.
 
-    Returns (slots, post-admission loads int32[G], pool, rr_pointer, admitted bool[R]).
+    Placement writes only the (at most R) admitted requests: the free slots are packed into bit
+    words per worker, and an admission with rank r on worker g takes g's r-th free slot, found by
+    a popcount search in one word; the slot fields are then scattered. Gathering a pool entry for
+    every slot instead costs a [G, B] gather per field per step under vmap.
+    Returns (slots, post-admission loads int32[G], rr_pointer, admitted bool[R]).
     """
     G, B, R = config.num_workers, config.slots_per_worker, config.pool_size
     slots, pool = state.slots, state.pool
-    free_mask = slots.finish <= k                                   # [G, B]
-    free = jnp.sum(free_mask, axis=1, dtype=jnp.int32)
+    words = pack_bits(slots.finish <= k)                            # [G, nw] free-slot bits
+    free = count_bits(words)
     valid = jnp.arange(R) < pool.count
     obs = Observation(
         loads=loads, free=free, active=B - free, pool_size_tokens=pool.prompt, pool_valid=valid,
         projected=projected_loads(config, params, slots, k) if uses_predictions(config) else None,
         rr_pointer=state.rr_pointer)
-    worker, rr = POLICIES[config.policy](obs, config)
+    worker, rank, rr = POLICIES[config.policy](obs, config)
     admitted = worker >= 0
-
-    # Rank of each admitted entry among those sent to the same worker (queue order), then a
-    # table [G, R+1] whose column q holds the entry for worker g's q-th free slot.
-    onehot = (worker[:, None] == jnp.arange(G)[None, :]).astype(jnp.int32)      # [R, G]
-    rank = jnp.take_along_axis(jnp.cumsum(onehot, axis=0) - 1, jnp.maximum(worker, 0)[:, None], 1)[:, 0]
-    table = jnp.full((G, R + 1), -1, jnp.int32).at[
-        jnp.where(admitted, worker, G), rank].set(jnp.arange(R, dtype=jnp.int32), mode="drop")
-    q = jnp.minimum(free_slot_rank(free_mask), R)                   # [G, B]
-    src = jnp.take_along_axis(table, q, axis=1)
-    take = free_mask & (src >= 0)
-    src = jnp.maximum(src, 0)
-    pick = lambda a: a[src]
+    row = jnp.where(admitted, worker, G)                            # row G: dropped by the scatter
+    col = select_bit(words[jnp.minimum(row, G - 1)], rank)
+    put = lambda a, v: a.at[row, col].set(v, mode="drop")
     new_slots = Slots(
-        base=jnp.where(take, pick(pool.prompt) - k, slots.base),
-        finish=jnp.where(take, k + pick(pool.output), slots.finish),
-        inv_out=jnp.where(take, 1.0 / pick(pool.output).astype(jnp.float32), slots.inv_out),
-        pred_finish=None if slots.pred_finish is None else jnp.where(take, k + pick(pool.pred_out), slots.pred_finish),
-        pred_u=None if slots.pred_u is None else jnp.where(take, pick(pool.pred_u), slots.pred_u))
-    post = loads + jnp.zeros((G,), jnp.int32).at[jnp.where(admitted, worker, G)].add(pool.prompt, mode="drop")
+        base=put(slots.base, pool.prompt - k),
+        finish=put(slots.finish, k + pool.output),
+        inv_out=put(slots.inv_out, 1.0 / pool.output.astype(jnp.float32)),
+        pred_finish=None if slots.pred_finish is None else put(slots.pred_finish, k + pool.pred_out),
+        pred_u=None if slots.pred_u is None else put(slots.pred_u, pool.pred_u))
+    post = loads + jnp.zeros((G,), jnp.int32).at[row].add(pool.prompt, mode="drop")
     return new_slots, post, rr, admitted
 
 

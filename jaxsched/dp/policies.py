@@ -1,7 +1,9 @@
 """Admission policies of the dp engine, looked up by name.
 
-Every policy has one signature: `policy(obs, config) -> (worker int32[R], rr_pointer)`, where
-worker[p] is the worker that pool entry p is admitted to (-1: it keeps waiting). Pool entries
+Every policy has one signature: `policy(obs, config) -> (worker, rank, rr_pointer)`, where
+worker[p] (int32[R]) is the worker that pool entry p is admitted to (-1: it keeps waiting) and
+rank[p] the number of requests admitted to the same worker before it (the engine gives it that
+worker's rank[p]-th free slot). Pool entries
 are in queue order (position 0 is the oldest); `obs.pool_valid` marks the waiting ones. A
 policy admits at most `obs.free[g]` requests to worker g. Ties go to the lowest worker index and
 the earliest request, so every policy is deterministic. Adding a policy touches this file only.
@@ -15,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels import lookahead_valley_fill, valley_fill, window_weights
+from kernels import lookahead_valley_fill, valley_fill, valley_fill_unpacked, window_weights
 
 _BIG = np.int32(2**31 - 1)
 
@@ -43,18 +45,19 @@ def _in_queue_order(obs: Observation, choose: Callable, update: Callable, state0
     R = obs.pool_valid.shape[0]
 
     def body(p, carry):
-        free, state, worker = carry
+        free, state, worker, rank = carry
         g = choose(state, free, p)
         do = obs.pool_valid[p] & jnp.any(free > 0)
+        rank = rank.at[p].set(obs.free[g] - free[g])
         free = free.at[g].add(-do.astype(jnp.int32))
         state = jax.tree_util.tree_map(lambda new, old: jnp.where(do, new, old),
                                        update(state, g, p), state)
         worker = worker.at[p].set(jnp.where(do, g, -1).astype(jnp.int32))
-        return free, state, worker
+        return free, state, worker, rank
 
-    init = (obs.free, state0, jnp.full((R,), -1, jnp.int32))
-    _, state, worker = jax.lax.fori_loop(0, R, body, init)
-    return worker, state
+    init = (obs.free, state0, jnp.full((R,), -1, jnp.int32), jnp.zeros((R,), jnp.int32))
+    _, state, worker, rank = jax.lax.fori_loop(0, R, body, init)
+    return worker, rank, state
 
 
 def fcfs(obs: Observation, config) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -64,31 +67,33 @@ def fcfs(obs: Observation, config) -> tuple[jnp.ndarray, jnp.ndarray]:
     pos = jnp.arange(R, dtype=jnp.int32)                # valid entries are a queue prefix
     g = jnp.searchsorted(ends, pos, side="right").astype(jnp.int32)
     ok = obs.pool_valid & (pos < ends[-1])
-    return jnp.where(ok, g, -1), obs.rr_pointer
+    g = jnp.where(ok, g, -1)
+    rank = pos - (ends - obs.free)[jnp.maximum(g, 0)]
+    return g, rank, obs.rr_pointer
 
 
 def fcfs_alg2(obs: Observation, config):
     """Queue order, each request to the worker with the most free slots (paper's Algorithm 2)."""
-    worker, _ = _in_queue_order(
+    worker, rank, _ = _in_queue_order(
         obs, lambda st, free, p: jnp.argmax(jnp.where(free > 0, free, -1)),
         lambda st, g, p: st, jnp.int32(0))
-    return worker, obs.rr_pointer
+    return worker, rank, obs.rr_pointer
 
 
 def jsq_tokens(obs: Observation, config):
     """Queue order, each request to the worker with a free slot and the least token load."""
-    worker, _ = _in_queue_order(
+    worker, rank, _ = _in_queue_order(
         obs, lambda L, free, p: jnp.argmin(jnp.where(free > 0, L, _BIG)),
         lambda L, g, p: L.at[g].add(obs.pool_size_tokens[p]), obs.loads)
-    return worker, obs.rr_pointer
+    return worker, rank, obs.rr_pointer
 
 
 def jsq_count(obs: Observation, config):
     """Queue order, each request to the worker with a free slot and the fewest active requests."""
-    worker, _ = _in_queue_order(
+    worker, rank, _ = _in_queue_order(
         obs, lambda n, free, p: jnp.argmin(jnp.where(free > 0, n, _BIG)),
         lambda n, g, p: n.at[g].add(1), obs.active)
-    return worker, obs.rr_pointer
+    return worker, rank, obs.rr_pointer
 
 
 def round_robin(obs: Observation, config):
@@ -99,20 +104,22 @@ def round_robin(obs: Observation, config):
     def choose(ptr, free, p):
         return jnp.argmin(jnp.where(free > 0, (ids - ptr) % G, _BIG))
 
-    worker, ptr = _in_queue_order(obs, choose, lambda ptr, g, p: ((g + 1) % G).astype(jnp.int32),
-                                  obs.rr_pointer)
-    return worker, ptr
+    worker, rank, ptr = _in_queue_order(obs, choose, lambda ptr, g, p: ((g + 1) % G).astype(jnp.int32),
+                                        obs.rr_pointer)
+    return worker, rank, ptr
 
 
 def bfio(obs: Observation, config):
     """BF-IO: valley fill (H = 0) or lookahead valley fill over H + 1 projected steps."""
     if config.horizon == 0:
-        worker = valley_fill(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid)
+        packable = config.workload.max_prompt * config.pool_size < 2**31
+        fill = valley_fill if packable else valley_fill_unpacked
+        worker, rank = fill(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid)
     else:
-        worker = lookahead_valley_fill(obs.projected, obs.free, obs.pool_size_tokens,
+        worker, rank = lookahead_valley_fill(obs.projected, obs.free, obs.pool_size_tokens,
                                        obs.pool_valid, beta=config.num_workers,
                                        weights=window_weights(config.window, config.lookahead_decay))
-    return worker, obs.rr_pointer
+    return worker, rank, obs.rr_pointer
 
 
 POLICIES: dict[str, Callable] = {

@@ -62,6 +62,14 @@ def _all_drained(config: DPConfig, state) -> bool:
     return not (active.any() or waiting.any())
 
 
+def _pad_steps(a: np.ndarray, K: int) -> np.ndarray:
+    """Extend a trajectory [S, k, ...] to K steps after an early stop: a drained run's later
+    steps are not live, with zero loads, durations and admissions."""
+    if a.shape[1] == K:
+        return a
+    return np.concatenate([a, np.zeros((a.shape[0], K - a.shape[1], *a.shape[2:]), a.dtype)], axis=1)
+
+
 def simulate(config: DPConfig, params: DPParams, seeds: Sequence[int], *, seed_chunk: int | None = None,
              block_steps: int | None = None,
              progress: Callable[[int, int], None] | None = None) -> DPResult:
@@ -90,7 +98,8 @@ def simulate(config: DPConfig, params: DPParams, seeds: Sequence[int], *, seed_c
                 break
         metrics.append(finalize(config, params, state))
         if outs:
-            trajs.append({k: np.concatenate([o[k] for o in outs], axis=1)[:, :K] for k in outs[0]})
+            trajs.append({k: _pad_steps(np.concatenate([o[k] for o in outs], axis=1)[:, :K], K)
+                          for k in outs[0]})
     jax.block_until_ready(state)
     wall = time.perf_counter() - t0
     merged = {k: np.concatenate([m[k] for m in metrics]) for k in metrics[0]}
