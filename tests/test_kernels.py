@@ -1,0 +1,107 @@
+"""Kernels: bit-packed slot selection and the valley-fill assignment, on random instances."""
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import functools
+
+import jax
+
+import kernels
+from kernels import count_bits, free_slot_rank, pack_bits, window_weights
+
+# Jitted once per shape: the instances below are padded to fixed shapes.
+select_bit = jax.jit(kernels.select_bit)
+valley_fill = jax.jit(kernels.valley_fill)
+valley_fill_unpacked = jax.jit(kernels.valley_fill_unpacked)
+lookahead_valley_fill = jax.jit(functools.partial(kernels.lookahead_valley_fill, beta=5,
+                                                  weights=window_weights(3, 0.7)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.booleans(), min_size=1, max_size=100), st.data())
+def test_select_bit_finds_the_rth_set_bit(mask, data):
+    m = np.zeros(100, bool)
+    m[:len(mask)] = mask
+    words = pack_bits(jnp.asarray(m))
+    assert int(count_bits(words)) == m.sum()
+    ranks = np.asarray(free_slot_rank(jnp.asarray(m)))
+    np.testing.assert_array_equal(ranks, np.cumsum(m) - m)
+    if m.any():
+        r = data.draw(st.integers(0, int(m.sum()) - 1))
+        assert int(select_bit(words, jnp.int32(r))) == np.flatnonzero(m)[r]
+
+
+def _instance(data, G=5, R=10):
+    """A random instance padded to fixed shapes (one compilation): padded workers have load 0
+    and no free slot, padded requests are not valid, so they change nothing."""
+    g = data.draw(st.integers(1, G))
+    r = data.draw(st.integers(1, R))
+    loads = np.zeros(G, np.int32)
+    free = np.zeros(G, np.int32)
+    sizes = np.ones(R, np.int32)
+    valid = np.zeros(R, bool)
+    loads[:g] = data.draw(st.lists(st.integers(0, 60), min_size=g, max_size=g))
+    free[:g] = data.draw(st.lists(st.integers(0, 3), min_size=g, max_size=g))
+    sizes[:r] = data.draw(st.lists(st.integers(1, 30), min_size=r, max_size=r))
+    valid[:r] = data.draw(st.lists(st.booleans(), min_size=r, max_size=r))
+    return loads, free, sizes, valid
+
+
+def _python_valley_fill(loads, free, sizes, valid):
+    """The rule of docs/dp-semantics.md, in plain Python."""
+    loads, free, valid = list(loads), list(free), list(valid)
+    worker, rank = [-1] * len(sizes), [0] * len(sizes)
+    given_to = [0] * len(loads)
+    while any(valid) and any(f > 0 for f in free):
+        g = min((L, i) for i, (L, f) in enumerate(zip(loads, free)) if f > 0)[1]
+        room = max(loads) - loads[g]
+        fit = [(s, -p) for p, s in enumerate(sizes) if valid[p] and s <= room]
+        p = -max(fit)[1] if fit else min((s, p) for p, s in enumerate(sizes) if valid[p])[1]
+        worker[p], rank[p] = g, given_to[g]
+        given_to[g] += 1
+        loads[g] += int(sizes[p])
+        free[g] -= 1
+        valid[p] = False
+    return worker, rank
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_valley_fill_matches_the_rule_and_its_unpacked_form(data):
+    loads, free, sizes, valid = _instance(data)
+    args = [jnp.asarray(a) for a in (loads, free, sizes, valid)]
+    w, r = (np.asarray(a) for a in valley_fill(*args))
+    w2, r2 = (np.asarray(a) for a in valley_fill_unpacked(*args))
+    pw, pr = _python_valley_fill(loads, free, sizes, valid)
+    np.testing.assert_array_equal(w, pw)
+    np.testing.assert_array_equal(w2, pw)
+    adm = w >= 0
+    np.testing.assert_array_equal(r[adm], np.asarray(pr)[adm])
+    np.testing.assert_array_equal(r2[adm], np.asarray(pr)[adm])
+    assert adm.sum() == min(valid.sum(), free.sum())
+    for g in range(len(loads)):  # ranks on a worker are 0..n-1 and never exceed its free slots
+        assert sorted(r[w == g]) == list(range((w == g).sum()))
+        assert (w == g).sum() <= free[g]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_lookahead_with_one_row_admits_within_capacity(data):
+    loads, free, sizes, valid = _instance(data)
+    W = 3
+    proj = np.repeat(loads[:, None], W, axis=1) - np.arange(W)[None, :]
+    w, r = (np.asarray(a) for a in lookahead_valley_fill(
+        jnp.asarray(proj), jnp.asarray(free), jnp.asarray(sizes), jnp.asarray(valid)))
+    assert (w >= 0).sum() == min(valid.sum(), free.sum())
+    assert not (w[~valid] >= 0).any()
+    for g in range(len(loads)):
+        assert sorted(r[w == g]) == list(range((w == g).sum()))
+        assert (w == g).sum() <= free[g]
+
+
+def test_window_weights_are_rounded_decay():
+    np.testing.assert_array_equal(window_weights(5, 0.5), [128, 64, 32, 16, 8])
