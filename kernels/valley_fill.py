@@ -62,12 +62,14 @@ def _greedy_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray, vali
 
 
 def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
-                valid: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+                valid: jnp.ndarray, target=0) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Valley-fill assignment for H = 0.
 
     loads int32[G] current loads (tokens); free int32[G] free slots; sizes int32[R] request
-    prompt lengths (tokens); valid bool[R] which pool entries wait. Returns (worker, rank)
-    int32[R] (see `_greedy_fill`).
+    prompt lengths (tokens); valid bool[R] which pool entries wait; target: a request "fits"
+    when it keeps the worker at or below max(current max load, target) (0: plain valley fill;
+    higher targets are the multi-start levels). Returns (worker, rank) int32[R] (see
+    `_greedy_fill`).
 
     Each choice is one reduction over the workers and one over the pool, on packed keys: the
     worker key L_g * G + g (its minimum is the lightest worker, lowest index first; it fits int32
@@ -85,7 +87,7 @@ def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
     def choose(loads, top, free, valid):
         wkey = jnp.min(jnp.where(free > 0, loads * G + gid, _BIG))
         g = wkey % G
-        room = top - wkey // G
+        room = jnp.maximum(top, target) - wkey // G
         key = jnp.max(jnp.where(valid, jnp.where(sizes <= room, fit_key, over_key), -_BIG - 1))
         i = jnp.where(key >= 0, R - 1 - key % R, (-(key + 1)) % R)
         return g, i

@@ -112,13 +112,14 @@ def projected_loads(config: DPConfig, params: DPParams, slots: Slots, k) -> jnp.
 
 # --------------------------------------------------------------------------- admission
 
-def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k):
+def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, allow=True):
     """Run the policy on the post-removal `loads` at step k and place its choices.
 
     Placement writes only the (at most R) admitted requests: the free slots are packed into bit
     words per worker, and an admission with rank r on worker g takes g's r-th free slot, found by
     a popcount search in one word; the slot fields are then scattered. Gathering a pool entry for
     every slot instead costs a [G, B] gather per field per step under vmap.
+    `allow` = False admits nothing (a step that is not live), without touching the slots.
     Returns (slots, post-admission loads int32[G], rr_pointer, admitted bool[R]).
     """
     G, B, R = config.num_workers, config.slots_per_worker, config.pool_size
@@ -131,7 +132,7 @@ def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k):
         projected=projected_loads(config, params, slots, k) if uses_predictions(config) else None,
         rr_pointer=state.rr_pointer)
     worker, rank, rr = POLICIES[config.policy](obs, config)
-    admitted = worker >= 0
+    admitted = (worker >= 0) & allow
     row = jnp.where(admitted, worker, G)                            # row G: dropped by the scatter
     col = select_bit(words[jnp.minimum(row, G - 1)], rank)
     put = lambda a, v: a.at[row, col].set(v, mode="drop")
@@ -166,9 +167,10 @@ def _admission_stats(config, params, pool: Pool, admitted, clock: Clock, totals:
         totals.cut_step, totals.last_live)
 
 
-def _admit_and_refill(config, params, state: DPState, loads, k, clock: Clock, totals: Totals):
+def _admit_and_refill(config, params, state: DPState, loads, k, clock: Clock, totals: Totals,
+                      allow=True):
     """Admission at step k followed by the pool top-up for step k + 1."""
-    slots, post, rr, admitted = _admit(config, params, state, loads, k)
+    slots, post, rr, admitted = _admit(config, params, state, loads, k, allow)
     totals = _admission_stats(config, params, state.pool, admitted, clock, totals)
     pool, n_keep = _compact(state.pool, admitted)
     # Requests revealed now become visible at the start of step k + 1, at clock_{k+1}.
@@ -268,13 +270,15 @@ def step(config: DPConfig, params: DPParams, state: DPState):
         window = _measure(window, loads, dt, tokens, max_start, params, measure)
     stepped = DPState(k, state.seed, slots, state.pool, loads, state.rr_pointer, clock, window,
                       state.at_cut, totals)
-    new_slots, post, pool, rr, totals, n_adm = _admit_and_refill(config, params, stepped, loads, k, clock, totals)
+    new_slots, post, pool, rr, totals, n_adm = _admit_and_refill(config, params, stepped, loads, k, clock,
+                                                                 totals, allow=live)
     if not paper:
         window = _measure(window, post, dt, tokens, max_start, params, measure)
-    # A step that is not live leaves everything as it was (the run has ended).
+    # A step that is not live leaves everything as it was (the run has ended). Its admission was
+    # already disabled, so the slots are untouched; the small arrays are restored by a select
+    # (a select over the slot arrays would cost a full pass over them every step).
     keep = lambda new, old: jax.tree_util.tree_map(lambda a, b: jnp.where(live, a, b), new, old)
-    new_slots, post, pool, rr = keep((new_slots, post, pool, rr), (slots, state.loads, state.pool, state.rr_pointer))
-    totals = keep(totals, stepped.totals)
+    post, pool, rr = keep((post, pool, rr), (state.loads, state.pool, state.rr_pointer))
     admitted_now = live & (n_adm > 0)
     at_cut = jax.tree_util.tree_map(lambda a, b: jnp.where(admitted_now, a, b), window, state.at_cut)
     totals = Totals(totals.tpot_num, totals.tpot_den, totals.delay_s, totals.delay_hist, totals.admitted,
