@@ -41,6 +41,8 @@ class DPConfig:
     burn_in_steps: steps not measured (theory semantics). record_loads: also return per-step
     loads (for plots). workload: request-length source (see jaxsched.workload).
     lookahead_decay: BF-IO (H >= 1) weighs window row h by round(128 * decay^h).
+    bfio_kernel: the BF-IO H = 0 assignment kernel, a name in kernels.BFIO_VARIANTS ("vf": valley
+    fill; "vf_ls", "vf_ls_chain": with local search; "ms_ls", "ms_ls_chain": multi-start).
     delay_bins: bins of the queueing-delay histogram (p99).
     """
     num_workers: int = 16
@@ -55,6 +57,7 @@ class DPConfig:
     record_loads: bool = False
     workload: Workload = field(default_factory=BurstGPTLike)
     lookahead_decay: float = 0.7
+    bfio_kernel: str = "vf"
     delay_bins: int = 512
 
     def __post_init__(self):
@@ -82,6 +85,9 @@ class DPConfig:
                 f"= {G * max_load} could overflow int32 loads; it must be <= {LOAD_LIMIT} "
                 f"(reduce G or B, or cap the workload's lengths)")
         require_float(self.lookahead_decay, "lookahead_decay", lo=0.0, hi=1.0, lo_open=True)
+        from kernels import BFIO_VARIANTS
+        require(self.bfio_kernel in BFIO_VARIANTS, "bfio_kernel", f"one of {tuple(BFIO_VARIANTS)}",
+                self.bfio_kernel)
         if self.policy == "bfio" and H > 0:
             # The lookahead score sums w_h * (s - G * overflow) over the window in int32.
             from kernels import window_weights

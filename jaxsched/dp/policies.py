@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels import lookahead_valley_fill, valley_fill, valley_fill_unpacked, window_weights
+from kernels import BFIO_VARIANTS, lookahead_valley_fill, valley_fill, valley_fill_unpacked, window_weights
 
 _BIG = np.int32(2**31 - 1)
 
@@ -110,8 +110,11 @@ def round_robin(obs: Observation, config):
 
 
 def bfio(obs: Observation, config):
-    """BF-IO: valley fill (H = 0) or lookahead valley fill over H + 1 projected steps."""
-    if config.horizon == 0:
+    """BF-IO: the H = 0 kernel `config.bfio_kernel`, or lookahead valley fill over H + 1 steps."""
+    if config.horizon == 0 and config.bfio_kernel != "vf":
+        worker, rank, _ = BFIO_VARIANTS[config.bfio_kernel](obs.loads, obs.free, obs.pool_size_tokens,
+                                                            obs.pool_valid)
+    elif config.horizon == 0:
         packable = config.workload.max_prompt * config.pool_size < 2**31
         fill = valley_fill if packable else valley_fill_unpacked
         worker, rank = fill(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid)
