@@ -377,7 +377,12 @@ def _parse_length(text: str, what: str) -> int:
 
 
 def materialize(workload: Workload, seed: int, num: int) -> tuple[np.ndarray, np.ndarray]:
-    """The first `num` requests of run `seed` as numpy int arrays (for references and plots)."""
+    """The first `num` requests of run `seed` as numpy int arrays (for references and plots).
+
+    Sampled under jit, as in the engine: eager float32 transcendentals can round differently
+    from their fused, compiled form, which would make a length differ by one token.
+    """
+    import jax
     ids = jnp.arange(num, dtype=jnp.int32)
-    s, o = workload.sample(jnp.uint32(seed), ids)
+    s, o = jax.jit(workload.sample)(jnp.uint32(seed), ids)
     return np.asarray(s), np.asarray(o)

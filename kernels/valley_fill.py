@@ -109,7 +109,13 @@ def valley_fill_unpacked(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarr
 
 
 def window_weights(window: int, decay: float, scale: int = 128) -> np.ndarray:
-    """Integer weights w_h = round(scale * decay^h), h = 0..window-1 (exact integer scores)."""
+    """Integer weights w_h = round(scale * decay^h), h = 0..window-1 (exact integer scores).
+
+    decay = 1 (the undiscounted window objective of the paper's program) gives weights 1: equal
+    weights rank candidates the same at any scale, and scale 1 leaves the most int32 headroom.
+    """
+    if decay == 1.0:
+        return np.ones(window, np.int32)
     return np.round(scale * decay ** np.arange(window, dtype=np.float64)).astype(np.int32)
 
 
