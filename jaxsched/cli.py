@@ -68,8 +68,14 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(a: argparse.Namespace) -> int:
-    if a.what != "table1":
-        raise ConfigError(f"reproduce: unknown experiment {a.what!r}; available: table1")
+    if a.what not in ("table1", "fig4", "noise"):
+        raise ConfigError(f"reproduce: unknown experiment {a.what!r}; available: table1, fig4, noise")
+    if a.what == "fig4":
+        return _reproduce_fig4(a)
+    if a.what == "noise":
+        return _reproduce_noise(a)
+    if not a.trace:
+        raise ConfigError("reproduce table1 needs --trace PATH (the BurstGPT sample, burstgpt_8000.csv)")
     workload = table1_workload(a.trace)
     base = DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, num_steps=50_000,
                     workload=workload)
@@ -77,9 +83,65 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
           "(numpy default_rng(42).choice(8000)), one run", file=sys.stderr)
     results = run_policies(base, TABLE1_POLICIES, [0], progress=not a.quiet, block_steps=4096)
     print(table1_rows(results))
-    out = write_csv(a.out, result_rows(results, [0], extra={"trace": str(a.trace)}))
+    out = write_csv(a.out or "results/table1.csv", result_rows(results, [0], extra={"trace": str(a.trace)}))
     print(f"\nresults: {out}")
     return 0
+
+
+def _reproduce_fig4(a: argparse.Namespace) -> int:
+    from .experiments import fig4_sweep
+    from .plots import horizon_curve
+    seeds = list(range(a.seeds))
+    print(f"jaxsched reproduce fig4: BF-IO(H) on the synthetic workload, {a.seeds} seeds, "
+          "N = 8000 requests each, G=16 B=72 R=64, C/8", file=sys.stderr)
+    res = fig4_sweep(seeds=seeds, progress=not a.quiet)
+    rows = [dict(horizon=H, seed=s, avg_imbalance_tokens=float(v[i])) for H, v in res.items()
+            for i, s in enumerate(seeds)]
+    from .results import mean_ci, markdown_table, format_value
+    print(markdown_table(["H", "avg imbalance (tokens)", "95% CI"],
+                         [[str(H), format_value(mean_ci(v)[0]), format_value(mean_ci(v)[2])]
+                          for H, v in res.items()]))
+    out = write_csv(a.out or "results/fig4.csv", rows)
+    png = horizon_curve({"BF-IO(H), oracle": res}, a.plot or "results/fig4.png",
+                        title="Imbalance against lookahead (synthetic, G=16, B=72; paper Fig. 4)")
+    print(f"\nresults: {out}\nplot: {png}")
+    return 0
+
+
+def _reproduce_noise(a: argparse.Namespace) -> int:
+    from .experiments import noise_sweep
+    from .plots import horizon_curve
+    seeds = list(range(a.seeds))
+    res = noise_sweep(seeds=seeds, progress=not a.quiet)
+    rows = [dict(series=k, level=lvl, seed=s, avg_imbalance_tokens=float(v[i]))
+            for k, by in res.items() for lvl, v in by.items() for i, s in enumerate(seeds)]
+    from .results import mean_ci, markdown_table, format_value
+    print(markdown_table(["series", "error level", "avg imbalance (tokens)"],
+                         [[k, str(lvl), format_value(mean_ci(v)[0])] for k, by in res.items()
+                          for lvl, v in by.items()]))
+    out = write_csv(a.out or "results/noise.csv", rows)
+    png = _noise_plot(res, a.plot or "results/noise.png")
+    print(f"\nresults: {out}\nplot: {png}")
+    return 0
+
+
+def _noise_plot(res, path) -> Path:
+    import matplotlib.pyplot as plt
+    import numpy as np
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for k, by in res.items():
+        lv = sorted(by)
+        ax.plot(lv, [np.mean(by[x]) for x in lv], "o-" if k.startswith("noisy") else "s--", label=k)
+    ax.set(xlabel="noise d (o * U[1-d, 1+d]) or classifier error rate (fp = fn)",
+           ylabel="average imbalance (tokens)", title="BF-IO(H) under prediction errors (synthetic, G=16)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,9 +169,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
 
     q = sub.add_parser("reproduce", help="reproduce a table of a paper")
-    q.add_argument("what", help="table1 (BF-IO paper, Table 1)")
-    q.add_argument("--trace", required=True, help="path to burstgpt_8000.csv")
-    q.add_argument("--out", default="results/table1.csv", help="CSV results file")
+    q.add_argument("what", help="table1 (BF-IO paper, Table 1), fig4 (imbalance against H), "
+                                "noise (BF-IO(H) under prediction errors)")
+    q.add_argument("--trace", help="path to burstgpt_8000.csv (table1)")
+    q.add_argument("--seeds", type=int, default=8, help="seeds (fig4, noise; default 8)")
+    q.add_argument("--out", help="CSV results file (default results/<what>.csv)")
+    q.add_argument("--plot", help="PNG (fig4, noise; default results/<what>.png)")
     q.add_argument("--quiet", action="store_true")
     q.set_defaults(func=cmd_reproduce)
     return p

@@ -142,3 +142,73 @@ def table1_rows(results) -> str:
         rows.append([spec.label] + [f"{o:.4g} ({p:.3g})" for o, p in zip(ours, paper)])
     return markdown_table(["policy (paper in brackets)", "avg imbalance (1e4 tokens)",
                            "throughput (1e4 tokens/s)", "TPOT (s)", "energy (kJ)"], rows)
+
+
+# The BF-IO paper's Fig. 4 (notes/000.md, section 3.2): synthetic requests, N = 8000 per seed,
+# G = 16, B = 72, C = (72 * 0.6 ms + 35 ms) / 8; metric: mean of G max - sum over the first 8000
+# steps of the post-growth, pre-removal loads, ramp and drain included.
+FIG4_HORIZONS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+FIG4_STEPS = 8000
+
+
+def fig4_sweep(horizons=FIG4_HORIZONS, seeds=range(8), *, decay: float = 1.0, progress: bool = True,
+               params_kw: dict | None = None, num_requests: int = 8000,
+               steps: int = FIG4_STEPS) -> dict[int, np.ndarray]:
+    """Average imbalance (tokens, float64[S]) of BF-IO(H) per horizon on the Fig. 4 workload.
+
+    decay = 1 weighs every window row equally: the paper's program, whose objective is the
+    plain sum over the window.
+    """
+    from .workload import BivariateNormal, Finite
+    out = {}
+    wl = Finite(BivariateNormal(), num_requests)
+    C = (72 * 0.6e-3 + 35e-3) / 8
+    for n, H in enumerate(horizons, 1):
+        cfg = DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, policy="bfio", horizon=H,
+                       num_steps=steps, workload=wl, record_loads=True, lookahead_decay=decay)
+        bar = Progress(f"[{n}/{len(horizons)}] H={H}", progress)
+        res = simulate(cfg, make_params(cfg, step_const_s=C, **(params_kw or {})), list(seeds),
+                       progress=bar, block_steps=2000)
+        out[H] = _hist_imbalance(res)
+    return out
+
+
+def noise_sweep(horizons=(16, 64), levels=(0.0, 0.1, 0.2, 0.3, 0.5), cls_rates=(0.0, 0.1, 0.2, 0.3),
+                seeds=range(4), *, decay: float = 1.0, progress: bool = True,
+                steps: int = FIG4_STEPS) -> dict[str, dict[float, np.ndarray]]:
+    """BF-IO(H) on the Fig. 4 workload under prediction errors.
+
+    Multiplicative noise: o_hat = o * U[1 - d, 1 + d] for d in `levels`; classifier: false-positive
+    = false-negative rate in `cls_rates`. Returns {label: {level: imbalance float64[S]}}.
+    """
+    out: dict[str, dict[float, np.ndarray]] = {}
+    for H in horizons:
+        out[f"noisy, H={H}"] = {}
+        out[f"classifier, H={H}"] = {}
+        for d in levels:
+            r = _fig4_point(H, seeds, decay, "noisy", dict(noise_lo=d, noise_hi=d), progress, steps)
+            out[f"noisy, H={H}"][d] = r
+        for e in cls_rates:
+            r = _fig4_point(H, seeds, decay, "classifier", dict(fp_rate=e, fn_rate=e), progress, steps)
+            out[f"classifier, H={H}"][e] = r
+    return out
+
+
+def _fig4_point(H, seeds, decay, predictor, params_kw, progress, steps) -> np.ndarray:
+    from .workload import BivariateNormal, Finite
+    C = (72 * 0.6e-3 + 35e-3) / 8
+    cfg = DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, policy="bfio", horizon=H,
+                   num_steps=steps, workload=Finite(BivariateNormal(), 8000), record_loads=True,
+                   lookahead_decay=decay, predictor=predictor)
+    label = f"H={H} {predictor} {params_kw}"
+    res = simulate(cfg, make_params(cfg, step_const_s=C, **params_kw), list(seeds),
+                   progress=Progress(label, progress), block_steps=2000)
+    return _hist_imbalance(res)
+
+
+def _hist_imbalance(res) -> np.ndarray:
+    """Mean of G max - sum of the post-growth loads over each seed's live steps."""
+    L = res.trajectories["hist_loads"].astype(np.int64)
+    live = res.trajectories["live"]
+    imb = L.shape[-1] * L.max(-1) - L.sum(-1)
+    return np.array([imb[i][live[i]].mean() for i in range(imb.shape[0])])

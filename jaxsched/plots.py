@@ -36,3 +36,29 @@ def load_trajectories(loads: Mapping[str, np.ndarray], path: str | Path, *, dt_s
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def horizon_curve(curves: Mapping[str, Mapping[int, np.ndarray]], path: str | Path, *,
+                  ylabel: str = "average imbalance (tokens)", title: str = "") -> Path:
+    """Mean +- 95% CI of a metric against the lookahead H (symlog x axis), one line per label."""
+    from .results import mean_ci
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, by_h in curves.items():
+        hs = sorted(by_h)
+        stats = [mean_ci(by_h[h]) for h in hs]
+        mean = np.array([s[0] for s in stats])
+        half = np.nan_to_num(np.array([s[2] for s in stats]))
+        ax.plot(hs, mean, "o-", label=label)
+        ax.fill_between(hs, mean - half, mean + half, alpha=0.2)
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_xlabel("lookahead H (steps)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

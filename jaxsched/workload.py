@@ -272,7 +272,34 @@ class Trace:
                 and np.array_equal(self.output, other.output))
 
 
-Workload = Independent | BivariateNormal | BurstGPTLike | Trace
+@dataclass(frozen=True)
+class Finite:
+    """The first `num_requests` requests of another workload (per seed): a run that drains."""
+    base: "Workload"
+    num_requests: int
+
+    def __post_init__(self):
+        require_int(self.num_requests, "Finite.num_requests", lo=1, hi=INT32_MAX // 2)
+        if getattr(self.base, "num_requests", None) is not None:
+            raise ConfigError("Finite.base must be an unbounded workload")
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}_n{self.num_requests}"
+
+    @property
+    def max_prompt(self) -> int:
+        return self.base.max_prompt
+
+    @property
+    def max_output(self) -> int:
+        return self.base.max_output
+
+    def sample(self, seed, ids):
+        return self.base.sample(seed, ids)
+
+
+Workload = Independent | BivariateNormal | BurstGPTLike | Trace | Finite
 
 
 def _check_lengths(a: np.ndarray, what: str) -> None:
