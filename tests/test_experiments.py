@@ -44,3 +44,13 @@ def test_noise_sweep_reduced():
     assert all(np.all(v > 0) for by in res.values() for v in by.values())
     # noise 0 is the oracle: the noisy predictor then makes the same choices as a perfect one
     assert not np.array_equal(res["noisy, H=4"][0.0], res["noisy, H=4"][0.5])
+
+
+def test_fig4_shape_minimum_at_an_intermediate_horizon():
+    # The paper's Fig. 4 setting (synthetic requests, N = 8000 per seed, C/8): the undiscounted
+    # lookahead helps up to H ~ 64 and hurts beyond (projections ignore future admissions), so
+    # H = 512 is worse than no lookahead at all. `jaxsched reproduce fig4` runs the full sweep.
+    res = fig4_sweep(horizons=(0, 64, 512), seeds=range(2), progress=False)
+    mean = {H: float(v.mean()) for H, v in res.items()}
+    assert mean[64] < 0.8 * mean[0]
+    assert mean[512] > mean[0]
