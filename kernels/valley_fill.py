@@ -27,10 +27,10 @@ def _greedy_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray, vali
     """U sequential admissions: (g, i) = choose(loads, top, free, valid); request i joins g.
 
     loads is int32[G] or int32[G, W] (a request adds its size to every column of its worker's
-    row); `top` is carried for `choose` as the running column maxima of loads. The loop has the
-    static length R; iterations after the pool or the free slots ran out are
-    no-ops. (A while_loop that stops at U is faster for one run, but under vmap its batched
-    predicate turns into selects over the whole carry: 2.7x slower at 1024 seeds.)
+    row); `top` is carried for `choose` as the running column maxima of loads. Iterations after
+    the pool or the free slots ran out are no-ops. (A pure while_loop that stops at U is
+    faster for one run, but under vmap its batched predicate turns into selects over the whole
+    carry: 2.7x slower at 1024 seeds; hence a fixed-length head and a while_loop tail.)
     Returns (worker int32[R], rank int32[R]): rank is the number of requests given to the same
     worker before this one (its free slot index among that worker's free slots).
     Updates are elementwise selects rather than scatters: under vmap on CPU they fuse.
@@ -57,7 +57,17 @@ def _greedy_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray, vali
     free0 = free
     top = jnp.max(loads, axis=0) if top is None else top
     init = (loads, top, free, valid, jnp.full((R,), -1, jnp.int32), jnp.zeros((R,), jnp.int32))
-    out = jax.lax.fori_loop(0, R, body, init)
+    # Most steps admit far fewer than R requests. A fixed-length loop over the first quarter of
+    # the pool costs no selects under vmap; the rest runs as a while_loop, which stops as soon
+    # as no run (in the batch) has both a waiting request and a free slot.
+    first = max(1, min(R // 4, 64))
+    out = jax.lax.fori_loop(0, first, body, init)
+
+    def more(carry):
+        n, c = carry
+        return (n < R) & jnp.any(c[3]) & jnp.any(c[2] > 0)
+
+    _, out = jax.lax.while_loop(more, lambda nc: (nc[0] + 1, body(0, nc[1])), (jnp.int32(first), out))
     return out[4], out[5]
 
 
@@ -80,19 +90,45 @@ def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
     """
     G, R = loads.shape[0], sizes.shape[0]
     pos = jnp.arange(R, dtype=jnp.int32)
+    gid = jnp.arange(G, dtype=jnp.int32)
     fit_key = sizes * R + (R - 1 - pos)
     over_key = -(sizes * R + pos) - 1
-    gid = jnp.arange(G, dtype=jnp.int32)
+    none = -_BIG - 1
+    # One array carries each request's fate: -2 not in the pool, -1 waiting, g * R + rank once
+    # admitted; with the packed keys, each choice is two passes over the pool and two over the
+    # workers (the size and the chosen worker's load are decoded from the keys, not gathered).
+    state0 = jnp.where(valid, -1, -2).astype(jnp.int32)
 
-    def choose(loads, top, free, valid):
+    def body(carry):
+        loads, top, free, state = carry
         wkey = jnp.min(jnp.where(free > 0, loads * G + gid, _BIG))
-        g = wkey % G
-        room = jnp.maximum(top, target) - wkey // G
-        key = jnp.max(jnp.where(valid, jnp.where(sizes <= room, fit_key, over_key), -_BIG - 1))
-        i = jnp.where(key >= 0, R - 1 - key % R, (-(key + 1)) % R)
-        return g, i
+        g, Lg = wkey % G, wkey // G
+        room = jnp.maximum(top, target) - Lg
+        key = jnp.max(jnp.where(state == -1, jnp.where(sizes <= room, fit_key, over_key), none))
+        do = (wkey != _BIG) & (key != none)
+        fits = key >= 0
+        i = jnp.where(fits, R - 1 - key % R, (-(key + 1)) % R)
+        s = jnp.where(fits, key // R, (-(key + 1)) // R)
+        on_g = (gid == g) & do
+        rank = jnp.sum(jnp.where(on_g, free0 - free, 0))
+        loads = jnp.where(on_g, Lg + s, loads)
+        free = free - on_g.astype(jnp.int32)
+        state = jnp.where((pos == i) & do, g * R + rank, state)
+        top = jnp.where(do, jnp.maximum(top, Lg + s), top)
+        return loads, top, free, state
 
-    return _greedy_fill(loads, free, sizes, valid, choose)
+    def more(carry):
+        n, (_, _, free, state) = carry
+        return (n < R) & jnp.any(state == -1) & jnp.any(free > 0)
+
+    free0 = free
+    carry = (loads, jnp.max(loads), free, state0)
+    first = max(1, min(R // 4, 64))        # fixed-length head, while_loop tail (see _greedy_fill)
+    carry = jax.lax.fori_loop(0, first, lambda _, c: body(c), carry)
+    _, carry = jax.lax.while_loop(more, lambda nc: (nc[0] + 1, body(nc[1])), (jnp.int32(first), carry))
+    state = carry[3]
+    admitted = state >= 0
+    return jnp.where(admitted, state // R, -1), jnp.where(admitted, state % R, 0)
 
 
 def valley_fill_unpacked(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
