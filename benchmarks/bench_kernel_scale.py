@@ -4,7 +4,8 @@ For (G, R) on a grid from (16, 64) to (256, 1024) (B = 72 or 128 sets the free-s
 times one call of `kernels.valley_fill` on `--seeds` independent random instances (jit(vmap),
 after compilation; best of `--repeats`) and fits log-log slopes of the time against G (at the
 smallest R) and against R (at the smallest G). The kernel makes R sequential choices, each a
-reduction over the G workers and the R pool entries: O(R (G + R)) per step and seed.
+reduction over the G workers and the R pool entries: O(U (G + R)) per step and seed for U
+admissions.
 Writes benchmarks/results/kernel_scale.{md,json}. Run:
     python benchmarks/bench_kernel_scale.py [--seeds 1024] [--quick]
 """
@@ -83,8 +84,9 @@ def main() -> int:
                              f"{r['s_per_call'] * 1e3:.1f}", f"{r['compile_s']:.1f}"] for r in rows])
     md = (f"# Valley-fill kernel cost at scale ({seeds} seeds, vmapped)\n\n{table}\n\n"
           f"log-log slope against G (R = {Rs[0]}): {sg:.2f}; against R (G = {Gs[0]}): {sr:.2f}. "
-          "Complexity O(R (G + R)) per step and seed: R sequential choices, each a reduction over G "
-          "workers and R requests.\n")
+          "Complexity O(U (G + R)) per step and seed: U sequential choices (U <= R admissions; here "
+          "about 2G, from 0-4 free slots per worker), each a reduction over the G workers and the R "
+          "requests, plus O(R + G) per step.\n")
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = "kernel_scale_quick" if a.quick else "kernel_scale"
     (RESULTS / f"{name}.md").write_text(md)
