@@ -120,28 +120,10 @@ def _reproduce_noise(a: argparse.Namespace) -> int:
                          [[k, str(lvl), format_value(mean_ci(v)[0])] for k, by in res.items()
                           for lvl, v in by.items()]))
     out = write_csv(a.out or "results/noise.csv", rows)
-    png = _noise_plot(res, a.plot or "results/noise.png")
+    from .plots import error_curves
+    png = error_curves(res, a.plot or "results/noise.png")
     print(f"\nresults: {out}\nplot: {png}")
     return 0
-
-
-def _noise_plot(res, path) -> Path:
-    import matplotlib.pyplot as plt
-    import numpy as np
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for k, by in res.items():
-        lv = sorted(by)
-        ax.plot(lv, [np.mean(by[x]) for x in lv], "o-" if k.startswith("noisy") else "s--", label=k)
-    ax.set(xlabel="noise d (o * U[1-d, 1+d]) or classifier error rate (fp = fn)",
-           ylabel="average imbalance (tokens)", title="BF-IO(H) under prediction errors (synthetic, G=16)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
 
 
 def build_parser() -> argparse.ArgumentParser:

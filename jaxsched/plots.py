@@ -53,9 +53,27 @@ def horizon_curve(curves: Mapping[str, Mapping[int, np.ndarray]], path: str | Pa
         ax.plot(hs, mean, "o-", label=label)
         ax.fill_between(hs, mean - half, mean + half, alpha=0.2)
     ax.set_xscale("symlog", linthresh=1)
-    ax.set_xlabel("lookahead H (steps)")
-    ax.set_ylabel(ylabel)
+    ax.set(xlabel="lookahead H (steps)", ylabel=ylabel)
     ax.set_title(title, fontsize=10)
+    return _finish(fig, ax, path)
+
+
+def error_curves(curves: Mapping[str, Mapping[float, np.ndarray]], path: str | Path) -> Path:
+    """Mean imbalance against the prediction-error level, one line per (predictor, H) label."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, by in curves.items():
+        lv = sorted(by)
+        ax.plot(lv, [np.mean(by[x]) for x in lv], "o-" if label.startswith("noisy") else "s--", label=label)
+    ax.set(xlabel="noise d (o * U[1-d, 1+d]) or classifier error rate (fp = fn)",
+           ylabel="average imbalance (tokens)")
+    ax.set_title("BF-IO(H) under prediction errors (synthetic, G=16)", fontsize=10)
+    return _finish(fig, ax, path)
+
+
+def _finish(fig, ax, path: Path) -> Path:
+    """Grid, legend, tight layout; save the PNG and close the figure."""
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

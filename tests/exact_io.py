@@ -56,6 +56,14 @@ def _weights(weights, W: int) -> np.ndarray:
     return w
 
 
+
+def _inputs(loads_rows, free, sizes, valid, weights):
+    """Normalized (L [G, W], G, W, weights, free, sizes, valid) as int64/bool arrays."""
+    L = _rows(loads_rows)
+    G, W = L.shape
+    return (L, G, W, _weights(weights, W), np.asarray(free, np.int64).reshape(-1),
+            np.asarray(sizes, np.int64).reshape(-1), np.asarray(valid, bool).reshape(-1))
+
 def admitted_count(free, valid) -> int:
     """U = min(number of valid requests, total free slots)."""
     return int(min(int(np.sum(np.asarray(valid, bool))), int(np.sum(np.asarray(free, np.int64)))))
@@ -145,12 +153,7 @@ def solve_milp(loads_rows, free, sizes, valid, weights=None, time_limit: float =
     index order) and re-scored with `objective`; a mismatch raises AssertionError.
     Raises NotProvenOptimal when HiGHS stops at the time limit without a proof.
     """
-    L = _rows(loads_rows)
-    G, W = L.shape
-    w = _weights(weights, W)
-    free = np.asarray(free, np.int64).reshape(-1)
-    sizes = np.asarray(sizes, np.int64).reshape(-1)
-    valid = np.asarray(valid, bool).reshape(-1)
+    L, G, W, w, free, sizes, valid = _inputs(loads_rows, free, sizes, valid, weights)
     if free.shape[0] != G:
         raise ValueError("free must have one entry per worker")
     if (free < 0).any():
@@ -238,12 +241,7 @@ def solve_brute(loads_rows, free, sizes, valid, weights=None) -> tuple[int, np.n
     (G + 1)^#valid choices), keeps those admitting exactly U with at most free_g per worker,
     and returns the least J (ties: the first in enumeration order).
     """
-    L = _rows(loads_rows)
-    G, W = L.shape
-    w = _weights(weights, W)
-    free = np.asarray(free, np.int64).reshape(-1)
-    sizes = np.asarray(sizes, np.int64).reshape(-1)
-    valid = np.asarray(valid, bool).reshape(-1)
+    L, G, W, w, free, sizes, valid = _inputs(loads_rows, free, sizes, valid, weights)
     idx = np.flatnonzero(valid)
     if G > 3 or idx.size > 7:
         raise ValueError(f"brute force is for tiny instances (G <= 3, pool <= 7), got G={G}, "
