@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .config import DPConfig
-from .errors import ConfigError
+from .errors import ConfigError, require_int
 from .experiments import (TABLE1_POLICIES, parse_policies, result_rows, run_policies, summary_table,
                           table1_rows, table1_workload)
 from .results import write_csv
@@ -88,6 +88,17 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(a: argparse.Namespace) -> int:
+    from .sweep import parse_axis, run_sweep
+    axes = dict(parse_axis(t) for t in a.axis)
+    workload = read_trace(a.trace, order="resample") if a.trace else WORKLOADS[a.workload]()
+    base = DPConfig(num_steps=a.steps, workload=workload, semantics=a.semantics)
+    seeds = range(a.seed_start, a.seed_start + require_int(a.seeds, "--seeds", lo=1))
+    out = run_sweep(base, axes, seeds, a.out, memory_budget_mb=a.memory_mb, progress=not a.quiet)
+    print(f"results: {out}")
+    return 0
+
+
 def _reproduce_fig4(a: argparse.Namespace) -> int:
     from .experiments import fig4_sweep
     from .plots import horizon_curve
@@ -149,6 +160,20 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--plot-steps", type=int, default=2000, help="steps shown in the plot")
     r.add_argument("--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=cmd_run)
+
+    w = sub.add_parser("sweep", help="a grid of configurations x seeds, one resumable row per point")
+    w.add_argument("--axis", action="append", default=[], required=True,
+                   help="name=v1,v2,... (a DPConfig field or a params keyword); repeat for more axes")
+    w.add_argument("--seeds", type=int, default=64, help="seeds per point (default 64)")
+    w.add_argument("--seed-start", type=int, default=0)
+    w.add_argument("--steps", type=int, default=2000, help="decode steps per run (default 2000)")
+    w.add_argument("--trace", help="CSV trace to resample per seed")
+    w.add_argument("--workload", choices=sorted(WORKLOADS), default="burstgpt_like")
+    w.add_argument("--semantics", choices=["paper", "theory"], default="paper")
+    w.add_argument("--memory-mb", type=float, default=1024.0, help="memory budget per seed chunk")
+    w.add_argument("--out", default="results/sweep.csv", help="results file (resumed if it exists)")
+    w.add_argument("--quiet", action="store_true")
+    w.set_defaults(func=cmd_sweep)
 
     q = sub.add_parser("reproduce", help="reproduce a table of a paper")
     q.add_argument("what", help="table1 (BF-IO paper, Table 1), fig4 (imbalance against H), "

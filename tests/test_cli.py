@@ -56,3 +56,17 @@ def test_parse_policies():
     assert parse_policies("fcfs, bfio:20") == [PolicySpec("fcfs"), PolicySpec("bfio", 20)]
     with pytest.raises(ConfigError, match="horizon"):
         parse_policies("bfio:-1")
+
+
+def test_sweep_command_writes_and_resumes(tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    args = ["sweep", "--axis", "policy=fcfs,bfio", "--axis", "num_workers=2,3", "--axis",
+            "slots_per_worker=4", "--axis", "pool_size=4", "--seeds", "2", "--steps", "50",
+            "--out", str(out), "--quiet"]
+    assert main(args) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 4 and {r["policy"] for r in rows} == {"fcfs", "bfio"}
+    assert main(args) == 0                       # resumed: nothing to do, nothing duplicated
+    assert list(csv.DictReader(out.open())) == rows
+    assert main(["sweep", "--axis", "bogus", "--out", str(out)]) == 2
+    assert "--axis must look like" in capsys.readouterr().err
