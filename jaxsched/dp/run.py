@@ -70,10 +70,25 @@ def _pad_steps(a: np.ndarray, K: int) -> np.ndarray:
     return np.concatenate([a, np.zeros((a.shape[0], K - a.shape[1], *a.shape[2:]), a.dtype)], axis=1)
 
 
+def _place_seeds(seeds: np.ndarray, shard: bool):
+    """The seed chunk as a device array, split over all local devices when there are several
+    and the chunk divides evenly (each seed's run is independent, so sharding changes nothing in
+    the results; tests/test_sharding.py checks bitwise equality)."""
+    devices = jax.local_devices()
+    if shard and len(devices) > 1 and len(seeds) % len(devices) == 0:
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+        mesh = Mesh(np.array(devices), ("seeds",))
+        return jax.device_put(seeds, NamedSharding(mesh, PartitionSpec("seeds")))
+    return jnp.asarray(seeds)
+
+
 def simulate(config: DPConfig, params: DPParams, seeds: Sequence[int], *, seed_chunk: int | None = None,
              block_steps: int | None = None,
-             progress: Callable[[int, int], None] | None = None) -> DPResult:
-    """Run `config` for every seed; see the module docstring."""
+             progress: Callable[[int, int], None] | None = None, shard: bool = True) -> DPResult:
+    """Run `config` for every seed; see the module docstring.
+
+    shard: split each seed chunk over all local devices (when it divides evenly).
+    """
     seeds = _check_seeds(seeds)
     chunk = len(seeds) if seed_chunk is None else require_int(seed_chunk, "seed_chunk", lo=1)
     K = config.num_steps
@@ -84,7 +99,7 @@ def simulate(config: DPConfig, params: DPParams, seeds: Sequence[int], *, seed_c
     n_blocks = -(-K // block)
     done_work = 0
     for c0 in range(0, len(seeds), chunk):
-        state = init(jnp.asarray(seeds[c0:c0 + chunk]), params)
+        state = init(_place_seeds(seeds[c0:c0 + chunk], shard), params)
         outs = []
         for b in range(n_blocks):
             state, out = run_block(state, params)
