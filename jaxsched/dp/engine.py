@@ -8,6 +8,7 @@ docs/dp-semantics.md; tests/reference_dp.py is the plain-Python oracle for them.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
@@ -160,11 +161,9 @@ def _admission_stats(config, params, pool: Pool, admitted, clock: Clock, totals:
         pool.reveal_load)
     delay = jnp.where(admitted, delay, 0.0)
     bins = jnp.where(admitted, _delay_bins(config, delay, waited), config.delay_bins)
-    return Totals(
-        totals.tpot_num, totals.tpot_den, totals.delay_s.add(jnp.sum(delay)),
-        totals.delay_hist.at[bins].add(1, mode="drop"),
-        totals.admitted.add(jnp.sum(admitted, dtype=jnp.int32)), totals.finished,
-        totals.cut_step, totals.last_live)
+    return replace(totals, delay_s=totals.delay_s.add(jnp.sum(delay)),
+                   delay_hist=totals.delay_hist.at[bins].add(1, mode="drop"),
+                   admitted=totals.admitted.add(jnp.sum(admitted, dtype=jnp.int32)))
 
 
 def _admit_and_refill(config, params, state: DPState, loads, k, clock: Clock, totals: Totals,
@@ -205,9 +204,8 @@ def init(config: DPConfig, params: DPParams, seed) -> DPState:
         pool = _fill_pool(config, params, seed, _empty_pool(config, G * B), jnp.int32(0),
                           jnp.int32(0), WideInt.zeros())
         # The G*B requests placed directly at step 0 are admitted with zero queueing delay.
-        totals = Totals(totals.tpot_num, totals.tpot_den, totals.delay_s, totals.delay_hist.at[0].add(G * B),
-                        totals.admitted.add(jnp.int32(G * B)), totals.finished, totals.cut_step,
-                        totals.last_live)
+        totals = replace(totals, delay_hist=totals.delay_hist.at[0].add(G * B),
+                         admitted=totals.admitted.add(jnp.int32(G * B)))
         return DPState(jnp.int32(0), seed, slots, pool, loads, jnp.int32(0), clock,
                        Window.zeros(), Window.zeros(), totals)
     z = jnp.zeros((G, B), jnp.int32)
@@ -258,18 +256,17 @@ def step(config: DPConfig, params: DPParams, state: DPState):
     clock = Clock(state.clock.steps + live_i, state.clock.load.add(live_i * max_start))
     inv = jnp.sum(jnp.where(active_start, slots.inv_out, 0.0))
     t = state.totals
-    totals = Totals(t.tpot_num.add(jnp.where(live, dt * inv, 0.0)), t.tpot_den.add(jnp.where(live, inv, 0.0)),
-                    t.delay_s, t.delay_hist, t.admitted,
-                    t.finished.add(live_i * jnp.sum(slots.finish == k, dtype=jnp.int32)),
-                    t.cut_step, jax.tree_util.tree_map(lambda a, b: jnp.where(live, a, b), clock, t.last_live))
+    totals = replace(t, tpot_num=t.tpot_num.add(jnp.where(live, dt * inv, 0.0)),
+                     tpot_den=t.tpot_den.add(jnp.where(live, inv, 0.0)),
+                     finished=t.finished.add(live_i * jnp.sum(slots.finish == k, dtype=jnp.int32)),
+                     last_live=jax.tree_util.tree_map(lambda a, b: jnp.where(live, a, b), clock, t.last_live))
 
     paper = config.semantics == "paper"
     measure = live if paper else live & (k > config.burn_in_steps)
     window = state.window
     if paper:
         window = _measure(window, loads, dt, tokens, max_start, params, measure)
-    stepped = DPState(k, state.seed, slots, state.pool, loads, state.rr_pointer, clock, window,
-                      state.at_cut, totals)
+    stepped = replace(state, step=k, loads=loads, clock=clock, window=window, totals=totals)
     new_slots, post, pool, rr, totals, n_adm = _admit_and_refill(config, params, stepped, loads, k, clock,
                                                                  totals, allow=live)
     if not paper:
@@ -281,8 +278,7 @@ def step(config: DPConfig, params: DPParams, state: DPState):
     post, pool, rr = keep((post, pool, rr), (state.loads, state.pool, state.rr_pointer))
     admitted_now = live & (n_adm > 0)
     at_cut = jax.tree_util.tree_map(lambda a, b: jnp.where(admitted_now, a, b), window, state.at_cut)
-    totals = Totals(totals.tpot_num, totals.tpot_den, totals.delay_s, totals.delay_hist, totals.admitted,
-                    totals.finished, jnp.where(admitted_now, k, totals.cut_step), totals.last_live)
+    totals = replace(totals, cut_step=jnp.where(admitted_now, k, totals.cut_step))
     # The step counter stops at num_steps, so blocks that overrun the run change nothing.
     k_next = jnp.where(k <= config.num_steps, k, state.step)
     new = DPState(k_next, state.seed, new_slots, pool, post, rr, clock, window, at_cut, totals)
