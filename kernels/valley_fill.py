@@ -57,18 +57,23 @@ def _greedy_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray, vali
     free0 = free
     top = jnp.max(loads, axis=0) if top is None else top
     init = (loads, top, free, valid, jnp.full((R,), -1, jnp.int32), jnp.zeros((R,), jnp.int32))
-    # Most steps admit far fewer than R requests. A fixed-length loop over the first quarter of
-    # the pool costs no selects under vmap; the rest runs as a while_loop, which stops as soon
-    # as no run (in the batch) has both a waiting request and a free slot.
-    first = max(1, min(R // 4, 64))
-    out = jax.lax.fori_loop(0, first, body, init)
-
-    def more(carry):
-        n, c = carry
-        return (n < R) & jnp.any(c[3]) & jnp.any(c[2] > 0)
-
-    _, out = jax.lax.while_loop(more, lambda nc: (nc[0] + 1, body(0, nc[1])), (jnp.int32(first), out))
+    out = _admission_loop(lambda c: body(0, c), init, R,
+                          lambda c: jnp.any(c[3]) & jnp.any(c[2] > 0))
     return out[4], out[5]
+
+
+def _admission_loop(body: Callable, carry, R: int, pending: Callable):
+    """Apply `body` up to R times: a fixed-length head, then a while_loop while `pending`.
+
+    Most steps admit far fewer than R requests. The head (min(R/4, 64) iterations) costs no
+    selects under vmap; the tail stops as soon as no run (in the batch) is `pending`, i.e. has
+    both a waiting request and a free slot.
+    """
+    first = max(1, min(R // 4, 64))
+    carry = jax.lax.fori_loop(0, first, lambda _, c: body(c), carry)
+    _, carry = jax.lax.while_loop(lambda nc: (nc[0] < R) & pending(nc[1]),
+                                  lambda nc: (nc[0] + 1, body(nc[1])), (jnp.int32(first), carry))
+    return carry
 
 
 def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
@@ -117,15 +122,9 @@ def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
         top = jnp.where(do, jnp.maximum(top, Lg + s), top)
         return loads, top, free, state
 
-    def more(carry):
-        n, (_, _, free, state) = carry
-        return (n < R) & jnp.any(state == -1) & jnp.any(free > 0)
-
     free0 = free
-    carry = (loads, jnp.max(loads), free, state0)
-    first = max(1, min(R // 4, 64))        # fixed-length head, while_loop tail (see _greedy_fill)
-    carry = jax.lax.fori_loop(0, first, lambda _, c: body(c), carry)
-    _, carry = jax.lax.while_loop(more, lambda nc: (nc[0] + 1, body(nc[1])), (jnp.int32(first), carry))
+    carry = _admission_loop(body, (loads, jnp.max(loads), free, state0), R,
+                            lambda c: jnp.any(c[3] == -1) & jnp.any(c[2] > 0))
     state = carry[3]
     admitted = state >= 0
     return jnp.where(admitted, state // R, -1), jnp.where(admitted, state % R, 0)
