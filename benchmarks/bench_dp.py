@@ -1,24 +1,31 @@
-"""Speed of the dp engine (`jaxsched.dp.simulate`) against the one-seed NumPy baseline.
+"""Speed of the dp engine (`jaxsched.dp.simulate`) against two one-seed NumPy baselines.
 
 For each policy (fcfs, bfio with horizon 0) and shape (G, B) = (16, 72) with R = 64 and
 (32, 72) with R = 128, on the `BurstGPTLike` workload with semantics "paper", the engine runs
-1, 64 and 1024 seeds and the NumPy simulator (`benchmarks/numpy_dp.py`) runs seed 0 on the same
-request lengths (`jaxsched.workload.materialize`). Both are timed in the same process, so the
-ratio compares like with like on whatever machine runs the benchmark.
+1, 64 and 1024 seeds and each NumPy simulator runs seed 0 on the same request lengths
+(`jaxsched.workload.materialize`):
+- `benchmarks/numpy_dp.py` (column "numpy", ratio "ratio"): vectorized over the [G, B] slots
+  per step, heaps and bisection in the greedy; the stronger baseline.
+- `benchmarks/numpy_dp_loops.py` (column "loop numpy", ratio "ratio vs loop"): the research
+  style, Python loops over workers per step and over workers and pool in the greedy; the
+  baseline that the speed target names ("plain NumPy, the style of the paper's simulator").
+All are timed in the same process, so the ratios compare like with like on whatever machine
+runs the benchmark.
 
 Engine timing: the first call compiles and warms up; the second, identical call is timed
 (`simulate` returns numpy arrays, so its wall time includes all device work). "compile s" is
 the first call's wall time minus the timed call's, i.e. compilation plus first-call overheads.
-The NumPy baseline first runs as many steps as the engine's 64-seed run (which also warms it
+Each NumPy baseline first runs as many steps as the engine's 64-seed run (which also warms it
 up), then a timed run long enough to last a few seconds; its request lengths are materialized
-before the clock starts. As a consistency check, seed 0's `avg_imbalance_tokens` from that
-engine run must equal the NumPy check run's (both are exact integer sums over the same steps).
+before the clock starts. As consistency checks, seed 0's `avg_imbalance_tokens` from that
+engine run must equal both NumPy check runs' (exact integer sums over the same steps), and the
+two check runs' `hist_loads` must be equal.
 
     python benchmarks/bench_dp.py [--quick] [--out benchmarks/results/dp_speed.json]
 
 Writes the JSON results to --out (default `benchmarks/results/dp_speed.json`; with --quick,
 `dp_speed_quick.json`) and the markdown table next to it under the same name with a .md suffix;
-prints the table to stdout and progress to stderr. Exits 1 if the consistency check fails.
+prints the table to stdout and progress to stderr. Exits 1 if a consistency check fails.
 """
 from __future__ import annotations
 
@@ -38,7 +45,7 @@ import numpy as np
 _HERE = Path(__file__).resolve().parent
 _ROOT = _HERE.parent
 # Lets `python benchmarks/bench_dp.py` work from a plain checkout: jaxsched and kernels are
-# top-level packages at the repository root, numpy_dp.py sits next to this file.
+# top-level packages at the repository root, the NumPy baselines sit next to this file.
 for _p in (str(_ROOT), str(_HERE)):
     if _p not in sys.path:
         sys.path.insert(0, _p)
@@ -48,6 +55,7 @@ import jax  # noqa: E402
 import jaxsched  # noqa: E402
 from jaxsched.dp import simulate  # noqa: E402
 from numpy_dp import simulate_numpy  # noqa: E402
+from numpy_dp_loops import simulate_loops  # noqa: E402
 
 B = 72
 POOL = {16: 64, 32: 128}          # R per G
@@ -70,15 +78,17 @@ QUICK_SEED_COUNTS = (8,)
 QUICK_STEPS = {8: 100}
 QUICK_SHAPES = (16,)
 
-# The NumPy baseline's check run has as many steps as this seed count's engine run, so that
+# The NumPy baselines' check runs have as many steps as this seed count's engine run, so that
 # seed 0's metrics can be compared exactly.
 CHECK_SEEDS = 64
 QUICK_CHECK_SEEDS = 8
-# Wall time of the NumPy timed run (s), and a cap on its steps (the request arrays grow as R
+# Wall time of each NumPy timed run (s), and a cap on its steps (the request arrays grow as R
 # per step).
 NUMPY_TARGET_S = 3.0
 QUICK_NUMPY_TARGET_S = 0.3
 NUMPY_MAX_STEPS = 200_000
+# The one-seed baselines by name: NumpyRow.baseline and the JSON keys use these names.
+BASELINES = {"vectorized": simulate_numpy, "loops": simulate_loops}
 
 
 @dataclass
@@ -101,6 +111,7 @@ class EngineRow:
 @dataclass
 class NumpyRow:
     """One NumPy baseline measurement (seed 0)."""
+    baseline: str  # a key of BASELINES
     policy: str
     G: int
     B: int
@@ -147,14 +158,17 @@ def bench_engine(policy: str, G: int, seeds: int, steps: int, repeats: int) -> E
                      seed0_avg_imbalance_tokens=float(result.metrics["avg_imbalance_tokens"][0]))
 
 
-def bench_numpy(policy: str, G: int, check_steps: int, target_s: float, repeats: int,
-                seed: int = 0) -> NumpyRow:
-    """Time the NumPy simulator on seed `seed`'s request lengths (materialized beforehand).
+def bench_numpy(baseline: str, policy: str, G: int, check_steps: int, target_s: float,
+                repeats: int, seed: int = 0) -> tuple[NumpyRow, np.ndarray]:
+    """Time a NumPy simulator (a key of BASELINES) on seed `seed`'s request lengths.
 
     A first run over `check_steps` steps gives the metric for the consistency check and a rate
     estimate; the timed run then covers enough steps to last about `target_s` seconds, because
-    the vectorized baseline does a 1000-step run in well under 0.1 s, too short to time.
+    the vectorized baseline does a 1000-step run in well under 0.1 s, too short to time. The
+    lengths are materialized before the clock starts. Returns the row and the check run's
+    hist_loads (int64 [check_steps, G], tokens).
     """
+    simulator = BASELINES[baseline]
     R = POOL[G]
     config = make_config(policy, G, check_steps)
     params = jaxsched.make_params(config)
@@ -168,18 +182,19 @@ def bench_numpy(policy: str, G: int, check_steps: int, target_s: float, repeats:
 
     prompt, output = lengths(check_steps)
     t0 = time.perf_counter()
-    check = simulate_numpy(prompt=prompt, output=output, num_steps=check_steps, **kw)
+    check = simulator(prompt=prompt, output=output, num_steps=check_steps, **kw)
     estimate = check_steps / (time.perf_counter() - t0)
     steps = int(min(max(check_steps, estimate * target_s), NUMPY_MAX_STEPS))
     prompt, output = lengths(steps)
     timed = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
-        simulate_numpy(prompt=prompt, output=output, num_steps=steps, **kw)
+        simulator(prompt=prompt, output=output, num_steps=steps, **kw)
         timed = min(timed, time.perf_counter() - t0)
-    return NumpyRow(policy=policy, G=G, B=B, R=R, steps=steps, timed_s=timed,
-                    seed_steps_per_s=steps / timed, check_steps=check_steps,
-                    avg_imbalance_tokens=float(check["metrics"]["avg_imbalance_tokens"]))
+    row = NumpyRow(baseline=baseline, policy=policy, G=G, B=B, R=R, steps=steps, timed_s=timed,
+                   seed_steps_per_s=steps / timed, check_steps=check_steps,
+                   avg_imbalance_tokens=float(check["metrics"]["avg_imbalance_tokens"]))
+    return row, check["hist_loads"]
 
 
 def _fmt_rate(x: float) -> str:
@@ -191,18 +206,24 @@ def _fmt_rate(x: float) -> str:
     return f"{x:.3g}"
 
 
-def markdown_table(rows: list[EngineRow], baselines: dict[tuple[str, int], NumpyRow]) -> str:
-    """The results table; the ratio is engine over NumPy seed-steps/s from this run."""
+def markdown_table(rows: list[EngineRow],
+                   baselines: dict[tuple[str, str, int], NumpyRow]) -> str:
+    """The results table; the ratios are engine over each NumPy baseline's seed-steps/s.
+
+    baselines: keyed by (baseline name, policy, G).
+    """
     lines = [
         "| policy | G | B | seeds | engine seed-steps/s | numpy seed-steps/s | ratio | "
-        "slot-steps/s | compile s | steps | timed s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "loop numpy seed-steps/s | ratio vs loop | slot-steps/s | compile s | steps | timed s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        base = baselines[(r.policy, r.G)]
+        vec = baselines[("vectorized", r.policy, r.G)]
+        loop = baselines[("loops", r.policy, r.G)]
         lines.append(
             f"| {r.policy} | {r.G} | {r.B} | {r.seeds} | {_fmt_rate(r.seed_steps_per_s)} | "
-            f"{_fmt_rate(base.seed_steps_per_s)} | {r.seed_steps_per_s / base.seed_steps_per_s:.1f}x | "
+            f"{_fmt_rate(vec.seed_steps_per_s)} | {r.seed_steps_per_s / vec.seed_steps_per_s:.1f}x | "
+            f"{_fmt_rate(loop.seed_steps_per_s)} | {r.seed_steps_per_s / loop.seed_steps_per_s:.1f}x | "
             f"{r.slot_steps_per_s:.2e} | {r.compile_s:.1f} | {r.steps} | {r.timed_s:.2f} |")
     return "\n".join(lines)
 
@@ -222,6 +243,43 @@ def environment() -> dict[str, Any]:
         "loadavg_at_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
     }
+
+
+def bench_baselines(policy: str, G: int, check_steps: int, target_s: float, repeats: int
+                    ) -> tuple[dict[str, NumpyRow], bool]:
+    """Both NumPy baselines on seed 0, by name; True if their check runs' hist_loads are equal."""
+    rows: dict[str, NumpyRow] = {}
+    hists: dict[str, np.ndarray] = {}
+    for name in BASELINES:
+        log(f"numpy ({name}) {policy} G={G} B={B} R={POOL[G]}: seed 0 ({check_steps}-step check "
+            f"run, then a ~{target_s:g} s timed run)")
+        rows[name], hists[name] = bench_numpy(name, policy, G, check_steps, target_s, repeats)
+        log(f"  {rows[name].seed_steps_per_s:,.0f} seed-steps/s ({rows[name].steps} steps in "
+            f"{rows[name].timed_s:.2f} s)")
+    return rows, bool(np.array_equal(hists["vectorized"], hists["loops"]))
+
+
+def consistency_check(row: EngineRow, bases: dict[str, NumpyRow], hist_equal: bool
+                      ) -> dict[str, Any]:
+    """Seed 0 of an engine run against both baselines' check runs over the same steps.
+
+    avg_imbalance_tokens is an exact integer sum divided by the step count in all three, so it
+    must agree to the last bit; hist_equal says whether the baselines' trajectories agree.
+    """
+    same = [bool(np.isclose(row.seed0_avg_imbalance_tokens, b.avg_imbalance_tokens, rtol=1e-12,
+                            atol=0.0)) for b in bases.values()]
+    check = {"policy": row.policy, "G": row.G, "steps": row.steps,
+             "engine_seed0_avg_imbalance_tokens": row.seed0_avg_imbalance_tokens,
+             "numpy_avg_imbalance_tokens": bases["vectorized"].avg_imbalance_tokens,
+             "loops_avg_imbalance_tokens": bases["loops"].avg_imbalance_tokens,
+             "numpy_loops_hist_loads_equal": hist_equal,
+             "equal": all(same) and hist_equal}
+    if not check["equal"]:
+        log(f"  WARNING: inconsistent seed 0: engine avg_imbalance_tokens "
+            f"{row.seed0_avg_imbalance_tokens!r}, numpy {check['numpy_avg_imbalance_tokens']!r}, "
+            f"loops {check['loops_avg_imbalance_tokens']!r}; baselines' hist_loads equal: "
+            f"{hist_equal}")
+    return check
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -254,17 +312,13 @@ def main(argv: list[str] | None = None) -> int:
     log(f"backend {env['backend']}, {env['cpu_count']} CPUs, load average {env['loadavg_at_start']}")
     t_start = time.perf_counter()
     rows: list[EngineRow] = []
-    baselines: dict[tuple[str, int], NumpyRow] = {}
+    baselines: dict[tuple[str, str, int], NumpyRow] = {}  # (baseline, policy, G)
     checks: list[dict[str, Any]] = []
     for policy in args.policies:
         for G in shapes:
-            check_steps = steps_for(policy, G, check_seeds)
-            log(f"numpy  {policy} G={G} B={B} R={POOL[G]}: seed 0 ({check_steps}-step check run, "
-                f"then a ~{np_target:g} s timed run)")
-            base = bench_numpy(policy, G, check_steps, np_target, args.repeats)
-            baselines[(policy, G)] = base
-            log(f"  {base.seed_steps_per_s:,.0f} seed-steps/s ({base.steps} steps in "
-                f"{base.timed_s:.2f} s)")
+            bases, hist_equal = bench_baselines(policy, G, steps_for(policy, G, check_seeds),
+                                                np_target, args.repeats)
+            baselines.update({(name, policy, G): b for name, b in bases.items()})
             for S in seed_counts:
                 steps = steps_for(policy, G, S)
                 log(f"engine {policy} G={G} B={B} R={POOL[G]}: {S} seeds x {steps} steps")
@@ -272,17 +326,10 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
                 log(f"  {row.seed_steps_per_s:,.0f} seed-steps/s ({row.timed_s:.2f} s timed, "
                     f"first call {row.first_call_s:.2f} s), "
-                    f"{row.seed_steps_per_s / base.seed_steps_per_s:.1f}x numpy")
+                    f"{row.seed_steps_per_s / bases['vectorized'].seed_steps_per_s:.1f}x numpy, "
+                    f"{row.seed_steps_per_s / bases['loops'].seed_steps_per_s:.1f}x loop numpy")
                 if S == check_seeds:
-                    ok = bool(np.isclose(row.seed0_avg_imbalance_tokens, base.avg_imbalance_tokens,
-                                         rtol=1e-12, atol=0.0))
-                    checks.append({"policy": policy, "G": G, "steps": steps,
-                                   "engine_seed0_avg_imbalance_tokens": row.seed0_avg_imbalance_tokens,
-                                   "numpy_avg_imbalance_tokens": base.avg_imbalance_tokens,
-                                   "equal": ok})
-                    if not ok:
-                        log(f"  WARNING: seed-0 avg_imbalance_tokens differs: engine "
-                            f"{row.seed0_avg_imbalance_tokens!r}, numpy {base.avg_imbalance_tokens!r}")
+                    checks.append(consistency_check(row, bases, hist_equal))
 
     table = markdown_table(rows, baselines)
     total_s = time.perf_counter() - t_start
@@ -299,12 +346,16 @@ def main(argv: list[str] | None = None) -> int:
         "Seed-steps/s after compilation (best of "
         f"{args.repeats} timed call{'s' if args.repeats > 1 else ''} after one warm-up call); "
         "slot-steps/s = seed-steps/s * G * B; compile s = first call minus timed call. "
-        "NumPy: `simulate_numpy`, seed 0, one timed run of about "
-        f"{np_target:g} s (steps in the JSON); ratio = engine / NumPy from this run. "
-        f"The check compares seed 0 of the engine's {check_seeds}-seed run with a NumPy run "
-        "over the same steps.",
+        "numpy: `numpy_dp.simulate_numpy` (vectorized over the [G, B] slots, heaps and bisection "
+        "in the greedy); loop numpy: `numpy_dp_loops.simulate_loops` (Python loops over workers "
+        "and pool, the research-simulator style); each on seed 0, one timed run of about "
+        f"{np_target:g} s (steps in the JSON); ratio = engine / numpy and ratio vs loop = "
+        "engine / loop numpy, from this run. "
+        f"The check compares seed 0 of the engine's {check_seeds}-seed run with both NumPy "
+        "simulators over the same steps, and the two simulators' hist_loads with each other.",
         "",
-        f"Seed-0 avg_imbalance_tokens, engine vs NumPy: {'equal' if all_ok else 'DIFFERENT'} "
+        "Seed-0 avg_imbalance_tokens, engine vs both NumPy baselines, and hist_loads, numpy vs "
+        f"loop numpy: {'equal' if all_ok else 'DIFFERENT'} "
         f"in {len(checks)} of {len(checks)} configurations checked"
         + ("" if all_ok else f" ({sum(c['equal'] for c in checks)} equal)") + ".",
         f"Total benchmark wall time {total_s:.0f} s.",
@@ -317,9 +368,13 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": args.repeats,
         "environment": env,
         "engine": [asdict(r) for r in rows],
-        "numpy": [asdict(b) for b in baselines.values()],
+        "numpy": [asdict(b) for b in baselines.values() if b.baseline == "vectorized"],
+        "numpy_loops": [asdict(b) for b in baselines.values() if b.baseline == "loops"],
         "ratios": [{"policy": r.policy, "G": r.G, "seeds": r.seeds,
-                    "ratio": r.seed_steps_per_s / baselines[(r.policy, r.G)].seed_steps_per_s}
+                    "ratio": r.seed_steps_per_s
+                    / baselines[("vectorized", r.policy, r.G)].seed_steps_per_s,
+                    "ratio_vs_loops": r.seed_steps_per_s
+                    / baselines[("loops", r.policy, r.G)].seed_steps_per_s}
                    for r in rows],
         "consistency_checks": checks,
         "total_wall_s": total_s,
