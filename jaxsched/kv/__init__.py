@@ -1,0 +1,17 @@
+"""KV-memory engine of the WAIT paper (Ao, Luo, Simchi-Levi, Wang 2025).
+
+`fluid`: the host-side fluid benchmark (equilibrium, WAIT / Nested WAIT thresholds, the root
+theta of Lemma 8 and the memory bound), float64 NumPy with the typo corrections of the reading
+guide notes/001.md.
+"""
+from .fluid import (Equilibrium, FluidTypes, MemoryBound, NestedCheck, Segments, WaitCheck,
+                    bisect, equilibrium, nested_check, nested_memory_bound, nested_segments,
+                    nested_thresholds, nested_thresholds_practical, stage_work, theta_lower_bound,
+                    theta_root, wait_c_range, wait_check, wait_thresholds,
+                    wait_thresholds_practical)
+
+__all__ = ["Equilibrium", "FluidTypes", "MemoryBound", "NestedCheck", "Segments", "WaitCheck",
+           "bisect", "equilibrium", "nested_check", "nested_memory_bound", "nested_segments",
+           "nested_thresholds", "nested_thresholds_practical", "stage_work", "theta_lower_bound",
+           "theta_root", "wait_c_range", "wait_check", "wait_thresholds",
+           "wait_thresholds_practical"]
