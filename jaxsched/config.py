@@ -20,6 +20,11 @@ SEMANTICS = ("paper", "theory")
 PREDICTORS = ("oracle", "noisy", "classifier")
 # The loads headroom below int32 that the wide accumulators need (see jaxsched/accumulate.py).
 LOAD_LIMIT = INT32_MAX - 2**24
+# Largest per-step drift (tokens). It keeps the drift draw's integer product 24 bits * 65 below
+# 2^31 (see jaxsched.dp.engine.step_drift) and is far above speculative decoding's few tokens.
+DRIFT_MAX = 64
+# Cap on the step counter and on the cumulative drift D_k (both int32; slot bases are s - D_k).
+STEP_LIMIT = INT32_MAX // 4
 
 
 def default_step_const_s(slots_per_worker: int) -> float:
@@ -44,6 +49,9 @@ class DPConfig:
     bfio_kernel: the BF-IO H = 0 assignment kernel, a name in kernels.BFIO_VARIANTS ("vf": valley
     fill; "vf_ls", "vf_ls_chain": with local search; "ms_ls", "ms_ls_chain": multi-start).
     delay_bins: bins of the queueing-delay histogram (p99).
+    drift: (lo, hi), semantics "theory" only: in step k every active request grows by a common
+    delta_k uniform on {lo, ..., hi} tokens (BF-IO Theorem 3) instead of 1; (1, 1) is the plain
+    +1 growth and draws nothing. See docs/dp-semantics.md.
     """
     num_workers: int = 16
     slots_per_worker: int = 72
@@ -59,31 +67,41 @@ class DPConfig:
     lookahead_decay: float = 0.7
     bfio_kernel: str = "vf"
     delay_bins: int = 512
+    drift: tuple[int, int] = (1, 1)
 
     def __post_init__(self):
         G = require_int(self.num_workers, "num_workers (G)", lo=1, hi=65536)
         B = require_int(self.slots_per_worker, "slots_per_worker (B)", lo=1, hi=65536)
         R = require_int(self.pool_size, "pool_size (R)", lo=1, hi=65536)
         H = require_int(self.horizon, "horizon (H)", lo=0, hi=4096)
-        require_int(self.num_steps, "num_steps", lo=1, hi=INT32_MAX // 4)
+        require_int(self.num_steps, "num_steps", lo=1, hi=STEP_LIMIT)
         require_int(self.burn_in_steps, "burn_in_steps", lo=0, hi=self.num_steps - 1)
         require_int(self.delay_bins, "delay_bins", lo=2, hi=65536)
         require(self.policy in POLICIES, "policy", f"one of {POLICIES}", self.policy)
         require(self.semantics in SEMANTICS, "semantics", f"one of {SEMANTICS}", self.semantics)
         require(self.predictor in PREDICTORS, "predictor", f"one of {PREDICTORS}", self.predictor)
         require(isinstance(self.record_loads, bool), "record_loads", "a bool", self.record_loads)
+        lo, hi = self._check_drift()
         wl = self.workload
         require(hasattr(wl, "sample") and hasattr(wl, "max_prompt"), "workload",
                 "a jaxsched.workload workload", wl)
         # Integer safety: the largest possible worker load must leave headroom in int32 for
-        # G * max(L) (the imbalance) and for the wide accumulators.
-        max_len = wl.max_prompt + wl.max_output
+        # G * max(L) (the imbalance) and for the wide accumulators. A request grows by at most
+        # `hi` per step over its o steps, so its load is at most s + hi * o.
+        max_len = wl.max_prompt + hi * wl.max_output
         max_load = B * max_len
         if G * max_load > LOAD_LIMIT:
+            growth = "max output" if hi == 1 else f"drift hi {hi} * max output"
             raise ConfigError(
-                f"num_workers * slots_per_worker * (max prompt + max output) = {G} * {B} * {max_len} "
+                f"num_workers * slots_per_worker * (max prompt + {growth}) = {G} * {B} * {max_len} "
                 f"= {G * max_load} could overflow int32 loads; it must be <= {LOAD_LIMIT} "
                 f"(reduce G or B, or cap the workload's lengths)")
+        if hi * self.num_steps > STEP_LIMIT:
+            # The cumulative drift D_k <= hi * k is int32 and slot bases are s - D_k.
+            raise ConfigError(
+                f"drift hi * num_steps = {hi} * {self.num_steps} = {hi * self.num_steps} could "
+                f"overflow the int32 cumulative drift; it must be <= {STEP_LIMIT} "
+                "(lower num_steps or drift)")
         require_float(self.lookahead_decay, "lookahead_decay", lo=0.0, hi=1.0, lo_open=True)
         from kernels import BFIO_VARIANTS
         require(self.bfio_kernel in BFIO_VARIANTS, "bfio_kernel", f"one of {tuple(BFIO_VARIANTS)}",
@@ -98,9 +116,32 @@ class DPConfig:
                     f"lookahead score bound sum(w) * (G + 1) * max prompt = {wsum} * {G + 1} * "
                     f"{wl.max_prompt} = {bound} could overflow int32; it must be <= {LOAD_LIMIT} "
                     "(lower horizon (H) or lookahead_decay, or G)")
+            # A projected row adds up to H * projection_drift tokens of future growth per slot.
+            proj = B * (max_len + self.projection_drift * H)
+            if proj > LOAD_LIMIT:
+                raise ConfigError(
+                    f"projected lookahead loads slots_per_worker * (max load per slot + "
+                    f"projection drift * horizon (H)) = {B} * ({max_len} + {self.projection_drift} "
+                    f"* {H}) = {proj} could overflow int32; it must be <= {LOAD_LIMIT} "
+                    "(lower horizon (H), drift or B)")
         if self.semantics == "theory" and wl.num_requests is not None:
             raise ConfigError("semantics 'theory' needs an unbounded request stream; got a workload "
                               f"with num_requests = {wl.num_requests} (use a resampled trace)")
+
+    def _check_drift(self) -> tuple[int, int]:
+        """Validate `drift` and store it as a tuple of Python ints (hashable); returns it."""
+        allowed = f"a pair (lo, hi) of integers with 0 <= lo <= hi <= {DRIFT_MAX}"
+        d = self.drift
+        require(isinstance(d, (tuple, list)) and len(d) == 2, "drift", allowed, d)
+        lo = require_int(d[0], "drift lo", lo=0, hi=DRIFT_MAX)
+        hi = require_int(d[1], "drift hi", lo=0, hi=DRIFT_MAX)
+        require(lo <= hi, "drift", allowed, d)
+        # The paper's experiment simulator grows every request by exactly one token per step.
+        require((lo, hi) == (1, 1) or self.semantics == "theory", "drift",
+                f"(1, 1) with semantics {self.semantics!r} (a drift other than (1, 1) needs "
+                f"semantics 'theory'; there {allowed})", d)
+        object.__setattr__(self, "drift", (lo, hi))
+        return lo, hi
 
     @property
     def num_requests(self) -> int | None:
@@ -111,6 +152,11 @@ class DPConfig:
     def window(self) -> int:
         """Rows of the lookahead window, H + 1."""
         return self.horizon + 1
+
+    @property
+    def projection_drift(self) -> int:
+        """Growth per future step in the lookahead projection: the mean drift rounded down."""
+        return (self.drift[0] + self.drift[1]) // 2
 
 
 class DPParams(eqx.Module):

@@ -25,6 +25,12 @@ STREAM_MIX = 3
 STREAM_PRED = 4
 STREAM_CLASSIFIER = 5
 STREAM_INDEX = 6
+# Per-step (not per-request) draws: index = step number k >= 1. The common drift delta_k of
+# the theory semantics (docs/dp-semantics.md).
+STREAM_DRIFT = 7
+# kv engine arrivals (docs/kv-semantics.md §3): index = candidate number i >= 0.
+STREAM_KV_GAP = 8
+STREAM_KV_TYPE = 9
 
 
 def mix32(x: jnp.ndarray) -> jnp.ndarray:

@@ -23,8 +23,9 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from .config import DPConfig, make_params
-from .dp import METRICS, simulate
+from .dp import METRICS
 from .errors import ConfigError, require_int
+from .multihost import broadcast_from_writer, is_writer, simulate_multihost
 from .results import mean_ci, write_csv
 
 _CONFIG_FIELDS = {f.name for f in dataclasses.fields(DPConfig)} - {"workload", "record_loads"}
@@ -91,15 +92,17 @@ def run_sweep(base: DPConfig, axes: Mapping[str, Sequence], seeds: Sequence[int]
         cfg = dataclasses.replace(base, **cfg_kw)
         prepared.append((p, cfg, make_params(cfg, **par_kw), point_key(p, seeds)))
     # Temporaries of a write that a kill interrupted hold nothing the results file lacks.
-    for stale in out.parent.glob(f".{out.name}.*.tmp"):
-        stale.unlink()
-    rows = read_rows(out)
-    done = {r["point"] for r in rows}
+    if is_writer():
+        for stale in out.parent.glob(f".{out.name}.*.tmp"):
+            stale.unlink()
+    rows = read_rows(out) if is_writer() else []
+    # Every process must run the same points (they gather together): process 0's file decides.
+    done = set(broadcast_from_writer(sorted(r["point"] for r in rows)))
     todo = [x for x in prepared if x[3] not in done]
     t0 = time.perf_counter()
     for n, (p, cfg, params, key) in enumerate(todo, 1):
         chunk = min(len(seeds), seeds_per_chunk(cfg, memory_budget_mb))
-        res = simulate(cfg, params, seeds, seed_chunk=chunk)
+        res = simulate_multihost(cfg, params, seeds, seed_chunk=chunk)
         row = {"point": key, **{k: _plain(v) for k, v in p.items()}, "policy": cfg.policy,
                "horizon": cfg.horizon, "num_workers": cfg.num_workers,
                "slots_per_worker": cfg.slots_per_worker, "pool_size": cfg.pool_size,
@@ -109,10 +112,11 @@ def run_sweep(base: DPConfig, axes: Mapping[str, Sequence], seeds: Sequence[int]
             mean, std, half, _ = mean_ci(res.metrics[m])
             row.update({f"{m}_mean": mean, f"{m}_std": std, f"{m}_ci95": half})
         rows.append(row)
-        write_csv(out, rows)      # atomic: a kill leaves the old file or the new one
+        if is_writer():
+            write_csv(out, rows)  # atomic: a kill leaves the old file or the new one
         if on_point is not None:
             on_point(n, row)
-        if progress:
+        if progress and is_writer():
             el = time.perf_counter() - t0
             eta = el / n * (len(todo) - n)
             sys.stderr.write(f"\r  sweep: {len(done) + n}/{len(prepared)} points, {el:6.1f} s elapsed, "

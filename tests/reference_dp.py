@@ -6,8 +6,10 @@ vectorized engine in `jaxsched/dp/` is checked against its integer trajectories 
 
 Only the standard library is used, so a bug in the array code cannot leak into the oracle.
 
-Entry point: `simulate(...)`. Small helpers (`noisy_ohat`, `empirical_quantile`) are public because
-the tests and trace builders use them too.
+Entry point: `simulate(...)`. Small helpers (`noisy_ohat`, `empirical_quantile`, `drift_uniform`,
+`step_drift`) are public because the tests and trace builders use them too. The common drift of the
+theory semantics is drawn here from a stdlib re-implementation of jaxsched.rng's counter hash
+(`drift_uniform`); tests/test_reference_dp.py checks it against jaxsched.rng bit for bit.
 """
 from __future__ import annotations
 
@@ -15,11 +17,14 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-__all__ = ["simulate", "noisy_ohat", "empirical_quantile", "POLICIES", "PREDICTORS", "SEMANTICS"]
+__all__ = ["simulate", "noisy_ohat", "empirical_quantile", "drift_uniform", "step_drift", "POLICIES",
+           "PREDICTORS", "SEMANTICS", "STREAM_DRIFT"]
 
 POLICIES: tuple[str, ...] = ("fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio")
 PREDICTORS: tuple[str, ...] = ("oracle", "noisy", "classifier")
 SEMANTICS: tuple[str, ...] = ("paper", "theory")
+# Stream tag of the per-step drift draw (jaxsched.rng.STREAM_DRIFT; index = step number k).
+STREAM_DRIFT = 7
 
 
 # --------------------------------------------------------------------------------------------
@@ -48,6 +53,44 @@ def empirical_quantile(values: Sequence[float], q: float) -> float:
     return float(ordered[index])
 
 
+_MASK32 = 0xFFFFFFFF
+
+
+def _mix32(x: int) -> int:
+    """lowbias32 mixer on a 32-bit unsigned int (jaxsched.rng.mix32)."""
+    x &= _MASK32
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & _MASK32
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & _MASK32
+    x ^= x >> 16
+    return x
+
+
+def drift_uniform(seed: int, k: int) -> float:
+    """u_k in [0, 1): the 24-bit uniform of jaxsched.rng.uniform(seed, k, STREAM_DRIFT).
+
+    hash3(seed, index, tag) = mix(mix(mix(seed * golden + tag) ^ index) + mix(seed ^ salt)), all
+    mod 2^32, with tag = stream * 64 (sub-draw 0); u = (hash >> 8) / 2^24.
+    """
+    seed &= _MASK32
+    h = _mix32(seed * 0x9E3779B9 + STREAM_DRIFT * 64)
+    h = _mix32(h ^ (k & _MASK32))
+    h = _mix32(h + _mix32(seed ^ 0x5BD1E995))
+    return (h >> 8) / 2.0**24
+
+
+def step_drift(seed: int, k: int, drift: tuple[int, int]) -> int:
+    """delta_k = lo + floor(u_k * (hi - lo + 1)), uniform on {lo..hi}; a constant drift draws nothing.
+
+    u_k is a multiple of 2^-24 and hi - lo + 1 <= 65, so the float64 product is exact.
+    """
+    lo, hi = drift
+    if lo == hi:
+        return lo
+    return lo + math.floor(drift_uniform(seed, k) * (hi - lo + 1))
+
+
 # --------------------------------------------------------------------------------------------
 # State
 # --------------------------------------------------------------------------------------------
@@ -61,7 +104,8 @@ class _Request:
     ohat: int  # predicted output length used by the oracle / noisy predictors
     u: float  # classifier draw
     reveal_time: float
-    gen: int = 0  # tokens generated so far (after this step's growth)
+    gen: int = 0  # decode steps done so far (after this step's growth); finishes at gen == o
+    grown: int = 0  # tokens grown so far: the sum of the drifts of those steps (= gen without drift)
     admit_step: int | None = None
     start_time: float | None = None
     worker: int | None = None
@@ -71,8 +115,8 @@ class _Request:
 
     @property
     def load(self) -> int:
-        """Current token load s + gen."""
-        return self.prompt + self.gen
+        """Current token load s + grown."""
+        return self.prompt + self.grown
 
 
 class _Stream:
@@ -138,6 +182,7 @@ class _PolicyConfig:
     fp_rate: float
     fn_rate: float
     lookahead_decay: float = 0.7
+    projection_drift: int = 1  # growth per future step in the projection: floor(mean drift)
 
 
 # --------------------------------------------------------------------------------------------
@@ -262,7 +307,7 @@ def _predicted_remaining(req: _Request, cfg: _PolicyConfig) -> int:
 
 
 def _projected_loads(active: list[list[_Request]], cfg: _PolicyConfig) -> list[list[int]]:
-    """P[g][h], h = 0..H: sum over g's active requests with r > h of (s + gen + h)."""
+    """P[g][h], h = 0..H: sum over g's active requests with r > h of (s + grown + h * d_proj)."""
     table: list[list[int]] = []
     for reqs in active:
         row = [0] * (cfg.horizon + 1)
@@ -270,7 +315,7 @@ def _projected_loads(active: list[list[_Request]], cfg: _PolicyConfig) -> list[l
             r = _predicted_remaining(req, cfg)
             for h in range(cfg.horizon + 1):
                 if r > h:
-                    row[h] += req.load + h
+                    row[h] += req.load + h * cfg.projection_drift
         table.append(row)
     return table
 
@@ -332,7 +377,7 @@ class _Engine:
         return [r for row in self.active() for r in row]
 
     def loads(self) -> list[int]:
-        """L_g = sum over g's active requests of (s + gen)."""
+        """L_g = sum over g's active requests of (s + grown)."""
         return [sum(r.load for r in row) for row in self.active()]
 
     def free(self) -> list[int]:
@@ -401,9 +446,11 @@ class _Engine:
             return _policy_bfio_h0(inp)
         return _policy_bfio_lookahead(inp, self.policy)
 
-    def grow(self) -> None:
+    def grow(self, delta: int) -> None:
+        """One decode step for every active request; each grows by the common `delta` tokens."""
         for req in self.all_active():
             req.gen += 1
+            req.grown += delta
 
     def remove_finished(self, step: int, clock: float) -> None:
         """Requests with gen == o finish now; their slots are free for this step's admission."""
@@ -450,7 +497,8 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
              num_requests: int | None = None, step_const_s: float = 4.8875e-3, per_token_s: float = 1.00525e-7,
              fp_rate: float = 0.0, fn_rate: float = 0.0, predictor: str = "oracle",
              idle_power_w: float = 100.0, max_power_w: float = 400.0, power_exponent: float = 0.7,
-             delay_quantile: float = 0.99, lookahead_decay: float = 0.7) -> dict[str, Any]:
+             delay_quantile: float = 0.99, lookahead_decay: float = 0.7,
+             drift: tuple[int, int] = (1, 1), seed: int = 0) -> dict[str, Any]:
     """Run the dp engine for steps 1..num_steps, one request at a time.
 
     Request i has prompt[i] (s), output[i] (o), pred_output[i] (ohat, read by the "noisy"
@@ -461,8 +509,14 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
     (slots filled directly at step 0; grow, remove, admit, measure; steps <= burn_in_steps are not
     measured). `horizon` is the bfio lookahead H (0 = plain valley fill).
 
+    `drift` = (lo, hi), theory semantics only: in step k every active request grows by the common
+    delta_k = step_drift(seed, k, drift) tokens instead of 1 (completions still count steps); the
+    lookahead projects (lo + hi) // 2 tokens per future step. `seed` is the run's seed (it only
+    matters when lo < hi).
+
     Returns a dict of per-step lists (index k-1 holds step k): live, hist_loads, loads,
-    post_admission_loads, imbalance, gap, tokens, dt, clock, num_admitted, assignments; plus
+    post_admission_loads, imbalance, gap, tokens, dt, clock, num_admitted, assignments, drift
+    (delta_k, drawn for every step, live or not); plus
     initial_assignments, initial_loads (after step 0), requests (per-request records) and metrics
     (a dict of floats).
     """
@@ -477,10 +531,15 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
                          "num_steps >= 0 and horizon >= 0")
     if num_requests is not None and num_requests < 0:
         raise ValueError(f"num_requests must be >= 0 or None, got {num_requests}")
+    lo, hi = drift
+    if not 0 <= lo <= hi:
+        raise ValueError(f"drift must be (lo, hi) with 0 <= lo <= hi, got {drift!r}")
+    if (lo, hi) != (1, 1) and semantics != "theory":
+        raise ValueError(f"a drift other than (1, 1) needs semantics 'theory', got {drift!r}")
 
     stream = _Stream(prompt, output, pred_output, pred_u, num_requests, predictor)
     cfg = _PolicyConfig(name=policy, horizon=horizon, predictor=predictor, fp_rate=fp_rate, fn_rate=fn_rate,
-                        lookahead_decay=lookahead_decay)
+                        lookahead_decay=lookahead_decay, projection_drift=(lo + hi) // 2)
     eng = _Engine(num_workers, slots_per_worker, pool_size, stream, cfg)
     theory = semantics == "theory"
 
@@ -490,12 +549,14 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
 
     steps: dict[str, list[Any]] = {key: [] for key in (
         "live", "hist_loads", "loads", "post_admission_loads", "imbalance", "gap", "tokens", "dt",
-        "clock", "num_admitted", "assignments")}
+        "clock", "num_admitted", "assignments", "drift")}
     measures: list[_Measure | None] = []  # None for non-live steps
     inv_o_active: list[float] = []  # A_k = sum of 1/o over requests active at the start of step k
     clock = 0.0
 
     for k in range(1, num_steps + 1):
+        delta = step_drift(seed, k, (lo, hi))
+        steps["drift"].append(delta)
         active = eng.all_active()
         if not active:
             # Not live: nothing changes. Record the (all-zero) state with dt = 0.
@@ -515,8 +576,8 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
         inv_o_active.append(sum(1.0 / r.output for r in active))
         dt = step_const_s + per_token_s * max(eng.loads())
         clock += dt
-        # 2. Growth; hist loads are post-growth, pre-removal.
-        eng.grow()
+        # 2. Growth by the step's common drift; hist loads are post-growth, pre-removal.
+        eng.grow(delta)
         hist_loads = eng.loads()
         # 3. Completions.
         eng.remove_finished(k, clock)

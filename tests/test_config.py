@@ -15,7 +15,7 @@ import pytest
 import kernels  # noqa: F401  (imported up front: DPConfig imports it lazily for the bfio bound)
 from jaxsched import (BurstGPTLike, ConfigError, Constant, DPConfig, Geometric, Independent, Trace,
                       make_params)
-from jaxsched.config import LOAD_LIMIT
+from jaxsched.config import DRIFT_MAX, LOAD_LIMIT, STEP_LIMIT
 from jaxsched.dp import simulate
 from jaxsched.workload import INT32_MAX
 
@@ -140,6 +140,82 @@ def test_bfio_lookahead_score_overflow() -> None:
     _raises(lambda: DPConfig(**{**ok, "horizon": 8}), r"lookahead score", r"horizon \(H\)",
             r"overflow int32", rf"<= {LOAD_LIMIT}")
     DPConfig(**{**ok, "horizon": 8, "policy": "fcfs"})  # only bfio scores the window
+
+
+# ---------------------------------------------------------------------------------------------
+# drift (theory semantics only)
+# ---------------------------------------------------------------------------------------------
+THEORY = dict(SMALL, semantics="theory")
+PAIR = rf"a pair \(lo, hi\) of integers with 0 <= lo <= hi <= {DRIFT_MAX}"
+
+
+@pytest.mark.parametrize("value,field,allowed", [
+    (1, r"drift", PAIR),
+    (None, r"drift", PAIR),
+    ((1,), r"drift", PAIR),
+    ((0, 1, 2), r"drift", PAIR),
+    ("01", r"drift", PAIR),
+    ((2, 1), r"drift", PAIR),                                      # lo > hi
+    ((-1, 2), r"drift lo", rf">= 0 and <= {DRIFT_MAX}"),
+    ((0, DRIFT_MAX + 1), r"drift hi", rf">= 0 and <= {DRIFT_MAX}"),
+    ((0.0, 2), r"drift lo", r"an integer"),
+    ((0, 2.5), r"drift hi", r"an integer"),
+    ((True, 2), r"drift lo", r"an integer"),
+], ids=repr)
+def test_bad_drift(value, field: str, allowed: str) -> None:
+    _raises(lambda: DPConfig(**{**THEORY, "drift": value}), rf"^{field} must", allowed)
+
+
+@pytest.mark.parametrize("value", [(0, 0), (0, 2), (1, 4), (2, 2), (0, 1)])
+def test_drift_other_than_one_needs_theory(value) -> None:
+    _raises(lambda: DPConfig(**{**SMALL, "drift": value}), r"^drift must", r"\(1, 1\) with semantics 'paper'",
+            r"needs semantics 'theory'", re.escape(repr(value)))
+    assert DPConfig(**{**THEORY, "drift": value}).drift == value
+    assert DPConfig(**{**SMALL, "drift": (1, 1)}).drift == (1, 1)  # the default is fine anywhere
+
+
+def test_drift_is_normalized_and_hashable() -> None:
+    cfg = DPConfig(**{**THEORY, "drift": [np.int64(1), 4]})
+    assert cfg.drift == (1, 4) and type(cfg.drift) is tuple and all(type(v) is int for v in cfg.drift)
+    assert hash(cfg) == hash(DPConfig(**{**THEORY, "drift": (1, 4)}))
+    assert cfg == DPConfig(**{**THEORY, "drift": (1, 4)})
+    assert DPConfig(**{**THEORY, "drift": (0, DRIFT_MAX)}).drift == (0, DRIFT_MAX)
+    # The lookahead projects the mean drift rounded down.
+    assert [DPConfig(**{**THEORY, "drift": d}).projection_drift
+            for d in ((0, 0), (0, 1), (0, 2), (1, 4), (1, 1), (3, 3))] == [0, 0, 1, 2, 1, 3]
+
+
+def test_drift_load_overflow() -> None:
+    # A request grows by up to hi tokens per step: loads are bounded by B * (s + hi * o).
+    # prompt 2^20, output 2^18, drift hi 64: 2^20 + 64 * 2^18 = 17825792 tokens per slot.
+    wl = Independent(Constant(2**20), Constant(2**18))
+    kw = dict(THEORY, num_workers=1, slots_per_worker=120, workload=wl)
+    assert 120 * (2**20 + 2**18) <= LOAD_LIMIT < 120 * (2**20 + 64 * 2**18)
+    DPConfig(**kw)
+    DPConfig(**{**kw, "drift": (0, 0)})
+    _raises(lambda: DPConfig(**{**kw, "drift": (0, 64)}), r"drift hi 64 \* max output",
+            r"1 \* 120 \* 17825792", r"overflow int32", rf"<= {LOAD_LIMIT}")
+
+
+def test_drift_cumulative_overflow() -> None:
+    # D_k <= hi * k must stay int32: hi * num_steps <= STEP_LIMIT.
+    kw = dict(THEORY, num_steps=STEP_LIMIT // 4)
+    DPConfig(**{**kw, "drift": (0, 4)})
+    _raises(lambda: DPConfig(**{**kw, "drift": (0, 5)}), r"drift hi \* num_steps",
+            rf"5 \* {STEP_LIMIT // 4}", r"cumulative drift", rf"<= {STEP_LIMIT}")
+    DPConfig(**{**SMALL, "num_steps": STEP_LIMIT})  # the default drift never trips it
+
+
+def test_drift_projection_overflow() -> None:
+    # G=1, B=65536, every request (1, 1): loads are tiny, but each projected row h adds
+    # h * floor(mean drift) per slot: 65536 * (65 + 64 * 4096) overflows, (0, 1) projects 0.
+    wl = Independent(Constant(1), Constant(1))
+    kw = dict(THEORY, num_workers=1, slots_per_worker=65536, workload=wl, policy="bfio", horizon=4096)
+    DPConfig(**{**kw, "drift": (0, 1)})
+    DPConfig(**{**kw, "drift": (1, 1)})
+    _raises(lambda: DPConfig(**{**kw, "drift": (64, 64)}), r"projected lookahead loads",
+            r"65536 \* \(65 \+ 64 \* 4096\)", r"horizon \(H\)", rf"<= {LOAD_LIMIT}")
+    DPConfig(**{**kw, "drift": (64, 64), "policy": "fcfs"})  # only the lookahead projects
 
 
 # ---------------------------------------------------------------------------------------------

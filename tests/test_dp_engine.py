@@ -26,6 +26,10 @@ drawn per example, and longer horizons for the long-run check.
 
 Two edge cases have tests of their own at the end of the file: steps that are not live record
 zero duration, and theory semantics counts the step-0 placements in the delay quantile.
+
+Common drift (theory semantics, `DPConfig.drift`): section 4 runs the same comparison, plus the
+per-step drift trajectory, for every policy with drifts (0, 0), (0, 2), (1, 4) and (1, 1), and
+checks the drift draw itself against the reference's stdlib copy of the counter hash.
 """
 from __future__ import annotations
 
@@ -42,14 +46,16 @@ from hypothesis import strategies as st
 import jaxsched as js
 from jaxsched import rng
 from jaxsched.dp import simulate
-from jaxsched.dp.engine import _reveal
+from jaxsched.dp.engine import _reveal, step_drift
 
 try:  # pytest's default import mode puts tests/ itself on sys.path
-    from reference_dp import noisy_ohat
+    from reference_dp import drift_uniform, noisy_ohat
     from reference_dp import simulate as reference_simulate
+    from reference_dp import step_drift as reference_step_drift
 except ImportError:  # tests/ imported as a package
-    from tests.reference_dp import noisy_ohat
+    from tests.reference_dp import drift_uniform, noisy_ohat
     from tests.reference_dp import simulate as reference_simulate
+    from tests.reference_dp import step_drift as reference_step_drift
 
 POLICY_VARIANTS: list[tuple[str, int, str]] = (
     [(p, 0, "oracle") for p in ("fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio")]
@@ -162,7 +168,7 @@ def run_reference(cfg: js.DPConfig, params: js.DPParams, seed: int) -> dict[str,
         pred_output=(pred_out if cfg.predictor == "noisy" else output).tolist(),
         pred_u=pred_u.astype(np.float64).tolist(), num_steps=cfg.num_steps, semantics=cfg.semantics,
         horizon=cfg.horizon, burn_in_steps=cfg.burn_in_steps, num_requests=cfg.num_requests,
-        predictor=cfg.predictor, lookahead_decay=cfg.lookahead_decay,
+        predictor=cfg.predictor, lookahead_decay=cfg.lookahead_decay, drift=cfg.drift, seed=seed,
         **{k: _f32(getattr(params, k)) for k in PARAM_FIELDS})
 
 
@@ -189,6 +195,16 @@ def mismatches(cfg: js.DPConfig, res, j: int, ref: dict[str, Any], *, metric_rel
             k0 = int(bad[0][0])
             out.append(f"{key} differs first at step {k0 + 1}: engine {e[k0].tolist()} vs "
                        f"reference {r[k0].tolist()}")
+    # The per-step drift is recorded only for a non-default drift (default outputs are unchanged).
+    if cfg.drift == (1, 1):
+        if "drift" in tr:
+            out.append("a drift trajectory was recorded for the default drift (1, 1)")
+    elif "drift" not in tr:
+        out.append(f"no drift trajectory recorded for drift {cfg.drift}")
+    elif not np.array_equal(tr["drift"][:steps], np.asarray(ref["drift"])[:steps]):
+        k0 = int(np.argwhere(tr["drift"][:steps] != np.asarray(ref["drift"])[:steps])[0][0])
+        out.append(f"drift differs first at step {k0 + 1}: engine {tr['drift'][:steps].tolist()} vs "
+                   f"reference {ref['drift'][:steps]}")
     loads = tr["loads"][:steps].astype(np.int64)
     if loads.shape == (steps, G):
         for key, value in (("imbalance", G * loads.max(1) - loads.sum(1)),
@@ -225,7 +241,7 @@ def describe(cfg: js.DPConfig, params: js.DPParams, seed: int) -> str:
         lengths = f"\n  prompt={p.tolist()}\n  output={o.tolist()}"
     fields = {k: getattr(cfg, k) for k in ("num_workers", "slots_per_worker", "pool_size", "policy",
                                            "horizon", "semantics", "predictor", "num_steps",
-                                           "burn_in_steps", "lookahead_decay")}
+                                           "burn_in_steps", "lookahead_decay", "drift")}
     prm = {k: _f32(getattr(params, k)) for k in PARAM_FIELDS + ("noise_lo", "noise_hi")}
     return f"{fields} workload={wl.name}(num_requests={cfg.num_requests}) seed={seed}\n  params={prm}{lengths}"
 
@@ -304,20 +320,22 @@ class Case:
     K: int
     burn_in: int = 0
     num_requests: int | None = None
+    drift: tuple[int, int] = (1, 1)
 
     def config(self, workload=None) -> js.DPConfig:
         wl = workload or DrawnLengths(num_requests=self.num_requests)
         return js.DPConfig(num_workers=self.G, slots_per_worker=self.B, pool_size=self.R,
                            policy=self.policy, horizon=self.horizon, predictor=self.predictor,
                            semantics=self.semantics, num_steps=self.K, burn_in_steps=self.burn_in,
-                           record_loads=True, workload=wl)
+                           record_loads=True, workload=wl, drift=self.drift)
 
     @property
     def id(self) -> str:
         pol = self.policy if self.policy != "bfio" else f"bfio_h{self.horizon}"
         pred = f"-{self.predictor}" if self.horizon > 0 else ""
         n = f"N{self.num_requests}" if self.num_requests else "inf"
-        return f"{pol}{pred}-{self.semantics}-G{self.G}B{self.B}R{self.R}K{self.K}-{n}"
+        drift = "" if self.drift == (1, 1) else f"-drift{self.drift[0]}_{self.drift[1]}"
+        return f"{pol}{pred}-{self.semantics}-G{self.G}B{self.B}R{self.R}K{self.K}-{n}{drift}"
 
 
 # (G, B, R, K) of each default case; K = None: a finite stream of FINITE_N requests run until it
@@ -502,6 +520,115 @@ def test_engine_matches_reference_drawn_shapes(variant, semantics: str, data: st
     params = draw_params(data, cfg)
     seeds = draw_seeds_and_lengths(data, cfg, num_seeds=3)
     check_against_reference(cfg, params, seeds)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Common drift (theory semantics)
+# ---------------------------------------------------------------------------------------------
+DRIFTS: tuple[tuple[int, int], ...] = ((0, 0), (0, 2), (1, 4), (1, 1))
+# Default run: every policy variant of POLICY_VARIANTS' first column with one drift each (cycled),
+# plus the lookahead with each predictor under every non-default drift (its projection adds
+# floor(mean drift) = 0, 1 or 2 tokens per future step). Shapes and burn-in vary across cases.
+_DRIFT_VARIANTS: list[tuple[str, int, str, tuple[int, int]]] = (
+    [(p, 0, "oracle", DRIFTS[i % 4]) for i, p in enumerate(
+        ("fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio"))]
+    + [("bfio", 1, "oracle", (0, 0)), ("bfio", 2, "oracle", (1, 4)), ("bfio", 1, "noisy", (0, 2)),
+       ("bfio", 3, "classifier", (1, 4)), ("bfio", 2, "classifier", (0, 0))])
+_DRIFT_SHAPES = ((2, 2, 2, 12), (3, 1, 4, 12), (2, 3, 2, 8), (3, 2, 4, 8))
+DRIFT_CASES = [Case(p, h, pred, "theory", *_DRIFT_SHAPES[i % len(_DRIFT_SHAPES)], burn_in=i % 3,
+                    drift=d) for i, (p, h, pred, d) in enumerate(_DRIFT_VARIANTS)]
+
+
+def test_drift_cases_cover_policies_and_drifts() -> None:
+    assert {c.policy for c in DRIFT_CASES} == {"fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count",
+                                               "round_robin", "bfio"}
+    assert {c.drift for c in DRIFT_CASES} == set(DRIFTS)
+    lookahead = {(c.predictor, c.drift) for c in DRIFT_CASES if c.horizon > 0}
+    assert {d for _, d in lookahead} == set(DRIFTS) - {(1, 1)}
+    assert {p for p, _ in lookahead} == {"oracle", "noisy", "classifier"}
+
+
+@pytest.mark.parametrize("case", DRIFT_CASES, ids=lambda c: c.id)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_engine_matches_reference_with_drift(case: Case, data: st.DataObject) -> None:
+    cfg = case.config()
+    params = draw_params(data, cfg)
+    seeds = draw_seeds_and_lengths(data, cfg)
+    res, refs = check_against_reference(cfg, params, seeds)
+    lo, hi = case.drift
+    for j, ref in enumerate(refs):
+        drift = np.asarray(res.trajectories["drift"][j]) if case.drift != (1, 1) else np.ones(case.K)
+        assert ((drift >= lo) & (drift <= hi)).all()
+        if case.drift == (0, 0):
+            # No growth: a worker's load changes only by completions and admissions, so the
+            # post-growth loads of step k are the post-admission loads of step k - 1.
+            np.testing.assert_array_equal(res.trajectories["hist_loads"][j][1:],
+                                          res.trajectories["post_admission_loads"][j][:-1])
+            assert ref["hist_loads"][1:] == ref["post_admission_loads"][:-1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", POLICY_VARIANTS, ids=lambda v: f"{v[0]}_h{v[1]}_{v[2]}")
+@pytest.mark.parametrize("drift", DRIFTS, ids=lambda d: f"drift{d[0]}_{d[1]}")
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_engine_matches_reference_with_drift_drawn_shapes(variant, drift, data: st.DataObject) -> None:
+    policy, horizon, predictor = variant
+    G = data.draw(st.integers(1, 4), label="G")
+    B = data.draw(st.integers(1, 6), label="B")
+    R = data.draw(st.sampled_from([1, 2, 3, 8]), label="R")
+    K = data.draw(st.sampled_from([12, 40]), label="K")
+    wl = DrawnLengths(max_prompt=data.draw(st.sampled_from([20, 300]), label="max prompt"),
+                      max_output=data.draw(st.sampled_from([8, 30]), label="max output"))
+    cfg = js.DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, horizon=horizon,
+                      predictor=predictor, semantics="theory", num_steps=K,
+                      burn_in_steps=data.draw(st.integers(0, K - 1), label="burn-in"),
+                      record_loads=True, workload=wl, drift=drift)
+    params = draw_params(data, cfg)
+    seeds = draw_seeds_and_lengths(data, cfg, num_seeds=3)
+    check_against_reference(cfg, params, seeds)
+
+
+def test_drift_draw_matches_the_counter_rng() -> None:
+    # The reference's stdlib hash is jaxsched.rng.uniform(seed, k, STREAM_DRIFT) bit for bit, and
+    # the engine's integer floor equals the reference's float floor, for every drift range shape.
+    seeds = np.array([0, 1, 7, 2**31 - 1, 2**32 - 1, 123456789], np.uint32)
+    ks = np.arange(1, 3001, dtype=np.int32)
+    u = np.asarray(rng.uniform(jnp.asarray(seeds)[:, None], jnp.asarray(ks)[None, :], rng.STREAM_DRIFT))
+    for i, seed in enumerate(seeds.tolist()):
+        expected = [drift_uniform(seed, k) for k in ks[:500].tolist()]
+        np.testing.assert_array_equal(u[i, :500].astype(np.float64), expected)
+    draw = jax.jit(step_drift, static_argnums=0)
+    for drift in ((0, 2), (1, 4), (3, 3), (0, 64), (63, 64), (1, 1)):
+        cfg = js.DPConfig(num_workers=1, slots_per_worker=1, pool_size=1, semantics="theory",
+                          drift=drift, workload=js.BurstGPTLike())
+        for seed in seeds.tolist()[:3]:
+            got = np.asarray(jax.vmap(lambda k: draw(cfg, jnp.uint32(seed), k))(jnp.asarray(ks)))
+            assert got.dtype == np.int32
+            np.testing.assert_array_equal(got, [reference_step_drift(seed, k, drift) for k in ks.tolist()])
+
+
+def test_default_drift_records_no_drift_and_matches_constant_one() -> None:
+    # (1, 1) draws nothing and adds no output; a theory run's loads grow by exactly one token per
+    # active request per step, which the reference and the fixed-value tests pin. (0, 0) with the
+    # same lengths keeps every load constant between completions and admissions.
+    wl = js.Independent(js.Constant(4), js.Constant(3))
+    base = dict(num_workers=2, slots_per_worker=2, pool_size=2, policy="fcfs", semantics="theory",
+                num_steps=6, record_loads=True, workload=wl)
+    plain = simulate(js.DPConfig(**base), js.make_params(js.DPConfig(**base)), [5])
+    assert "drift" not in plain.trajectories
+    # Every request (4, 3): step 0 loads (8, 8); steps 1, 2 grow to 10, 12; step 3 completes all
+    # four (hist 14) and admits the two pooled ones on worker 0 (fcfs): (8, 0).
+    np.testing.assert_array_equal(plain.trajectories["hist_loads"][0][:3], [[10, 10], [12, 12], [14, 14]])
+    np.testing.assert_array_equal(plain.trajectories["post_admission_loads"][0][:3], [[10, 10], [12, 12], [8, 0]])
+    still = simulate(js.DPConfig(**base, drift=(0, 0)), js.make_params(js.DPConfig(**base)), [5])
+    np.testing.assert_array_equal(still.trajectories["drift"][0], np.zeros(6))
+    np.testing.assert_array_equal(still.trajectories["hist_loads"][0][:3], [[8, 8]] * 3)
+    np.testing.assert_array_equal(still.trajectories["post_admission_loads"][0][:3], [[8, 8], [8, 8], [8, 0]])
+    # Completions count decode steps, not tokens: the same requests finish in the same steps
+    # (four at step 3, the two admitted then at step 6).
+    assert still.metrics["num_finished"][0] == plain.metrics["num_finished"][0] == 6
 
 
 # ---------------------------------------------------------------------------------------------

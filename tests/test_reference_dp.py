@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 try:  # pytest's default import mode puts tests/ itself on sys.path
-    from reference_dp import POLICIES, empirical_quantile, noisy_ohat, simulate
+    from reference_dp import POLICIES, empirical_quantile, noisy_ohat, simulate, step_drift
 except ImportError:  # tests/ imported as a package
-    from tests.reference_dp import POLICIES, empirical_quantile, noisy_ohat, simulate
+    from tests.reference_dp import POLICIES, empirical_quantile, noisy_ohat, simulate, step_drift
 
 # Round numbers keep the hand arithmetic exact: dt = 1 + 0.5 * max load.
 CLOCK = {"step_const_s": 1.0, "per_token_s": 0.5}
@@ -107,6 +107,65 @@ def test_theory_fcfs_trajectory_with_burn_in() -> None:
     assert m["queue_delay_mean_s"] == pytest.approx(3.5 / 4)  # only r2 waited
     assert m["tpot_s"] == pytest.approx(m["tpot_exact_s"])
     assert m["makespan_s"] == 10.5
+
+
+@pytest.mark.parametrize("drift", [(0, 0), (3, 3)])
+def test_theory_constant_drift_trajectory(drift: tuple[int, int]) -> None:
+    # The stream of test_theory_fcfs_trajectory_with_burn_in with every request growing by d
+    # tokens per step (d = 0 or 3); completions still come after o steps.
+    # Step 0: r0 -> w0, r1 -> w1; pool [r2]; loads (3, 5).
+    # Step 1: dt 1 + .5*5 = 3.5; hist (3+d, 5+d); r0 finishes; r2 -> w0: (2, 5+d).
+    # Step 2: dt 1 + .5*(5+d); hist (2+d, 5+2d); r2 and r1 finish; r3 -> w0: (4, 0).
+    # Step 3: dt 3; hist (4+d, 0); r3 finishes: (0, 0). Step 4 is not live.
+    d = drift[0]
+    res = run([3, 5, 2, 4], [1, 2, 1, 1], num_workers=2, slots_per_worker=1, pool_size=1,
+              policy="fcfs", num_steps=4, semantics="theory", drift=drift)
+    assert res["drift"] == [d] * 4
+    assert res["live"] == [True, True, True, False]
+    assert res["hist_loads"] == [[3 + d, 5 + d], [2 + d, 5 + 2 * d], [4 + d, 0], [0, 0]]
+    assert res["loads"] == [[2, 5 + d], [4, 0], [0, 0], [0, 0]]
+    assert res["assignments"] == [[(2, 0, 0)], [(3, 0, 0)], [], []]
+    assert res["dt"] == [3.5, 1 + 0.5 * (5 + d), 3.0, 0.0]
+    # Tokens count one decode step per active request, whatever the drift.
+    assert res["tokens"] == [2, 2, 1, 0]
+    assert res["metrics"]["throughput_tokens_per_s"] == pytest.approx(5 / sum(res["dt"]))
+    if d == 0:  # no drift: a load changes only by completions and admissions
+        assert res["hist_loads"][1:3] == res["post_admission_loads"][0:2]
+
+
+def test_default_drift_is_plain_growth() -> None:
+    kwargs: dict[str, Any] = dict(num_workers=2, slots_per_worker=1, pool_size=1, policy="jsq_tokens",
+                                  num_steps=4, semantics="theory")
+    plain = run([3, 5, 2, 4], [1, 2, 1, 1], **kwargs)
+    assert plain["drift"] == [1, 1, 1, 1]
+    one = run([3, 5, 2, 4], [1, 2, 1, 1], drift=(1, 1), seed=123, **kwargs)
+    assert one == plain
+
+
+def test_drift_needs_theory_and_an_ordered_pair() -> None:
+    with pytest.raises(ValueError, match="theory"):
+        run([1], [1], num_workers=1, slots_per_worker=1, pool_size=1, policy="fcfs", num_steps=1,
+            drift=(0, 2))
+    with pytest.raises(ValueError, match="lo <= hi"):
+        run([1], [1], num_workers=1, slots_per_worker=1, pool_size=1, policy="fcfs", num_steps=1,
+            semantics="theory", drift=(2, 1))
+
+
+@pytest.mark.parametrize("drift", [(0, 2), (1, 4), (0, 64)])
+def test_random_drift_is_uniform(drift: tuple[int, int]) -> None:
+    # 20000 draws of one seed: every value of {lo..hi} occurs, each with frequency 1/n within
+    # 5 standard errors (a floor(u * n) off by one at either end would empty or double a value).
+    lo, hi = drift
+    n = hi - lo + 1
+    draws = [step_drift(11, k, drift) for k in range(1, 20_001)]
+    assert min(draws) == lo and max(draws) == hi
+    p = 1 / n
+    tol = 5 * (p * (1 - p) / len(draws)) ** 0.5
+    for v in range(lo, hi + 1):
+        assert abs(draws.count(v) / len(draws) - p) < tol, v
+    # Draws depend on the seed and the step only.
+    assert [step_drift(12, k, drift) for k in range(1, 200)] != draws[:199]
+    assert [step_drift(11, k, drift) for k in range(1, 200)] == draws[:199]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,6 +264,36 @@ def test_bfio_lookahead_counts_growth_and_breaks_ties_by_queue_order() -> None:
     assert h1["loads"][0] == [11, 10] and h1["imbalance"][0] == 2 * 11 - 21
     h0 = run(prompt, output, horizon=0, **kwargs)
     assert h0["assignments"][0] == [(4, 0, 1)]
+
+
+def test_bfio_lookahead_projects_the_drift() -> None:
+    # Theory, G=2, B=2, R=2, H=1, oracle, constant drift 4 (projected 4 per future step);
+    # weights (128, 90), beta = 2: F(s) = 128 min(s, 2 m0 - s) + 90 min(s, 2 m1 - s).
+    # (s, o): r0 (5,10), r1 (1,1), r2 (4,10), r3 (4,10), r4 (5,10), r5 (10,10).
+    # Step 0: w0 <- r0, r1 (6); w1 <- r2, r3 (8); pool [r4, r5].
+    # Step 1: hist (6 + 8, 8 + 8) = (14, 16); r1 finishes -> (9, 16); only w0 has a free slot.
+    #   P[w0] = (9, 13), P[w1] = (16, 24); m = (7, 11).
+    #   F(5) = 640 + 450 = 1090; F(10) = 128*4 + 90*10 = 1412 -> r5 -> (w0, slot 1): (19, 16).
+    # Projecting +1 per future step instead: P = (9, 10), (16, 18), m = (7, 8):
+    #   F(10) = 512 + 540 = 1052 < 1090 -> r4. H=0 valley fill: 9 + s <= 16 -> r4 as well.
+    # Plain +1 drift: hist (8, 10) -> (6, 10); P = (6, 7), (10, 12); m = (4, 5):
+    #   F(5) = 384 + 450 = 834, F(10) = -256 + 0 -> r4.
+    kwargs: dict[str, Any] = dict(num_workers=2, slots_per_worker=2, pool_size=2, policy="bfio",
+                                  num_steps=1, semantics="theory")
+    prompt, output = [5, 1, 4, 4, 5, 10], [10, 1, 10, 10, 10, 10]
+    h1 = run(prompt, output, horizon=1, drift=(4, 4), **kwargs)
+    assert h1["hist_loads"][0] == [14, 16]
+    assert h1["assignments"][0] == [(5, 0, 1)]
+    assert h1["loads"][0] == [19, 16]
+    assert run(prompt, output, horizon=0, drift=(4, 4), **kwargs)["assignments"][0] == [(4, 0, 1)]
+    assert run(prompt, output, horizon=1, **kwargs)["assignments"][0] == [(4, 0, 1)]
+    # (3, 5) draws its drift at random but projects floor(8 / 2) = 4, like (4, 4).
+    mixed = run(prompt, output, horizon=1, drift=(3, 5), seed=5, **kwargs)
+    d = mixed["drift"][0]
+    assert mixed["hist_loads"][0] == [6 + 2 * d, 8 + 2 * d]
+    # After r1 leaves: loads (5 + d, 8 + 2d), P[., 1] = (9 + d, 16 + 2d), m = (3 + d, 7 + d).
+    # F(5) = 1090 for every d; F(10) = 256 + 900 (d = 3), 1412 (d = 4), 768 + 900 (d = 5): r5.
+    assert mixed["assignments"][0] == [(5, 0, 1)]
 
 
 def test_classifier_flagged_request_counts_for_half_window() -> None:

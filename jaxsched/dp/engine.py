@@ -100,15 +100,41 @@ def _remaining_prediction(config: DPConfig, params: DPParams, slots: Slots, k) -
     return jnp.maximum(1, slots.pred_finish - k)
 
 
-def projected_loads(config: DPConfig, params: DPParams, slots: Slots, k) -> jnp.ndarray:
-    """Predicted loads P[g, h] (int32[G, H+1]) of steps k + h from requests active after step k."""
+def projected_loads(config: DPConfig, params: DPParams, slots: Slots, k, cum_drift=None) -> jnp.ndarray:
+    """Predicted loads P[g, h] (int32[G, H+1]) of steps k + h from requests active after step k.
+
+    cum_drift: D_k (int32 scalar; None means k, which is exact only for the default drift).
+    Row 0 is the exact current load base + D_k; row h adds h steps of growth at
+    `config.projection_drift` tokens each (the future drifts are unknown: the mean drift,
+    rounded down, stands in for them; it is 1 without drift).
+    """
     H = config.horizon
     active = slots.finish > k
-    load = slots.base + k
+    load = slots.base + (k if cum_drift is None else cum_drift)
     r = _remaining_prediction(config, params, slots, k)
     h = jnp.arange(H + 1, dtype=jnp.int32)
-    rows = jnp.where(active[..., None] & (r[..., None] > h), load[..., None] + h, 0)
+    rows = jnp.where(active[..., None] & (r[..., None] > h),
+                     load[..., None] + h * config.projection_drift, 0)
     return jnp.sum(rows, axis=1)
+
+
+# --------------------------------------------------------------------------- drift
+
+def step_drift(config: DPConfig, seed, k) -> jnp.ndarray:
+    """Common growth delta_k (int32 scalar, tokens) of every active request in step k >= 1.
+
+    delta_k = lo + floor(u_k * (hi - lo + 1)) with u_k = rng.uniform(seed, k, STREAM_DRIFT):
+    one draw per step, shared by every slot of every worker (BF-IO Theorem 3). u_k is a 24-bit
+    fraction, so the floor is exact in integers: (bits * n) >> 24 with bits = u_k * 2^24
+    (n <= DRIFT_MAX + 1 = 65 keeps the product below 2^31). A constant drift (lo == hi, the
+    default (1, 1) included) draws nothing.
+    """
+    lo, hi = config.drift
+    if lo == hi:
+        return jnp.int32(lo)
+    u = rng.uniform(seed, k, rng.STREAM_DRIFT)
+    bits = (u * np.float32(2**24)).astype(jnp.int32)          # exact: u = bits * 2^-24
+    return (lo + ((bits * (hi - lo + 1)) >> 24)).astype(jnp.int32)
 
 
 # --------------------------------------------------------------------------- admission
@@ -124,13 +150,13 @@ def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, allow=T
     Returns (slots, post-admission loads int32[G], rr_pointer, admitted bool[R]).
     """
     G, B, R = config.num_workers, config.slots_per_worker, config.pool_size
-    slots, pool = state.slots, state.pool
+    slots, pool, D = state.slots, state.pool, state.cum_drift
     words = pack_bits(slots.finish <= k)                            # [G, nw] free-slot bits
     free = count_bits(words)
     valid = jnp.arange(R) < pool.count
     obs = Observation(
         loads=loads, free=free, active=B - free, pool_size_tokens=pool.prompt, pool_valid=valid,
-        projected=projected_loads(config, params, slots, k) if uses_predictions(config) else None,
+        projected=projected_loads(config, params, slots, k, D) if uses_predictions(config) else None,
         rr_pointer=state.rr_pointer)
     worker, rank, rr = POLICIES[config.policy](obs, config)
     admitted = (worker >= 0) & allow
@@ -138,7 +164,7 @@ def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, allow=T
     col = select_bit(words[jnp.minimum(row, G - 1)], rank)
     put = lambda a, v: a.at[row, col].set(v, mode="drop")
     new_slots = Slots(
-        base=put(slots.base, pool.prompt - k),
+        base=put(slots.base, pool.prompt - D),                      # load s + D_now - D
         finish=put(slots.finish, k + pool.output),
         inv_out=put(slots.inv_out, 1.0 / pool.output.astype(jnp.float32)),
         pred_finish=None if slots.pred_finish is None else put(slots.pred_finish, k + pool.pred_out),
@@ -206,18 +232,18 @@ def init(config: DPConfig, params: DPParams, seed) -> DPState:
         # The G*B requests placed directly at step 0 are admitted with zero queueing delay.
         totals = replace(totals, delay_hist=totals.delay_hist.at[0].add(G * B),
                          admitted=totals.admitted.add(jnp.int32(G * B)))
-        return DPState(jnp.int32(0), seed, slots, pool, loads, jnp.int32(0), clock,
+        return DPState(jnp.int32(0), jnp.int32(0), seed, slots, pool, loads, jnp.int32(0), clock,
                        Window.zeros(), Window.zeros(), totals)
     z = jnp.zeros((G, B), jnp.int32)
     slots = Slots(z, z - 1, jnp.zeros((G, B), jnp.float32), z if preds else None,
                   jnp.zeros((G, B), jnp.float32) if preds else None)
     pool = _fill_pool(config, params, seed, _empty_pool(config, 0), jnp.int32(0),
                       jnp.int32(0), WideInt.zeros())
-    state = DPState(jnp.int32(0), seed, slots, pool, jnp.zeros((G,), jnp.int32), jnp.int32(0),
+    state = DPState(jnp.int32(0), jnp.int32(0), seed, slots, pool, jnp.zeros((G,), jnp.int32), jnp.int32(0),
                     clock, Window.zeros(), Window.zeros(), totals)
     slots, post, pool, rr, totals, _ = _admit_and_refill(
         config, params, state, jnp.zeros((G,), jnp.int32), jnp.int32(0), clock, totals)
-    return DPState(jnp.int32(0), seed, slots, pool, post, rr, clock, Window.zeros(),
+    return DPState(jnp.int32(0), jnp.int32(0), seed, slots, pool, post, rr, clock, Window.zeros(),
                    Window.zeros(), totals)
 
 
@@ -244,12 +270,15 @@ def step(config: DPConfig, params: DPParams, state: DPState):
     """One decode step. Returns (state, out); out holds per-step loads when record_loads."""
     k = state.step + 1
     slots = state.slots
+    # Growth of step k: delta_k tokens per active request (1 without drift), D_k in total.
+    delta = step_drift(config, state.seed, k)
+    D = state.cum_drift + delta
     active_start = slots.finish >= k                                        # [G, B]
     n_active = jnp.sum(active_start, axis=1, dtype=jnp.int32)              # [G]
     live = jnp.any(n_active > 0) & (k <= config.num_steps)
-    tokens = jnp.sum(n_active)
-    loads = jnp.sum(jnp.where(slots.finish > k, slots.base + k, 0), axis=1, dtype=jnp.int32)
-    hist = state.loads + n_active                                           # post-growth loads
+    tokens = jnp.sum(n_active)              # one decode step per active request, whatever the drift
+    loads = jnp.sum(jnp.where(slots.finish > k, slots.base + D, 0), axis=1, dtype=jnp.int32)
+    hist = state.loads + n_active * delta                                   # post-growth loads
     max_start = jnp.max(state.loads)
     dt = barrier_step_time_s(max_start, params.step_const_s, params.per_token_s)
     live_i = live.astype(jnp.int32)
@@ -266,7 +295,7 @@ def step(config: DPConfig, params: DPParams, state: DPState):
     window = state.window
     if paper:
         window = _measure(window, loads, dt, tokens, max_start, params, measure)
-    stepped = replace(state, step=k, loads=loads, clock=clock, window=window, totals=totals)
+    stepped = replace(state, step=k, cum_drift=D, loads=loads, clock=clock, window=window, totals=totals)
     new_slots, post, pool, rr, totals, n_adm = _admit_and_refill(config, params, stepped, loads, k, clock,
                                                                  totals, allow=live)
     if not paper:
@@ -281,9 +310,12 @@ def step(config: DPConfig, params: DPParams, state: DPState):
     totals = replace(totals, cut_step=jnp.where(admitted_now, k, totals.cut_step))
     # The step counter stops at num_steps, so blocks that overrun the run change nothing.
     k_next = jnp.where(k <= config.num_steps, k, state.step)
-    new = DPState(k_next, state.seed, new_slots, pool, post, rr, clock, window, at_cut, totals)
+    D_next = jnp.where(k <= config.num_steps, D, state.cum_drift)
+    new = DPState(k_next, D_next, state.seed, new_slots, pool, post, rr, clock, window, at_cut, totals)
     out = None
     if config.record_loads:
         out = dict(hist_loads=hist, loads=loads if paper else post, post_admission_loads=post,
                    live=live, dt=jnp.where(live, dt, 0.0), num_admitted=jnp.where(live, n_adm, 0))
+        if config.drift != (1, 1):  # the drift of each step (absent by default: outputs unchanged)
+            out["drift"] = jnp.broadcast_to(delta, ())
     return new, out

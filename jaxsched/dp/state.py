@@ -1,12 +1,15 @@
 """State of the dp engine: dense fixed-shape arrays (one run; vmap adds a leading seed axis).
 
-Slot encoding (chosen so that nothing is rewritten per step): a request with prompt s and output
-length o admitted at the end of step k_a is stored as
-  base = s - k_a          (its load during step k, after growth, is base + k),
+Slot encoding (chosen so that nothing is rewritten per step): every active request grows by the
+same delta_j tokens in step j (1 unless the config sets a drift), so with the cumulative drift
+D_k = delta_1 + ... + delta_k (carried in `DPState.cum_drift`; D_k = k without drift), a request
+with prompt s and output length o admitted at the end of step k_a is stored as
+  base = s - D_{k_a}      (its load during step k, after growth, is base + D_k),
   finish = k_a + o        (it is active at the start of step k iff finish >= k, and it
                            finishes in step k iff finish == k; empty slots have finish = -1),
   inv_out = 1 / o         (for the TPOT accumulator).
-So (prompt, generated, output) = (base + k_a, k - k_a, finish - k_a) with k_a = finish - o.
+So (generated steps, output) = (k - k_a, finish - k_a) with k_a = finish - o: lengths and
+completions count steps, loads count drift.
 When the BF-IO lookahead needs predictions, the slots also carry pred_finish = k_a + o_hat and
 the classifier draw pred_u.
 """
@@ -81,6 +84,7 @@ class Totals(eqx.Module):
 class DPState(eqx.Module):
     """Everything a dp run carries from step to step."""
     step: jnp.ndarray
+    cum_drift: jnp.ndarray        # int32 D_step: tokens every request has grown since step 0
     seed: jnp.ndarray
     slots: Slots
     pool: Pool
