@@ -29,7 +29,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .round_lpt import round_lpt
 from .valley_fill import valley_fill
+from .window_fill import window_fill
 
 _BIG = np.int32(2**31 - 1)
 _INF = np.float32(np.inf)
@@ -221,13 +223,32 @@ def _variant(kind: str, chain: bool = False, max_iters: int = 8) -> Callable:
     return fn
 
 
+def _round_lpt(loads, free, sizes, valid):
+    """Round LPT (kernels/round_lpt.py) in the variant signature; it does not search."""
+    worker, rank = round_lpt(loads, free, sizes, valid)
+    return worker, rank, jnp.bool_(False)
+
+
+def _window(loads, free, sizes, valid):
+    """Window fill (kernels/window_fill.py) in the variant signature; it does not search."""
+    worker, rank = window_fill(loads, free, sizes, valid)
+    return worker, rank, jnp.bool_(False)
+
+
 BFIO_VARIANTS: dict[str, Callable] = {
     "vf": _variant("vf"),
     "vf_ls": _variant("ls"),
     "vf_ls_chain": _variant("ls", chain=True),
     "ms_ls": _variant("ms"),
     "ms_ls_chain": _variant("ms", chain=True),
+    "round_lpt": _round_lpt,
+    "window": _window,
 }
 """BF-IO H = 0 kernels by name: fn(loads int32[G], free int32[G], sizes int32[R], valid bool[R])
 -> (worker int32[R], rank int32[R], converged bool). "vf" never reports convergence (it does
-not search)."""
+not search); nor does "round_lpt" (kernels/round_lpt.py: the U largest requests dealt out one
+round of free slots at a time, lightest worker first; O(max_free) sequential steps instead of
+O(U), for steps that admit thousands of requests, and not guaranteed to match valley fill's J);
+nor does "window" (kernels/window_fill.py: each worker takes exactly its free slots, a contiguous
+window of the ascending pool whose sum is closest to its need, for the theory semantics' spread
+max - min rather than J; O(G R) per step)."""

@@ -14,7 +14,11 @@ from kernels import BFIO_VARIANTS
 
 G, R = 5, 12
 KERNELS = {name: jax.jit(fn) for name, fn in BFIO_VARIANTS.items()}
-SEARCHING = [n for n in BFIO_VARIANTS if n != "vf"]
+# round_lpt and window do not search and do not minimize J (round_lpt deals out rounds; window
+# targets the spread max - min of the theory semantics), so the J comparisons with valley fill and
+# the search properties apply only to the IO-searching variants; feasibility applies to all.
+NOT_IO_SEARCH = ("vf", "round_lpt", "window")
+SEARCHING = [n for n in BFIO_VARIANTS if n not in NOT_IO_SEARCH]
 
 
 def _loads_after(loads, worker, sizes):
@@ -64,7 +68,7 @@ def _swap_stable(loads, worker, sizes) -> bool:
 
 @settings(max_examples=150, deadline=None)
 @given(instances())
-def test_variants_are_feasible_and_never_worse_than_valley_fill(inst):
+def test_variants_are_feasible_and_searching_ones_never_worse_than_valley_fill(inst):
     loads, free, sizes, valid = inst
     U = min(valid.sum(), free.sum())
     J_vf = _J(_loads_after(loads, np.asarray(KERNELS["vf"](*inst)[0]), sizes))
@@ -75,7 +79,8 @@ def test_variants_are_feasible_and_never_worse_than_valley_fill(inst):
         for g in range(G):
             assert (w == g).sum() <= free[g], name
             assert sorted(r[w == g]) == list(range((w == g).sum())), name
-        assert _J(_loads_after(loads, w, sizes)) <= J_vf, name
+        if name in SEARCHING:
+            assert _J(_loads_after(loads, w, sizes)) <= J_vf, name
 
 
 @settings(max_examples=150, deadline=None)
