@@ -80,3 +80,184 @@ def _finish(fig, ax, path: Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def improvement_ratio(series: Mapping[str, tuple], path: str | Path) -> Path:
+    """FCFS / BF-IO average imbalance against sqrt(B log G) (log-log), one marker set per group.
+
+    series: {group: (x = sqrt(B ln G) values, ratio values)}. The dotted line has slope 1 (the
+    theorems' ratio = Omega(sqrt(B log G))), through the geometric mean of all points.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    allx, ally = [], []
+    for label, (x, r) in series.items():
+        ax.plot(x, r, "o", ms=4, label=label)
+        allx += list(x)
+        ally += list(r)
+    if allx:
+        x = np.array([min(allx), max(allx)])
+        c = np.exp(np.mean(np.log(ally)) - np.mean(np.log(allx)))
+        ax.plot(x, c * x, "k:", lw=1, label="slope 1 (reference)")
+    ax.set(xscale="log", yscale="log", xlabel="sqrt(B ln G)", ylabel="FCFS / BF-IO average imbalance")
+    ax.set_title("Improvement ratio against sqrt(B log G)", fontsize=10)
+    return _finish(fig, ax, path)
+
+
+def fcfs_vs_prediction(series: Mapping[str, tuple], path: str | Path, *, tolerance: float = 0.15) -> Path:
+    """Measured FCFS average imbalance against G sigma sqrt(B) e_G (log-log), with the y = x line
+    and the +-tolerance band. series: {group: (predictions, means, CI half-widths)} in tokens."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6, 5))
+    lo, hi = np.inf, 0.0
+    for label, (pred, mean, half) in series.items():
+        pred, mean = np.asarray(pred, float), np.asarray(mean, float)
+        ax.errorbar(pred, mean, yerr=np.nan_to_num(np.asarray(half, float)), fmt="o", ms=4,
+                    capsize=2, label=label)
+        lo, hi = min(lo, pred.min(), mean.min()), max(hi, pred.max(), mean.max())
+    if hi > 0:
+        x = np.geomspace(lo / 1.2, hi * 1.2, 50)
+        ax.plot(x, x, "k-", lw=1, label="y = x")
+        ax.fill_between(x, x * (1 - tolerance), x * (1 + tolerance), color="k", alpha=0.1,
+                        label=f"±{100 * tolerance:.0f}%")
+    ax.set(xscale="log", yscale="log", xlabel="prediction G sigma sqrt(B) e_G (tokens)",
+           ylabel="FCFS average imbalance (tokens)")
+    ax.set_title("FCFS imbalance against its prediction", fontsize=10)
+    return _finish(fig, ax, path)
+
+
+def bfio_gap_vs_b(series: Mapping[str, Mapping[int, tuple]], bounds: Mapping[str, float],
+                  path: str | Path) -> Path:
+    """BF-IO average max-min gap against B, one panel per group, one line per G, with the
+    group's bound (s_max / p, or s_max for Theorem 1) dashed.
+    series: {group: {G: (B values, gap means, CI half-widths)}}; bounds: {group: tokens}."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = max(1, len(series))
+    cols = min(3, n)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    for ax, (label, by_g) in zip(axes.flat, series.items()):
+        for G in sorted(by_g):
+            B, gap, half = (np.asarray(a, float) for a in by_g[G])
+            o = np.argsort(B)
+            ax.errorbar(B[o], gap[o], yerr=np.nan_to_num(half[o]), fmt="o-", ms=3, capsize=2,
+                        label=f"G={G}")
+        ax.axhline(bounds[label], color="k", ls="--", lw=1, label="bound")
+        ax.set(xscale="log", yscale="log", xlabel="B", ylabel="avg gap (tokens)")
+        ax.set_title(label, fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.suptitle("BF-IO average max-min gap against B", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_kv_rates(rows, path: str | Path, *, title: str = "") -> Path:
+    """Throughput and mean latency against total arrival rate, one line per policy (kv engine).
+
+    rows: dicts from jaxsched.kv.experiments.run_experiment (keys label, rate_total_req_s,
+    throughput, throughput_ci, latency_mean, latency_mean_ci, fluid_throughput). Error bars are
+    95% CIs over seeds; the dashed line is the fluid throughput* (8). Rows with nan metrics
+    (a policy infeasible at that rate) are left out.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    for label in labels:
+        sub = sorted((r for r in rows if r["label"] == label and np.isfinite(r["throughput"])),
+                     key=lambda r: r["rate_total_req_s"])
+        if not sub:
+            continue
+        x = np.array([r["rate_total_req_s"] for r in sub])
+        for ax, key in ((a1, "throughput"), (a2, "latency_mean")):
+            y = np.array([r[key] for r in sub])
+            e = np.nan_to_num(np.array([r[key + "_ci"] for r in sub]))
+            ax.errorbar(x, y, yerr=e, fmt="o-", ms=4, capsize=2, label=label)
+    fl = sorted({(r["rate_total_req_s"], r["fluid_throughput"]) for r in rows})
+    if fl:
+        a1.plot([f[0] for f in fl], [f[1] for f in fl], "k--", lw=1, label="fluid throughput*")
+    a1.set(xlabel="arrival rate (requests/s)", ylabel="throughput (tokens/s)")
+    a2.set(xlabel="arrival rate (requests/s)", ylabel="mean latency (s)", yscale="log")
+    for ax in (a1, a2):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_kv_scaling(rows, fits, path: str | Path) -> Path:
+    """Theorem 1: throughput gap and mean latency against the horizon T (log-log), one line per
+    instance, with the fitted slope in the legend and reference slopes -1/2 and -1 dotted.
+
+    rows, fits: from jaxsched.kv.experiments.run_scaling (keys instance, T, gap, gap_ci,
+    latency_mean, latency_mean_ci; fits: instance, gap_slope, gap_slope_ci, latency_slope).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    by_fit = {f["instance"]: f for f in fits}
+    for name in dict.fromkeys(r["instance"] for r in rows):
+        sub = sorted((r for r in rows if r["instance"] == name), key=lambda r: r["T"])
+        T = np.array([r["T"] for r in sub])
+        f = by_fit.get(name, {})
+        for ax, key, sk in ((a1, "gap", "gap_slope"), (a2, "latency_mean", "latency_slope")):
+            y = np.array([r[key] for r in sub])
+            e = np.nan_to_num(np.array([r[key + "_ci"] for r in sub]))
+            ok = y > 0
+            ax.errorbar(T[ok], y[ok], yerr=np.minimum(e[ok], 0.99 * y[ok]), fmt="o-", ms=4,
+                        capsize=2, label=f"{name}: slope {f.get(sk, np.nan):.2f}")
+    for ax, slopes in ((a1, (-0.5, -1.0)), (a2, (0.5, 0.0))):
+        lines = [ln for ln in ax.get_lines() if len(ln.get_xdata())]
+        if lines:
+            x0 = min(min(ln.get_xdata()) for ln in lines)
+            x1 = max(max(ln.get_xdata()) for ln in lines)
+            y0 = np.exp(np.mean([np.log(np.mean(ln.get_ydata())) for ln in lines]))
+            for s in slopes:
+                xs = np.array([x0, x1])
+                ax.plot(xs, y0 * (xs / np.sqrt(x0 * x1)) ** s, "k:", lw=1)
+        ax.set(xscale="log", yscale="log", xlabel="horizon T (s)")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # no overlapping labels
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    a1.set(ylabel="throughput* - E[throughput] (tokens/s)")
+    a2.set(ylabel="mean latency (s)")
+    fig.suptitle("WAIT, Theorem 1: (9) with equality vs strict (dotted: reference slopes)",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_tuning(history: Mapping[str, np.ndarray], path: str | Path, *, title: str = "") -> Path:
+    """Objective of a threshold tuning run (jaxsched.tune.TuneResult.history) against the step,
+    with its 20-step moving average, and the temperature on a second (log) axis."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    step = np.asarray(history["step"])
+    obj = np.asarray(history["objective"], float)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(step, obj, lw=0.6, alpha=0.5, label="objective (one noise sample)")
+    w = min(20, len(obj))
+    if w > 1:
+        smooth = np.convolve(obj, np.ones(w) / w, mode="valid")
+        ax.plot(step[w - 1:], smooth, lw=1.5, label=f"moving average ({w} steps)")
+    ax.set(xlabel="optimizer step", ylabel="relaxed objective")
+    ax.set_title(title or "Threshold tuning", fontsize=10)
+    if "temperature" in history:
+        ax2 = ax.twinx()
+        ax2.plot(step, np.asarray(history["temperature"], float), "k:", lw=1)
+        ax2.set_yscale("log")
+        ax2.set_ylabel("temperature (dotted)")
+    return _finish(fig, ax, path)

@@ -2,12 +2,41 @@
 
 barrier_step_time_s: one decode step of G data-parallel workers behind a barrier lasts
 C + t_l * max_g L_g seconds (BF-IO paper, section 6.1): the slowest worker sets the pace.
+iteration_time_s: one iteration (batch) of the kv engine lasts d0 + d1 * tokens seconds (WAIT
+paper, eq. (1)), tokens = prefill tokens plus decode context tokens of the batch; a double-float
+(jaxsched.clock) computed from exact products only.
 """
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
+
+from . import clock
+from .clock import DF
 
 
 def barrier_step_time_s(max_load_tokens: jnp.ndarray, step_const_s, per_token_s) -> jnp.ndarray:
     """Duration (s, float32) of a barrier step whose most loaded worker holds `max_load_tokens`."""
     return step_const_s + per_token_s * max_load_tokens.astype(jnp.float32)
+
+
+def iteration_time_s(tokens: jnp.ndarray, d0_s, d1_hi, d1_lo) -> DF:
+    """Duration (s, double-float) of a batch processing `tokens` (int32, 0..2^30) tokens:
+    d0 + d1 * tokens (WAIT paper eq. (1)), to about 2^-47 relative.
+
+    d1 = d1_hi + d1_lo is given split in 12-bit halves (`jaxsched.clock.split12`) and tokens in
+    12-bit limbs T_0 + T_1 + T_2 (T_i = ((tokens >> 12 i) & 4095) * 2^(12 i)), so the six
+    products are exact in float32; they are added to (d0, 0) in the fixed order
+    hi*T_2, hi*T_1, lo*T_2, hi*T_0, lo*T_1, lo*T_0 with `clock.add_f32`. Exact products make
+    the result independent of XLA's fused multiply-adds, and a NumPy float32 reference
+    reproduces it bitwise (docs/kv-semantics.md §2).
+    """
+    tokens = tokens.astype(jnp.int32)
+    limb = lambda i: ((tokens >> (12 * i)) & 4095).astype(jnp.float32) * np.float32(2.0 ** (12 * i))
+    t0, t1, t2 = limb(0), limb(1), limb(2)
+    hi = jnp.asarray(d1_hi, jnp.float32)
+    lo = jnp.asarray(d1_lo, jnp.float32)
+    x = DF(jnp.asarray(d0_s, jnp.float32) + jnp.zeros_like(t0), jnp.zeros_like(t0))
+    for p in (hi * t2, hi * t1, lo * t2, hi * t0, lo * t1, lo * t0):
+        x = clock.add_f32(x, p)
+    return x

@@ -1,0 +1,322 @@
+"""Validated configuration of the kv engine: static `KVConfig` and traced `KVParams`.
+
+`KVConfig` fixes array shapes and code paths (changing it recompiles): the request types'
+lengths, the policy, the table size and the end-of-run rule. `KVParams` holds the numbers a
+sweep may vary without recompiling (arrival rates, d0, d1, capacity, thresholds). Every invalid
+value raises one `ConfigError` naming the field and the allowed range, before anything
+compiles. Semantics: docs/kv-semantics.md.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from ..clock import split12
+from ..errors import ConfigError, require, require_float, require_int
+from .fluid import FluidTypes, Segments, equilibrium, nested_thresholds
+
+POLICY_NAMES = ("wait", "nested_wait", "fcfs", "vllm", "sarathi")
+END_MODES = ("drain", "force_clear")
+# int32 headroom: sums of per-request tokens over the table (batch tokens, memory) stay below
+# this, and so do request counts and candidate indices.
+INT_LIMIT = 2**30
+# Latency / TTFT histograms (s) read the float32 bits: 2^b bins per octave on [2^-20, 2^20) s
+# (b = hist_octave_bits), plus bin 0 below and bin nb - 1 above (docs/kv-semantics.md §8).
+HIST_MIN_EXP = -20
+HIST_MAX_EXP = 20
+
+
+def _int_tuple(value, field: str, lo: int, hi: int) -> tuple[int, ...]:
+    """A non-empty tuple of integers in [lo, hi] (hashable, for the static config)."""
+    require(isinstance(value, (tuple, list, np.ndarray)) and len(value) >= 1, field,
+            "a non-empty sequence of integers", value)
+    return tuple(require_int(v if not isinstance(v, np.integer) else int(v), f"{field}[{i}]",
+                             lo=lo, hi=hi) for i, v in enumerate(value))
+
+
+@dataclass(frozen=True)
+class KVConfig:
+    """Static configuration of a kv run (docs/kv-semantics.md §1).
+
+    prefill_tokens, decode_tokens: (m,) l_j >= 1 and l'_j >= 1 tokens per request type.
+    policy: one of POLICY_NAMES. num_requests N and/or horizon_s T (s): when the run ends.
+    end_mode: "drain" (thresholds stop gating once all N arrived) or "force_clear".
+    table_size Q: request slots; arrivals_per_step A: candidates examined per epoch.
+    max_epochs: bound on the number of epochs (scan steps) of a run.
+    hist_octave_bits: b, the latency / TTFT histograms (p50, p99) have 2^b bins per octave.
+    segment_bounds: nested_wait only, last decode stage of each segment (strictly increasing,
+    ending at max l'_j); None = the sorted distinct decode lengths (one segment per type).
+    """
+    prefill_tokens: tuple[int, ...] = (10, 10)
+    decode_tokens: tuple[int, ...] = (10, 20)
+    policy: str = "wait"
+    num_requests: int | None = 1000
+    horizon_s: float | None = None
+    end_mode: str = "drain"
+    table_size: int = 1024
+    arrivals_per_step: int = 8
+    max_epochs: int = 200_000
+    hist_octave_bits: int = 5
+    segment_bounds: tuple[int, ...] | None = None
+
+    def __post_init__(self):
+        pre = _int_tuple(self.prefill_tokens, "prefill_tokens", 1, INT_LIMIT)
+        dec = _int_tuple(self.decode_tokens, "decode_tokens", 1, 2**16)
+        require(len(dec) == len(pre), "decode_tokens", f"of length m = {len(pre)} (as prefill_tokens)",
+                dec)
+        object.__setattr__(self, "prefill_tokens", pre)
+        object.__setattr__(self, "decode_tokens", dec)
+        require(self.policy in POLICY_NAMES, "policy", f"one of {POLICY_NAMES}", self.policy)
+        require(self.end_mode in END_MODES, "end_mode", f"one of {END_MODES}", self.end_mode)
+        require(self.num_requests is not None or self.horizon_s is not None, "num_requests",
+                "set (an integer >= 1) when horizon_s is None", self.num_requests)
+        if self.num_requests is not None:
+            require_int(self.num_requests, "num_requests", lo=1, hi=INT_LIMIT)
+        if self.horizon_s is not None:
+            object.__setattr__(self, "horizon_s", require_float(self.horizon_s, "horizon_s", lo=0.0,
+                                                                lo_open=True))
+        Q = require_int(self.table_size, "table_size (Q)", lo=1, hi=2**20)
+        require_int(self.arrivals_per_step, "arrivals_per_step (A)", lo=1, hi=min(4096, Q))
+        require_int(self.max_epochs, "max_epochs", lo=1, hi=INT_LIMIT)
+        require_int(self.hist_octave_bits, "hist_octave_bits", lo=0, hi=10)
+        if Q * self.max_len > INT_LIMIT:
+            raise ConfigError(
+                f"table_size (Q) * max_j (prefill + decode) = {Q} * {self.max_len} = "
+                f"{Q * self.max_len} could overflow int32 batch sums; it must be <= {INT_LIMIT}")
+        self._check_segments()
+
+    def _check_segments(self) -> None:
+        if self.policy != "nested_wait":
+            require(self.segment_bounds is None, "segment_bounds", "None unless policy is "
+                    "'nested_wait'", self.segment_bounds)
+            return
+        require(len(set(self.prefill_tokens)) == 1, "prefill_tokens",
+                "equal across types for nested_wait (group types by prefill length)",
+                self.prefill_tokens)
+        b = (tuple(sorted(set(self.decode_tokens))) if self.segment_bounds is None
+             else _int_tuple(self.segment_bounds, "segment_bounds", 1, 2**16))
+        require(all(x < y for x, y in zip(b, b[1:])), "segment_bounds", "strictly increasing", b)
+        require(b[-1] == max(self.decode_tokens), "segment_bounds",
+                f"ending at max(decode_tokens) = {max(self.decode_tokens)}", b)
+        object.__setattr__(self, "segment_bounds", b)
+
+    @property
+    def hist_bins(self) -> int:
+        """nb = 40 * 2^b + 2 histogram bins."""
+        return (HIST_MAX_EXP - HIST_MIN_EXP) * 2**self.hist_octave_bits + 2
+
+    @property
+    def m(self) -> int:
+        """Number of request types."""
+        return len(self.prefill_tokens)
+
+    @property
+    def num_stages(self) -> int:
+        """K1 = max_j l'_j + 1: stages 0..l'_j of the longest type."""
+        return max(self.decode_tokens) + 1
+
+    @property
+    def max_len(self) -> int:
+        """Largest footprint of one request, max_j (l_j + l'_j) tokens."""
+        return max(l + d for l, d in zip(self.prefill_tokens, self.decode_tokens))
+
+    @property
+    def num_thresholds(self) -> int:
+        """Length of the thresholds array: m (wait), L (nested_wait), 0 (fcfs)."""
+        if self.policy == "wait":
+            return self.m
+        if self.policy == "nested_wait":
+            return len(self.segment_bounds)
+        return 0
+
+    def stage_segment(self) -> np.ndarray:
+        """(K1,) int32: the 0-based segment of each stage (nested_wait)."""
+        b = np.asarray(self.segment_bounds)
+        return np.searchsorted(b, np.arange(self.num_stages), side="left").astype(np.int32)
+
+    def segment_entry(self) -> np.ndarray:
+        """(L,) int32: entry stage e_i of each segment (e_1 = 0, e_i = b_{i-1} + 1)."""
+        b = np.asarray(self.segment_bounds)
+        return np.concatenate([[0], b[:-1] + 1]).astype(np.int32)
+
+
+class KVParams(eqx.Module):
+    """Traced parameters of a kv run (build with `make_params`, which validates them).
+
+    d0_s (s), d1_s_per_token (s/token): float32, eq. (1); d1_hi + d1_lo = d1_s_per_token split in
+    12-bit halves (jaxsched.clock.split12) for the exact iteration time. capacity_tokens: int32 C.
+    thresholds: int32 [m] (wait), [L] (nested_wait) or [0] (fcfs).
+    rate_max: float32 Lambda_max (req/s); inv_rate_max: float32(1 / Lambda_max) (s).
+    type_cdf: float32 [P, m] (docs/kv-semantics.md §3).
+    period_s: float32 length of one rate period (s); inv_period_s: float32(1 / period_s).
+    batch_size_cap, max_tokens_in_batch, block_size (tokens), num_blocks = C // block_size,
+    watermark_blocks, chunk_size (tokens): int32 limits of the vllm and sarathi policies
+    (docs/kv-semantics.md §6).
+    fence: int32 -1, the traced all-ones word of `jaxsched.clock.fence` (keeps products from
+    being fused into the clock's adds).
+    """
+    d0_s: jnp.ndarray
+    d1_s_per_token: jnp.ndarray
+    d1_hi: jnp.ndarray
+    d1_lo: jnp.ndarray
+    capacity_tokens: jnp.ndarray
+    thresholds: jnp.ndarray
+    rate_max: jnp.ndarray
+    inv_rate_max: jnp.ndarray
+    type_cdf: jnp.ndarray
+    period_s: jnp.ndarray
+    inv_period_s: jnp.ndarray
+    batch_size_cap: jnp.ndarray
+    max_tokens_in_batch: jnp.ndarray
+    block_size: jnp.ndarray
+    num_blocks: jnp.ndarray
+    watermark_blocks: jnp.ndarray
+    chunk_size: jnp.ndarray
+    fence: jnp.ndarray
+
+
+def _rates(config: KVConfig, rates) -> np.ndarray:
+    r = np.asarray(rates, dtype=np.float64)
+    if r.ndim == 1:
+        r = r[None, :]
+    require(r.ndim == 2 and r.shape[1] == config.m and r.shape[0] >= 1, "rates",
+            f"an array [m] or [P, m] with m = {config.m}", np.asarray(rates).shape)
+    require(bool(np.all(np.isfinite(r)) and np.all(r > 0)), "rates",
+            "finite and > 0 (requests/s)", r.tolist())
+    return r
+
+
+def work_per_request(config: KVConfig) -> np.ndarray:
+    """(m,) tokens: sum_{k=0}^{l'_j} (l_j + k), the batch tokens one request costs over its life."""
+    l = np.asarray(config.prefill_tokens, np.int64)
+    d = np.asarray(config.decode_tokens, np.int64)
+    return (d + 1) * l + d * (d + 1) // 2
+
+
+def _segment_work(config: KVConfig) -> np.ndarray:
+    """(L,) tokens: sum over the stages k of segment i of (l + k)."""
+    l = config.prefill_tokens[0]
+    e = config.segment_entry().astype(np.int64)
+    b = np.asarray(config.segment_bounds, np.int64)
+    return (b - e + 1) * l + (b * (b + 1) - (e - 1) * e) // 2
+
+
+def default_thresholds(config: KVConfig, mean_rates: np.ndarray, d0: float, d1: float,
+                       capacity: float) -> np.ndarray:
+    """Fluid thresholds rounded up: wait n_j = ceil(lambda_j dT*); nested n_i = ceil(c_min Lambda_i)."""
+    if config.policy == "wait":
+        types = FluidTypes(prefill=np.asarray(config.prefill_tokens, float),
+                           decode=np.asarray(config.decode_tokens), rates=mean_rates, d0=d0, d1=d1,
+                           capacity=capacity)
+        n = np.ceil(equilibrium(types).per_stage * (1 - 1e-12))
+    else:
+        seg_of_type = np.searchsorted(np.asarray(config.segment_bounds), config.decode_tokens)
+        seg_rates = np.bincount(seg_of_type, weights=mean_rates, minlength=config.num_thresholds)
+        # A segment no type ends in still carries the tails: give it a tiny rate for Segments.
+        seg_rates = np.maximum(seg_rates, 1e-12 * mean_rates.sum())
+        seg = Segments(prefill=float(config.prefill_tokens[0]),
+                       bounds=np.asarray(config.segment_bounds), rates=seg_rates, d0=d0, d1=d1,
+                       capacity=capacity)
+        n = np.ceil(nested_thresholds(seg) * (1 - 1e-12))
+    return np.maximum(n, 1).astype(np.int64)
+
+
+def make_params(config: KVConfig, *, rates, d0_s: float, d1_s_per_token: float,
+                capacity_tokens: int, thresholds=None, period_s: float = 1.0,
+                check_stability: bool = True, batch_size_cap: int = 128,
+                max_tokens_in_batch: int = 4096, block_size: int = 16,
+                watermark: float = 0.01, chunk_size: int = 512) -> KVParams:
+    """Validated KVParams (docs/kv-semantics.md §1, §3).
+
+    rates: [m] or [P, m] requests/s (P periods of period_s seconds, cyclic).
+    thresholds: integers >= 1, [m] (wait) or [L] (nested_wait); None = fluid defaults
+    (`default_thresholds`); must be None or empty for fcfs and vllm.
+    batch_size_cap, max_tokens_in_batch, block_size (tokens), watermark (fraction of the
+    C // block_size KV blocks kept free at admission): vllm and sarathi (max_tokens_in_batch:
+    vllm only), upstream Vidur's defaults; chunk_size (tokens): sarathi's prefill budget.
+    check_stability: require d1 * A < 1 with A = sum_j lambda_j (l'_j + 1)(l_j + l'_j / 2) at the
+    time-averaged rates (a finite burst may be run unstable with False).
+    """
+    r = _rates(config, rates)
+    d0 = require_float(d0_s, "d0_s", lo=0.0, lo_open=True)
+    d1 = require_float(d1_s_per_token, "d1_s_per_token", lo=0.0)
+    C = require_int(capacity_tokens, "capacity_tokens", lo=1, hi=INT_LIMIT)
+    period = require_float(period_s, "period_s", lo=0.0, lo_open=True)
+    require(C >= config.max_len, "capacity_tokens",
+            f">= max_j (prefill + decode) = {config.max_len} (one request must fit)", C)
+    mean_rates = r.mean(axis=0)
+    work = float(np.dot(mean_rates, work_per_request(config)))
+    if check_stability:
+        require(d1 * work < 1.0, "d1_s_per_token",
+                f"< 1 / A = {1.0 / work:.6g} (stable load: d1 * A < 1 with "
+                f"A = sum_j rates_j (l'_j + 1)(l_j + l'_j / 2) = {work:.6g} tokens/s)", d1)
+    cum = np.cumsum(r, axis=1, dtype=np.float64)
+    lam_max = float(cum[:, -1].max())
+    if config.horizon_s is not None:
+        require(config.horizon_s * lam_max <= INT_LIMIT / 2, "horizon_s",
+                f"<= {INT_LIMIT / 2 / lam_max:.6g} s (int32 candidate counter at Lambda_max "
+                f"{lam_max:.6g}/s)", config.horizon_s)
+    if config.num_requests is not None:
+        accept = float(cum[:, -1].mean()) / lam_max
+        require(config.num_requests / accept <= INT_LIMIT / 2, "num_requests",
+                f"<= {int(INT_LIMIT / 2 * accept)} (int32 candidate counter with thinning)",
+                config.num_requests)
+    th = _thresholds(config, thresholds, mean_rates, d0, d1, C)
+    d1_hi, d1_lo = split12(d1)
+    vl = _vllm_limits(config, C, batch_size_cap, max_tokens_in_batch, block_size, watermark)
+    vl["chunk_size"] = require_int(chunk_size, "chunk_size", lo=1, hi=INT_LIMIT)
+    return KVParams(
+        d0_s=jnp.float32(d0), d1_s_per_token=jnp.float32(d1), d1_hi=jnp.float32(d1_hi),
+        d1_lo=jnp.float32(d1_lo), capacity_tokens=jnp.int32(C),
+        thresholds=jnp.asarray(th, jnp.int32), rate_max=jnp.float32(lam_max),
+        inv_rate_max=jnp.float32(1.0 / lam_max),
+        type_cdf=jnp.asarray((cum / lam_max).astype(np.float32)), period_s=jnp.float32(period),
+        inv_period_s=jnp.float32(1.0 / period),
+        **{k: jnp.int32(v) for k, v in vl.items()}, fence=jnp.int32(-1))
+
+
+def _vllm_limits(config: KVConfig, C: int, cap, max_tokens, block, watermark) -> dict:
+    """Validated vllm limits (ints); checked only when the policy is vllm."""
+    cap = require_int(cap, "batch_size_cap", lo=1, hi=INT_LIMIT)
+    max_tokens = require_int(max_tokens, "max_tokens_in_batch", lo=1, hi=INT_LIMIT)
+    block = require_int(block, "block_size", lo=1, hi=INT_LIMIT)
+    watermark = require_float(watermark, "watermark", lo=0.0, hi=1.0)
+    num_blocks = C // block
+    wm = int(math.floor(watermark * num_blocks))
+    L = config.max_len
+    if config.policy == "vllm":
+        require(max_tokens >= L, "max_tokens_in_batch",
+                f">= max_j (prefill + decode) = {L} (a restarted request must be admissible)",
+                max_tokens)
+    if config.policy in ("vllm", "sarathi"):
+        need = -(-L // block)
+        require(num_blocks - wm >= need, "capacity_tokens",
+                f"with C // block_size - watermark blocks = {num_blocks} - {wm} >= {need} "
+                f"(blocks of the longest request) for {config.policy}", C)
+    return dict(batch_size_cap=cap, max_tokens_in_batch=max_tokens, block_size=block,
+                num_blocks=num_blocks, watermark_blocks=wm)
+
+
+def _thresholds(config: KVConfig, thresholds, mean_rates, d0, d1, C) -> np.ndarray:
+    """Validated integer thresholds (see make_params)."""
+    n = config.num_thresholds
+    if config.policy in ("fcfs", "vllm", "sarathi"):
+        require(thresholds is None or len(thresholds) == 0, "thresholds",
+                f"None for {config.policy}", thresholds)
+        return np.zeros((0,), np.int64)
+    if thresholds is None:
+        th = default_thresholds(config, mean_rates, d0, d1, float(C))
+    else:
+        th = np.asarray(_int_tuple(thresholds, "thresholds", 1, INT_LIMIT), np.int64)
+    require(th.size == n, "thresholds", f"of length {n} ({'m' if config.policy == 'wait' else 'L'})",
+            th.tolist())
+    if config.policy == "wait":
+        need = int(np.dot(th, work_per_request(config)))
+        require(C >= need, "capacity_tokens",
+                f">= M^pi = sum_j n_j sum_k (l_j + k) = {need} (WAIT has no memory check)", C)
+        require(need <= INT_LIMIT, "thresholds", f"with M^pi <= {INT_LIMIT}", th.tolist())
+    return th

@@ -1,0 +1,239 @@
+"""The kv engine: one GPU serving typed requests under a KV-memory limit (WAIT paper).
+
+Pure functions in the gymnax style: `init(config, params, seed) -> state` and
+`step(config, params, state) -> (state, out)`; one step is one decision epoch (the GPU is
+idle), a run is `lax.scan(step)`, seeds are `vmap`ped (jaxsched.kv.run). The exact semantics
+(epoch order, memory accounting, ties) are in docs/kv-semantics.md.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import clock
+from ..clock import DF
+from ..timing import iteration_time_s
+from . import arrivals
+from .config import HIST_MIN_EXP, KVConfig, KVParams
+from .policies import POLICIES, View
+from .state import KVState, Table, Totals
+
+# Kinds of epoch in the recorded trajectories.
+KIND_NONE, KIND_INSERT, KIND_BATCH, KIND_IDLE, KIND_END = 0, 1, 2, 3, 4
+
+
+def init(config: KVConfig, params: KVParams, seed) -> KVState:
+    """Empty system at t = 0 of run `seed` (uint32 scalar), candidate 0 precomputed."""
+    seed = jnp.asarray(seed, jnp.uint32)
+    Q, m = config.table_size, config.m
+    zi = jnp.zeros((Q,), jnp.int32)
+    table = Table(zi - 1, zi, zi, DF(jnp.zeros((Q,), jnp.float32), jnp.zeros((Q,), jnp.float32)),
+                  zi, jnp.zeros((Q,), bool), zi)
+    zm = jnp.zeros((m,), jnp.int32)
+    return KVState(seed, DF.zeros(), jnp.bool_(False), arrivals.first(config, params, seed), table,
+                   zm, zm, Totals.zeros(config.hist_bins))
+
+
+# --------------------------------------------------------------------------- insertion
+
+def _insert(config, params, state: KVState, active):
+    """Step 2 of an epoch: examine up to A due candidates. Returns (gen, table, type_inserted,
+    overflow, inserted count, more_due: a due candidate is left for the next epoch).
+
+    The loop carries only the generator and [A] buffers of the accepted requests (a loop over
+    the whole table would select all of it per iteration under vmap); one scatter then writes
+    them to their slots id mod Q (distinct: ids are consecutive and A <= Q). An accepted
+    request whose slot is still held by request id - Q is lost (table_overflow).
+    """
+    A, Q = config.arrivals_per_step, config.table_size
+    due = lambda g: active & ~g.exhausted & clock.le(g.time, state.clock)
+    held = state.table.id >= 0
+
+    def cond(c):
+        return (c[2] < A) & due(c[0])
+
+    def body(c):
+        g, ti, k, buf = c
+        slot = g.num_arrived % Q
+        put = g.accepted & ~held[slot]
+        row = dict(slot=jnp.where(put, slot, Q), id=g.num_arrived, type=g.type, seq=ti[g.type],
+                   hi=g.time.hi, lo=g.time.lo, lost=(g.accepted & ~put).astype(jnp.int32))
+        buf = {key: buf[key].at[k].set(v) for key, v in row.items()}
+        ti = ti.at[g.type].add(put.astype(jnp.int32))
+        return arrivals.advance(config, params, state.seed, g), ti, k + 1, buf
+
+    zi = jnp.zeros((A,), jnp.int32)
+    zf = jnp.zeros((A,), jnp.float32)
+    buf = dict(slot=zi + Q, id=zi, type=zi, seq=zi, hi=zf, lo=zf, lost=zi)
+    gen, ti, _, buf = jax.lax.while_loop(cond, body, (state.gen, state.type_inserted, jnp.int32(0),
+                                                      buf))
+    t = state.table
+    at = buf["slot"]
+    set_ = lambda a, v: a.at[at].set(v, mode="drop")
+    table = Table(set_(t.id, buf["id"]), set_(t.type, buf["type"]), set_(t.seq, buf["seq"]),
+                  DF(set_(t.arrival.hi, buf["hi"]), set_(t.arrival.lo, buf["lo"])),
+                  set_(t.stage, 0), set_(t.resident, False), set_(t.prefilled, 0))
+    inserted = jnp.sum(at < Q, dtype=jnp.int32)
+    overflow = state.totals.table_overflow + jnp.sum(buf["lost"])
+    return gen, table, ti, overflow, inserted, due(gen)
+
+
+# --------------------------------------------------------------------------- metrics helpers
+
+def _hist_bins(config: KVConfig, x_s: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
+    """Histogram bin of each value (s, float32 >= 0) from its bits (no log): bin 0 below
+    2^-20 s, then 2^b bins per octave up to 2^20 s, bin nb - 1 above; masked-out entries go to
+    bin nb (dropped by the scatter)."""
+    b = config.hist_octave_bits
+    nb = config.hist_bins
+    bits = jax.lax.bitcast_convert_type(x_s.astype(jnp.float32), jnp.int32)
+    idx = (bits >> (23 - b)) - ((127 + HIST_MIN_EXP) << b) + 1
+    idx = jnp.where(x_s < np.float32(2.0**HIST_MIN_EXP), 0, jnp.minimum(idx, nb - 1))
+    return jnp.where(mask, idx, nb)
+
+
+def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, work, t_end: DF,
+                 on):
+    """Effects of a batch at its end time t_end (docs §5 step 6), applied where `on`. A member
+    advances a stage when its chunk completes its work (always, except a partial chunk)."""
+    member = member & on
+    preempt = preempt & on
+    decode = jnp.asarray(config.decode_tokens, jnp.int32)[table.type]
+    advance = member & (table.prefilled + chunk >= work)
+    new_stage = table.stage + advance.astype(jnp.int32)
+    first = advance & (table.stage == 0)
+    done = advance & (new_stage == decode + 1)
+    # Time since arrival (s): the latency of completing members, the TTFT of first tokens.
+    since = clock.sub(DF(jnp.broadcast_to(t_end.hi, table.arrival.hi.shape),
+                         jnp.broadcast_to(t_end.lo, table.arrival.lo.shape)), table.arrival)
+    n_done = jnp.sum(done, dtype=jnp.int32)
+    tok = jnp.sum(jnp.where(done, decode + 1, 0), dtype=jnp.int32)
+    dtok = jnp.sum(jnp.where(done, decode, 0), dtype=jnp.int32)
+    in_h = jnp.bool_(True) if config.horizon_s is None else clock.le(
+        t_end, DF.from_float64(config.horizon_s))
+    in_h = in_h.astype(jnp.int32)
+    totals = replace(
+        totals,
+        completed=totals.completed + n_done,
+        tokens=totals.tokens.add(tok), decode_tokens=totals.decode_tokens.add(dtok),
+        horizon_tokens=totals.horizon_tokens.add(in_h * tok),
+        horizon_decode_tokens=totals.horizon_decode_tokens.add(in_h * dtok),
+        latency_s=totals.latency_s.add(jnp.sum(jnp.where(done, since, 0.0))),
+        ttft_s=totals.ttft_s.add(jnp.sum(jnp.where(first, since, 0.0))),
+        first_tokens=totals.first_tokens + jnp.sum(first, dtype=jnp.int32),
+        latency_hist=totals.latency_hist.at[_hist_bins(config, since, done)].add(1, mode="drop"),
+        ttft_hist=totals.ttft_hist.at[_hist_bins(config, since, first)].add(1, mode="drop"),
+        last_completion=clock.where(n_done > 0, t_end, totals.last_completion),
+        preemptions=totals.preemptions.add(jnp.sum(preempt, dtype=jnp.int32)))
+    prefilled = jnp.where(member & ~advance, table.prefilled + chunk,
+                          jnp.where(advance | preempt, 0, table.prefilled))
+    table = Table(jnp.where(done, -1, table.id), table.type, table.seq, table.arrival, new_stage,
+                  (table.resident & ~preempt) | advance, prefilled)
+    return table, totals, done
+
+
+# --------------------------------------------------------------------------- step
+
+def step(config: KVConfig, params: KVParams, state: KVState):
+    """One decision epoch (docs/kv-semantics.md §5). Returns (state, None); `_step` with
+    record=True also returns the epoch's record (see jaxsched.kv.run)."""
+    return _step(config, params, state, record=False)
+
+
+class _Epoch(eqx.Module):
+    """What one epoch decided (scalars unless noted), before its effects are applied."""
+    active: jnp.ndarray       # the run was live at the epoch's start
+    hit: jnp.ndarray          # t >= T: the run ends
+    more_due: jnp.ndarray     # insert-only epoch
+    batch: jnp.ndarray        # a batch runs
+    idle: jnp.ndarray         # t jumps to the next candidate
+    ends: jnp.ndarray         # empty batch and nothing left to wait for: the run ends
+    clear: jnp.ndarray        # force_clear drops the table
+    draining: jnp.ndarray
+    member: jnp.ndarray       # bool[Q]
+    preempt: jnp.ndarray      # bool[Q]
+    chunk: jnp.ndarray        # int32[Q] tokens each member processes
+    work: jnp.ndarray         # int32[Q] l_j + k
+
+
+def _decide(config: KVConfig, params: KVParams, state: KVState, gen, table, more_due,
+            active, hit) -> _Epoch:
+    """Steps 3-5 of an epoch: the drain flag, the policy's batch, and which case applies."""
+    go = active & ~hit & ~more_due
+    all_in = jnp.bool_(False) if config.num_requests is None else gen.num_arrived >= config.num_requests
+    draining = all_in & (config.end_mode == "drain")
+    valid = table.id >= 0
+    work = jnp.where(valid, jnp.asarray(config.prefill_tokens, jnp.int32)[table.type] + table.stage, 0)
+    view = View(table, valid, work, draining, gen.num_arrived % config.table_size,
+                state.type_completed, table.prefilled)
+    member, preempt, chunk = POLICIES[config.policy](config, params, view)
+    member = member & valid & go
+    has_batch = jnp.any(member)
+    empty = go & ~has_batch
+    clear = empty & (config.end_mode == "force_clear") & all_in
+    ends = empty & (clear | gen.exhausted)
+    return _Epoch(active, hit, more_due, go & has_batch, empty & ~ends, ends, clear, draining,
+                  member, preempt & valid & go, jnp.where(member, chunk, 0), work)
+
+
+def _step(config: KVConfig, params: KVParams, state: KVState, record: bool):
+    t0 = state.clock
+    active = ~state.done & (state.totals.epochs < config.max_epochs)
+    hit = jnp.bool_(False) if config.horizon_s is None else clock.le(
+        DF.from_float64(config.horizon_s), t0)
+    gen, table, type_inserted, ovf, inserted, more_due = _insert(config, params, state,
+                                                                 active & ~hit)
+    e = _decide(config, params, state, gen, table, more_due, active, hit)
+    batch = e.batch
+    # Step 6: the batch (its effects are masked out unless `batch`).
+    tokens = jnp.sum(e.chunk, dtype=jnp.int32)
+    # KV held: residents and started chunked prefills (whole prefill), unless preempted, and
+    # the members (a prefill's tokens count while it is processed).
+    holding = table.resident | (table.prefilled > 0)
+    holds = (table.id >= 0) & ((holding & ~e.preempt) | e.member)
+    memory = jnp.sum(jnp.where(holds, e.work, 0), dtype=jnp.int32)
+    tau = iteration_time_s(tokens, params.d0_s, params.d1_hi, params.d1_lo)     # DF
+    t_end = clock.add(t0, tau)
+    pre = table
+    table, totals, completes = _apply_batch(config, table, replace(state.totals, table_overflow=ovf),
+                                            e.member, e.preempt, e.chunk, e.work, t_end, batch)
+    type_completed = state.type_completed.at[pre.type].add(completes.astype(jnp.int32))
+    n_in = jnp.sum(table.id >= 0, dtype=jnp.int32)
+    table = replace(table, id=jnp.where(e.clear, -1, table.id))
+    totals = replace(
+        totals,
+        peak_memory=jnp.where(batch, jnp.maximum(totals.peak_memory, memory), totals.peak_memory),
+        overflows=totals.overflows + (batch & (memory > params.capacity_tokens)).astype(jnp.int32),
+        batches=totals.batches + batch.astype(jnp.int32),
+        epochs=totals.epochs + active.astype(jnp.int32),
+        dropped=totals.dropped + jnp.where(e.clear, n_in, 0),
+        stalled=totals.stalled | (e.ends & ~e.clear & e.draining & (n_in > 0)),
+        busy=clock.where(batch, clock.add(totals.busy, tau), totals.busy))
+    new_clock = clock.where(batch, t_end, clock.where(e.idle, gen.time, t0))
+    done = state.done | (active & (hit | e.ends))
+    new = KVState(state.seed, new_clock, done, gen, table, type_inserted, type_completed, totals)
+    if not record:
+        return new, None
+    return new, _record(config, e, pre, t0, tau, tokens, memory, completes, inserted, table)
+
+
+def _record(config: KVConfig, e: _Epoch, pre: Table, t0: DF, tau: DF, tokens, memory, completes,
+            inserted, table: Table) -> dict:
+    """The epoch's trajectory row (docs §9): all zeros once the run has ended."""
+    kind = jnp.where(~e.active, KIND_NONE, jnp.where(
+        e.hit | e.ends, KIND_END, jnp.where(e.more_due, KIND_INSERT,
+                                            jnp.where(e.batch, KIND_BATCH, KIND_IDLE))))
+    live = kind != KIND_NONE
+    z = lambda x: jnp.where(live, x, jnp.zeros_like(x))
+    zb = lambda x: jnp.where(e.batch, x, jnp.zeros_like(x))
+    counts = jnp.zeros((config.m, config.num_stages), jnp.int32).at[pre.type, pre.stage].add(
+        e.member.astype(jnp.int32), mode="drop")
+    return dict(kind=kind.astype(jnp.int32), t_hi=z(t0.hi), t_lo=z(t0.lo), tau_hi=zb(tau.hi),
+                tau_lo=zb(tau.lo), tokens=zb(tokens), memory_tokens=zb(memory),
+                preempted=zb(jnp.sum(e.preempt, dtype=jnp.int32)),
+                completed=zb(jnp.sum(completes, dtype=jnp.int32)), inserted=z(inserted),
+                in_system=z(jnp.sum(table.id >= 0, dtype=jnp.int32)), counts=zb(counts))

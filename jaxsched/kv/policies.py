@@ -1,0 +1,220 @@
+"""Batch policies of the kv engine, looked up by name (docs/kv-semantics.md §6).
+
+Every policy has one signature: `policy(config, params, view) -> (member, preempt, chunk)`:
+member (bool[Q]) marks the requests processed by this batch, preempt (bool[Q]) the requests
+that lose their KV now (restart), chunk (int32[Q]) the tokens each member processes (its whole
+work l_j + k except for a chunked prefill, sarathi). Orders are by request id, never by table slot, so every policy is
+deterministic and independent of where requests sit in the table. Adding a policy touches this
+file only.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .config import KVConfig, KVParams
+from .state import Table
+
+_BIG = np.int32(2**31 - 1)
+
+
+class View(eqx.Module):
+    """What a policy sees at an epoch.
+
+    table: the request table (a ring: id order is slot order rotated by `base`).
+    valid: bool[Q] occupied slots. work: int32[Q] l_j + k, the tokens a request costs when
+    processed now (0 for empty slots). draining: bool scalar, all N requests have arrived and
+    end_mode is "drain". base: int32 slot of the oldest id that can be in the table.
+    type_completed: int32[m] requests of each type completed so far.
+    prefilled: int32[Q] tokens of a partially done (chunked) prefill, 0 otherwise.
+    """
+    table: Table
+    valid: jnp.ndarray
+    work: jnp.ndarray
+    draining: jnp.ndarray
+    base: jnp.ndarray
+    type_completed: jnp.ndarray
+    prefilled: jnp.ndarray
+
+
+def prefix_by_id(x: jnp.ndarray, base) -> jnp.ndarray:
+    """Exclusive prefix sums of x (int32[Q], ring slots) in id order: sum of x over the slots
+    holding smaller ids. One cumsum in slot order, corrected for the ring's wrap at `base`."""
+    ex = jnp.cumsum(x) - x
+    slot = jnp.arange(x.shape[0], dtype=jnp.int32)
+    return ex - ex[base] + jnp.where(slot < base, jnp.sum(x), 0)
+
+
+def group_rank(group: jnp.ndarray, ids: jnp.ndarray, valid: jnp.ndarray) -> jnp.ndarray:
+    """int32[Q]: rank of each valid request within its group by id (0 = oldest), by sorting.
+
+    The general definition (docs §6), O(Q log Q); the policies use the O(Q) forms below, which
+    rely on no request overtaking an older one of its group, and tests check them against this.
+    Empty slots get large ranks.
+    """
+    Q = group.shape[0]
+    pos = jnp.arange(Q, dtype=jnp.int32)
+    g = jnp.where(valid, group, _BIG)
+    i = jnp.where(valid, ids, _BIG)
+    gs, _, slot = jax.lax.sort((g, i, pos), num_keys=2)
+    start = jnp.concatenate([jnp.ones((1,), bool), gs[1:] != gs[:-1]])
+    first = jax.lax.cummax(jnp.where(start, pos, 0))
+    return jnp.zeros((Q,), jnp.int32).at[slot].set(pos - first)
+
+
+def _above(count: jnp.ndarray) -> jnp.ndarray:
+    """above[..., k] = sum of count[..., k'] over k' > k (int32, last axis = stages)."""
+    return jnp.cumsum(count[..., ::-1], axis=-1)[..., ::-1] - count
+
+
+def wait_rank(config: KVConfig, view: View) -> jnp.ndarray:
+    """int32[Q] rank within (type, stage) by id, in O(Q + m K1).
+
+    Requests of one type complete in arrival order and never overtake each other, so the older
+    requests of type j still in the system are those with a smaller `seq` (there are
+    seq - completed_j of them), and the ones at a stage above k are all older than any at k:
+    rank = seq - completed_j - #(type j at stages > k).
+    """
+    t = view.table
+    m, K1 = config.m, config.num_stages
+    count = jnp.zeros((m * K1,), jnp.int32).at[t.type * K1 + t.stage].add(
+        view.valid.astype(jnp.int32)).reshape(m, K1)
+    above = _above(count)
+    return t.seq - view.type_completed[t.type] - above[t.type, jnp.clip(t.stage, 0, K1 - 1)]
+
+
+def stage_rank(config: KVConfig, view: View) -> jnp.ndarray:
+    """int32[Q] rank within stage (any type) by id, in O(Q + K1): requests at higher stages
+    are all older (no overtaking), so rank = #(older in system) - #(at stages > k)."""
+    t = view.table
+    K1 = config.num_stages
+    older = prefix_by_id(view.valid.astype(jnp.int32), view.base)
+    count = jnp.zeros((K1,), jnp.int32).at[t.stage].add(view.valid.astype(jnp.int32))
+    return older - _above(count)[jnp.clip(t.stage, 0, K1 - 1)]
+
+
+def fits_prefix(view: View, mask: jnp.ndarray, capacity) -> jnp.ndarray:
+    """bool[Q]: the longest prefix by id of the `mask`ed requests whose total work is <= capacity
+    (dropping the fewest newest ones until the rest fits gives the same set)."""
+    w = jnp.where(mask, view.work, 0)
+    return mask & (prefix_by_id(w, view.base) + w <= capacity)
+
+
+def wait(config: KVConfig, params: KVParams, view: View):
+    """WAIT (Alg. 1): types whose stage-0 queue reached n_j run the first n_j of every stage."""
+    t = view.table
+    m = config.m
+    n = params.thresholds                                            # [m]
+    waiting = jnp.zeros((m,), jnp.int32).at[t.type].add((view.valid & (t.stage == 0)).astype(jnp.int32))
+    present = jnp.zeros((m,), jnp.int32).at[t.type].add(view.valid.astype(jnp.int32))
+    fire = jnp.where(view.draining, present > 0, waiting >= n)       # [m]
+    member = view.valid & fire[t.type] & (wait_rank(config, view) < n[t.type])
+    return member, jnp.zeros_like(member), view.work
+
+
+def nested_wait(config: KVConfig, params: KVParams, view: View):
+    """Nested WAIT (Alg. 2): a prefix of segments whose entry queues reached n_i runs; the first
+    n_i of each of their stages (any type). On memory overflow, paused residents restart
+    (newest first), then the newest batch members leave the batch (restarting if resident)."""
+    t = view.table
+    K1 = config.num_stages
+    seg_of_stage = jnp.asarray(config.stage_segment())              # [K1]
+    entry = jnp.asarray(config.segment_entry())                     # [L]
+    n = params.thresholds                                            # [L]
+    S = jnp.zeros((K1,), jnp.int32).at[t.stage].add(view.valid.astype(jnp.int32))
+    ok = S[entry] >= n
+    n_active = jnp.where(view.draining, ok.shape[0], jnp.sum(jnp.cumprod(ok.astype(jnp.int32))))
+    seg = seg_of_stage[jnp.clip(t.stage, 0, K1 - 1)]
+    member0 = view.valid & (seg < n_active) & (stage_rank(config, view) < n[seg])
+    paused = view.valid & t.resident & ~member0
+    C = params.capacity_tokens
+    # Members rank before paused residents: the oldest member always fits (C >= max l + l'),
+    # so a non-empty B0 never becomes an empty batch and the run cannot livelock.
+    keep_m = fits_prefix(view, member0, C)
+    kept = jnp.sum(jnp.where(keep_m, view.work, 0))
+    all_m = jnp.all(keep_m == member0)
+    keep_p = paused & all_m & fits_prefix(view, paused, C - kept)
+    return keep_m, paused & ~keep_p | (member0 & ~keep_m & t.resident), view.work
+
+
+def fcfs(config: KVConfig, params: KVParams, view: View):
+    """FCFS: the longest prefix by arrival that fits in C runs; residents outside it restart."""
+    member = fits_prefix(view, view.valid, params.capacity_tokens)
+    return member, view.valid & view.table.resident & ~member, view.work
+
+
+def prefix_max_by_id(x: jnp.ndarray, base) -> jnp.ndarray:
+    """Inclusive prefix maxima of x (int32[Q] >= 0, ring slots) in id order."""
+    slot = jnp.arange(x.shape[0], dtype=jnp.int32)
+    first = slot >= base                                  # the older half of the ring
+    a = jax.lax.cummax(jnp.where(first, x, 0))
+    b = jax.lax.cummax(jnp.where(first, 0, x))
+    return jnp.where(first, a, jnp.maximum(jnp.max(jnp.where(first, x, 0)), b))
+
+
+def vllm(config: KVConfig, params: KVParams, view: View):
+    """vLLM-like (notes §3.3, upstream Vidur): prefill first. Waiting requests are admitted in
+    arrival order while the running count stays <= batch_size_cap, admitted * max(prefill
+    tokens) <= max_tokens_in_batch and the free KV blocks stay >= the watermark; a batch with
+    an admission is prefill-only. Otherwise every running request decodes; when their blocks
+    exceed the pool, the newest restart."""
+    t = view.table
+    bs = params.block_size
+    blocks = (view.work + bs - 1) // bs                              # ceil((l + k) / block)
+    running = view.valid & t.resident
+    waiting = view.valid & ~t.resident
+    used = jnp.sum(jnp.where(running, blocks, 0))
+    pos = prefix_by_id(waiting.astype(jnp.int32), view.base) + 1    # 1-based among waiting
+    w_blocks = jnp.where(waiting, blocks, 0)
+    admit = (waiting
+             & (jnp.sum(running) + pos <= params.batch_size_cap)
+             & (pos * prefix_max_by_id(jnp.where(waiting, view.work, 0), view.base)
+                <= params.max_tokens_in_batch)
+             & (used + prefix_by_id(w_blocks, view.base) + w_blocks
+                <= params.num_blocks - params.watermark_blocks))
+    r_blocks = jnp.where(running, blocks, 0)
+    decode = running & (prefix_by_id(r_blocks, view.base) + r_blocks <= params.num_blocks)
+    prefill = jnp.any(admit)
+    member = jnp.where(prefill, admit, decode)
+    return member, jnp.where(prefill, False, running & ~decode), view.work
+
+
+def sarathi(config: KVConfig, params: KVParams, view: View):
+    """Sarathi-like (notes §3.3): decodes first, then continuing chunked prefills, then new
+    requests, the prefill chunks filling a token budget of chunk_size (each decode takes one
+    token of it); KV blocks are allocated for a whole prefill when it starts; on a block
+    shortage the newest holders restart. See docs/kv-semantics.md §6."""
+    t = view.table
+    bs = params.block_size
+    blocks = (view.work + bs - 1) // bs
+    decoding = view.valid & t.resident
+    partial = view.valid & ~t.resident & (view.prefilled > 0)
+    holding = decoding | partial
+    h_blocks = jnp.where(holding, blocks, 0)
+    keep = holding & (prefix_by_id(h_blocks, view.base) + h_blocks <= params.num_blocks)
+    dec, par = decoding & keep, partial & keep
+    budget = jnp.maximum(params.chunk_size - jnp.sum(dec), 0)
+    rem = jnp.where(par, view.work - view.prefilled, 0)
+    c_par = jnp.clip(budget - prefix_by_id(rem, view.base), 0, rem)
+    budget = budget - jnp.sum(c_par)
+    new = view.valid & ~t.resident & (view.prefilled == 0)
+    pos = prefix_by_id(new.astype(jnp.int32), view.base) + 1
+    w_new = jnp.where(new, view.work, 0)
+    before = prefix_by_id(w_new, view.base)
+    b_new = jnp.where(new, blocks, 0)
+    used = jnp.sum(jnp.where(keep, blocks, 0))
+    admit = (new & (before < budget)
+             & (jnp.sum(keep) + pos <= params.batch_size_cap)
+             & (used + prefix_by_id(b_new, view.base) + b_new
+                <= params.num_blocks - params.watermark_blocks))
+    member = dec | (par & (c_par > 0)) | admit
+    chunk = jnp.where(dec, view.work, jnp.where(par, c_par, jnp.clip(budget - before, 0, w_new)))
+    return member, holding & ~keep, jnp.where(member, chunk, 0)
+
+
+POLICIES: dict[str, Callable] = {"wait": wait, "nested_wait": nested_wait, "fcfs": fcfs,
+                                 "vllm": vllm, "sarathi": sarathi}

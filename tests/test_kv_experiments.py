@@ -1,0 +1,172 @@
+"""Experiments E1-E4 and Theorem 1's scaling sweep of the WAIT paper (jaxsched.kv.experiments)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from jaxsched.cli import main
+from jaxsched.errors import ConfigError
+from jaxsched.kv import POLICIES
+from jaxsched.kv import experiments as kx
+from jaxsched.kv.fluid import equilibrium, nested_check, nested_segments, wait_check
+
+
+def test_rates_hit_the_requested_load():
+    for exp in kx.EXPERIMENTS.values():
+        for rho in (0.3, 0.9):
+            t = exp.types(rho)
+            assert t.load == pytest.approx(rho, rel=1e-12)
+            r = t.rates / t.rates[0]
+            assert np.allclose(r, np.asarray(exp.rate_ratio) / exp.rate_ratio[0])
+    with pytest.raises(ConfigError, match="load"):
+        kx.EXPERIMENTS["e1"].rates(1.0)
+
+
+def test_wait_rule_meets_condition_9_within_capacity():
+    t = kx.EXPERIMENTS["e1"].types(0.7)
+    n, verdict = kx.wait_rule(t, 0.1)
+    chk = wait_check(t, n)
+    assert verdict == "strict" and chk.strict.all() and chk.fits
+    # at least (1 + slack) times the fluid per-stage counts
+    assert np.all(n >= 1.1 * equilibrium(t).per_stage * (1 - 1e-9))
+    # E4: ten types whose one-request-per-stage memory alone exceeds C: WAIT cannot run
+    n4, v4 = kx.wait_rule(kx.EXPERIMENTS["e4"].types(0.5), 0.1)
+    assert n4 is None and v4.startswith("infeasible")
+
+
+def test_nested_rule_is_strict_and_decreasing_on_e3():
+    t = kx.EXPERIMENTS["e3"].types(0.7)
+    n, verdict = kx.nested_rule(t, 0.1, 0.02)
+    chk = nested_check(nested_segments(t), n)
+    assert verdict == "(10) strict" and chk.first_strict and chk.ratios.all() and chk.fits
+    assert np.all(np.diff(n) <= 0)  # tail-rate thresholds 15:14:12:8 shape
+
+
+def test_registered_policies_follow_the_registry():
+    names = kx.registered_policies()
+    assert set(names) == set(POLICIES)
+    assert names[0] == "wait"
+    with pytest.raises(ConfigError, match="policies"):
+        kx.registered_policies(["nope"])
+
+
+def test_fit_slope_recovers_synthetic_power_laws():
+    T = np.array([100.0, 200, 400, 800, 1600])
+    rng = np.random.default_rng(0)
+    for slope in (-0.5, -1.0):
+        y = 3.0 * T**slope * np.exp(rng.normal(0, 0.02, T.size))
+        s, ci, n = kx.fit_slope(T, y)
+        assert n == 5 and abs(s - slope) < 0.05 and 0 < ci < 0.1
+    # exact data: zero-width CI; non-positive values are left out of the log fit
+    s, ci, n = kx.fit_slope(T, np.r_[T[:4] ** -1.0, -1.0])
+    assert n == 4 and s == pytest.approx(-1.0) and ci == pytest.approx(0.0, abs=1e-9)
+
+
+def test_scaling_instances_sit_on_and_inside_condition_9():
+    for inst in kx.SCALING_INSTANCES:
+        dt = inst.d0_s + inst.d1_s_per_token * inst.threshold * (inst.decode + 1) * (
+            inst.prefill + inst.decode / 2)
+        cap = inst.threshold / inst.rate
+        if inst.name == "equality":
+            assert dt == cap and inst.capacity_tokens == 6  # C = M* = 6 tokens
+        else:
+            assert dt < cap
+
+
+def _check_rows(rows, policies, loads):
+    assert [(r["policy"], r["load"]) for r in rows] == [(p, l) for l in loads for p in policies]
+    for r in rows:
+        assert r["seeds"] >= 1 and r["rate_total_req_s"] > 0
+        assert 0 < r["throughput"] <= 1.05 * r["fluid_throughput"]
+        assert 0 < r["ttft_mean"] <= r["latency_mean"] <= r["latency_p99"] * 1.1
+        assert r["peak_memory_tokens"] <= kx.HARDWARE.capacity_tokens
+        assert r["incomplete"] == 0
+
+
+def test_e1_quick_point_shape_and_sanity():
+    rows = kx.run_experiment("e1", quick=True, loads=(0.5,), policies=["wait", "fcfs"])
+    _check_rows(rows, ["wait", "fcfs"], (0.5,))
+    assert rows[0]["rule"] == "(9) strict" and rows[1]["thresholds"] == "-"
+    assert rows[1]["preemptions"] == 0  # memory never binds at rho = 0.5
+
+
+def test_e3_nested_wait_reaches_fluid_throughput_at_a_stable_rate():
+    # Long enough (N / Lambda ~ 70 s against a few seconds of latency) that the end-of-run drain
+    # costs only a few % of throughput.
+    rows = kx.run_experiment("e3", loads=(0.5,), policies=["nested_wait"], seeds=2,
+                             num_requests=4000)
+    _check_rows(rows, ["nested_wait"], (0.5,))
+    assert rows[0]["throughput_ratio"] > 0.9
+    assert "(10) strict" in rows[0]["rule"]
+
+
+def test_e4_wait_is_reported_infeasible_not_run():
+    exp = kx.EXPERIMENTS["e4"]
+    r = kx.run_point(exp, "wait", 0.5, [0], 100)
+    assert r["rule"].startswith("infeasible") and math.isnan(r["throughput"])
+    assert "infeasible" in kx.experiment_table([r])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["e1", "e2", "e3", "e4"])
+def test_quick_experiments_all_policies(name):
+    rows = kx.run_experiment(name, quick=True)
+    exp = kx.EXPERIMENTS[name]
+    assert len(rows) == len(exp.quick_loads) * len(kx.registered_policies())
+    for r in rows:
+        if not math.isnan(r["throughput"]):
+            assert 0 < r["throughput"] <= 1.05 * r["fluid_throughput"]
+
+
+def test_scaling_point_gap_estimator():
+    inst = kx.SCALING_INSTANCES[1]  # strict: backlog O(1), the gap is small and positive
+    r = kx.scaling_point(inst, 200.0, range(8))
+    assert 0 < r["gap"] < 0.5 and r["in_system"] < 3 * inst.threshold * (inst.decode + 1) + 10
+    assert r["gap_ci"] < r["gap_raw_ci"]  # the arrival control variate reduces the noise
+
+
+@pytest.mark.slow
+def test_scaling_quick_slopes():
+    rows, fits = kx.run_scaling(quick=True)
+    f = {x["instance"]: x for x in fits}
+    assert f["equality"]["gap_slope"] > -0.8 and f["strict"]["gap_slope"] < -0.8
+    assert f["equality"]["latency_slope"] > 0.2 and abs(f["strict"]["latency_slope"]) < 0.1
+
+
+# --------------------------------------------------------------------------- CLI
+
+def test_cli_kv_experiment_quick(tmp_path, capsys):
+    rc = main(["kv", "experiment", "e3", "--quick", "--policies", "nested_wait", "--seeds", "1",
+               "--out", str(tmp_path), "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "| Nested WAIT |" in out and "paper's claim" in out
+    assert (tmp_path / "e3.csv").exists() and (tmp_path / "e3.png").stat().st_size > 0
+
+
+def test_cli_kv_run(capsys):
+    rc = main(["kv", "run", "--policy", "fcfs", "--num-requests", "200", "--seeds", "2",
+               "--table-size", "512"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "| throughput_tokens_per_s |" in out
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["kv", "experiment", "e9"], "unknown experiment"),
+    (["kv", "experiment", "e1", "--policies", "nope"], "policies"),
+    (["kv", "experiment", "scaling", "--seeds", "1"], "--seeds"),
+    (["kv", "run", "--decode", "10,x"], "--decode"),
+    (["kv", "run", "--policy", "nope"], "policy"),
+])
+def test_cli_kv_bad_arguments(argv, msg, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "error" in err and msg in err
+
+
+def test_cli_kv_needs_a_subcommand():
+    with pytest.raises(SystemExit) as e:
+        main(["kv"])
+    assert e.value.code == 2
