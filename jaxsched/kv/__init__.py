@@ -2,7 +2,8 @@
 
 The engine (docs/kv-semantics.md): `KVConfig` (static) and `KVParams` (traced, built by
 `make_params`), `simulate(config, params, seeds) -> KVResults` (jit + vmap over seeds, lax.scan
-over decision epochs), policies by name in `POLICIES` ("wait", "nested_wait", "fcfs").
+over decision epochs), policies by name in `POLICIES` ("wait", "nested_wait", "fcfs", "vllm",
+"sarathi").
 
 `fluid`: the host-side fluid benchmark (equilibrium, WAIT / Nested WAIT thresholds, the root
 theta of Lemma 8 and the memory bound), float64 NumPy with the typo corrections of the reading

@@ -45,7 +45,9 @@ class KVConfig:
     prefill_tokens, decode_tokens: (m,) l_j >= 1 and l'_j >= 1 tokens per request type.
     policy: one of POLICY_NAMES. num_requests N and/or horizon_s T (s): when the run ends.
     end_mode: "drain" (thresholds stop gating once all N arrived) or "force_clear".
-    table_size Q: request slots; arrivals_per_step A: candidates examined per epoch.
+    table_size Q: request slots, a ring (request id in slot id mod Q): Q must exceed the
+    arrivals during the longest stay of a request, else arrivals are lost (counted, warned).
+    arrivals_per_step A (<= Q): candidates examined per epoch.
     max_epochs: bound on the number of epochs (scan steps) of a run.
     hist_octave_bits: b, the latency / TTFT histograms (p50, p99) have 2^b bins per octave.
     segment_bounds: nested_wait only, last decode stage of each segment (strictly increasing,
@@ -126,7 +128,7 @@ class KVConfig:
 
     @property
     def num_thresholds(self) -> int:
-        """Length of the thresholds array: m (wait), L (nested_wait), 0 (fcfs)."""
+        """Length of the thresholds array: m (wait), L (nested_wait), 0 (the others)."""
         if self.policy == "wait":
             return self.m
         if self.policy == "nested_wait":
