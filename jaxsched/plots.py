@@ -147,6 +147,10 @@ def bfio_gap_vs_b(series: Mapping[str, Mapping[int, tuple]], bounds: Mapping[str
                         label=f"G={G}")
         ax.axhline(bounds[label], color="k", ls="--", lw=1, label="bound")
         ax.set(xscale="log", yscale="log", xlabel="B", ylabel="avg gap (tokens)")
+        # The B values themselves as ticks: log-axis minor labels overlap on short ranges.
+        ticks = sorted({float(b) for G in by_g for b in by_g[G][0]})
+        ax.set_xticks(ticks, [f"{b:g}" for b in ticks])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(label, fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from jaxsched.results import t975
-from jaxsched.theorems import (DEFAULT_KERNEL, DEFAULT_T1_KERNEL, Point, all_checks, check_theorems,
-                               expected_max_normal, fcfs_prediction, ols, ratio_slopes, snapshot_var,
-                               theorem_grid)
+from jaxsched.theorems import (DEFAULT_KERNEL, DEFAULT_T1_KERNEL, Point, admission_margin, all_checks,
+                               check_theorems, expected_max_normal, fcfs_prediction, ols,
+                               ratio_slopes, snapshot_var, theorem_grid)
 
 # E[max of G iid N(0, 1)] (notes/000.md section 1.1; G = 2: 1/sqrt(pi)).
 E_MAX = {1: 0.0, 2: 0.5642, 4: 1.0294, 8: 1.4236, 16: 1.7660, 32: 2.0697, 64: 2.3437, 128: 2.5946,
@@ -140,7 +140,16 @@ def test_checks_fail_on_bad_rows():
                 imb_ci95="0", gap_ci95="0", gap_bound="20", imbalance_bound="140", prediction="100")
     rows = [dict(base, policy="fcfs", imb_mean="100", gap_mean="50"),
             dict(base, policy="bfio", imb_mean="10", gap_mean="5", round_gap_max="20")]
-    assert [c.status for c in all_checks(rows)[0]] == ["PASS", "PASS", "PASS", "PASS", "INFO"]
+    assert [c.status for c in all_checks(rows)[0]] == ["PASS", "PASS", "PASS", "PASS", "INFO", "INFO"]
+    # Above the bound: reported where one admission cannot absorb a step's removal spread
+    # (kappa/phi < 1: B = 64, s_max = 4, p = 0.2), failed where it can (B = 4096, s_max = 20).
+    t2 = dict(base, policy="bfio", theorem="2", group="t2", G="64", B="64", s_max="4", p="0.2",
+              drift_lo="1", drift_hi="1", imb_mean="10", gap_mean="25")
+    assert admission_margin(t2) < 1 and admission_margin(rows[1]) == math.inf
+    checks = all_checks(rows + [t2])[0]
+    assert checks[1].status == "PASS" and "t2 G=64 B=64: gap 1.25 x bound" in checks[5].detail
+    big = dict(t2, B="4096", s_max="20", p="0.1")
+    assert admission_margin(big) > 1 and all_checks(rows + [big])[0][1].status == "FAIL"
     rows[0]["imb_mean"] = "120"
     rows[1].update(gap_mean="25", round_gap_max="21")
     assert [c.status for c in all_checks(rows)[0]][:3] == ["FAIL", "FAIL", "FAIL"]
