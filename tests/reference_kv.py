@@ -13,7 +13,8 @@ Everything after e_i (candidate times, periods, thinning, types) is recomputed h
 draws v_i come from a stdlib re-implementation of jaxsched.rng's counter hash (`kv_uniform`).
 
 Entry point: `simulate(...)`. Double-float helpers (`DF`, `two_sum`, `fast_two_sum`, `add_f32`,
-`sub`, `le`, `from_float64`, `to_float64`) and `iteration_time` are public for the tests.
+`sub`, `le`, `from_float64`, `to_float64`), `iteration_time` and the histogram helpers of §8
+(`hist_bin`, `hist_quantile`) are public for the tests.
 """
 from __future__ import annotations
 
@@ -26,9 +27,10 @@ import numpy as np
 __all__ = ["simulate", "POLICIES", "END_MODES", "KINDS", "DF", "two_sum", "fast_two_sum",
            "add_f32", "add", "split12", "sub", "le", "from_float64", "to_float64", "iteration_time",
            "kv_uniform",
-           "type_cdf", "empirical_quantile", "STREAM_KV_GAP", "STREAM_KV_TYPE"]
+           "type_cdf", "empirical_quantile", "hist_bin", "hist_quantile", "vllm_blocks",
+           "STREAM_KV_GAP", "STREAM_KV_TYPE"]
 
-POLICIES: tuple[str, ...] = ("wait", "nested_wait", "fcfs")
+POLICIES: tuple[str, ...] = ("wait", "nested_wait", "fcfs", "vllm", "sarathi")
 END_MODES: tuple[str, ...] = ("drain", "force_clear")
 # Epoch kinds of §9.
 KIND_NONE, KIND_INSERT, KIND_BATCH, KIND_IDLE, KIND_END = 0, 1, 2, 3, 4
@@ -39,6 +41,8 @@ STREAM_KV_GAP = 8
 STREAM_KV_TYPE = 9
 
 F32 = np.float32
+# Latency / TTFT histograms (§8): 2^b bins per octave on [2^-20, 2^20) s.
+HIST_MIN_EXP, HIST_MAX_EXP = -20, 20
 
 
 # --------------------------------------------------------------------------------------------
@@ -191,6 +195,36 @@ def empirical_quantile(values: Sequence[float], q: float) -> float:
     return float(ordered[min(max(math.ceil(q * n) - 1, 0), n - 1)])
 
 
+def hist_bin(x: np.float32, octave_bits: int) -> int:
+    """Histogram bin of a float32 value x >= 0 (s), §8: 0 below 2^-20, nb - 1 from 2^20 on,
+    else (bits(x) >> (23 - b)) - ((127 - 20) << b) + 1 with bits(x) the IEEE word of x."""
+    b = octave_bits
+    nb = (HIST_MAX_EXP - HIST_MIN_EXP) * 2**b + 2
+    x = F32(x)
+    if x < F32(2.0**HIST_MIN_EXP):
+        return 0
+    bits = int(np.array(x, np.float32).view(np.int32))
+    return min((bits >> (23 - b)) - ((127 + HIST_MIN_EXP) << b) + 1, nb - 1)
+
+
+def hist_quantile(values: Sequence[np.float32], q: float, octave_bits: int) -> float:
+    """§8 quantile: the midpoint of the bin holding the ceil(q n)-th smallest value (0 for bin 0,
+    2^20 s for the top bin, 0 when empty). Bin k >= 1 covers [2^e (1 + f / 2^b),
+    2^e (1 + (f + 1) / 2^b)) with e = -20 + (k - 1) // 2^b and f = (k - 1) mod 2^b."""
+    n = len(values)
+    if n == 0:
+        return 0.0
+    per = 2**octave_bits
+    nb = (HIST_MAX_EXP - HIST_MIN_EXP) * per + 2
+    k = hist_bin(sorted(values)[max(math.ceil(q * n), 1) - 1], octave_bits)
+    if k == 0:
+        return 0.0
+    if k == nb - 1:
+        return 2.0**HIST_MAX_EXP
+    e, f = divmod(k - 1, per)
+    return 2.0 ** (HIST_MIN_EXP + e) * (1.0 + (f + 0.5) / per)
+
+
 # --------------------------------------------------------------------------------------------
 # Requests and the arrival stream (§3, §4)
 # --------------------------------------------------------------------------------------------
@@ -205,18 +239,30 @@ class Request:
     decode: int  # l'_j
     stage: int = 0
     resident: bool = False  # holds KV on the GPU
+    prefilled: int = 0  # tokens of a chunked prefill done so far (sarathi), else 0
     first_token_done: bool = False
     ttft: np.float32 | None = None
     latency: np.float32 | None = None
     completion: DF | None = None
     preemptions: int = 0
     inserted: bool = False  # False: lost to a full table (table_overflow)
-    batches: list[int] = field(default_factory=list)  # batch numbers it was processed in
+    batches: list[int] = field(default_factory=list)  # batch numbers that advanced its stage
+    chunks: list[int] = field(default_factory=list)  # batch numbers of partial prefill chunks
 
     @property
     def work(self) -> int:
         """Tokens it costs when processed now, and its KV when resident: l_j + k."""
         return self.prefill + self.stage
+
+    @property
+    def partial(self) -> bool:
+        """Non-resident with a chunked prefill under way (sarathi): holds its prefill's KV."""
+        return not self.resident and self.prefilled > 0
+
+    @property
+    def holds(self) -> bool:
+        """Holds KV now: resident, or a partial chunked prefill (§4, §6 sarathi)."""
+        return self.resident or self.partial
 
 
 class Arrivals:
@@ -279,18 +325,34 @@ class Arrivals:
 
 
 # --------------------------------------------------------------------------------------------
-# Policies (§6): each maps the table (requests sorted by id) to (batch B, preempted P), id sets
+# Policies (§6): each maps the table (requests sorted by id) to (batch B, preempted P, chunks),
+# B and P sets of ids, chunks {id in B: tokens it processes} (its work l_j + k except for a
+# chunked prefill, sarathi)
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PolicyInput:
     """What a policy sees at one epoch."""
 
     requests: list[Request]  # every request in the table, ascending id
-    thresholds: tuple[int, ...]  # n_j (wait), n_i (nested_wait), () (fcfs)
+    thresholds: tuple[int, ...]  # n_j (wait), n_i (nested_wait), () (the others)
     capacity: int  # C, tokens
     draining: bool
     decode: tuple[int, ...]  # l'_j
     segment_bounds: tuple[int, ...]  # b_i (nested_wait)
+    batch_size_cap: int = 128  # vllm, sarathi: requests per batch
+    max_tokens_in_batch: int = 4096  # vllm
+    block_size: int = 16  # vllm, sarathi: tokens per KV block
+    watermark: float = 0.01  # vllm, sarathi: fraction of the blocks kept free at admission
+    chunk_size: int = 512  # sarathi: prefill token budget per batch
+
+
+Decision = tuple[set[int], set[int], dict[int, int]]
+
+
+def _whole(batch: list[Request] | set[int], reqs: list[Request]) -> dict[int, int]:
+    """Chunks of a batch whose members all process their whole work l_j + k."""
+    ids = {r.id if isinstance(r, Request) else r for r in batch}
+    return {r.id: r.work for r in reqs if r.id in ids}
 
 
 def _first_per_group(reqs: list[Request], group: Callable[[Request], Any],
@@ -307,7 +369,7 @@ def _first_per_group(reqs: list[Request], group: Callable[[Request], Any],
     return out
 
 
-def policy_wait(inp: PolicyInput) -> tuple[set[int], set[int]]:
+def policy_wait(inp: PolicyInput) -> Decision:
     """Alg. 1: every request of a fired type with rank < n_j in its (type, stage) group."""
     m = len(inp.thresholds)
     fired = []
@@ -318,7 +380,7 @@ def policy_wait(inp: PolicyInput) -> tuple[set[int], set[int]]:
             fired.append(sum(1 for r in inp.requests if r.type == j and r.stage == 0) >= inp.thresholds[j])
     members = [r for r in inp.requests if fired[r.type]]
     batch = _first_per_group(members, lambda r: (r.type, r.stage), lambda r: inp.thresholds[r.type])
-    return {r.id for r in batch}, set()
+    return {r.id for r in batch}, set(), _whole(batch, inp.requests)
 
 
 def stage_segment(stage: int, bounds: Sequence[int]) -> int:
@@ -326,7 +388,7 @@ def stage_segment(stage: int, bounds: Sequence[int]) -> int:
     return next(i for i, b in enumerate(bounds) if stage <= b)
 
 
-def policy_nested_wait(inp: PolicyInput) -> tuple[set[int], set[int]]:
+def policy_nested_wait(inp: PolicyInput) -> Decision:
     """Alg. 2 with segments, plus the memory check of §6.
 
     Memory check: order the contributors as the members of B0 by id, then the paused residents
@@ -359,10 +421,11 @@ def policy_nested_wait(inp: PolicyInput) -> tuple[set[int], set[int]]:
         kept.add(r.id)
         total += r.work
     dropped = [r for r in order if r.id not in kept]
-    return b0_ids - {r.id for r in dropped}, {r.id for r in dropped if r.resident}
+    batch = b0_ids - {r.id for r in dropped}
+    return batch, {r.id for r in dropped if r.resident}, _whole(batch, inp.requests)
 
 
-def policy_fcfs(inp: PolicyInput) -> tuple[set[int], set[int]]:
+def policy_fcfs(inp: PolicyInput) -> Decision:
     """Longest prefix by id whose total of l_j + k fits C; resident requests outside are preempted."""
     batch: set[int] = set()
     total = 0
@@ -371,10 +434,105 @@ def policy_fcfs(inp: PolicyInput) -> tuple[set[int], set[int]]:
             break
         batch.add(r.id)
         total += r.work
-    return batch, {r.id for r in inp.requests if r.resident and r.id not in batch}
+    return batch, {r.id for r in inp.requests if r.resident and r.id not in batch}, \
+        _whole(batch, inp.requests)
 
 
-_POLICY_FUNCS = {"wait": policy_wait, "nested_wait": policy_nested_wait, "fcfs": policy_fcfs}
+def vllm_blocks(inp: PolicyInput) -> tuple[int, int]:
+    """(num_blocks, watermark_blocks) = (C // b, floor(watermark * num_blocks)) (host float64)."""
+    num_blocks = inp.capacity // inp.block_size
+    return num_blocks, int(math.floor(inp.watermark * num_blocks))
+
+
+def _blocks(r: Request, block_size: int) -> int:
+    """KV blocks of a request with work w = l_j + k: ceil(w / b)."""
+    return -(-r.work // block_size)
+
+
+def policy_vllm(inp: PolicyInput) -> Decision:
+    """vLLM-like (§6): prefill first, restart preemption of the newest on a block shortage.
+
+    Waiting (non-resident) requests are admitted one at a time in id order while the running
+    count plus the admitted stays <= batch_size_cap, admitted * max(work) <= max_tokens_in_batch
+    and the blocks of the running plus the admitted stay <= num_blocks - watermark_blocks; the
+    first that fails stops admission. A batch with an admission is prefill-only (P empty).
+    Otherwise the running requests decode: the longest prefix by id whose blocks fit num_blocks;
+    the running ones outside it are preempted (restart).
+    """
+    num_blocks, wm = vllm_blocks(inp)
+    b = inp.block_size
+    running = [r for r in inp.requests if r.resident]
+    waiting = [r for r in inp.requests if not r.resident]
+    used = sum(_blocks(r, b) for r in running)
+    admitted: list[Request] = []
+    max_work = blocks = 0
+    for r in waiting:
+        pos = len(admitted) + 1
+        max_work = max(max_work, r.work)
+        blocks += _blocks(r, b)
+        if (len(running) + pos > inp.batch_size_cap or pos * max_work > inp.max_tokens_in_batch
+                or used + blocks > num_blocks - wm):
+            break
+        admitted.append(r)
+    if admitted:
+        return {r.id for r in admitted}, set(), _whole(admitted, inp.requests)
+    decode: list[Request] = []
+    blocks = 0
+    for r in running:
+        if blocks + _blocks(r, b) > num_blocks:
+            break
+        decode.append(r)
+        blocks += _blocks(r, b)
+    ids = {r.id for r in decode}
+    return ids, {r.id for r in running if r.id not in ids}, _whole(decode, inp.requests)
+
+
+def policy_sarathi(inp: PolicyInput) -> Decision:
+    """Sarathi-like (§6): decodes first, then continuing chunked prefills, then new requests.
+
+    The holders (resident or partial) keep their KV while their blocks fit num_blocks, by id;
+    the rest are preempted (restart; a partial one loses its prefilled tokens). Every kept
+    resident decodes (chunk = its work); the prefill chunks share a budget of chunk_size tokens
+    minus one per decode: first the kept partial prefills by id, then new requests (non-resident
+    with nothing prefilled) by id while the budget is not used up, the request count stays
+    <= batch_size_cap and the blocks stay <= num_blocks - watermark_blocks.
+    """
+    num_blocks, wm = vllm_blocks(inp)
+    b = inp.block_size
+    keep: list[Request] = []
+    blocks = 0
+    for r in (r for r in inp.requests if r.holds):
+        if blocks + _blocks(r, b) > num_blocks:
+            break
+        keep.append(r)
+        blocks += _blocks(r, b)
+    kept = {r.id for r in keep}
+    preempt = {r.id for r in inp.requests if r.holds and r.id not in kept}
+    chunks: dict[int, int] = {}
+    decodes = [r for r in keep if r.resident]
+    for r in decodes:
+        chunks[r.id] = r.work
+    budget = max(inp.chunk_size - len(decodes), 0)
+    for r in (r for r in keep if r.partial):  # continuing prefills, oldest first
+        c = min(budget, r.work - r.prefilled)
+        if c > 0:
+            chunks[r.id] = c
+            budget -= c
+    used = blocks  # blocks of the kept holders
+    count = len(keep)
+    before = 0  # work of the new requests before this one
+    for r in (r for r in inp.requests if not r.resident and r.prefilled == 0):
+        if before >= budget or count + 1 > inp.batch_size_cap or used + _blocks(r, b) > num_blocks - wm:
+            break
+        chunks[r.id] = min(budget - before, r.work)
+        count += 1
+        used += _blocks(r, b)
+        before += r.work
+    return set(chunks), preempt, chunks
+
+
+_POLICY_FUNCS = {"wait": policy_wait, "nested_wait": policy_nested_wait, "fcfs": policy_fcfs,
+                 "vllm": policy_vllm, "sarathi": policy_sarathi}
 
 
 # --------------------------------------------------------------------------------------------
@@ -399,7 +557,8 @@ class _Sim:
                  arrivals: Arrivals, d0: np.float32, d1: np.float32, capacity: int,
                  thresholds: tuple[int, ...], num_requests: int | None, horizon: DF | None,
                  end_mode: str, table_size: int, arrivals_per_step: int,
-                 segment_bounds: tuple[int, ...]) -> None:
+                 segment_bounds: tuple[int, ...], hist_octave_bits: int,
+                 limits: dict[str, Any]) -> None:
         self.prefill, self.decode = prefill, decode
         self.m, self.K1 = len(prefill), max(decode) + 1
         self.policy = policy
@@ -410,7 +569,10 @@ class _Sim:
         self.end_mode = end_mode
         self.A = arrivals_per_step
         self.bounds = segment_bounds
-        self.table: list[Request | None] = [None] * table_size
+        self.hist_octave_bits = hist_octave_bits
+        self.limits = limits  # batch_size_cap, max_tokens_in_batch, block_size, watermark, chunk_size
+        self.Q = table_size
+        self.table: list[Request | None] = [None] * table_size  # a ring: request id in slot id mod Q
         self.t = ZERO
         self.busy = ZERO
         self.done = False
@@ -428,12 +590,14 @@ class _Sim:
 
     # ---- operations ----------------------------------------------------------------------
     def insert(self, typ: int, time: DF) -> bool:
-        """Insert accepted request num_arrived - 1 into the lowest empty slot; False if full."""
+        """Insert accepted request id = num_arrived - 1 into slot id mod Q; False (lost, counted
+        in table_overflow) if that slot still holds an older request (id - Q, or an even older
+        one of the same slot when id - Q was itself lost)."""
         req = Request(id=self.arr.num_arrived - 1, type=typ, arrival=time, prefill=self.prefill[typ],
                       decode=self.decode[typ])
         self.requests.append(req)
-        slot = next((s for s, r in enumerate(self.table) if r is None), None)
-        if slot is None:
+        slot = req.id % self.Q
+        if self.table[slot] is not None:
             self.table_overflow += 1
             return False
         self.table[slot] = req
@@ -441,15 +605,15 @@ class _Sim:
         return True
 
     def remove(self, req: Request) -> None:
-        slot = next(s for s, r in enumerate(self.table) if r is req)
-        self.table[slot] = None
+        assert self.table[req.id % self.Q] is req
+        self.table[req.id % self.Q] = None
 
     def epoch(self) -> dict[str, Any]:
         """One epoch of §5; returns its trajectory row (§9)."""
         row: dict[str, Any] = {"kind": KIND_NONE, "t_hi": self.t.hi, "t_lo": self.t.lo,
                                "tau_hi": F32(0.0), "tau_lo": F32(0.0), "tau_s": 0.0, "tokens": 0,
-                               "memory_tokens": 0, "preempted": 0, "completed": 0, "inserted": 0,
-                               "batch_ids": [], "preempted_ids": [],
+                               "memory_tokens": 0, "preempted": 0, "completed": 0, "inserted": 0, "lost": 0,
+                               "batch_ids": [], "preempted_ids": [], "chunks": [],
                                "counts": [[0] * self.K1 for _ in range(self.m)]}
         if self.done:  # 0.
             row["in_system"] = len(self.in_table())
@@ -466,6 +630,8 @@ class _Sim:
             accepted, typ, time = self.arr.examine()
             if accepted and self.insert(typ, time):
                 row["inserted"] += 1
+            elif accepted:
+                row["lost"] += 1  # table_overflow (not a §9 field)
         if self.arr.due(self.t):
             return self._finish(row, KIND_INSERT)
         # 3. Draining.
@@ -473,8 +639,12 @@ class _Sim:
         # 4. Policy.
         reqs = self.in_table()
         inp = PolicyInput(requests=reqs, thresholds=self.thresholds, capacity=self.C,
-                          draining=draining, decode=self.decode, segment_bounds=self.bounds)
-        batch_ids, preempted_ids = _POLICY_FUNCS[self.policy](inp)
+                          draining=draining, decode=self.decode, segment_bounds=self.bounds,
+                          **self.limits)
+        batch_ids, preempted_ids, chunks = _POLICY_FUNCS[self.policy](inp)
+        assert set(chunks) == batch_ids and not batch_ids & preempted_ids
+        assert all(0 < c <= r.work - r.prefilled for r in reqs if r.id in batch_ids
+                   for c in [chunks[r.id]])
         # 5. Empty batch.
         if not batch_ids:
             if self.end_mode == "force_clear" and self.N is not None and self.arr.num_arrived == self.N:
@@ -491,20 +661,22 @@ class _Sim:
             self.t = self.arr.time  # idle until the next candidate, copied exactly
             return self._finish(row, KIND_IDLE)
         # 6. A batch.
-        self._batch(row, reqs, batch_ids, preempted_ids)
+        self._batch(row, reqs, batch_ids, preempted_ids, chunks)
         return self._finish(row, KIND_BATCH)
 
     def _batch(self, row: dict[str, Any], reqs: list[Request], batch_ids: set[int],
-               preempted_ids: set[int]) -> None:
+               preempted_ids: set[int], chunks: dict[int, int]) -> None:
         for r in reqs:
-            if r.id in preempted_ids:
-                assert r.resident
+            if r.id in preempted_ids:  # restart: the KV (and a partial prefill) is lost
+                assert r.holds
                 r.resident = False
+                r.prefilled = 0
                 r.preemptions += 1
         self.preemptions += len(preempted_ids)
         members = [r for r in reqs if r.id in batch_ids]
-        memory = sum(r.work for r in reqs if r.resident or r.id in batch_ids)
-        tokens = sum(r.work for r in members)
+        # KV held during the batch: holders not preempted, plus the members (whole work l_j + k).
+        memory = sum(r.work for r in reqs if r.holds or r.id in batch_ids)
+        tokens = sum(chunks[r.id] for r in members)
         for r in members:
             row["counts"][r.type][r.stage] += 1
         tau = iteration_time(tokens, self.d0, self.d1)
@@ -513,9 +685,14 @@ class _Sim:
         self.overflows += int(memory > self.C)
         # Effects at the end time.
         for r in members:
+            if r.prefilled + chunks[r.id] < r.work:  # a chunk of a prefill: no stage yet
+                r.prefilled += chunks[r.id]
+                r.chunks.append(self.num_batches)
+                continue
             r.batches.append(self.num_batches)
             r.stage += 1
             r.resident = True
+            r.prefilled = 0
             if r.stage == 1:
                 r.first_token_done = True
                 r.ttft = sub(self.t, r.arrival)
@@ -534,7 +711,8 @@ class _Sim:
         self.num_batches += 1
         row.update(tau_hi=tau.hi, tau_lo=tau.lo, tau_s=to_float64(tau), tokens=tokens,
                    memory_tokens=memory, preempted=len(preempted_ids),
-                   batch_ids=sorted(batch_ids), preempted_ids=sorted(preempted_ids))
+                   batch_ids=sorted(batch_ids), preempted_ids=sorted(preempted_ids),
+                   chunks=[chunks[i] for i in sorted(batch_ids)])
 
     def _finish(self, row: dict[str, Any], kind: int) -> dict[str, Any]:
         row["kind"] = kind
@@ -547,6 +725,7 @@ class _Sim:
         first = [r for r in self.requests if r.ttft is not None]
         lat = [float(r.latency) for r in completed]  # type: ignore[arg-type]
         ttft = [float(r.ttft) for r in first]  # type: ignore[arg-type]
+        b = self.hist_octave_bits
         if horizon_s is not None:
             thr, dthr = self.horizon_counted / horizon_s, self.horizon_decode_counted / horizon_s
         elif self.last_completion is not None:
@@ -567,11 +746,16 @@ class _Sim:
             # Exact sums of the float32 values (the engine's compensated sums agree to ~1e-7).
             "latency_mean_s": math.fsum(lat) / len(lat) if lat else 0.0,
             "ttft_mean_s": math.fsum(ttft) / len(ttft) if ttft else 0.0,
-            # Exact empirical quantiles (the engine reads histogram bins: compare with a tolerance).
-            "latency_p50_s": empirical_quantile(lat, 0.5),
-            "latency_p99_s": empirical_quantile(lat, 0.99),
-            "ttft_p50_s": empirical_quantile(ttft, 0.5),
-            "ttft_p99_s": empirical_quantile(ttft, 0.99),
+            # §8 histogram quantiles (bin midpoints), and the exact empirical quantiles they
+            # approximate (within 2^-(b+1) relative) under *_exact_s.
+            "latency_p50_s": hist_quantile(lat, 0.5, b),
+            "latency_p99_s": hist_quantile(lat, 0.99, b),
+            "ttft_p50_s": hist_quantile(ttft, 0.5, b),
+            "ttft_p99_s": hist_quantile(ttft, 0.99, b),
+            "latency_p50_exact_s": empirical_quantile(lat, 0.5),
+            "latency_p99_exact_s": empirical_quantile(lat, 0.99),
+            "ttft_p50_exact_s": empirical_quantile(ttft, 0.5),
+            "ttft_p99_exact_s": empirical_quantile(ttft, 0.99),
             "peak_memory_tokens": float(self.peak_memory),
             "overflow_count": float(self.overflows),
             "preemption_count": float(self.preemptions),
@@ -598,7 +782,9 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
              thresholds: Sequence[int] | None = None, period_s: float = 1.0,
              num_requests: int | None = None, horizon_s: float | None = None,
              end_mode: str = "drain", table_size: int = 1024, arrivals_per_step: int = 8,
-             max_epochs: int = 200_000, segment_bounds: Sequence[int] | None = None) -> dict[str, Any]:
+             max_epochs: int = 200_000, segment_bounds: Sequence[int] | None = None,
+             hist_octave_bits: int = 5, batch_size_cap: int = 128, max_tokens_in_batch: int = 4096,
+             block_size: int = 16, watermark: float = 0.01, chunk_size: int = 512) -> dict[str, Any]:
     """Run the kv engine of docs/kv-semantics.md for one seed, one request at a time.
 
     prefill, decode: (m,) l_j, l'_j tokens. rates: [m] or [P][m] requests/s (P periods of
@@ -607,7 +793,10 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
     None for fcfs. gaps: candidate gaps e_i (float32 s; a sequence or i -> e_i), normally
     `arrival_stream(...)["gap_s"]`. type_u: the type draws v_i (sequence or callable); None draws
     them from `seed` with `kv_uniform(seed, i, STREAM_KV_TYPE)`. segment_bounds: nested_wait's
-    b_i (None: sorted distinct decode lengths). The other arguments mirror KVConfig.
+    b_i (None: sorted distinct decode lengths). hist_octave_bits: b of the §8 histograms.
+    batch_size_cap, max_tokens_in_batch, block_size (tokens), watermark (fraction of the
+    C // block_size blocks), chunk_size (tokens): the vllm / sarathi limits of make_params.
+    The other arguments mirror KVConfig.
 
     No validation beyond what the simulation itself needs: the engine's KVConfig / make_params
     validate. Runs until done or max_epochs epochs.
@@ -615,7 +804,8 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
     Returns a dict: "epochs" (one row per epoch run, §9 fields plus batch_ids / preempted_ids),
     "batches" (the kind-2 rows, with start_s = to_float64(t)), "arrivals" (the examined
     candidates: index, t_hi, t_lo, accepted, type), "requests" (per-request records by id) and
-    "metrics" (§8 names; quantiles are exact empirical quantiles).
+    "metrics" (§8 names, quantiles from the §8 histograms, plus the exact empirical quantiles
+    as latency_p50_exact_s, ...).
     """
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
@@ -637,7 +827,11 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
                d1=F32(d1), capacity=int(capacity),
                thresholds=tuple(int(n) for n in thresholds) if thresholds is not None else (),
                num_requests=num_requests, horizon=horizon, end_mode=end_mode,
-               table_size=table_size, arrivals_per_step=arrivals_per_step, segment_bounds=bounds)
+               table_size=table_size, arrivals_per_step=arrivals_per_step, segment_bounds=bounds,
+               hist_octave_bits=hist_octave_bits,
+               limits=dict(batch_size_cap=int(batch_size_cap),
+                           max_tokens_in_batch=int(max_tokens_in_batch), block_size=int(block_size),
+                           watermark=float(watermark), chunk_size=int(chunk_size)))
     epochs = []
     while not sim.done and len(epochs) < max_epochs:
         epochs.append(sim.epoch())
@@ -646,7 +840,8 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
     requests = {r.id: {"type": r.type, "arrival_hi": r.arrival.hi, "arrival_lo": r.arrival.lo,
                        "stage": r.stage, "ttft": r.ttft, "latency": r.latency,
                        "completion": r.completion, "preemptions": r.preemptions,
-                       "batches": list(r.batches), "inserted": r.inserted}
+                       "batches": list(r.batches), "chunks": list(r.chunks),
+                       "prefilled": r.prefilled, "inserted": r.inserted}
                 for r in sim.requests}
     return {"epochs": epochs, "batches": batches, "arrivals": arrivals.examined,
             "requests": requests, "metrics": sim.metrics(horizon_s)}
