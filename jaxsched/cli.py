@@ -276,6 +276,10 @@ def cmd_tune(a: argparse.Namespace) -> int:
                           seeds=seeds, out_dir=out, log=log)
     print(run["markdown"])
     print(f"files in {out}")
+    if not run["valid"]:
+        print("tune: INVALID comparison, an arm is unstable: " + "; ".join(
+            f"{k}: {', '.join(v)}" for k, v in run["issues"].items() if v), file=sys.stderr)
+        return 2
     return 0
 
 

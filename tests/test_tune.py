@@ -129,3 +129,48 @@ def test_setups_and_baselines():
     assert R.tune_setup("e4").config.num_thresholds == 10
     with pytest.raises(ConfigError, match="name"):
         R.tune_setup("e9")
+
+
+def _tiny_nested_setup() -> R.TuneSetup:
+    # Nested WAIT, 2 types (stages 0..2 and 3..5), 1 + 1 req/s, d0 = 1 s: n = (4, 4) serves up
+    # to 4 entries per ~1 s iteration (stable); n = (1, 1) serves at most 1 of the 2 arrivals
+    # per second, so the backlog grows by ~1 req/s and overruns the Q = 128 slot table.
+    config = KVConfig(prefill_tokens=(2, 2), decode_tokens=(2, 5), policy="nested_wait",
+                      num_requests=400, table_size=128, max_epochs=20_000)
+    return R.TuneSetup(name="tiny", config=config, rates=(1.0, 1.0), d0_s=1.0,
+                       d1_s_per_token=0.005, capacity_tokens=10_000, lam=1.0,
+                       memory_weight=0.0, throughput_star=1.0, latency_fluid=1.0,
+                       relaxed=R.RelaxedConfig(steps=10, burn_steps=1, samples=1))
+
+
+@pytest.mark.filterwarnings("ignore:kv.*")  # the overloaded arm fills the table
+def test_exact_comparison_refuses_an_overloaded_arm():
+    setup = _tiny_nested_setup()
+    stable = R.exact_comparison(setup, {"tuned": np.array([4, 4]), "other": np.array([4, 4])},
+                                [0, 1])
+    assert stable["valid"] and stable["issues"] == {"tuned": [], "other": []}
+    cmp = R.exact_comparison(setup, {"tuned": np.array([4, 4]), "fluid": np.array([1, 1])},
+                             [0, 1])
+    assert not cmp["valid"] and cmp["issues"]["tuned"] == []
+    assert any("table" in msg for msg in cmp["issues"]["fluid"])
+    assert any("not completed" in msg for msg in cmp["issues"]["fluid"])
+    assert "NO (an arm is unstable)" in cmp["diff_table"] and "NO: " in cmp["table"]
+
+
+def test_stability_issues_names_every_failure():
+    ok = {"num_dropped": np.zeros(2), "table_overflow": np.zeros(2),
+          "num_arrived": np.full(2, 9.0), "num_completed": np.full(2, 9.0), "done": np.ones(2),
+          "stalled": np.zeros(2)}
+    assert R.stability_issues(ok, 9) == [] and R.stability_issues(ok, None) == []
+    bad = dict(ok, num_dropped=np.array([0.0, 2.0]), table_overflow=np.array([1.0, 0.0]),
+               num_completed=np.array([9.0, 6.0]), done=np.array([1.0, 0.0]),
+               stalled=np.array([1.0, 0.0]))
+    assert R.stability_issues(bad, 9) == [
+        "2 dropped arrivals", "1 arrivals lost to a full request table",
+        "3 requests not completed", "1 seeds not finished", "1 seeds stalled"]
+
+
+def test_e4_table_outlasts_the_longest_stay():
+    # The ring table needs Q > arrivals during the longest stay, (l'_max + 1) n_1* = 16.3k.
+    s = R.tune_setup("e4")
+    assert s.config.table_size >= 1.5 * (max(s.config.decode_tokens) + 1) * 32.5

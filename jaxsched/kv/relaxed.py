@@ -32,6 +32,18 @@ are smooth functions of real-valued thresholds, for gradient-based tuning (jaxsc
 As T -> 0 the gates and mins become the engine's hard tests (the remaining differences: real
 counts and Gaussian noise in place of integers and Poisson, mean-field type mix at a stage for
 Nested WAIT, no restart preemption, no end-of-run drain). Units: tokens, requests, seconds.
+
+Tuning experiments (`tune_setup`, `tune_experiment`, `jaxsched tune e3|e4`): the E3 / E4
+operating points are documented at `_POINTS`. A held-out comparison in the exact engine is
+only meaningful between stable systems, so `exact_comparison` checks every arm
+(`stability_issues`: no dropped arrivals, no arrivals lost to a full request table, every
+request completed, every seed finished) and marks the comparison invalid otherwise (the CLI
+then exits with status 2). E4 keeps the notes' workload and one segment per type at
+Lambda = 50 req/s, rho = 0.6, n_1* = 32.5, but with a request table Q = 32768: the engine's
+table is a ring, and Q = 8192 was shorter than the ~16.3k arrivals during a 500-token request's
+stay, so ~17% of the arrivals were lost for every threshold set (a table artifact, not an
+overload: with Q = 32768 the fluid thresholds lose none, complete all N = 15000 requests and
+have a mean latency of 103.8 s against the fluid 103 s).
 """
 from __future__ import annotations
 
@@ -352,14 +364,25 @@ _WORKLOADS = {
 # later fluid values (5.6, 4.8, 3.2) are rounded up (the authors' code, make_params' default),
 # above their inflow; the tail-rate practical rule gives the same integers. This is the room:
 # notes §3.2, the paper's thresholds sit on the boundary of (10). E4: n_1* = 32.5 (rounded
-# thresholds 33:22:16:12:9:6:4:2:1:1, all above the fluid values); its last segments receive
-# fewer than one request per stage and iteration.
+# thresholds 33:22:16:12:9:6:4:2:1:1, all above the fluid values, half the paper's
+# 66:43:32:24:17:11:7:4:2:1); its last segments receive fewer than one request per stage and
+# iteration. The table size Q matters for E4: the engine's request table is a ring (request id
+# in slot id mod Q), so Q must exceed the arrivals during the longest stay, about
+# Lambda (l'_max + 1) dT* = 50 * 501 * 0.65 = 16.3k requests (every stage one fluid iteration).
+# With Q = 8192 a long request still held its slot when id + Q arrived, and ~17% of the
+# arrivals were lost (table_overflow) for the fluid and the tuned thresholds alike: not an
+# overload of the policy but a too-small table, which also hid the slow requests from the
+# metrics. Q = 32768 (2x the bound; `tune_setup` checks Q >= 1.5x it) gives zero losses, all
+# N requests completed and a mean latency within 2% of the fluid one for the fluid thresholds
+# (checked on the held-out seeds by `exact_comparison`, which refuses an unstable comparison).
 _POINTS = {
     "e3": dict(total_rate=20.0, rho=0.6, n1=6.0, num_requests=12_000, table_size=4096,
                steps=1500, burn=500, lr=0.03),
-    "e4": dict(total_rate=50.0, rho=0.6, n1=32.5, num_requests=15_000, table_size=8192,
+    "e4": dict(total_rate=50.0, rho=0.6, n1=32.5, num_requests=15_000, table_size=32_768,
                steps=2500, burn=1000, lr=0.01),
 }
+# Margin of Q over the arrivals during the longest fluid stay, Lambda (l'_max + 1) dT*.
+_TABLE_MARGIN = 1.5
 TUNE_SETUPS = tuple(_POINTS)
 
 
@@ -387,6 +410,12 @@ def tune_setup(name: str, *, num_requests: int | None = None, lam: float | None 
     config = KVConfig(prefill_tokens=(pre,) * len(dec), decode_tokens=dec, policy="nested_wait",
                       num_requests=N, table_size=pt["table_size"], max_epochs=400_000)
     from .config import _segment_work, default_thresholds
+    # The ring table must outlast the longest stay (see _POINTS), else arrivals are lost:
+    # Lambda (l'_max + 1) dT* = (l'_max + 1) n_1* arrivals.
+    stay = float((dec_a.max() + 1) * pt["n1"])
+    require(pt["table_size"] >= _TABLE_MARGIN * stay, "table_size",
+            f">= {_TABLE_MARGIN} x the arrivals during the longest fluid stay ({stay:.0f})",
+            pt["table_size"])
     n_fluid = default_thresholds(config, rates, d0, d1, 1e12)
     C = int(np.ceil(capacity_factor * float(np.dot(n_fluid, _segment_work(config)))))
     eq = equilibrium(FluidTypes(prefill=np.full(len(dec), float(pre)), decode=dec_a, rates=rates,
@@ -439,6 +468,86 @@ def exact_objective(setup: TuneSetup, thresholds, seeds) -> dict[str, np.ndarray
     return out
 
 
+def stability_issues(metrics: dict[str, np.ndarray], num_requests: int | None) -> list[str]:
+    """Why per-seed exact metrics [S] do not describe a stable run ([] when they do).
+
+    A run counts as stable when no arrival was dropped (num_dropped) or lost to a full request
+    table (table_overflow), every seed finished (done) without stalling, and every one of the
+    num_requests requests completed (None: every arrival). An overloaded system fails at least
+    one of these, and its throughput and latency then describe a truncated run.
+    """
+    out = []
+    for key, what in (("num_dropped", "dropped arrivals"),
+                      ("table_overflow", "arrivals lost to a full request table")):
+        total = int(np.sum(metrics[key]))
+        if total:
+            out.append(f"{total} {what}")
+    target = metrics["num_arrived"] if num_requests is None else num_requests
+    unfinished = int(np.sum(np.asarray(target, np.float64) - metrics["num_completed"]))
+    if unfinished:
+        out.append(f"{unfinished} requests not completed")
+    for key, what in (("done", "seeds not finished"), ("stalled", "seeds stalled")):
+        bad = int(np.sum(metrics[key] == 0)) if key == "done" else int(np.sum(metrics[key] > 0))
+        if bad:
+            out.append(f"{bad} {what}")
+    return out
+
+
+def exact_comparison(setup: TuneSetup, candidates: dict[str, np.ndarray], seeds: list[int], *,
+                     log=None) -> dict:
+    """Exact runs of every candidate (label -> int thresholds [L]; "tuned" first) on the same
+    seeds, paired differences tuned - baseline of the objective, and the stability guard.
+
+    Returns {"exact": label -> per-seed metrics, "diffs": baseline -> mean_ci tuple,
+    "issues": label -> stability_issues, "valid": True only when every arm is stable,
+    "table": markdown of the arms, "diff_table": markdown of the differences, "wall_s"}.
+    A difference between arms of which one is unstable is reported but marked invalid.
+    """
+    import time
+
+    from ..results import format_value, markdown_table, mean_ci
+    say = log or (lambda msg: None)
+    exact, done, t1 = {}, {}, time.perf_counter()
+    for label, th in candidates.items():
+        k = tuple(np.asarray(th).tolist())
+        if k not in done:  # equal thresholds give equal runs: simulate once
+            done[k] = exact_objective(setup, th, seeds)
+        exact[label] = done[k]
+        say(f"exact {label} {np.asarray(th).tolist()}: objective "
+            f"{exact[label]['objective'].mean():.1f}")
+    wall = time.perf_counter() - t1
+    N = setup.config.num_requests
+    issues = {label: stability_issues(m, N) for label, m in exact.items()}
+    diffs = {b: mean_ci(exact["tuned"]["objective"] - exact[b]["objective"])
+             for b in candidates if b != "tuned"}
+    rows = []
+    for label, th in candidates.items():
+        m = exact[label]
+        mo, _, ho, _ = mean_ci(m["objective"])
+        rows.append([label, str(np.asarray(th).tolist()),
+                     f"{format_value(mo)} ± {format_value(ho)}",
+                     format_value(m["throughput_tokens_per_s"].mean()),
+                     format_value(m["latency_mean_s"].mean()),
+                     format_value(m["preemption_count"].mean()),
+                     format_value(m["num_dropped"].sum() + m["table_overflow"].sum()),
+                     format_value(m["num_completed"].mean()),
+                     "yes" if not issues[label] else "NO: " + "; ".join(issues[label])])
+    table = markdown_table(["thresholds", "n", "objective (tokens/s) ± 95% CI",
+                            "throughput (tokens/s)", "latency (s)", "preemptions",
+                            "dropped + table overflow", "completed per seed", "stable"], rows)
+    dl = []
+    for b, d in diffs.items():
+        ok = not issues["tuned"] and not issues[b]
+        dl.append([f"tuned - {b}", format_value(d[0]),
+                   f"[{format_value(d[0] - d[2])}, {format_value(d[0] + d[2])}]",
+                   "yes" if abs(d[0]) > d[2] else "no",
+                   "yes" if ok else "NO (an arm is unstable)"])
+    diff_table = markdown_table(["difference", "mean", "95% CI", "excludes 0", "valid"], dl)
+    return {"exact": exact, "diffs": diffs, "issues": issues,
+            "valid": not any(issues.values()), "table": table, "diff_table": diff_table,
+            "wall_s": wall}
+
+
 def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
                     seeds=range(1000, 1032), out_dir=None, key: int = 0,
                     log=None) -> dict:
@@ -448,11 +557,14 @@ def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
 
     Steps: (1) jaxsched.tune.tune from the real fluid thresholds c_min Lambda_i; (2) rounding by
     jaxsched.tune.integer_search around the tuned values on the relaxation at temperature 0.05
-    (16 samples, one fixed key); (3) exact runs of tuned, "fluid" and "practical" thresholds on
-    the same seeds (common random numbers), per-seed objective throughput - lam * latency, and
-    the 95% CI of the paired differences tuned - baseline (jaxsched.results.mean_ci).
+    (16 samples, one fixed key); (3) `exact_comparison`: exact runs of tuned, "fluid" and
+    "practical" thresholds on the same seeds (common random numbers), per-seed objective
+    throughput - lam * latency, the 95% CI of the paired differences tuned - baseline
+    (jaxsched.results.mean_ci), and the stability guard (valid = no arm drops arrivals, loses
+    them to a full table or leaves requests unfinished).
     out_dir: writes thresholds.json, history.csv, tuning.png, heldout.csv, comparison.md.
-    Returns {"setup", "result", "tuned", "baselines", "exact", "diffs", "markdown", wall times}.
+    Returns {"setup", "result", "tuned", "baselines", "exact", "diffs", "issues", "valid",
+    "markdown", wall times}.
     """
     import dataclasses
     import time
@@ -460,7 +572,6 @@ def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
 
     import optax
 
-    from ..results import format_value, markdown_table, mean_ci
     from ..tune import integer_search, tune
     from .fluid import nested_thresholds
     say = log or (lambda msg: None)
@@ -480,40 +591,23 @@ def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
     tune_wall = time.perf_counter() - t0
     say(f"tuned {np.round(res.thresholds, 3).tolist()} -> {tuned.tolist()} ({tune_wall:.1f} s)")
     candidates = {"tuned": tuned, **fluid_baselines(setup)}
-    exact, t1, done = {}, time.perf_counter(), {}
-    for label, th in candidates.items():
-        k = tuple(np.asarray(th).tolist())
-        if k not in done:  # equal thresholds give equal runs: simulate once
-            done[k] = exact_objective(setup, th, seeds)
-        exact[label] = done[k]
-        say(f"exact {label} {th.tolist()}: objective {exact[label]['objective'].mean():.1f}")
-    exact_wall = time.perf_counter() - t1
-    diffs = {b: mean_ci(exact["tuned"]["objective"] - exact[b]["objective"])
-             for b in candidates if b != "tuned"}
-    rows = []
-    for label, th in candidates.items():
-        m = exact[label]
-        mo, _, ho, n = mean_ci(m["objective"])
-        rows.append([label, str(th.tolist()), f"{format_value(mo)} ± {format_value(ho)}",
-                     format_value(m["throughput_tokens_per_s"].mean()),
-                     format_value(m["latency_mean_s"].mean()),
-                     format_value(m["preemption_count"].mean()),
-                     format_value(m["table_overflow"].sum())])
-    table = markdown_table(["thresholds", "n", "objective (tokens/s) ± 95% CI", "throughput "
-                            "(tokens/s)", "latency (s)", "preemptions", "table overflow"], rows)
-    dl = [[f"tuned - {b}", format_value(d[0]), f"[{format_value(d[0] - d[2])}, "
-           f"{format_value(d[0] + d[2])}]", "yes" if abs(d[0]) > d[2] else "no"]
-          for b, d in diffs.items()]
+    cmp = exact_comparison(setup, candidates, seeds, log=say)
+    verdict = ("All arms stable: the comparison is valid." if cmp["valid"] else
+               "**INVALID comparison**: at least one arm dropped arrivals, lost them to a full "
+               "request table or left requests unfinished (column stable); its throughput and "
+               "latency describe a truncated run.")
     md = (f"# jaxsched tune {name}\n\nOperating point: rates {np.round(setup.rates, 4).tolist()} "
           f"req/s, d0 = {setup.d0_s:.6g} s, d1 = {setup.d1_s_per_token:.6g} s/token, "
-          f"C = {setup.capacity_tokens} tokens, N = {setup.config.num_requests} requests; "
+          f"C = {setup.capacity_tokens} tokens, N = {setup.config.num_requests} requests, "
+          f"Q = {setup.config.table_size}, segments {list(setup.config.segment_bounds)}; "
           f"lam = {setup.lam:.6g} (tokens/s)/s; {len(seeds)} held-out seeds "
-          f"{seeds[0]}..{seeds[-1]}.\n\n{table}\n\nPaired differences of the objective "
-          f"(same seeds):\n\n" + markdown_table(["difference", "mean", "95% CI", "excludes 0"], dl)
-          + f"\n\nWall: tuning + rounding {tune_wall:.1f} s, exact runs {exact_wall:.1f} s.\n")
+          f"{seeds[0]}..{seeds[-1]}.\n\n{cmp['table']}\n\n{verdict}\n\nPaired differences "
+          f"of the objective (same seeds):\n\n{cmp['diff_table']}\n\nWall: tuning + rounding "
+          f"{tune_wall:.1f} s, exact runs {cmp['wall_s']:.1f} s.\n")
     out = {"setup": setup, "result": res, "tuned": tuned, "baselines": candidates,
-           "exact": exact, "diffs": diffs, "markdown": md, "tune_wall_s": tune_wall,
-           "exact_wall_s": exact_wall}
+           "exact": cmp["exact"], "diffs": cmp["diffs"], "issues": cmp["issues"],
+           "valid": cmp["valid"], "markdown": md, "tune_wall_s": tune_wall,
+           "exact_wall_s": cmp["wall_s"]}
     if out_dir is not None:
         _write_experiment(Path(out_dir), out, seeds)
     return out
@@ -534,6 +628,7 @@ def _write_experiment(out: Path, run: dict, seeds: list[int]) -> None:
            **{k: np.asarray(v).tolist() for k, v in run["baselines"].items()},
            "diffs": {k: {"mean": d[0], "half_width_95": d[2], "n": d[3]}
                      for k, d in run["diffs"].items()},
+           "valid": run["valid"], "issues": run["issues"],
            "tune_wall_s": run["tune_wall_s"], "exact_wall_s": run["exact_wall_s"]}
     (out / "thresholds.json").write_text(json.dumps(doc, indent=2))
     h = res.history
@@ -545,6 +640,7 @@ def _write_experiment(out: Path, run: dict, seeds: list[int]) -> None:
     plot_tuning(h, out / "tuning.png", title=f"{setup.name}: relaxed objective / throughput*")
     write_csv(out / "heldout.csv", ({"thresholds": label, "seed": s, **{
         k: m[k][i] for k in ("objective", "throughput_tokens_per_s", "latency_mean_s",
-                             "preemption_count", "num_completed")}}
+                             "preemption_count", "num_completed", "num_dropped",
+                             "table_overflow")}}
         for label, m in run["exact"].items() for i, s in enumerate(seeds)))
     (out / "comparison.md").write_text(run["markdown"])
