@@ -352,17 +352,23 @@ def run_grid(points: Sequence[Point], out_csv: Path, *, kernel: str = DEFAULT_KE
     rows = read_rows(out_csv)
     done = {r["key"] for r in rows}
     todo = [(pt, pol) for pt, pol in jobs if pt.key(pol, kern(pt), measured, seeds) not in done]
+    # ETA weights: slot-steps per run (a compile costs about as much as a small run, so each
+    # run also counts a fixed share).
+    work = [pt.G * pt.B * pt.steps(measured)[0] + 2_000_000 for pt, _ in todo]
+    total, done_work = sum(work), 0
     t0 = time.perf_counter()
     for n, (pt, pol) in enumerate(todo, 1):
         row = {"key": pt.key(pol, kern(pt), measured, seeds),
                **run_point(pt, pol, kern(pt), measured, seeds)}
         rows.append(row)
         write_csv(out_csv, rows)
+        done_work += work[n - 1]
         if progress:
             el = time.perf_counter() - t0
+            eta = el / done_work * (total - done_work)
             sys.stderr.write(f"\r  theorems: {len(jobs) - len(todo) + n}/{len(jobs)} runs, "
-                             f"{el:6.1f} s elapsed, last {pt.group} G={pt.G} B={pt.B} {pol} "
-                             f"{row['wall_s']:.1f} s" + " " * 8)
+                             f"{el:6.1f} s elapsed, ETA {eta:6.1f} s, last {pt.group} G={pt.G} "
+                             f"B={pt.B} {pol} {row['wall_s']:.1f} s" + " " * 8)
             sys.stderr.flush()
     if progress and todo:
         sys.stderr.write("\n")

@@ -33,6 +33,23 @@ class DPResult:
     wall_s: float
 
 
+# Working set of one seed chunk on CPU (bytes): chunks that stay in the caches of a small CPU
+# run 15% faster than one 1024-seed chunk (G = 16, B = 72: 80k against 69k seed-steps/s for
+# BF-IO, 233k against 201k for FCFS at 256 seeds per chunk; tested bitwise equal).
+CPU_CHUNK_BYTES = 6 * 2**20
+
+
+def default_seed_chunk(config: DPConfig, n_seeds: int) -> int:
+    """Seeds per vmapped chunk when the caller gives none: all of them on an accelerator; on
+    CPU, as many as keep the per-step working set (about 24 bytes per slot and 32 per pool
+    entry and seed) within CPU_CHUNK_BYTES."""
+    if jax.default_backend() != "cpu":
+        return n_seeds
+    per_seed = 24 * config.num_workers * config.slots_per_worker + 32 * config.pool_size
+    cap = max(1, CPU_CHUNK_BYTES // per_seed)
+    return -(-n_seeds // -(-n_seeds // cap))     # equal chunks of at most cap: little padding
+
+
 @functools.lru_cache(maxsize=64)
 def _compiled(config: DPConfig, block_steps: int):
     """Jitted vmapped init and block-of-steps functions for one static config."""
@@ -90,7 +107,12 @@ def simulate(config: DPConfig, params: DPParams, seeds: Sequence[int], *, seed_c
     shard: split each seed chunk over all local devices (when it divides evenly).
     """
     seeds = _check_seeds(seeds)
-    chunk = len(seeds) if seed_chunk is None else require_int(seed_chunk, "seed_chunk", lo=1)
+    n_seeds = len(seeds)
+    chunk = (default_seed_chunk(config, n_seeds) if seed_chunk is None
+             else min(n_seeds, require_int(seed_chunk, "seed_chunk", lo=1)))
+    # Every chunk has the same shape, so the step compiles once: a short last chunk is padded
+    # with copies of the last seed, whose results are dropped below.
+    seeds = np.concatenate([seeds, np.repeat(seeds[-1:], -n_seeds % chunk)])
     K = config.num_steps
     block = min(K, 1024 if block_steps is None else require_int(block_steps, "block_steps", lo=1))
     init, run_block = _compiled(config, block)
@@ -117,6 +139,7 @@ def simulate(config: DPConfig, params: DPParams, seeds: Sequence[int], *, seed_c
                           for k in outs[0]})
     jax.block_until_ready(state)
     wall = time.perf_counter() - t0
-    merged = {k: np.concatenate([m[k] for m in metrics]) for k in metrics[0]}
-    traj = {k: np.concatenate([t[k] for t in trajs]) for k in trajs[0]} if trajs else None
-    return DPResult(config, seeds, merged, traj, wall)
+    merged = {k: np.concatenate([m[k] for m in metrics])[:n_seeds] for k in metrics[0]}
+    traj = ({k: np.concatenate([t[k] for t in trajs])[:n_seeds] for k in trajs[0]} if trajs
+            else None)
+    return DPResult(config, seeds[:n_seeds], merged, traj, wall)
