@@ -255,14 +255,19 @@ def draw_lengths(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarr
     return prompt, output
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arg_parser(description: str) -> argparse.ArgumentParser:
+    """The command line shared by the one-seed baselines: shape, steps and policy."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--G", type=int, default=16, help="workers")
     ap.add_argument("--B", type=int, default=72, help="slots per worker")
     ap.add_argument("--R", type=int, default=64, help="pool size")
     ap.add_argument("--steps", type=int, default=2000, help="decode steps")
     ap.add_argument("--policy", choices=POLICIES, default="bfio")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = arg_parser(__doc__.splitlines()[0]).parse_args()
     # Each step admits at most G*B requests, so this many can never run out.
     n = args.R + args.G * args.B * (args.steps + 1)
     prompt, output = draw_lengths(np.random.default_rng(0), n)

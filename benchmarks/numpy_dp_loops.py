@@ -22,14 +22,13 @@ It implements docs/dp-semantics.md exactly (semantics "paper"; policies "fcfs", 
 """
 from __future__ import annotations
 
-import argparse
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from numpy_dp import (IDLE_POWER_W, MAX_POWER_W, POLICIES, POWER_EXPONENT, RequestsExhausted,
+from numpy_dp import (IDLE_POWER_W, arg_parser, MAX_POWER_W, POLICIES, POWER_EXPONENT, RequestsExhausted,
                       draw_lengths, simulate_numpy)
 
 # A policy's admissions: (queue position in the step's pool, worker), in the order it chose them.
@@ -232,13 +231,7 @@ def simulate_loops(*, num_workers: int, slots_per_worker: int, pool_size: int, p
 # --------------------------------------------------------------------------- command line
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--G", type=int, default=16, help="workers")
-    ap.add_argument("--B", type=int, default=72, help="slots per worker")
-    ap.add_argument("--R", type=int, default=64, help="pool size")
-    ap.add_argument("--steps", type=int, default=2000, help="decode steps")
-    ap.add_argument("--policy", choices=POLICIES, default="bfio")
-    args = ap.parse_args()
+    args = arg_parser(__doc__.splitlines()[0]).parse_args()
     # Each admission tops the pool up by at most R requests, so this many never run out.
     prompt, output = draw_lengths(np.random.default_rng(0), args.R * (args.steps + 2))
     results = {}

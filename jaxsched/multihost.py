@@ -21,7 +21,8 @@ import jax
 import numpy as np
 
 from .config import DPConfig, DPParams
-from .dp.run import DPResult, _check_seeds, simulate
+from .dp.run import DPResult, simulate
+from .rng import check_seeds
 from .errors import require_int
 
 
@@ -42,7 +43,7 @@ def block_bounds(n: int, process_index: int, process_count: int) -> tuple[int, i
 
 def seed_block(seeds: Sequence[int], process_index: int, process_count: int) -> np.ndarray:
     """The contiguous block of `seeds` (1-d, uint32) that process `process_index` simulates."""
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     lo, hi = block_bounds(len(seeds), process_index, process_count)
     return seeds[lo:hi]
 
@@ -126,7 +127,7 @@ def simulate_multihost(config: DPConfig, params: DPParams, seeds: Sequence[int],
     A process whose block is empty (fewer seeds than processes) runs the first seed and drops
     it, so that it knows the shapes it must pass to the gather.
     """
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     P, p = jax.process_count(), jax.process_index()
     if P == 1:
         return simulate(config, params, seeds, **kw)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from .errors import ConfigError
+
 _M1 = np.uint32(0x7FEB352D)
 _M2 = np.uint32(0x846CA68B)
 _GOLDEN = np.uint32(0x9E3779B9)
@@ -70,3 +72,13 @@ def normal_pair(seed, index, stream: int, sub: int = 0) -> tuple[jnp.ndarray, jn
     r = jnp.sqrt(-2.0 * jnp.log1p(-u1))  # 1 - u1 in (0, 1]: never log(0)
     t = np.float32(2.0 * np.pi) * u2
     return r * jnp.cos(t), r * jnp.sin(t)
+
+
+def check_seeds(seeds) -> np.ndarray:
+    """The seeds of a run as uint32[S]; one ConfigError for anything else (before compiling)."""
+    seeds = np.asarray(seeds)
+    if seeds.ndim != 1 or seeds.size == 0 or seeds.dtype.kind not in "iu":
+        raise ConfigError(f"seeds must be a non-empty 1-d sequence of integers, got {seeds!r}")
+    if (seeds < 0).any() or (seeds >= 2**32).any():
+        raise ConfigError("seeds must be integers in [0, 2^32 - 1]")
+    return seeds.astype(np.uint32)

@@ -17,6 +17,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+try:
+    from reference_rng import uniform
+except ImportError:  # imported as tests.reference_dp
+    from tests.reference_rng import uniform
+
 __all__ = ["simulate", "noisy_ohat", "empirical_quantile", "drift_uniform", "step_drift", "POLICIES",
            "PREDICTORS", "SEMANTICS", "STREAM_DRIFT"]
 
@@ -53,31 +58,9 @@ def empirical_quantile(values: Sequence[float], q: float) -> float:
     return float(ordered[index])
 
 
-_MASK32 = 0xFFFFFFFF
-
-
-def _mix32(x: int) -> int:
-    """lowbias32 mixer on a 32-bit unsigned int (jaxsched.rng.mix32)."""
-    x &= _MASK32
-    x ^= x >> 16
-    x = (x * 0x7FEB352D) & _MASK32
-    x ^= x >> 15
-    x = (x * 0x846CA68B) & _MASK32
-    x ^= x >> 16
-    return x
-
-
 def drift_uniform(seed: int, k: int) -> float:
-    """u_k in [0, 1): the 24-bit uniform of jaxsched.rng.uniform(seed, k, STREAM_DRIFT).
-
-    hash3(seed, index, tag) = mix(mix(mix(seed * golden + tag) ^ index) + mix(seed ^ salt)), all
-    mod 2^32, with tag = stream * 64 (sub-draw 0); u = (hash >> 8) / 2^24.
-    """
-    seed &= _MASK32
-    h = _mix32(seed * 0x9E3779B9 + STREAM_DRIFT * 64)
-    h = _mix32(h ^ (k & _MASK32))
-    h = _mix32(h + _mix32(seed ^ 0x5BD1E995))
-    return (h >> 8) / 2.0**24
+    """u_k in [0, 1): the 24-bit uniform of jaxsched.rng.uniform(seed, k, STREAM_DRIFT)."""
+    return uniform(seed, k, STREAM_DRIFT)
 
 
 def step_drift(seed: int, k: int, drift: tuple[int, int]) -> int:

@@ -24,6 +24,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+try:
+    from reference_rng import uniform
+except ImportError:  # imported as tests.reference_kv
+    from tests.reference_rng import uniform
+
 __all__ = ["simulate", "POLICIES", "END_MODES", "KINDS", "DF", "two_sum", "fast_two_sum",
            "add_f32", "add", "split12", "sub", "le", "from_float64", "to_float64", "iteration_time",
            "kv_uniform",
@@ -141,31 +146,9 @@ def iteration_time(tokens: int, d0: np.float32, d1: np.float32) -> DF:
 # --------------------------------------------------------------------------------------------
 # Counter-based uniforms (jaxsched.rng.uniform) in the standard library
 # --------------------------------------------------------------------------------------------
-_MASK32 = 0xFFFFFFFF
-
-
-def _mix32(x: int) -> int:
-    """lowbias32 mixer on a 32-bit unsigned int (jaxsched.rng.mix32)."""
-    x &= _MASK32
-    x ^= x >> 16
-    x = (x * 0x7FEB352D) & _MASK32
-    x ^= x >> 15
-    x = (x * 0x846CA68B) & _MASK32
-    x ^= x >> 16
-    return x
-
-
 def kv_uniform(seed: int, index: int, stream: int) -> np.float32:
-    """jaxsched.rng.uniform(seed, index, stream): (hash3(seed, index, stream * 64) >> 8) / 2^24.
-
-    hash3(seed, i, tag) = mix(mix(mix(seed * golden + tag) ^ i) + mix(seed ^ salt)), mod 2^32.
-    The result is a multiple of 2^-24 in [0, 1), exact in float32.
-    """
-    seed &= _MASK32
-    h = _mix32(seed * 0x9E3779B9 + stream * 64)
-    h = _mix32(h ^ (index & _MASK32))
-    h = _mix32(h + _mix32(seed ^ 0x5BD1E995))
-    return F32((h >> 8) / 2.0**24)
+    """jaxsched.rng.uniform(seed, index, stream) as float32 (exact: a multiple of 2^-24)."""
+    return F32(uniform(seed, index, stream))
 
 
 def type_cdf(rates: Sequence[float] | Sequence[Sequence[float]]) -> tuple[list[list[np.float32]], float]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,7 +17,10 @@ try:  # pytest's default import mode puts tests/ itself on sys.path
 except ImportError:  # pragma: no cover - run from the repository root as a package
     from tests import exact_io
 
-G_PAD, R_PAD = 6, 14
+try:  # pytest's default import mode puts tests/ itself on sys.path
+    from padded_instances import G_PAD, R_PAD, instances, loads_after as _loads_after
+except ImportError:  # pragma: no cover - run from the repository root as a package
+    from tests.padded_instances import G_PAD, R_PAD, instances, loads_after as _loads_after
 # One compilation: a padded worker has no free slot and a padded request is invalid, so neither
 # takes part in any round.
 round_lpt = jax.jit(kernels.round_lpt)
@@ -46,28 +48,6 @@ def reference(loads, free, sizes, valid):
             k += 1
         r += 1
     return np.array(worker), np.array(rank)
-
-
-def _loads_after(loads, worker, sizes):
-    L = loads.astype(np.int64).copy()
-    np.add.at(L, worker[worker >= 0], sizes[worker >= 0].astype(np.int64))
-    return L
-
-
-@st.composite
-def instances(draw, max_load=60, max_size=20, max_free=4):
-    """Padded instances with many ties (small load and size ranges)."""
-    g = draw(st.integers(1, G_PAD))
-    r = draw(st.integers(0, R_PAD))
-    loads = np.zeros(G_PAD, np.int32)
-    free = np.zeros(G_PAD, np.int32)
-    sizes = np.ones(R_PAD, np.int32)
-    loads[:g] = draw(st.lists(st.integers(0, max_load), min_size=g, max_size=g))
-    free[:g] = draw(st.lists(st.integers(0, max_free), min_size=g, max_size=g))
-    sizes[:r] = draw(st.lists(st.integers(1, max_size), min_size=r, max_size=r))
-    valid = np.zeros(R_PAD, bool)
-    valid[:r] = draw(st.lists(st.booleans(), min_size=r, max_size=r))
-    return loads, free, sizes, valid
 
 
 @settings(max_examples=200, deadline=None)

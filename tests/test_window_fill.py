@@ -15,7 +15,10 @@ from hypothesis import strategies as st
 import kernels
 from jaxsched import theorems
 
-G_PAD, R_PAD = 6, 14
+try:  # pytest's default import mode puts tests/ itself on sys.path
+    from padded_instances import G_PAD, R_PAD, instances
+except ImportError:  # pragma: no cover - run from the repository root as a package
+    from tests.padded_instances import G_PAD, R_PAD, instances
 window_fill = jax.jit(kernels.window_fill)
 _wf = importlib.import_module("kernels.window_fill")
 _mul_divmod = jax.jit(_wf._mul_divmod)
@@ -52,28 +55,6 @@ def reference(loads, free, sizes, valid):
             worker[i], rank[i] = g, t
         del remaining[best:best + c[g]]
     return np.array(worker), np.array(rank)
-
-
-def _loads_after(loads, worker, sizes):
-    L = loads.astype(np.int64).copy()
-    np.add.at(L, worker[worker >= 0], sizes[worker >= 0].astype(np.int64))
-    return L
-
-
-@st.composite
-def instances(draw, max_load=60, max_size=20, max_free=4):
-    """Padded instances with many ties (small load and size ranges)."""
-    g = draw(st.integers(1, G_PAD))
-    r = draw(st.integers(0, R_PAD))
-    loads = np.zeros(G_PAD, np.int32)
-    free = np.zeros(G_PAD, np.int32)
-    sizes = np.ones(R_PAD, np.int32)
-    loads[:g] = draw(st.lists(st.integers(0, max_load), min_size=g, max_size=g))
-    free[:g] = draw(st.lists(st.integers(0, max_free), min_size=g, max_size=g))
-    sizes[:r] = draw(st.lists(st.integers(1, max_size), min_size=r, max_size=r))
-    valid = np.zeros(R_PAD, bool)
-    valid[:r] = draw(st.lists(st.booleans(), min_size=r, max_size=r))
-    return loads, free, sizes, valid
 
 
 def _window_error_bound(X: Fraction, pool: list[int], c: int) -> Fraction:

@@ -18,7 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..config import DPConfig, DPParams
-from ..errors import ConfigError, require_int
+from ..errors import require_int
+from ..rng import check_seeds
 from . import engine
 from .metrics import finalize
 
@@ -61,15 +62,6 @@ def _compiled(config: DPConfig, block_steps: int):
     return init, block
 
 
-def _check_seeds(seeds) -> np.ndarray:
-    seeds = np.asarray(seeds)
-    if seeds.ndim != 1 or seeds.size == 0 or seeds.dtype.kind not in "iu":
-        raise ConfigError(f"seeds must be a non-empty 1-d sequence of integers, got {seeds!r}")
-    if (seeds < 0).any() or (seeds >= 2**32).any():
-        raise ConfigError("seeds must be integers in [0, 2^32 - 1]")
-    return seeds.astype(np.uint32)
-
-
 def _all_drained(config: DPConfig, state) -> bool:
     """True when no seed has an active request and no request is left to reveal."""
     if config.num_requests is None:
@@ -106,7 +98,7 @@ def simulate(config: DPConfig, params: DPParams, seeds: Sequence[int], *, seed_c
 
     shard: split each seed chunk over all local devices (when it divides evenly).
     """
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     n_seeds = len(seeds)
     chunk = (default_seed_chunk(config, n_seeds) if seed_chunk is None
              else min(n_seeds, require_int(seed_chunk, "seed_chunk", lo=1)))

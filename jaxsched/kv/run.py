@@ -20,6 +20,7 @@ import numpy as np
 
 from ..clock import DF
 from ..errors import ConfigError, require_int
+from ..rng import check_seeds
 from . import engine
 from .config import KVConfig, KVParams
 from .metrics import finalize
@@ -73,15 +74,6 @@ def _idle(step, state, params):
     return state, jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), out)
 
 
-def _check_seeds(seeds) -> np.ndarray:
-    seeds = np.asarray(seeds)
-    if seeds.ndim != 1 or seeds.size == 0 or seeds.dtype.kind not in "iu":
-        raise ConfigError(f"seeds must be a non-empty 1-d sequence of integers, got {seeds!r}")
-    if (seeds < 0).any() or (seeds >= 2**32).any():
-        raise ConfigError("seeds must be integers in [0, 2^32 - 1]")
-    return seeds.astype(np.uint32)
-
-
 def _pad(a: np.ndarray, E: int) -> np.ndarray:
     """Extend a trajectory [S, e, ...] to E epochs with zero rows (kind 0: after the end)."""
     if a.shape[1] >= E:
@@ -114,7 +106,7 @@ def simulate(config: KVConfig, params: KVParams, seeds: Sequence[int], *, record
     seed_chunk: seeds per vmapped call (None: all at once). block_epochs: epochs per jitted
     call (default min(max_epochs, 1024)). progress(done_blocks, max_blocks) after each block.
     """
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     chunk = len(seeds) if seed_chunk is None else require_int(seed_chunk, "seed_chunk", lo=1)
     E = config.max_epochs
     block = min(E, 1024 if block_epochs is None else require_int(block_epochs, "block_epochs", lo=1))
