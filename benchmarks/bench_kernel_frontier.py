@@ -9,7 +9,7 @@ For every variant in `kernels.BFIO_VARIANTS`:
 - its exactness on the instance families of `bench_kernel_quality.py`
   (benchmarks/results/kernel_quality.json, when present).
 Writes benchmarks/results/kernel_frontier.{md,json,png}. Run:
-    python benchmarks/bench_kernel_frontier.py [--steps 1000] [--seeds 8] [--variants vf,vf_ls]
+    python benchmarks/bench_kernel_frontier.py [--steps 1000] [--seeds 8] [--variants vf,vf_ls] [--plot-only]
 """
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 
 import jaxsched as js  # noqa: E402
 from jaxsched.dp import simulate  # noqa: E402
@@ -65,7 +64,13 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=8, help="seeds for the cost measurement")
     ap.add_argument("--cost-steps", type=int, default=50, help="steps for the cost measurement")
     ap.add_argument("--variants", default=",".join(BFIO_VARIANTS))
+    ap.add_argument("--plot-only", action="store_true",
+                    help="redraw the table and plot from kernel_frontier.json without measuring")
     a = ap.parse_args()
+    if a.plot_only:
+        saved = json.loads((RESULTS / "kernel_frontier.json").read_text())
+        a.steps, a.seeds = saved["steps"], saved.get("seeds", a.seeds)
+        return write_outputs(saved["rows"], a.steps, a.seeds)
     quality_path = RESULTS / "kernel_quality.json"
     quality = json.loads(quality_path.read_text()) if quality_path.is_file() else None
     rows = []
@@ -85,7 +90,13 @@ def main() -> int:
                     row[f"excess_{res['family']}"] = q["agg_excess"]
         rows.append(row)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "kernel_frontier.json").write_text(json.dumps({"steps": a.steps, "rows": rows}, indent=1))
+    (RESULTS / "kernel_frontier.json").write_text(
+        json.dumps({"steps": a.steps, "seeds": a.seeds, "rows": rows}, indent=1))
+    return write_outputs(rows, a.steps, a.seeds)
+
+
+def write_outputs(rows: list[dict], steps: int, seeds: int) -> int:
+    """kernel_frontier.md (rows in the given order) and .png (points joined in order of cost)."""
     fams = [k[len("exact_"):] for k in rows[0] if k.startswith("exact_")]
     table = markdown_table(
         ["variant", "us / seed-step", "avg imbalance (tokens)", "throughput (tok/s)"]
@@ -95,18 +106,19 @@ def main() -> int:
          for r in rows])
     src = "Table 1 stream" if TRACE.is_file() else "BurstGPT-like workload"
     md = (f"# BF-IO H = 0 kernels: quality against speed\n\nEngine cost at G=16, B=72, R=64 "
-          f"({a.seeds} seeds); metrics over the first {a.steps} steps of the {src}; exactness "
+          f"({seeds} seeds); metrics over the first {steps} steps of the {src}; exactness "
           f"from kernel_quality.json.\n\n{table}\n")
     (RESULTS / "kernel_frontier.md").write_text(md)
     print(md)
     fig, axes = plt.subplots(1, 2 if fams else 1, figsize=(11 if fams else 6, 4), squeeze=False)
+    rows = sorted(rows, key=lambda r: r["us_per_seed_step"])
     x = [r["us_per_seed_step"] for r in rows]
     ax = axes[0, 0]
     ax.plot(x, [r["avg_imbalance_tokens"] for r in rows], "o-")
     for r, xi in zip(rows, x):
         ax.annotate(r["variant"], (xi, r["avg_imbalance_tokens"]), fontsize=8)
     ax.set(xscale="log", xlabel="engine cost (us per seed-step)", ylabel="avg imbalance (tokens)",
-           title=f"Simulated imbalance ({src}, {a.steps} steps)")
+           title=f"Simulated imbalance ({src}, {steps} steps)")
     if fams:
         ax = axes[0, 1]
         for f in fams:

@@ -47,7 +47,9 @@ class DPConfig:
     loads (for plots). workload: request-length source (see jaxsched.workload).
     lookahead_decay: BF-IO (H >= 1) weighs window row h by round(128 * decay^h).
     bfio_kernel: the BF-IO H = 0 assignment kernel, a name in kernels.BFIO_VARIANTS ("vf": valley
-    fill; "vf_ls", "vf_ls_chain": with local search; "ms_ls", "ms_ls_chain": multi-start).
+    fill; "vf_ls", "vf_ls_chain": with local search; "ms_ls", "ms_ls_chain": multi-start;
+    "ms_lf": 41 starts and level fills, the most exact and the costliest; "round_lpt", "window":
+    for the theory semantics; see the README's kernel table).
     delay_bins: bins of the queueing-delay histogram (p99).
     drift: (lo, hi), semantics "theory" only: in step k every active request grows by a common
     delta_k uniform on {lo, ..., hi} tokens (BF-IO Theorem 3) instead of 1; (1, 1) is the plain
@@ -89,7 +91,8 @@ class DPConfig:
         # G * max(L) (the imbalance) and for the wide accumulators. A request grows by at most
         # `hi` per step over its o steps, so its load is at most s + hi * o.
         max_len = wl.max_prompt + hi * wl.max_output
-        max_load = B * max_len
+        # "ms_lf" also runs valley fill on loads jittered by up to 2 median request sizes.
+        max_load = (B + 2 * (self.bfio_kernel == "ms_lf")) * max_len
         if G * max_load > LOAD_LIMIT:
             growth = "max output" if hi == 1 else f"drift hi {hi} * max output"
             raise ConfigError(

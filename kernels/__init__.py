@@ -5,8 +5,9 @@ vmappable and works on fixed shapes with validity masks.
 """
 from .ranking import count_bits, free_slot_rank, pack_bits, select_bit
 from .round_lpt import round_lpt
-from .local_search import BFIO_VARIANTS, local_search, multi_start, objective
+from .level_fill import level_fill, subset_masks
+from .local_search import BFIO_VARIANTS, local_search, multi_start, multi_start_level, objective
 from .valley_fill import lookahead_valley_fill, valley_fill, valley_fill_unpacked, window_weights
 from .window_fill import window_fill
 
-__all__ = ["BFIO_VARIANTS", "local_search", "multi_start", "objective", "count_bits", "free_slot_rank", "pack_bits", "select_bit", "round_lpt", "valley_fill", "valley_fill_unpacked", "lookahead_valley_fill", "window_weights", "window_fill"]
+__all__ = ["BFIO_VARIANTS", "level_fill", "local_search", "multi_start", "multi_start_level", "objective", "subset_masks", "count_bits", "free_slot_rank", "pack_bits", "select_bit", "round_lpt", "valley_fill", "valley_fill_unpacked", "lookahead_valley_fill", "window_weights", "window_fill"]

@@ -19,16 +19,20 @@ A converged output is swap-stable, which is what the BF-IO paper's Lemma 1 needs
 new request on the heaviest worker with a smaller one on the lightest that lowered (max, number
 of workers at the max) would lower J, or keep J and lower the sum of squares; either is an
 improving candidate.
+
+Starts: plain valley fill ("vf_ls"); valley fill at 9 target levels ("ms_ls", `multi_start`);
+or 41 valley-fill starts followed by level fills (kernels/level_fill.py) at 205 levels below
+their maxima ("ms_lf", `multi_start_level`), every start followed by the search.
 """
 from __future__ import annotations
 
-import functools
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .level_fill import ENUM_MAX, SUBSET_MAX, level_fill, subset_masks
 from .round_lpt import round_lpt
 from .valley_fill import valley_fill
 from .window_fill import window_fill
@@ -207,6 +211,82 @@ def multi_start(loads0, free0, sizes, valid, *, max_iters: int, chain: bool, num
     return ws[k], convs[k]
 
 
+def _score(loads0, worker, sizes):
+    """(J int32, sum of squared loads float32) of one assignment: the order starts are ranked by."""
+    L, _ = _worker_loads(loads0, worker, sizes)
+    return L.shape[0] * jnp.max(L) - jnp.sum(L), jnp.sum(L.astype(jnp.float32) ** 2)
+
+
+def _instance_key(loads, sizes, valid) -> jax.Array:
+    """A PRNG key that is a function of the instance only (jittered starts are deterministic)."""
+    h = jnp.sum(loads.astype(jnp.uint32) * jnp.uint32(2654435761)) ^ jnp.sum(
+        jnp.where(valid, sizes, 0).astype(jnp.uint32)
+        * (jnp.arange(sizes.shape[0], dtype=jnp.uint32) * 2 + 1) * jnp.uint32(40503))
+    return jax.random.fold_in(jax.random.PRNGKey(97), h)
+
+
+# multi_start_level's schedule (measured in benchmarks/bench_kernel_quality.py, README):
+LEVEL_QMAX = 6.0           # target levels M0 + q * median for q in [0.25, LEVEL_QMAX] ...
+NUM_LEVELS = 16            # ... at this many q
+NUM_JITTER = 24            # valley fill on loads + U[0, scale * median) noise, scale 0.5, 1, 2
+LEVEL_OFFSETS = (0.0, 2.0, 8.0)      # level fills below each start's max, in tokens ...
+LEVEL_OFFSETS_MEDIAN = (0.15, 0.5)   # ... and in medians of the waiting sizes
+
+
+def _starts(loads0, free0, sizes, valid, med, max_iters: int):
+    """Valley fill from 1 + NUM_LEVELS target levels and NUM_JITTER jittered loads, each followed
+    by local search on the true loads. Returns (worker int32[S, R], converged bool[S])."""
+    G = loads0.shape[0]
+    m0 = jnp.max(loads0)
+    medf = med.astype(jnp.float32)
+    qs = np.linspace(0.25, LEVEL_QMAX, NUM_LEVELS, dtype=np.float32)
+    key = _instance_key(loads0, sizes, valid)
+    scale = jnp.asarray(np.resize(np.float32([0.5, 1.0, 2.0]), NUM_JITTER))
+    noise = jnp.round(jax.random.uniform(key, (NUM_JITTER, G)) * scale[:, None] * medf).astype(jnp.int32)
+    qj = jax.random.uniform(jax.random.fold_in(key, 1), (NUM_JITTER,), maxval=LEVEL_QMAX)
+    # every other jittered start also aims at a random level (the others are plain valley fill)
+    tj = jnp.where(jnp.arange(NUM_JITTER) % 2 == 0, 0, m0 + jnp.round(qj * medf).astype(jnp.int32))
+    targets = jnp.concatenate([jnp.zeros((1,), jnp.int32), m0 + jnp.round(qs * medf).astype(jnp.int32), tj])
+    noise = jnp.concatenate([jnp.zeros((1 + NUM_LEVELS, G), jnp.int32), noise])
+
+    def one(t, nz):
+        # a target is on the true-load scale; the jittered run sees it shifted by the largest noise
+        w, _ = valley_fill(loads0 + nz, free0, sizes, valid, target=t + jnp.max(nz) * (t > 0))
+        return local_search(loads0, free0, sizes, valid, w, max_iters=max_iters)
+
+    return jax.vmap(one)(targets, noise)
+
+
+def multi_start_level(loads0, free0, sizes, valid, *, max_iters: int = 8):
+    """The quality end of the BF-IO H = 0 kernels ("ms_lf").
+
+    41 starts (`_starts`: valley fill, 16 target levels up to 6 medians above the current max,
+    24 jittered loads), each followed by local search; then, at 5 levels just below each start's
+    final max (offsets LEVEL_OFFSETS tokens and LEVEL_OFFSETS_MEDIAN medians), a level fill
+    (kernels/level_fill.py) followed by local search. The assignment with the least
+    (J, sum of squared loads) wins. Returns (worker int32[R], converged bool: the winner's
+    local search converged).
+    """
+    R = sizes.shape[0]
+    med = jnp.where(jnp.any(valid), _median_valid(sizes, valid), 1)   # no pool: nothing to admit
+    ws, convs = _starts(loads0, free0, sizes, valid, med, max_iters)
+    masks, counts = (jnp.asarray(x) for x in subset_masks(min(ENUM_MAX, R), SUBSET_MAX))
+    tops = jax.vmap(lambda w: jnp.max(_worker_loads(loads0, w, sizes)[0]))(ws)          # [S]
+    offsets = jnp.concatenate([jnp.asarray(LEVEL_OFFSETS, jnp.float32),
+                               jnp.asarray(LEVEL_OFFSETS_MEDIAN, jnp.float32) * med.astype(jnp.float32)])
+    levels = (tops[:, None] - jnp.ceil(offsets).astype(jnp.int32)[None, :]).ravel()
+
+    def one(level):
+        w = level_fill(loads0, free0, sizes, valid, level, masks, counts)
+        return local_search(loads0, free0, sizes, valid, w, max_iters=max_iters)
+
+    wl, cl = jax.vmap(one)(levels)
+    ws, convs = jnp.concatenate([ws, wl]), jnp.concatenate([convs, cl])
+    Js, sqs = jax.vmap(lambda w: _score(loads0, w, sizes))(ws)
+    k = jnp.argmin(jnp.where(Js == jnp.min(Js), sqs, _INF))
+    return ws[k], convs[k]
+
+
 def _variant(kind: str, chain: bool = False, max_iters: int = 8) -> Callable:
     def fn(loads, free, sizes, valid):
         G = loads.shape[0]
@@ -216,6 +296,8 @@ def _variant(kind: str, chain: bool = False, max_iters: int = 8) -> Callable:
         if kind == "ls":
             w, _ = valley_fill(loads, free, sizes, valid)
             w, conv = local_search(loads, free, sizes, valid, w, max_iters=max_iters, chain=chain)
+        elif kind == "lf":
+            w, conv = multi_start_level(loads, free, sizes, valid, max_iters=max_iters)
         else:
             w, conv = multi_start(loads, free, sizes, valid, max_iters=max_iters, chain=chain)
         return w, ranks_of(w, G), conv
@@ -241,6 +323,7 @@ BFIO_VARIANTS: dict[str, Callable] = {
     "vf_ls_chain": _variant("ls", chain=True),
     "ms_ls": _variant("ms"),
     "ms_ls_chain": _variant("ms", chain=True),
+    "ms_lf": _variant("lf"),
     "round_lpt": _round_lpt,
     "window": _window,
 }
@@ -251,4 +334,5 @@ round of free slots at a time, lightest worker first; O(max_free) sequential ste
 O(U), for steps that admit thousands of requests, and not guaranteed to match valley fill's J);
 nor does "window" (kernels/window_fill.py: each worker takes exactly its free slots, a contiguous
 window of the ascending pool whose sum is closest to its need, for the theory semantics' spread
-max - min rather than J; O(G R) per step)."""
+max - min rather than J; O(G R) per step). "ms_lf" is the most exact and the costliest
+(`multi_start_level`; about 250 local searches per call)."""
