@@ -15,3 +15,17 @@ def burstgpt_path() -> Path:
     if not p.is_file():
         pytest.skip(f"shared data not found at {p} (the BurstGPT sample lives beside the project)")
     return p
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fresh_jax_caches():
+    """Drop compiled executables after each test module.
+
+    One pytest process compiles hundreds of programs (the largest kernels take tens of seconds
+    each); keeping them all alive for the whole session grows the process past 4 GB, and an XLA
+    CPU compilation late in the run was seen to crash with a segmentation fault in that state.
+    Modules do not share compiled programs, so clearing between modules costs nothing.
+    """
+    yield
+    import jax
+    jax.clear_caches()
