@@ -24,7 +24,7 @@ def _fresh_jax_caches():
     One pytest process compiles hundreds of programs (the largest kernels take tens of seconds
     each); keeping them all alive for the whole session grows the process past 4 GB, and an XLA
     CPU compilation late in the run was seen to crash with a segmentation fault in that state.
-    Modules do not share compiled programs, so clearing between modules costs nothing.
+    Few compiled programs are shared across modules, so clearing between them costs little.
     """
     yield
     import jax
