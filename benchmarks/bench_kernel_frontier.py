@@ -69,8 +69,7 @@ def main() -> int:
     a = ap.parse_args()
     if a.plot_only:
         saved = json.loads((RESULTS / "kernel_frontier.json").read_text())
-        a.steps, a.seeds = saved["steps"], saved.get("seeds", a.seeds)
-        return write_outputs(saved["rows"], a.steps, a.seeds)
+        return write_outputs(saved["rows"], saved["steps"], saved.get("seeds", a.seeds))
     quality_path = RESULTS / "kernel_quality.json"
     quality = json.loads(quality_path.read_text()) if quality_path.is_file() else None
     rows = []

@@ -89,7 +89,7 @@ def level_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray, valid:
         return avail & ~masks[r], jnp.where(take, g, cand_worker)
 
     avail0 = jnp.sum(jnp.where(ok_c, bit, 0))
-    avail, cand_worker = jax.lax.fori_loop(0, G, body, (avail0, jnp.full((n,), -1, jnp.int32)))
+    _, cand_worker = jax.lax.fori_loop(0, G, body, (avail0, jnp.full((n,), -1, jnp.int32)))
     worker = jnp.full((R,), -1, jnp.int32).at[pos].set(cand_worker)
     onehot = worker[:, None] == jnp.arange(G)[None, :]
     L = loads + jnp.sum(jnp.where(onehot, sizes[:, None], 0), axis=0)

@@ -76,13 +76,18 @@ def _worker_loads(loads0, worker, sizes):
 
 def objective(loads0, worker, sizes) -> jnp.ndarray:
     """J = G * max L' - sum L' of an assignment (int32)."""
+    return _score(loads0, worker, sizes)[0]
+
+
+def _score(loads0, worker, sizes):
+    """(J int32, sum of squared loads float32) of one assignment: the order starts are ranked by."""
     L, _ = _worker_loads(loads0, worker, sizes)
-    return L.shape[0] * jnp.max(L) - jnp.sum(L)
+    return L.shape[0] * jnp.max(L) - jnp.sum(L), jnp.sum(L.astype(jnp.float32) ** 2)
 
 
 def _best_candidate(loads0, free0, sizes, valid, worker, chain: bool):
     """The best exchange (J', dsq, apply-function inputs) over all candidate families."""
-    G, R = loads0.shape[0], sizes.shape[0]
+    G = loads0.shape[0]
     L, used = _worker_loads(loads0, worker, sizes)
     free_left = free0 - used
     tops = _top3(L)
@@ -192,14 +197,18 @@ def _median_valid(sizes, valid):
     return x[jnp.maximum((n - 1) // 2, 0)]
 
 
+def _target_levels(loads0, med, qmax: float, num_levels: int) -> jnp.ndarray:
+    """Valley-fill targets int32[1 + num_levels]: 0 (plain valley fill), then M0 + round(q * med)
+    for q in linspace(0.25, qmax, num_levels) (M0: the current max load; med: median size)."""
+    qs = np.linspace(0.25, qmax, num_levels, dtype=np.float32)
+    return jnp.concatenate([jnp.zeros((1,), jnp.int32),
+                            jnp.max(loads0) + jnp.round(qs * med.astype(jnp.float32)).astype(jnp.int32)])
+
+
 def multi_start(loads0, free0, sizes, valid, *, max_iters: int, chain: bool, num_levels: int = 8):
     """Valley fill from 1 + num_levels target levels (M0 + q * median s, q in [0.25, 2]), each
     followed by local search; the start with the least J wins (ties: the earliest start)."""
-    med = _median_valid(sizes, valid)
-    m0 = jnp.max(loads0)
-    qs = np.linspace(0.25, 2.0, num_levels, dtype=np.float32)
-    targets = jnp.concatenate([jnp.zeros((1,), jnp.int32),
-                               m0 + jnp.round(qs * med.astype(jnp.float32)).astype(jnp.int32)])
+    targets = _target_levels(loads0, _median_valid(sizes, valid), 2.0, num_levels)
 
     def one(t):
         w, _ = valley_fill(loads0, free0, sizes, valid, target=t)
@@ -209,12 +218,6 @@ def multi_start(loads0, free0, sizes, valid, *, max_iters: int, chain: bool, num
     ws, convs, Js = jax.vmap(one)(targets)
     k = jnp.argmin(Js)
     return ws[k], convs[k]
-
-
-def _score(loads0, worker, sizes):
-    """(J int32, sum of squared loads float32) of one assignment: the order starts are ranked by."""
-    L, _ = _worker_loads(loads0, worker, sizes)
-    return L.shape[0] * jnp.max(L) - jnp.sum(L), jnp.sum(L.astype(jnp.float32) ** 2)
 
 
 def _instance_key(loads, sizes, valid) -> jax.Array:
@@ -239,14 +242,13 @@ def _starts(loads0, free0, sizes, valid, med, max_iters: int):
     G = loads0.shape[0]
     m0 = jnp.max(loads0)
     medf = med.astype(jnp.float32)
-    qs = np.linspace(0.25, LEVEL_QMAX, NUM_LEVELS, dtype=np.float32)
     key = _instance_key(loads0, sizes, valid)
     scale = jnp.asarray(np.resize(np.float32([0.5, 1.0, 2.0]), NUM_JITTER))
     noise = jnp.round(jax.random.uniform(key, (NUM_JITTER, G)) * scale[:, None] * medf).astype(jnp.int32)
     qj = jax.random.uniform(jax.random.fold_in(key, 1), (NUM_JITTER,), maxval=LEVEL_QMAX)
     # every other jittered start also aims at a random level (the others are plain valley fill)
     tj = jnp.where(jnp.arange(NUM_JITTER) % 2 == 0, 0, m0 + jnp.round(qj * medf).astype(jnp.int32))
-    targets = jnp.concatenate([jnp.zeros((1,), jnp.int32), m0 + jnp.round(qs * medf).astype(jnp.int32), tj])
+    targets = jnp.concatenate([_target_levels(loads0, med, LEVEL_QMAX, NUM_LEVELS), tj])
     noise = jnp.concatenate([jnp.zeros((1 + NUM_LEVELS, G), jnp.int32), noise])
 
     def one(t, nz):
