@@ -1,5 +1,5 @@
 """jaxsched: batched JAX simulators of LLM-serving schedulers."""
-from .config import DPConfig, DPParams, make_params
+from .dp.config import DPConfig, DPParams, make_params
 from .errors import ConfigError
 from . import workload
 from .workload import BivariateNormal, BurstGPTLike, Constant, Geometric, Independent, Trace, UniformInt, read_trace

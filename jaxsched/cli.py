@@ -11,9 +11,9 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from .config import DPConfig
+from .dp.config import DPConfig
 from .errors import ConfigError, require_int
-from .experiments import (TABLE1_POLICIES, parse_policies, result_rows, run_policies, summary_table,
+from .dp.experiments import (TABLE1_POLICIES, parse_policies, result_rows, run_policies, summary_table,
                           table1_rows, table1_workload)
 from .results import write_csv
 from .workload import BivariateNormal, BurstGPTLike, read_trace
@@ -29,7 +29,7 @@ def _add_shape_args(p: argparse.ArgumentParser) -> None:
 
 def _plot_run(base: DPConfig, specs, seed: int, steps: int, path: Path, params_kw: dict) -> Path:
     """One recorded run per policy (seed `seed`, first `steps` steps) drawn as Fig. 6."""
-    from .config import make_params
+    from .dp.config import make_params
     from .dp import simulate
     from .plots import load_trajectories
     loads = {}
@@ -100,7 +100,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
 
 
 def _reproduce_fig4(a: argparse.Namespace) -> int:
-    from .experiments import fig4_sweep
+    from .dp.experiments import fig4_sweep
     from .plots import horizon_curve
     seeds = list(range(a.seeds))
     print(f"jaxsched reproduce fig4: BF-IO(H) on the synthetic workload, {a.seeds} seeds, "
@@ -108,7 +108,8 @@ def _reproduce_fig4(a: argparse.Namespace) -> int:
     res = fig4_sweep(seeds=seeds, progress=not a.quiet)
     rows = [dict(horizon=H, seed=s, avg_imbalance_tokens=float(v[i])) for H, v in res.items()
             for i, s in enumerate(seeds)]
-    from .results import mean_ci, markdown_table, format_value
+    from .results import markdown_table, format_value
+    from .stats import mean_ci
     print(markdown_table(["H", "avg imbalance (tokens)", "95% CI"],
                          [[str(H), format_value(mean_ci(v)[0]), format_value(mean_ci(v)[2])]
                           for H, v in res.items()]))
@@ -120,13 +121,14 @@ def _reproduce_fig4(a: argparse.Namespace) -> int:
 
 
 def _reproduce_noise(a: argparse.Namespace) -> int:
-    from .experiments import noise_sweep
+    from .dp.experiments import noise_sweep
     from .plots import horizon_curve
     seeds = list(range(a.seeds))
     res = noise_sweep(seeds=seeds, progress=not a.quiet)
     rows = [dict(series=k, level=lvl, seed=s, avg_imbalance_tokens=float(v[i]))
             for k, by in res.items() for lvl, v in by.items() for i, s in enumerate(seeds)]
-    from .results import mean_ci, markdown_table, format_value
+    from .results import markdown_table, format_value
+    from .stats import mean_ci
     print(markdown_table(["series", "error level", "avg imbalance (tokens)"],
                          [[k, str(lvl), format_value(mean_ci(v)[0])] for k, by in res.items()
                           for lvl, v in by.items()]))
@@ -144,7 +146,7 @@ def cmd_check(a: argparse.Namespace) -> int:
     for flag, name in (("--kernel", a.kernel), ("--t1-kernel", a.t1_kernel)):
         if name not in BFIO_VARIANTS:
             raise ConfigError(f"{flag} must be one of {tuple(BFIO_VARIANTS)}, got {name!r}")
-    from .theorems import check_theorems
+    from .dp.theorems import check_theorems
     seeds = require_int(a.seeds, "--seeds", lo=2, hi=4096)
     measured = None if a.measured is None else require_int(a.measured, "--measured", lo=1, hi=100_000)
     print(f"jaxsched check theorems: {'quick' if a.quick else 'full'} grid, {seeds} seeds, "
@@ -178,7 +180,8 @@ def _kv_floats(text: str, flag: str) -> tuple[float, ...]:
 def cmd_kv_run(a: argparse.Namespace) -> int:
     """One kv configuration over several seeds: prints each metric's mean and 95% CI."""
     from .kv import KVConfig, make_params, simulate
-    from .results import format_value, markdown_table, mean_ci
+    from .results import format_value, markdown_table
+    from .stats import mean_ci
     cfg = KVConfig(prefill_tokens=_kv_ints(a.prefill, "--prefill"),
                    decode_tokens=_kv_ints(a.decode, "--decode"), policy=a.policy,
                    num_requests=require_int(a.num_requests, "--num-requests", lo=1),

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
-from .config import DPConfig, DPParams
+from .dp.config import DPConfig, DPParams
 from .dp.run import DPResult, simulate
 from .rng import check_seeds
 from .errors import require_int

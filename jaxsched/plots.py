@@ -41,7 +41,7 @@ def load_trajectories(loads: Mapping[str, np.ndarray], path: str | Path, *, dt_s
 def horizon_curve(curves: Mapping[str, Mapping[int, np.ndarray]], path: str | Path, *,
                   ylabel: str = "average imbalance (tokens)", title: str = "") -> Path:
     """Mean +- 95% CI of a metric against the lookahead H (symlog x axis), one line per label."""
-    from .results import mean_ci
+    from .stats import mean_ci
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(7, 4))

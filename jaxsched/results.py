@@ -15,27 +15,6 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-# Two-sided 95% Student-t quantiles t_{0.975, df} for df = 1..30; the normal 1.96 beyond.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-
-
-def t975(df: int) -> float:
-    """Two-sided 95% Student-t quantile for df degrees of freedom (>= 1)."""
-    return _T975[df - 1] if df <= len(_T975) else 1.96
-
-
-def mean_ci(values: Sequence[float]) -> tuple[float, float, float, int]:
-    """(mean, std, half-width of the 95% CI of the mean, n); half-width is nan for n = 1."""
-    x = np.asarray(values, np.float64)
-    n = x.size
-    mean = float(x.mean()) if n else math.nan
-    std = float(x.std(ddof=1)) if n > 1 else math.nan
-    half = t975(n - 1) * std / math.sqrt(n) if n > 1 else math.nan
-    return mean, std, half, n
-
-
 def write_csv(path: str | Path, rows: Iterable[Mapping[str, object]]) -> Path:
     """Write dict rows to CSV atomically; columns in first-seen order."""
     rows = list(rows)

@@ -22,11 +22,12 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .config import DPConfig, make_params
+from .dp.config import DPConfig, make_params
 from .dp import METRICS
 from .errors import ConfigError, require_int
 from .multihost import broadcast_from_writer, is_writer, simulate_multihost
-from .results import mean_ci, write_csv
+from .results import write_csv
+from .stats import mean_ci
 
 _CONFIG_FIELDS = {f.name for f in dataclasses.fields(DPConfig)} - {"workload", "record_loads"}
 _PARAM_FIELDS = {"step_const_s", "per_token_s", "noise_lo", "noise_hi", "fp_rate", "fn_rate",

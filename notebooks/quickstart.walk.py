@@ -9,7 +9,7 @@
 import numpy as np
 import jaxsched as js
 from jaxsched.dp import simulate
-from jaxsched.results import mean_ci
+from jaxsched.stats import mean_ci
 
 seeds = np.arange(32)
 for policy, H in [("fcfs", 0), ("jsq_tokens", 0), ("bfio", 0), ("bfio", 20)]:

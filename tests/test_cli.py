@@ -6,7 +6,7 @@ import csv
 import pytest
 
 from jaxsched.cli import main
-from jaxsched.experiments import PolicySpec, parse_policies
+from jaxsched.dp.experiments import PolicySpec, parse_policies
 from jaxsched.errors import ConfigError
 
 SMALL = ["--G", "4", "--B", "8", "--R", "8", "--steps", "120", "--seeds", "3", "--quiet",

@@ -15,7 +15,7 @@ import pytest
 import kernels  # noqa: F401  (imported up front: DPConfig imports it lazily for the bfio bound)
 from jaxsched import (BurstGPTLike, ConfigError, Constant, DPConfig, Geometric, Independent, Trace,
                       make_params)
-from jaxsched.config import DRIFT_MAX, LOAD_LIMIT, STEP_LIMIT
+from jaxsched.dp.config import DRIFT_MAX, LOAD_LIMIT, STEP_LIMIT
 from jaxsched.dp import simulate
 from jaxsched.workload import INT32_MAX
 

@@ -7,7 +7,7 @@ import pytest
 import jaxsched as js
 from jaxsched.dp import simulate
 from jaxsched.errors import ConfigError
-from jaxsched.experiments import fig4_sweep, noise_sweep
+from jaxsched.dp.experiments import fig4_sweep, noise_sweep
 from jaxsched.workload import Finite
 
 

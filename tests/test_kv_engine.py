@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import kernels
 from jaxsched.errors import ConfigError
 from jaxsched.kv import KVConfig, POLICIES, make_params, simulate
 from jaxsched.kv import engine, policies
@@ -191,7 +192,7 @@ def test_fast_ranks_equal_sorted_ranks(policy):
     K1 = cfg.num_stages
     rank_fast = jax.jit(lambda v: policies.wait_rank(cfg, v) if policy == "wait"
                         else policies.stage_rank(cfg, v))
-    rank_sort = jax.jit(lambda v: policies.group_rank(
+    rank_sort = jax.jit(lambda v: kernels.group_rank(
         v.table.type * K1 + v.table.stage if policy == "wait" else v.table.stage, v.table.id,
         v.valid))
     for s in _states(cfg, p, 1, 240)[::2]:
@@ -422,13 +423,13 @@ def test_default_thresholds_meet_memory():
 
 
 def test_histogram_bins_and_quantiles():
-    from jaxsched.kv.metrics import histogram_bin, histogram_quantile
+    from jaxsched.histogram import bit_bin_host as histogram_bin, bit_bins, bit_quantile as histogram_quantile
     cfg = KVConfig(**PROP4)
     rng = np.random.default_rng(0)
     x = np.exp(rng.uniform(-12, 12, 4000)).astype(np.float32)
     edge = np.float32([0, 2.0**-21, 2.0**-20, 1.5, 2.0**20 * 0.999, 2.0**20, 2.0**25])
     allx = np.concatenate([x, edge])
-    got = np.asarray(engine._hist_bins(cfg, jnp.asarray(allx), jnp.ones(allx.shape, bool)))
+    got = np.asarray(bit_bins(jnp.asarray(allx), jnp.ones(allx.shape, bool), cfg.hist_octave_bits))
     np.testing.assert_array_equal(got, histogram_bin(allx, cfg.hist_octave_bits))
     np.testing.assert_array_equal(got[-7:], [0, 0, 1, got[-4], cfg.hist_bins - 2,
                                              cfg.hist_bins - 1, cfg.hist_bins - 1])

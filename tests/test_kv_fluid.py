@@ -1,4 +1,4 @@
-"""Tests of jaxsched.kv.fluid: the WAIT paper's fluid benchmark against hand-computed values.
+"""Tests of jaxsched.fluid: the WAIT paper's fluid benchmark against hand-computed values.
 
 Hand values use the corrected formulas of notes/001.md §2-§6: A = sum_j lambda_j (l'_j+1)
 (l_j + l'_j/2), dT* = d0 / (1 - d1 A), M* = d0 A / (1 - d1 A), throughput* = sum_j lambda_j

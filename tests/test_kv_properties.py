@@ -35,7 +35,7 @@ kv = pytest.importorskip("jaxsched.kv.run", reason="the kv engine (jaxsched.kv.r
 from jaxsched.kv import KVConfig, make_params  # noqa: E402
 from jaxsched.kv.arrivals import arrival_stream  # noqa: E402
 from jaxsched.kv.config import work_per_request  # noqa: E402
-from jaxsched.kv.metrics import histogram_bin  # noqa: E402
+from jaxsched.histogram import bit_bin_host as histogram_bin  # noqa: E402
 
 try:  # pytest's default import mode puts tests/ itself on sys.path
     import reference_kv as ref

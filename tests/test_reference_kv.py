@@ -407,7 +407,7 @@ def test_sarathi_decodes_first_and_restarts_the_newest() -> None:
 
 
 def test_histogram_bins_match_the_engine_mirror() -> None:
-    from jaxsched.kv.metrics import histogram_bin
+    from jaxsched.histogram import bit_bin_host as histogram_bin
     xs = [0.0, 2.0**-21, np.nextafter(F32(2.0**-20), F32(0)), 2.0**-20, 1e-3, 0.1, 1.0, 1.5,
           2.0, 11.0, 12345.678, np.nextafter(F32(2.0**20), F32(0)), 2.0**20, 3e7]
     for b in (0, 3, 5):

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from jaxsched.results import t975
-from jaxsched.theorems import (DEFAULT_KERNEL, DEFAULT_T1_KERNEL, Point, admission_margin, all_checks,
+from jaxsched.stats import t975
+from jaxsched.dp.theorems import (DEFAULT_KERNEL, DEFAULT_T1_KERNEL, Point, admission_margin, all_checks,
                                check_theorems, expected_max_normal, fcfs_prediction, ols,
                                ratio_slopes, snapshot_var, theorem_grid)
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kernels
-from jaxsched import theorems
+from jaxsched.dp import theorems
 
 try:  # pytest's default import mode puts tests/ itself on sys.path
     from padded_instances import G_PAD, R_PAD, instances

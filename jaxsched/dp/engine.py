@@ -7,7 +7,6 @@ docs/dp-semantics.md; tests/reference_dp.py is the plain-Python oracle for them.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import jax
@@ -18,7 +17,8 @@ from kernels import count_bits, pack_bits, select_bit
 
 from .. import rng
 from ..accumulate import Kahan, WideInt
-from ..config import DPConfig, DPParams
+from .config import DPConfig, DPParams
+from ..histogram import log_bins
 from ..energy import utilization, utilization_power_w
 from ..timing import barrier_step_time_s
 from .policies import POLICIES, Observation
@@ -173,20 +173,14 @@ def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, allow=T
     return new_slots, post, rr, admitted
 
 
-def _delay_bins(config: DPConfig, delay_s, steps_waited) -> jnp.ndarray:
-    nb = config.delay_bins
-    ratio = math.log(DELAY_MAX_S / DELAY_MIN_S) / (nb - 2)
-    b = 1 + jnp.floor(jnp.log(jnp.maximum(delay_s, DELAY_MIN_S) / DELAY_MIN_S) / ratio).astype(jnp.int32)
-    return jnp.where(steps_waited == 0, 0, jnp.clip(b, 1, nb - 1))
-
-
 def _admission_stats(config, params, pool: Pool, admitted, clock: Clock, totals: Totals) -> Totals:
     """Queueing delays of the admitted entries: clock now minus reveal time."""
     waited = clock.steps - pool.reveal_steps
     delay = waited.astype(jnp.float32) * params.step_const_s + params.per_token_s * clock.load.minus(
         pool.reveal_load)
     delay = jnp.where(admitted, delay, 0.0)
-    bins = jnp.where(admitted, _delay_bins(config, delay, waited), config.delay_bins)
+    bins = jnp.where(admitted, log_bins(delay, waited == 0, config.delay_bins, DELAY_MIN_S, DELAY_MAX_S),
+                     config.delay_bins)
     return replace(totals, delay_s=totals.delay_s.add(jnp.sum(delay)),
                    delay_hist=totals.delay_hist.at[bins].add(1, mode="drop"),
                    admitted=totals.admitted.add(jnp.sum(admitted, dtype=jnp.int32)))

@@ -4,11 +4,10 @@ Every metric name carries its unit. See docs/dp-semantics.md for the measurement
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..config import DPConfig
+from .config import DPConfig
+from ..histogram import log_quantile
 from .engine import DELAY_MAX_S, DELAY_MIN_S
 from .state import DPState
 
@@ -17,22 +16,6 @@ METRICS = (
     "avg_power_w", "idle_fraction", "makespan_s", "queue_delay_mean_s", "queue_delay_p99_s",
     "num_admitted", "num_finished", "num_steps_measured", "cut_step",
 )
-
-
-def histogram_quantile(hist: np.ndarray, q: float) -> np.ndarray:
-    """Quantile q of delays from log-grid histograms [..., nbins] (bin 0: exact zeros).
-
-    Returns the geometric midpoint of the bin holding the ceil(q n)-th smallest delay (0 for
-    bin 0): within half a bin (about 2% at 512 bins) of the exact empirical quantile.
-    """
-    hist = np.asarray(hist, np.int64)
-    nb = hist.shape[-1]
-    ratio = math.log(DELAY_MAX_S / DELAY_MIN_S) / (nb - 2)
-    n = hist.sum(-1)
-    target = np.maximum(1, np.ceil(q * n)).astype(np.int64)
-    b = np.argmax(np.cumsum(hist, -1) >= target[..., None], axis=-1)
-    mid = DELAY_MIN_S * np.exp((b - 1 + 0.5) * ratio)
-    return np.where((b == 0) | (n == 0), 0.0, mid)
 
 
 def finalize(config: DPConfig, params, state: DPState, quantile: float = 0.99) -> dict[str, np.ndarray]:
@@ -58,7 +41,7 @@ def finalize(config: DPConfig, params, state: DPState, quantile: float = 0.99) -
         "makespan_s": np.asarray(t.last_live.steps, np.float64) * C + tl * t.last_live.load.to_numpy(),
         "queue_delay_mean_s": np.divide(t.delay_s.to_numpy(), admitted, out=np.zeros_like(admitted),
                                         where=admitted > 0),
-        "queue_delay_p99_s": histogram_quantile(t.delay_hist, quantile),
+        "queue_delay_p99_s": log_quantile(t.delay_hist, quantile, DELAY_MIN_S, DELAY_MAX_S),
         "num_admitted": admitted,
         "num_finished": t.finished.to_numpy(),
         "num_steps_measured": steps,

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..config import DPConfig, DPParams
+from .config import DPConfig, DPParams
 from ..errors import require_int
 from ..rng import check_seeds
 from . import engine

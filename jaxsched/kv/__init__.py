@@ -10,7 +10,7 @@ theta of Lemma 8 and the memory bound), float64 NumPy with the typo corrections 
 guide notes/001.md.
 """
 from .config import KVConfig, KVParams, make_params
-from .fluid import (Equilibrium, FluidTypes, MemoryBound, NestedCheck, Segments, WaitCheck,
+from ..fluid import (Equilibrium, FluidTypes, MemoryBound, NestedCheck, Segments, WaitCheck,
                     bisect, equilibrium, nested_check, nested_memory_bound, nested_segments,
                     nested_thresholds, nested_thresholds_practical, stage_work, theta_lower_bound,
                     theta_root, wait_c_range, wait_check, wait_thresholds,

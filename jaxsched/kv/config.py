@@ -16,18 +16,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..clock import split12
+from ..histogram import bit_num_bins
 from ..errors import ConfigError, require, require_float, require_int
-from .fluid import FluidTypes, Segments, equilibrium, nested_thresholds
+from ..fluid import FluidTypes, Segments, equilibrium, nested_thresholds
 
 POLICY_NAMES = ("wait", "nested_wait", "fcfs", "vllm", "sarathi")
 END_MODES = ("drain", "force_clear")
 # int32 headroom: sums of per-request tokens over the table (batch tokens, memory) stay below
 # this, and so do request counts and candidate indices.
 INT_LIMIT = 2**30
-# Latency / TTFT histograms (s) read the float32 bits: 2^b bins per octave on [2^-20, 2^20) s
-# (b = hist_octave_bits), plus bin 0 below and bin nb - 1 above (docs/kv-semantics.md §8).
-HIST_MIN_EXP = -20
-HIST_MAX_EXP = 20
 
 
 def _int_tuple(value, field: str, lo: int, hi: int) -> tuple[int, ...]:
@@ -108,8 +105,8 @@ class KVConfig:
 
     @property
     def hist_bins(self) -> int:
-        """nb = 40 * 2^b + 2 histogram bins."""
-        return (HIST_MAX_EXP - HIST_MIN_EXP) * 2**self.hist_octave_bits + 2
+        """Bins of the latency / TTFT histograms (jaxsched.histogram, float-bit grid)."""
+        return bit_num_bins(self.hist_octave_bits)
 
     @property
     def m(self) -> int:

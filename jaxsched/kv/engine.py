@@ -16,9 +16,10 @@ import numpy as np
 
 from .. import clock
 from ..clock import DF
+from ..histogram import bit_bins
 from ..timing import iteration_time_s
 from . import arrivals
-from .config import HIST_MIN_EXP, KVConfig, KVParams
+from .config import KVConfig, KVParams
 from .policies import POLICIES, View
 from .state import KVState, Table, Totals
 
@@ -84,18 +85,6 @@ def _insert(config, params, state: KVState, active):
 
 # --------------------------------------------------------------------------- metrics helpers
 
-def _hist_bins(config: KVConfig, x_s: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
-    """Histogram bin of each value (s, float32 >= 0) from its bits (no log): bin 0 below
-    2^-20 s, then 2^b bins per octave up to 2^20 s, bin nb - 1 above; masked-out entries go to
-    bin nb (dropped by the scatter)."""
-    b = config.hist_octave_bits
-    nb = config.hist_bins
-    bits = jax.lax.bitcast_convert_type(x_s.astype(jnp.float32), jnp.int32)
-    idx = (bits >> (23 - b)) - ((127 + HIST_MIN_EXP) << b) + 1
-    idx = jnp.where(x_s < np.float32(2.0**HIST_MIN_EXP), 0, jnp.minimum(idx, nb - 1))
-    return jnp.where(mask, idx, nb)
-
-
 def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, work, t_end: DF,
                  on):
     """Effects of a batch at its end time t_end (docs §5 step 6), applied where `on`. A member
@@ -125,8 +114,8 @@ def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, w
         latency_s=totals.latency_s.add(jnp.sum(jnp.where(done, since, 0.0))),
         ttft_s=totals.ttft_s.add(jnp.sum(jnp.where(first, since, 0.0))),
         first_tokens=totals.first_tokens + jnp.sum(first, dtype=jnp.int32),
-        latency_hist=totals.latency_hist.at[_hist_bins(config, since, done)].add(1, mode="drop"),
-        ttft_hist=totals.ttft_hist.at[_hist_bins(config, since, first)].add(1, mode="drop"),
+        latency_hist=totals.latency_hist.at[bit_bins(since, done, config.hist_octave_bits)].add(1, mode="drop"),
+        ttft_hist=totals.ttft_hist.at[bit_bins(since, first, config.hist_octave_bits)].add(1, mode="drop"),
         last_completion=clock.where(n_done > 0, t_end, totals.last_completion),
         preemptions=totals.preemptions.add(jnp.sum(preempt, dtype=jnp.int32)))
     prefilled = jnp.where(member & ~advance, table.prefilled + chunk,

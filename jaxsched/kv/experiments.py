@@ -33,7 +33,7 @@ d0 = 1.25 s, d1 = 0.125 s/token (all dyadic, so float32 is exact): dT* = 2 s, M*
 "equality": n = lambda dT* = 2, C = M* = 6: dT(n) = 2 s = n / lambda, (9) holds with equality.
 "strict": n = 3, C = 9: dT(n) = 2.375 s < 3 s. Over a horizon T the throughput gap
 throughput* - E[thr] should scale as T^(-1/2) (equality) and 1/T (strict); fitted slopes of
-log gap against log T come with 95% CIs (`jaxsched.theorems.ols`).
+log gap against log T come with 95% CIs (`jaxsched.dp.theorems.ols`).
 """
 from __future__ import annotations
 
@@ -45,9 +45,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import require, require_float, require_int
-from ..results import mean_ci
+from ..stats import loglog_slope, mean_ci
 from .config import KVConfig, make_params
-from .fluid import (FluidTypes, equilibrium, nested_segments, nested_thresholds, stage_work,
+from ..fluid import (FluidTypes, equilibrium, nested_segments, nested_thresholds, stage_work,
                     wait_check)
 from .policies import POLICIES
 from .run import simulate
@@ -187,7 +187,7 @@ def nested_rule(types: FluidTypes, slack: float, margin: float) -> tuple[np.ndar
     the smallest c >= (1 + slack) c_min whose rounded thresholds keep (10) strict (first line
     and ratios n_{i+1} / n_i > p_i) with M^pi <= C; else c = (1 + slack) c_min ("boundary" or
     "violated" ratios). Returns ((L,) int64, verdict)."""
-    from .fluid import nested_check
+    from ..fluid import nested_check
     seg = nested_segments(types)
     base = nested_thresholds(seg, margin=margin)       # c_min * shape
     first = None
@@ -375,19 +375,6 @@ def scaling_point(inst: ScalingInstance, horizon: float, seeds: Sequence[int]) -
     return row
 
 
-def fit_slope(T: Sequence[float], y: Sequence[float]) -> tuple[float, float, int]:
-    """Slope of log y against log T by OLS: (slope, 95% CI half-width, points used).
-    Non-positive y are left out (a log needs y > 0); CI is nan with fewer than 3 points."""
-    from ..theorems import ols
-    T, y = np.asarray(T, np.float64), np.asarray(y, np.float64)
-    ok = y > 0
-    if ok.sum() < 2:
-        return math.nan, math.nan, int(ok.sum())
-    X = np.stack([np.ones(ok.sum()), np.log(T[ok])], 1)
-    fit = ols(X, np.log(y[ok]))
-    return float(fit.coef[1]), float(fit.ci95[1]), int(ok.sum())
-
-
 def run_scaling(*, quick: bool = False, seeds: int | None = None,
                 horizons: Sequence[float] | None = None,
                 progress: Callable[[str], None] | None = None) -> tuple[list[dict], list[dict]]:
@@ -407,8 +394,8 @@ def run_scaling(*, quick: bool = False, seeds: int | None = None,
     for inst in SCALING_INSTANCES:
         sub = [r for r in rows if r["instance"] == inst.name]
         Ts = [r["T"] for r in sub]
-        slope, ci, n = fit_slope(Ts, [r["gap"] for r in sub])
-        lslope, lci, _ = fit_slope(Ts, [r["latency_mean"] for r in sub])
+        slope, ci, n = loglog_slope(Ts, [r["gap"] for r in sub])
+        lslope, lci, _ = loglog_slope(Ts, [r["latency_mean"] for r in sub])
         fits.append(dict(instance=inst.name, threshold=inst.threshold,
                          capacity_tokens=inst.capacity_tokens, expected_slope=inst.expected_slope,
                          gap_slope=slope, gap_slope_ci=ci, points=n, latency_slope=lslope,

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import HIST_MAX_EXP, HIST_MIN_EXP, KVConfig
+from ..histogram import bit_quantile
+from .config import KVConfig
 from .state import KVState
 
 METRICS = (
@@ -16,34 +17,6 @@ METRICS = (
     "peak_memory_tokens", "overflow_count", "preemption_count", "num_batches", "num_epochs",
     "busy_s", "end_time_s", "idle_s", "last_completion_s", "done", "stalled",
 )
-
-
-def histogram_quantile(hist: np.ndarray, q: float) -> np.ndarray:
-    """Quantile q from histograms [..., nb] of the kv engine (docs §8).
-
-    The midpoint of the bin holding the ceil(q n)-th smallest value (within 2^-(b+1) relative
-    of it); bin 0 (below 2^-20 s) reads 0, the top bin its lower edge 2^20 s; 0 when empty.
-    """
-    hist = np.asarray(hist, np.int64)
-    nb = hist.shape[-1]
-    per = (nb - 2) // (HIST_MAX_EXP - HIST_MIN_EXP)                  # 2^b bins per octave
-    n = hist.sum(-1)
-    target = np.maximum(1, np.ceil(q * n)).astype(np.int64)
-    b = np.argmax(np.cumsum(hist, -1) >= target[..., None], axis=-1)
-    k = np.clip(b - 1, 0, nb - 3)
-    octave = 2.0 ** (HIST_MIN_EXP + k // per)
-    mid = octave * (1.0 + (k % per + 0.5) / per)
-    mid = np.where(b == nb - 1, 2.0 ** HIST_MAX_EXP, mid)
-    return np.where((b == 0) | (n == 0), 0.0, mid)
-
-
-def histogram_bin(x_s, octave_bits: int) -> np.ndarray:
-    """Host mirror of the engine's histogram bin of float32 values x_s (docs §8), int64."""
-    x = np.asarray(x_s, np.float32)
-    nb = (HIST_MAX_EXP - HIST_MIN_EXP) * 2**octave_bits + 2
-    bits = x.view(np.int32).astype(np.int64)
-    idx = (bits >> (23 - octave_bits)) - ((127 + HIST_MIN_EXP) << octave_bits) + 1
-    return np.where(x < np.float32(2.0**HIST_MIN_EXP), 0, np.minimum(idx, nb - 1))
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -76,11 +49,11 @@ def finalize(config: KVConfig, state: KVState) -> dict[str, np.ndarray]:
         "throughput_tokens_per_s": thr,
         "decode_throughput_tokens_per_s": dthr,
         "latency_mean_s": _div(t.latency_s.to_numpy(), completed),
-        "latency_p50_s": histogram_quantile(t.latency_hist, 0.5),
-        "latency_p99_s": histogram_quantile(t.latency_hist, 0.99),
+        "latency_p50_s": bit_quantile(t.latency_hist, 0.5),
+        "latency_p99_s": bit_quantile(t.latency_hist, 0.99),
         "ttft_mean_s": _div(t.ttft_s.to_numpy(), f(t.first_tokens)),
-        "ttft_p50_s": histogram_quantile(t.ttft_hist, 0.5),
-        "ttft_p99_s": histogram_quantile(t.ttft_hist, 0.99),
+        "ttft_p50_s": bit_quantile(t.ttft_hist, 0.5),
+        "ttft_p99_s": bit_quantile(t.ttft_hist, 0.99),
         "peak_memory_tokens": f(t.peak_memory),
         "overflow_count": f(t.overflows),
         "preemption_count": t.preemptions.to_numpy(),

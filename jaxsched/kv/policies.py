@@ -12,14 +12,13 @@ from __future__ import annotations
 from typing import Callable
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
-import numpy as np
+
+from kernels import prefix_by_id, prefix_max_by_id, suffix_sums
 
 from .config import KVConfig, KVParams
 from .state import Table
 
-_BIG = np.int32(2**31 - 1)
 
 
 class View(eqx.Module):
@@ -41,36 +40,6 @@ class View(eqx.Module):
     prefilled: jnp.ndarray
 
 
-def prefix_by_id(x: jnp.ndarray, base) -> jnp.ndarray:
-    """Exclusive prefix sums of x (int32[Q], ring slots) in id order: sum of x over the slots
-    holding smaller ids. One cumsum in slot order, corrected for the ring's wrap at `base`."""
-    ex = jnp.cumsum(x) - x
-    slot = jnp.arange(x.shape[0], dtype=jnp.int32)
-    return ex - ex[base] + jnp.where(slot < base, jnp.sum(x), 0)
-
-
-def group_rank(group: jnp.ndarray, ids: jnp.ndarray, valid: jnp.ndarray) -> jnp.ndarray:
-    """int32[Q]: rank of each valid request within its group by id (0 = oldest), by sorting.
-
-    The general definition (docs §6), O(Q log Q); the policies use the O(Q) forms below, which
-    rely on no request overtaking an older one of its group, and tests check them against this.
-    Empty slots get large ranks.
-    """
-    Q = group.shape[0]
-    pos = jnp.arange(Q, dtype=jnp.int32)
-    g = jnp.where(valid, group, _BIG)
-    i = jnp.where(valid, ids, _BIG)
-    gs, _, slot = jax.lax.sort((g, i, pos), num_keys=2)
-    start = jnp.concatenate([jnp.ones((1,), bool), gs[1:] != gs[:-1]])
-    first = jax.lax.cummax(jnp.where(start, pos, 0))
-    return jnp.zeros((Q,), jnp.int32).at[slot].set(pos - first)
-
-
-def _above(count: jnp.ndarray) -> jnp.ndarray:
-    """above[..., k] = sum of count[..., k'] over k' > k (int32, last axis = stages)."""
-    return jnp.cumsum(count[..., ::-1], axis=-1)[..., ::-1] - count
-
-
 def wait_rank(config: KVConfig, view: View) -> jnp.ndarray:
     """int32[Q] rank within (type, stage) by id, in O(Q + m K1).
 
@@ -83,7 +52,7 @@ def wait_rank(config: KVConfig, view: View) -> jnp.ndarray:
     m, K1 = config.m, config.num_stages
     count = jnp.zeros((m * K1,), jnp.int32).at[t.type * K1 + t.stage].add(
         view.valid.astype(jnp.int32)).reshape(m, K1)
-    above = _above(count)
+    above = suffix_sums(count)
     return t.seq - view.type_completed[t.type] - above[t.type, jnp.clip(t.stage, 0, K1 - 1)]
 
 
@@ -94,7 +63,7 @@ def stage_rank(config: KVConfig, view: View) -> jnp.ndarray:
     K1 = config.num_stages
     older = prefix_by_id(view.valid.astype(jnp.int32), view.base)
     count = jnp.zeros((K1,), jnp.int32).at[t.stage].add(view.valid.astype(jnp.int32))
-    return older - _above(count)[jnp.clip(t.stage, 0, K1 - 1)]
+    return older - suffix_sums(count)[jnp.clip(t.stage, 0, K1 - 1)]
 
 
 def fits_prefix(view: View, mask: jnp.ndarray, capacity) -> jnp.ndarray:
@@ -145,15 +114,6 @@ def fcfs(config: KVConfig, params: KVParams, view: View):
     """FCFS: the longest prefix by arrival that fits in C runs; residents outside it restart."""
     member = fits_prefix(view, view.valid, params.capacity_tokens)
     return member, view.valid & view.table.resident & ~member, view.work
-
-
-def prefix_max_by_id(x: jnp.ndarray, base) -> jnp.ndarray:
-    """Inclusive prefix maxima of x (int32[Q] >= 0, ring slots) in id order."""
-    slot = jnp.arange(x.shape[0], dtype=jnp.int32)
-    first = slot >= base                                  # the older half of the ring
-    a = jax.lax.cummax(jnp.where(first, x, 0))
-    b = jax.lax.cummax(jnp.where(first, 0, x))
-    return jnp.where(first, a, jnp.maximum(jnp.max(jnp.where(first, x, 0)), b))
 
 
 def vllm(config: KVConfig, params: KVParams, view: View):

@@ -56,7 +56,7 @@ import numpy as np
 
 from ..errors import require, require_float, require_int
 from .config import KVConfig
-from .fluid import FluidTypes, equilibrium
+from ..fluid import FluidTypes, equilibrium
 
 RELAXED_POLICIES = ("wait", "nested_wait")
 
@@ -336,7 +336,7 @@ class TuneSetup:
 
     def segments(self):
         """The fluid module's Segments of this setup (one segment per type)."""
-        from .fluid import nested_segments
+        from ..fluid import nested_segments
         types = FluidTypes(prefill=np.asarray(self.config.prefill_tokens, float),
                            decode=np.asarray(self.config.decode_tokens),
                            rates=np.asarray(self.rates), d0=self.d0_s, d1=self.d1_s_per_token,
@@ -436,7 +436,7 @@ def fluid_baselines(setup: TuneSetup) -> dict[str, np.ndarray]:
     "practical" = the tail-rate rule of Sec. 6.2 with the batch limit B = sum_i s_i c_min
     Lambda_i (the fluid batch; rounded up as the authors' code does)."""
     from .config import default_thresholds
-    from .fluid import nested_thresholds, nested_thresholds_practical
+    from ..fluid import nested_thresholds, nested_thresholds_practical
     seg = setup.segments()
     fluid = default_thresholds(setup.config, np.asarray(setup.rates), setup.d0_s,
                                setup.d1_s_per_token, float(setup.capacity_tokens))
@@ -505,7 +505,8 @@ def exact_comparison(setup: TuneSetup, candidates: dict[str, np.ndarray], seeds:
     """
     import time
 
-    from ..results import format_value, markdown_table, mean_ci
+    from ..results import format_value, markdown_table
+    from ..stats import mean_ci
     say = log or (lambda msg: None)
     exact, done, t1 = {}, {}, time.perf_counter()
     for label, th in candidates.items():
@@ -573,7 +574,7 @@ def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
     import optax
 
     from ..tune import integer_search, tune
-    from .fluid import nested_thresholds
+    from ..fluid import nested_thresholds
     say = log or (lambda msg: None)
     setup = tune_setup(name, lam=lam)
     seeds = [int(s) for s in seeds]

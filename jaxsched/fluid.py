@@ -44,7 +44,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from ..errors import ConfigError, require, require_float, require_int
+from .errors import ConfigError, require, require_float, require_int
 
 __all__ = [
     "FluidTypes", "Equilibrium", "equilibrium", "stage_work",

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import equinox as eqx
 import jax.numpy as jnp
 
-from .errors import ConfigError, require, require_float, require_int
-from .workload import BurstGPTLike, Workload, INT32_MAX
+from ..errors import ConfigError, require, require_float, require_int
+from ..workload import BurstGPTLike, Workload, INT32_MAX
 
 POLICIES = ("fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio")
 SEMANTICS = ("paper", "theory")

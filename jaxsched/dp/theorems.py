@@ -59,10 +59,11 @@ from typing import Sequence
 import numpy as np
 
 from .config import DPConfig, make_params
-from .dp import simulate
-from .results import format_value, markdown_table, mean_ci, t975, write_csv
-from .sweep import read_rows, seeds_per_chunk
-from .workload import Constant, Geometric, Independent, UniformInt
+from .run import simulate
+from ..results import format_value, markdown_table, write_csv
+from ..stats import mean_ci, ols, t975
+from ..sweep import read_rows, seeds_per_chunk
+from ..workload import Constant, Geometric, Independent, UniformInt
 
 DEFAULT_KERNEL = "window"    # BF-IO kernel of Theorems 2 and 3 (module docstring)
 DEFAULT_T1_KERNEL = "round_lpt"  # BF-IO kernel of Theorem 1's rounds (module docstring)
@@ -133,33 +134,6 @@ def fcfs_prediction(G: int, B: int, sigma: float) -> float:
 
 
 # --------------------------------------------------------------------------- fits
-
-@dataclass(frozen=True)
-class Fit:
-    """Least-squares fit y = X coef: coefficients, standard errors and 95% CI half-widths."""
-    coef: np.ndarray
-    se: np.ndarray
-    ci95: np.ndarray
-    n: int
-
-
-def ols(X: np.ndarray, y: np.ndarray) -> Fit:
-    """Ordinary least squares with a 95% CI per coefficient (Student t, n - k dof).
-
-    X float[n, k] (include a column of ones for an intercept); y float[n]. With n <= k the
-    standard errors and CIs are nan.
-    """
-    X, y = np.asarray(X, np.float64), np.asarray(y, np.float64)
-    n, k = X.shape
-    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
-    if n <= k:
-        nan = np.full(k, np.nan)
-        return Fit(coef, nan, nan, n)
-    resid = y - X @ coef
-    s2 = float(resid @ resid) / (n - k)
-    se = np.sqrt(np.maximum(np.diag(s2 * np.linalg.pinv(X.T @ X)), 0.0))
-    return Fit(coef, se, t975(n - k) * se, n)
-
 
 def ratio_slopes(G: Sequence[int], B: Sequence[int], ratio: Sequence[float]) -> dict[str, tuple]:
     """Slopes of log(ratio) against log B and against log(log G), fitted jointly.
@@ -561,7 +535,7 @@ def render_report(rows: Sequence[dict], checks: Sequence[Check], tables: dict, *
         f"{len(rows)} runs {wall:.1f} s wall, {cpu:.1f} s process CPU, for {steps:.0f} "
         f"seed-steps ({rate:.0f} seed-steps per wall second, compilation included).", "",
         "Sigma is the per-slot snapshot standard deviation derived analytically "
-        "(`jaxsched.theorems.snapshot_var`): sigma_s^2 = (s_max^2 - 1)/12 (Theorem 1), "
+        "(`jaxsched.dp.theorems.snapshot_var`): sigma_s^2 = (s_max^2 - 1)/12 (Theorem 1), "
         "sigma_s^2 + (1-p)/p^2 (Theorem 2), and for a common drift with mean mu and variance v "
         "sigma_s^2 + (q/p) v + mu^2 q/p^2 - v q^2/(1-q^2), q = 1-p (Theorem 3: the variance given "
         "the drift path, averaged over paths).", "",
@@ -586,7 +560,7 @@ def render_report(rows: Sequence[dict], checks: Sequence[Check], tables: dict, *
 
 def make_plots(rows: Sequence[dict], out_dir: Path) -> list[Path]:
     """The three figures (PNG) in out_dir."""
-    from .plots import bfio_gap_vs_b, fcfs_vs_prediction, improvement_ratio
+    from ..plots import bfio_gap_vs_b, fcfs_vs_prediction, improvement_ratio
     ratio = {g: ([math.sqrt(B * math.log(G)) for G, B, _ in pts], [r for *_, r in pts])
              for g, pts in ratio_rows(rows).items()}
     fcfs: dict[str, tuple] = {}

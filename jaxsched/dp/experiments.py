@@ -10,10 +10,12 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .config import POLICIES, DPConfig, make_params
-from .dp import METRICS, simulate
-from .errors import ConfigError
-from .results import format_value, markdown_table, mean_ci
-from .workload import Trace, read_trace
+from .metrics import METRICS
+from .run import simulate
+from ..errors import ConfigError
+from ..results import format_value, markdown_table
+from ..stats import mean_ci
+from ..workload import Trace, read_trace
 
 TABLE_METRICS = ("avg_imbalance_tokens", "throughput_tokens_per_s", "tpot_s", "energy_j",
                  "avg_power_w", "idle_fraction", "queue_delay_mean_s", "queue_delay_p99_s")
@@ -159,7 +161,7 @@ def fig4_sweep(horizons=FIG4_HORIZONS, seeds=range(8), *, decay: float = 1.0, pr
     decay = 1 weighs every window row equally: the paper's program, whose objective is the
     plain sum over the window.
     """
-    from .workload import BivariateNormal, Finite
+    from ..workload import BivariateNormal, Finite
     out = {}
     wl = Finite(BivariateNormal(), num_requests)
     C = (72 * 0.6e-3 + 35e-3) / 8
@@ -195,7 +197,7 @@ def noise_sweep(horizons=(16, 64), levels=(0.0, 0.1, 0.2, 0.3, 0.5), cls_rates=(
 
 
 def _fig4_point(H, seeds, decay, predictor, params_kw, progress, steps) -> np.ndarray:
-    from .workload import BivariateNormal, Finite
+    from ..workload import BivariateNormal, Finite
     C = (72 * 0.6e-3 + 35e-3) / 8
     cfg = DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, policy="bfio", horizon=H,
                    num_steps=steps, workload=Finite(BivariateNormal(), 8000), record_loads=True,

@@ -1,0 +1,121 @@
+"""Record the numbers of a fixed set of commands, and compare two recordings bit for bit.
+
+    python benchmarks/behaviour.py record DIR      # run the commands, keep their CSV files
+    python benchmarks/behaviour.py compare A B     # every numeric cell equal, or exit 1
+
+The commands cover every engine and driver: `jaxsched reproduce table1` (skipped when the
+BurstGPT sample is absent), a short `jaxsched run`, `jaxsched kv experiment e1 --quick`, a small
+`jaxsched sweep` of each engine, and `jaxsched check theorems --quick`. A refactoring that
+changes no behaviour leaves every number equal to the bit (CSV cells are written with
+`repr(float)`); columns that hold wall-clock times, paths or resume keys are not compared.
+`benchmarks/results/behaviour/` holds the recording this repository is checked against
+(`tests/test_behaviour.py`, marked slow, records afresh and compares).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACE = ROOT.parent / "shared" / "data" / "burstgpt_8000.csv"
+# Columns that legitimately differ between two runs of the same numbers.
+VOLATILE = ("wall_s", "time_s", "point", "trace")
+
+
+def _jaxsched() -> list[str]:
+    """The command line entry point of the interpreter running this script."""
+    exe = Path(sys.executable).parent / "jaxsched"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "jaxsched.cli"]
+
+
+def commands(out: Path) -> dict[str, list[str]]:
+    """name -> argument list; each writes its CSV files under out/name."""
+    cmds = {
+        "run": ["run", "--seeds", "2", "--steps", "300", "--policies", "fcfs,jsq_count,bfio:0,bfio:8",
+                "--plot", "none", "--out", str(out / "run" / "run.csv"), "--quiet"],
+        "kv_e1": ["kv", "experiment", "e1", "--quick", "--out", str(out / "kv_e1"), "--quiet"],
+        "sweep_dp": ["sweep", "--axis", "policy=fcfs,bfio", "--axis", "num_workers=4,8",
+                     "--seeds", "4", "--steps", "200", "--out", str(out / "sweep_dp" / "sweep.csv"),
+                     "--quiet"],
+        "theorems": ["check", "theorems", "--quick", "--out", str(out / "theorems"), "--quiet"],
+    }
+    if TRACE.is_file():
+        cmds["table1"] = ["reproduce", "table1", "--trace", str(TRACE),
+                          "--out", str(out / "table1" / "table1.csv"), "--quiet"]
+    return cmds
+
+
+def record(out: Path, only: list[str] | None = None) -> None:
+    """Run every command (or those named in `only`) and keep their files under `out`."""
+    for name, args in commands(out).items():
+        if only and name not in only:
+            continue
+        shutil.rmtree(out / name, ignore_errors=True)
+        (out / name).mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        proc = subprocess.run(_jaxsched() + args, capture_output=True, text=True, cwd=ROOT)
+        (out / name / "stdout.txt").write_text(proc.stdout)
+        # The theorem check exits 1 when a check fails; its numbers are still the record.
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"{name} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        print(f"{name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+
+
+def _rows(path: Path) -> list[dict]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def compare(a: Path, b: Path) -> list[str]:
+    """Differences between two recordings (empty when every compared cell is equal)."""
+    diffs = []
+    for fa in sorted(a.rglob("*.csv")):
+        rel = fa.relative_to(a)
+        fb = b / rel
+        if not fb.is_file():
+            if (b / rel.parts[0]).is_dir():
+                diffs.append(f"{rel}: missing in {b}")
+            continue
+        ra, rb = _rows(fa), _rows(fb)
+        if len(ra) != len(rb):
+            diffs.append(f"{rel}: {len(ra)} rows against {len(rb)}")
+            continue
+        for i, (x, y) in enumerate(zip(ra, rb)):
+            for col, v in x.items():
+                if col in VOLATILE or col.endswith("_wall_s"):
+                    continue
+                if col not in y:
+                    diffs.append(f"{rel} row {i}: column {col!r} missing")
+                elif y[col] != v:
+                    diffs.append(f"{rel} row {i} {col}: {v} != {y[col]}")
+    return diffs
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record")
+    r.add_argument("out", type=Path)
+    r.add_argument("--only", default=None, help="comma-separated command names")
+    c = sub.add_parser("compare")
+    c.add_argument("a", type=Path)
+    c.add_argument("b", type=Path)
+    a = p.parse_args()
+    if a.cmd == "record":
+        record(a.out, a.only.split(",") if a.only else None)
+        return 0
+    diffs = compare(a.a, a.b)
+    for d in diffs[:50]:
+        print(d)
+    n = sum(1 for _ in a.a.rglob("*.csv"))
+    print(f"{n} files compared, {len(diffs)} differences")
+    return 1 if diffs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
