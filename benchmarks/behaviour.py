@@ -1,7 +1,7 @@
 """Record the numbers of a fixed set of commands, and compare two recordings bit for bit.
 
-    python benchmarks/behaviour.py record DIR      # run the commands, keep their CSV files
-    python benchmarks/behaviour.py compare A B     # every numeric cell equal, or exit 1
+    python -m benchmarks.behaviour record DIR      # run the commands, keep their CSV files
+    python -m benchmarks.behaviour compare A B     # every numeric cell equal, or exit 1
 
 The commands cover every engine and driver: `jaxsched reproduce table1` (skipped when the
 BurstGPT sample is absent), a short `jaxsched run`, `jaxsched kv experiment e1 --quick`, a small
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT.parent / "shared" / "data" / "burstgpt_8000.csv"
 # Columns that legitimately differ between two runs of the same numbers.
-VOLATILE = ("wall_s", "time_s", "point", "trace")
+VOLATILE = ("wall_s", "cpu_s", "time_s", "point", "trace")
 
 
 def _jaxsched() -> list[str]:
@@ -97,7 +97,7 @@ def compare(a: Path, b: Path) -> list[str]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.behaviour", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("record")
     r.add_argument("out", type=Path)

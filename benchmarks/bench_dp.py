@@ -21,7 +21,7 @@ before the clock starts. As consistency checks, seed 0's `avg_imbalance_tokens` 
 engine run must equal both NumPy check runs' (exact integer sums over the same steps), and the
 two check runs' `hist_loads` must be equal.
 
-    python benchmarks/bench_dp.py [--quick] [--out benchmarks/results/dp_speed.json]
+    python -m benchmarks.bench_dp [--quick] [--out benchmarks/results/dp_speed.json]
 
 Writes the JSON results to --out (default `benchmarks/results/dp_speed.json`; with --quick,
 `dp_speed_quick.json`) and the markdown table next to it under the same name with a .md suffix;
@@ -42,20 +42,15 @@ from typing import Any
 
 import numpy as np
 
+import jax
+
+import jaxsched
+from jaxsched.dp import simulate
+
+from benchmarks.numpy_dp import simulate_numpy
+from benchmarks.numpy_dp_loops import simulate_loops
+
 _HERE = Path(__file__).resolve().parent
-_ROOT = _HERE.parent
-# Lets `python benchmarks/bench_dp.py` work from a plain checkout: jaxsched and kernels are
-# top-level packages at the repository root, the NumPy baselines sit next to this file.
-for _p in (str(_ROOT), str(_HERE)):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
-
-import jax  # noqa: E402
-
-import jaxsched  # noqa: E402
-from jaxsched.dp import simulate  # noqa: E402
-from numpy_dp import simulate_numpy  # noqa: E402
-from numpy_dp_loops import simulate_loops  # noqa: E402
 
 B = 72
 POOL = {16: 64, 32: 128}          # R per G
@@ -129,9 +124,9 @@ def log(msg: str) -> None:
     print(f"[bench_dp {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def make_config(policy: str, G: int, steps: int) -> jaxsched.DPConfig:
+def make_config(policy: str, G: int, steps: int) -> jaxsched.dp.DPConfig:
     """The benchmarked dp configuration for one (policy, G) and step count."""
-    return jaxsched.DPConfig(num_workers=G, slots_per_worker=B, pool_size=POOL[G], horizon=0,
+    return jaxsched.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=POOL[G], horizon=0,
                              policy=policy, semantics="paper", num_steps=steps,
                              workload=jaxsched.BurstGPTLike())
 
@@ -139,7 +134,7 @@ def make_config(policy: str, G: int, steps: int) -> jaxsched.DPConfig:
 def bench_engine(policy: str, G: int, seeds: int, steps: int, repeats: int) -> EngineRow:
     """Compile/warm with one call, then time `repeats` identical calls (best is kept)."""
     config = make_config(policy, G, steps)
-    params = jaxsched.make_params(config)
+    params = jaxsched.dp.make_params(config)
     seed_ids = np.arange(seeds)
     t0 = time.perf_counter()
     simulate(config, params, seed_ids)
@@ -172,7 +167,7 @@ def bench_numpy(baseline: str, policy: str, G: int, check_steps: int, target_s: 
     simulator = BASELINES[baseline]
     R = POOL[G]
     config = make_config(policy, G, check_steps)
-    params = jaxsched.make_params(config)
+    params = jaxsched.dp.make_params(config)
     kw = dict(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy,
               step_const_s=float(params.step_const_s), per_token_s=float(params.per_token_s))
 
@@ -284,7 +279,7 @@ def consistency_check(row: EngineRow, bases: dict[str, NumpyRow], hist_equal: bo
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_dp", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
                     help="small sizes (G=16, 8 seeds, 100 steps): a smoke test under 30 s")
     ap.add_argument("--out", type=Path, default=None,

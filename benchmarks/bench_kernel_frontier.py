@@ -9,7 +9,7 @@ For every variant in `kernels.BFIO_VARIANTS`:
 - its exactness on the instance families of `bench_kernel_quality.py`
   (benchmarks/results/kernel_quality.json, when present).
 Writes benchmarks/results/kernel_frontier.{md,json,png}. Run:
-    python benchmarks/bench_kernel_frontier.py [--steps 1000] [--seeds 8] [--variants vf,vf_ls] [--plot-only]
+    python -m benchmarks.bench_kernel_frontier [--steps 1000] [--seeds 8] [--variants vf,vf_ls] [--plot-only]
 """
 from __future__ import annotations
 
@@ -19,10 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import matplotlib  # noqa: E402
+import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -33,6 +30,7 @@ from jaxsched.dp.experiments import table1_workload  # noqa: E402
 from jaxsched.results import markdown_table  # noqa: E402
 from kernels import BFIO_VARIANTS  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 TRACE = ROOT.parent / "shared" / "data" / "burstgpt_8000.csv"
 
@@ -43,8 +41,8 @@ def log(msg: str) -> None:
 
 def step_cost_us(variant: str, seeds: int, steps: int) -> float:
     """Microseconds per seed-step of the engine with this kernel (after compilation)."""
-    cfg = js.DPConfig(policy="bfio", bfio_kernel=variant, num_steps=steps)
-    p = js.make_params(cfg)
+    cfg = js.dp.DPConfig(policy="bfio", bfio_kernel=variant, num_steps=steps)
+    p = js.dp.make_params(cfg)
     simulate(cfg, p, range(seeds))
     return simulate(cfg, p, range(seeds)).wall_s / (seeds * steps) * 1e6
 
@@ -52,14 +50,15 @@ def step_cost_us(variant: str, seeds: int, steps: int) -> float:
 def table1_metrics(variant: str, steps: int) -> dict[str, float]:
     """Average imbalance and throughput over the first `steps` steps of the Table 1 stream."""
     wl = table1_workload(str(TRACE)) if TRACE.is_file() else js.BurstGPTLike()
-    cfg = js.DPConfig(policy="bfio", bfio_kernel=variant, num_steps=steps, workload=wl)
-    m = simulate(cfg, js.make_params(cfg), [0], block_steps=min(steps, 1024)).metrics
+    cfg = js.dp.DPConfig(policy="bfio", bfio_kernel=variant, num_steps=steps, workload=wl)
+    m = simulate(cfg, js.dp.make_params(cfg), [0], block_steps=min(steps, 1024)).metrics
     return {"avg_imbalance_tokens": float(m["avg_imbalance_tokens"][0]),
             "throughput_tokens_per_s": float(m["throughput_tokens_per_s"][0])}
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_kernel_frontier",
+                                 description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=1000, help="Table 1 steps per variant")
     ap.add_argument("--seeds", type=int, default=8, help="seeds for the cost measurement")
     ap.add_argument("--cost-steps", type=int, default=50, help="steps for the cost measurement")

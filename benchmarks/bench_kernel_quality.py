@@ -1,7 +1,7 @@
 """Quality of the BF-IO (H = 0) assignment kernels against exact optima.
 
 For N instances of each family of `benchmarks/instances.py` ("uniform", "burst", "ties"), the
-exact optimum J* comes from the MILP of `tests/exact_io.py` (cached in
+exact optimum J* comes from the MILP of `tests/reference/exact_io.py` (cached in
 `benchmarks/results/exact_cache_<family>_<N>_<seed>.npz`, checked against a digest of the
 instances, so reruns skip the solves). Then every kernel variant of `kernels.BFIO_VARIANTS`
 (name -> fn(loads int32[G], free int32[G], sizes int32[R], valid bool[R]) -> (worker, rank,
@@ -21,7 +21,7 @@ count, slot overflow, invalid entry: these would be kernel bugs); the fraction r
 convergence; and the kernel time per instance: the best of --repeats timed calls of the
 vmapped kernel over each G group (after a compiling call), summed over groups, divided by N.
 
-    python benchmarks/bench_kernel_quality.py [--quick] [--n 1000] [--seed 0] [--jobs 2]
+    python -m benchmarks.bench_kernel_quality [--quick] [--n 1000] [--seed 0] [--jobs 2]
 
 Writes `benchmarks/results/kernel_quality.md` and `.json` (with --quick:
 `kernel_quality_quick.*`), prints the tables to stdout and progress to stderr.
@@ -42,18 +42,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from benchmarks import instances as inst_mod
+from benchmarks.instances import EXTRA_FAMILIES, FAMILIES, R_MAX, Instances
+from tests.reference import exact_io
+
 _HERE = Path(__file__).resolve().parent
-_ROOT = _HERE.parent
-# Lets `python benchmarks/bench_kernel_quality.py` work from a plain checkout: kernels and
-# jaxsched are top-level packages at the root, instances.py sits here, exact_io.py in tests/.
-for _p in (str(_ROOT), str(_HERE), str(_ROOT / "tests")):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
-
-import exact_io  # noqa: E402
-import instances as inst_mod  # noqa: E402
-from instances import EXTRA_FAMILIES, FAMILIES, R_MAX, Instances  # noqa: E402
-
 RESULTS = _HERE / "results"
 Kernel = Callable[..., tuple[Any, Any, Any]]
 
@@ -322,7 +315,8 @@ def markdown(res: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_kernel_quality",
+                                 description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="100 instances per family")
     ap.add_argument("--n", type=int, default=1000, help="instances per family (default 1000)")
     ap.add_argument("--seed", type=int, default=0)

@@ -7,7 +7,7 @@ smallest R) and against R (at the smallest G). The kernel makes R sequential cho
 reduction over the G workers and the R pool entries: O(U (G + R)) per step and seed for U
 admissions.
 Writes benchmarks/results/kernel_scale.{md,json}. Run:
-    python benchmarks/bench_kernel_scale.py [--seeds 1024] [--quick]
+    python -m benchmarks.bench_kernel_scale [--seeds 1024] [--quick]
 """
 from __future__ import annotations
 
@@ -17,16 +17,14 @@ import sys
 import time
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsched.results import markdown_table
+from kernels import valley_fill
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-from jaxsched.results import markdown_table  # noqa: E402
-from kernels import valley_fill  # noqa: E402
-
 RESULTS = ROOT / "benchmarks" / "results"
 
 
@@ -59,7 +57,8 @@ def slope(x, y) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_kernel_scale",
+                                 description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=1024)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small grid and 64 seeds")

@@ -122,9 +122,9 @@ def simulated_loads(seed: int) -> np.ndarray:
     import jaxsched
     from jaxsched.dp import simulate
 
-    cfg = jaxsched.DPConfig(num_workers=SIM_WORKERS, slots_per_worker=SIM_SLOTS, pool_size=SIM_POOL,
-                            policy="bfio", record_loads=True, num_steps=SIM_STEPS)
-    res = simulate(cfg, jaxsched.make_params(cfg), [seed])
+    cfg = jaxsched.dp.DPConfig(num_workers=SIM_WORKERS, slots_per_worker=SIM_SLOTS, pool_size=SIM_POOL,
+                            policy="bfio", num_steps=SIM_STEPS)
+    res = simulate(cfg, jaxsched.dp.make_params(cfg), [seed], record=True)
     loads = res.trajectories["loads"][0].astype(np.int64)
     live = res.trajectories["live"][0].astype(bool)
     rows = loads[SIM_WARMUP:][live[SIM_WARMUP:]]

@@ -10,7 +10,7 @@ It implements docs/dp-semantics.md exactly (semantics "paper"; policies "fcfs", 
 and "bfio" with horizon 0), so its integer trajectories (`hist_loads`, `imbalance`) must equal
 the engine's and the reference simulator's.
 
-    python benchmarks/numpy_dp.py --G 16 --B 72 --steps 2000 --policy bfio
+    python -m benchmarks.numpy_dp --G 16 --B 72 --steps 2000 --policy bfio
 """
 from __future__ import annotations
 
@@ -255,9 +255,9 @@ def draw_lengths(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarr
     return prompt, output
 
 
-def arg_parser(description: str) -> argparse.ArgumentParser:
+def arg_parser(description: str, prog: str | None = None) -> argparse.ArgumentParser:
     """The command line shared by the one-seed baselines: shape, steps and policy."""
-    ap = argparse.ArgumentParser(description=description)
+    ap = argparse.ArgumentParser(prog=prog, description=description)
     ap.add_argument("--G", type=int, default=16, help="workers")
     ap.add_argument("--B", type=int, default=72, help="slots per worker")
     ap.add_argument("--R", type=int, default=64, help="pool size")
@@ -267,7 +267,7 @@ def arg_parser(description: str) -> argparse.ArgumentParser:
 
 
 def main() -> None:
-    args = arg_parser(__doc__.splitlines()[0]).parse_args()
+    args = arg_parser(__doc__.splitlines()[0], prog="python -m benchmarks.numpy_dp").parse_args()
     # Each step admits at most G*B requests, so this many can never run out.
     n = args.R + args.G * args.B * (args.steps + 1)
     prompt, output = draw_lengths(np.random.default_rng(0), n)

@@ -18,7 +18,7 @@ It implements docs/dp-semantics.md exactly (semantics "paper"; policies "fcfs", 
 "bfio" with horizon 0), so its integer trajectories (`hist_loads`, `imbalance`) equal those of
 `numpy_dp.simulate_numpy`, the engine and the reference simulator.
 
-    python benchmarks/numpy_dp_loops.py --G 16 --B 72 --steps 2000 --policy bfio
+    python -m benchmarks.numpy_dp_loops --G 16 --B 72 --steps 2000 --policy bfio
 """
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ from typing import Callable
 
 import numpy as np
 
-from numpy_dp import (IDLE_POWER_W, arg_parser, MAX_POWER_W, POLICIES, POWER_EXPONENT, RequestsExhausted,
-                      draw_lengths, simulate_numpy)
+from benchmarks.numpy_dp import (IDLE_POWER_W, arg_parser, MAX_POWER_W, POLICIES, POWER_EXPONENT,
+                                 RequestsExhausted, draw_lengths, simulate_numpy)
 
 # A policy's admissions: (queue position in the step's pool, worker), in the order it chose them.
 Picks = list[tuple[int, int]]
@@ -231,7 +231,7 @@ def simulate_loops(*, num_workers: int, slots_per_worker: int, pool_size: int, p
 # --------------------------------------------------------------------------- command line
 
 def main() -> None:
-    args = arg_parser(__doc__.splitlines()[0]).parse_args()
+    args = arg_parser(__doc__.splitlines()[0], prog="python -m benchmarks.numpy_dp_loops").parse_args()
     # Each admission tops the pool up by at most R requests, so this many never run out.
     prompt, output = draw_lengths(np.random.default_rng(0), args.R * (args.steps + 2))
     results = {}

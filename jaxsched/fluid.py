@@ -47,7 +47,7 @@ import numpy as np
 from .errors import ConfigError, require, require_float, require_int
 
 __all__ = [
-    "FluidTypes", "Equilibrium", "equilibrium", "stage_work",
+    "FluidTypes", "Equilibrium", "equilibrium", "span_work", "stage_work",
     "wait_c_range", "wait_thresholds", "wait_thresholds_practical", "WaitCheck", "wait_check",
     "Segments", "nested_segments", "nested_thresholds", "nested_thresholds_practical",
     "NestedCheck", "nested_check",
@@ -117,15 +117,33 @@ def _thresholds(value, m: int, field: str = "thresholds") -> np.ndarray:
 # Request types and the fluid equilibrium
 
 
+def span_work(prefill, first, last) -> np.ndarray:
+    """KV token-iterations of one prompt over stages first..last: sum_{k=e}^{b} (l + k) tokens.
+
+    The one home of the WAIT model's work formula (stage k of a prompt holds l + k tokens):
+    sum_{k=e}^{b} (l + k) = (b - e + 1) l + (b (b + 1) - (e - 1) e) / 2.
+    prefill l, first e, last b: tokens / stage indices, broadcastable arrays or scalars.
+    All integer: int64, exact (the kv engine's capacity checks compare it with integer C).
+    Otherwise float64, as (b - e + 1)(l + (e + b) / 2) (the fluid model; a real l allows a
+    bin's mean length).
+    """
+    l, e, b = np.asarray(prefill), np.asarray(first), np.asarray(last)
+    if all(x.dtype.kind in "iu" for x in (l, e, b)):
+        l, e, b = (x.astype(np.int64) for x in (l, e, b))
+        # b (b + 1) - (e - 1) e is even (a difference of two products of consecutive integers).
+        return (b - e + 1) * l + (b * (b + 1) - (e - 1) * e) // 2
+    l, e, b = (x.astype(np.float64) for x in (l, e, b))
+    return (b - e + 1.0) * (l + (e + b) / 2.0)
+
+
 def stage_work(prefill, decode) -> np.ndarray:
     """KV token-iterations of one prompt over its life: sum_{k=0}^{l'} (l + k) = (l'+1)(l+l'/2).
 
-    prefill, decode: (m,) tokens. Returns (m,) float64 tokens (memory summed over the l' + 1
-    iterations a prompt is in a batch: stage 0 holds l, decode stage k holds l + k).
+    prefill, decode: (m,) tokens. Returns (m,) tokens (memory summed over the l' + 1 iterations
+    a prompt is in a batch: stage 0 holds l, decode stage k holds l + k): int64 and exact for
+    integer inputs, else float64 (`span_work` with stages 0..l').
     """
-    l = np.asarray(prefill, dtype=np.float64)
-    lp = np.asarray(decode, dtype=np.float64)
-    return (lp + 1.0) * (l + lp / 2.0)
+    return span_work(prefill, 0, decode)
 
 
 @dataclass(frozen=True, eq=False)
@@ -390,9 +408,7 @@ class Segments:
 
         notes §3.2: exact sums, not (11)'s (l + L'_j / 2) dl'_j nor Sec. 7.2's (l + i dL / 2) dL.
         """
-        e = self.first_stage.astype(np.float64)
-        b = self.bounds.astype(np.float64)
-        return (b - e + 1.0) * (self.prefill + (e + b) / 2.0)
+        return span_work(self.prefill, self.first_stage, self.bounds)
 
     @property
     def tails(self) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 Seeds are independent runs, so nothing is exchanged while they run: process p of P simulates the
 contiguous block `seed_block(seeds, p, P)` of the seed list on its own local devices (where
-`jaxsched.dp.simulate` shards each chunk over them), and the per-seed results are then gathered
+`jaxsched.run.simulate` shards each chunk over them), and the per-seed results are then gathered
 to every process with `jax.experimental.multihost_utils.process_allgather`. Results depend only
 on (config, params, seed), so the gathered metrics are bitwise those of a one-device run
 (tests/test_multihost.py checks it with two processes of two forced host CPU devices each).
@@ -20,10 +20,10 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
-from .dp.config import DPConfig, DPParams
-from .dp.run import DPResult, simulate
-from .rng import check_seeds
+from .engine import Engine, engine_of
 from .errors import require_int
+from .rng import check_seeds
+from .run import Results, simulate
 
 
 def block_bounds(n: int, process_index: int, process_count: int) -> tuple[int, int]:
@@ -116,25 +116,28 @@ def _check_same_seeds(seeds: np.ndarray) -> None:
     multihost_utils.assert_equal(h, "simulate_multihost: processes were given different seed lists")
 
 
-def simulate_multihost(config: DPConfig, params: DPParams, seeds: Sequence[int], **kw) -> DPResult:
-    """`jaxsched.dp.simulate` over every process of a `jax.distributed` job.
+def simulate_multihost(config: Any, params: Any, seeds: Sequence[int], *, engine: Engine | None = None,
+                       **kw) -> Results:
+    """`jaxsched.run.simulate` over every process of a `jax.distributed` job.
 
-    Every process calls it with the same (config, params, seeds); each simulates its
-    `seed_block` on its local devices (keywords such as seed_chunk, block_steps, progress, shard
-    pass through to `simulate`), and every process returns the full result: metrics
-    {name: float64[S]} and trajectories {name: [S, K, ...]} in the order of `seeds`, bitwise
-    equal to a one-device `simulate(config, params, seeds)`. wall_s is the slowest process's.
-    A process whose block is empty (fewer seeds than processes) runs the first seed and drops
-    it, so that it knows the shapes it must pass to the gather.
+    engine: by default the engine whose Config `config` is. Every process calls it with the
+    same (config, params, seeds); each simulates its `seed_block` on its local devices
+    (keywords such as seed_chunk, block_steps, record, progress, shard pass through to
+    `simulate`), and every process returns the full result: metrics {name: float64[S]} and
+    trajectories {name: [S, K, ...]} in the order of `seeds`, bitwise equal to a one-device
+    run. wall_s is the slowest process's. A process whose block is empty (fewer seeds than
+    processes) runs the first seed and drops it, so that it knows the shapes it must pass to
+    the gather.
     """
+    engine = engine_of(config) if engine is None else engine
     seeds = check_seeds(seeds)
     P, p = jax.process_count(), jax.process_index()
     if P == 1:
-        return simulate(config, params, seeds, **kw)
+        return simulate(config, params, seeds, engine=engine, **kw)
     _check_same_seeds(seeds)
     counts = [hi - lo for lo, hi in (block_bounds(len(seeds), i, P) for i in range(P))]
     block = seed_block(seeds, p, P)
-    local = simulate(config, params, block if len(block) else seeds[:1], **kw)
+    local = simulate(config, params, block if len(block) else seeds[:1], engine=engine, **kw)
     arrays = {f"m:{k}": v for k, v in local.metrics.items()}
     arrays.update({f"t:{k}": v for k, v in (local.trajectories or {}).items()})
     arrays["wall_s"] = np.array([local.wall_s], np.float64)
@@ -142,4 +145,4 @@ def simulate_multihost(config: DPConfig, params: DPParams, seeds: Sequence[int],
     full = _gather_rows(arrays, len(block), counts)
     metrics = {k: full[f"m:{k}"] for k in local.metrics}      # simulate's key order
     traj = {k: full[f"t:{k}"] for k in local.trajectories} if local.trajectories else None
-    return DPResult(config, seeds, metrics, traj, float(walls.max()))
+    return Results(engine.name, config, seeds, metrics, traj, float(walls.max()))

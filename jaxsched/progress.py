@@ -49,8 +49,10 @@ class Progress:
         if not self.enabled:
             return
         total = f"/{self.total:g}" if self.total else ""
+        eta = self.eta_s()
+        eta_text = "  --  " if eta != eta else f"{eta:6.1f}"      # nan before any work is done
         line = (f"\r  {self.label}: {self.done:g}{total}, {self.elapsed_s:6.1f} s elapsed, "
-                f"ETA {self.eta_s():6.1f} s" + (f", {detail}" if detail else ""))
+                f"ETA {eta_text} s" + (f", {detail}" if detail else ""))
         self.stream.write(line + " " * 4)
         self.stream.flush()
         self._open = True

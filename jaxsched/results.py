@@ -1,4 +1,4 @@
-"""Results tables: per-run rows in CSV, and mean / 95% confidence-interval summaries.
+"""Results files: rows in CSV written atomically, read back, and rendered as markdown tables.
 
 One format for every engine: a row per (configuration, seed) with the configuration's columns
 first and each metric in the unit its name says. Files are written atomically (temporary file
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
+
 
 def write_csv(path: str | Path, rows: Iterable[Mapping[str, object]]) -> Path:
     """Write dict rows to CSV atomically; columns in first-seen order."""
@@ -35,6 +36,15 @@ def write_csv(path: str | Path, rows: Iterable[Mapping[str, object]]) -> Path:
         os.unlink(tmp)
         raise
     return path
+
+
+def read_rows(path: str | Path) -> list[dict]:
+    """Rows of an existing CSV results file as dicts of strings ([] if absent)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
 
 
 def _fmt(v: object) -> object:

@@ -14,12 +14,16 @@ import jax.numpy as jnp
 
 from ..errors import ConfigError, require, require_float, require_int
 from ..workload import BurstGPTLike, Workload, INT32_MAX
+from .policies import POLICIES
 
-POLICIES = ("fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio")
 SEMANTICS = ("paper", "theory")
 PREDICTORS = ("oracle", "noisy", "classifier")
 # The loads headroom below int32 that the wide accumulators need (see jaxsched/accumulate.py).
 LOAD_LIMIT = INT32_MAX - 2**24
+# Queueing delays are histogrammed on a log grid from DELAY_MIN_S to DELAY_MAX_S (bin 0 holds
+# exact zeros; jaxsched.histogram) so that the p99 needs no per-request storage.
+DELAY_MIN_S = 1e-4
+DELAY_MAX_S = 1e5
 # Largest per-step drift (tokens). It keeps the drift draw's integer product 24 bits * 65 below
 # 2^31 (see jaxsched.dp.engine.step_drift) and is far above speculative decoding's few tokens.
 DRIFT_MAX = 64
@@ -43,8 +47,7 @@ class DPConfig:
     num_workers G, slots_per_worker B, pool_size R: the shapes. horizon H: BF-IO lookahead
     (0 = the per-step valley fill). semantics: "paper" (the BF-IO paper's experiment simulator)
     or "theory" (the dynamics of its proofs). num_steps: decode steps per scan.
-    burn_in_steps: steps not measured (theory semantics). record_loads: also return per-step
-    loads (for plots). workload: request-length source (see jaxsched.workload).
+    burn_in_steps: steps not measured (theory semantics). workload: request-length source (see jaxsched.workload).
     lookahead_decay: BF-IO (H >= 1) weighs window row h by round(128 * decay^h).
     bfio_kernel: the BF-IO H = 0 assignment kernel, a name in kernels.BFIO_VARIANTS ("vf": valley
     fill; "vf_ls", "vf_ls_chain": with local search; "ms_ls", "ms_ls_chain": multi-start;
@@ -64,7 +67,6 @@ class DPConfig:
     predictor: str = "oracle"
     num_steps: int = 2000
     burn_in_steps: int = 0
-    record_loads: bool = False
     workload: Workload = field(default_factory=BurstGPTLike)
     lookahead_decay: float = 0.7
     bfio_kernel: str = "vf"
@@ -79,10 +81,9 @@ class DPConfig:
         require_int(self.num_steps, "num_steps", lo=1, hi=STEP_LIMIT)
         require_int(self.burn_in_steps, "burn_in_steps", lo=0, hi=self.num_steps - 1)
         require_int(self.delay_bins, "delay_bins", lo=2, hi=65536)
-        require(self.policy in POLICIES, "policy", f"one of {POLICIES}", self.policy)
+        require(self.policy in POLICIES, "policy", f"one of {tuple(POLICIES)}", self.policy)
         require(self.semantics in SEMANTICS, "semantics", f"one of {SEMANTICS}", self.semantics)
         require(self.predictor in PREDICTORS, "predictor", f"one of {PREDICTORS}", self.predictor)
-        require(isinstance(self.record_loads, bool), "record_loads", "a bool", self.record_loads)
         lo, hi = self._check_drift()
         wl = self.workload
         require(hasattr(wl, "sample") and hasattr(wl, "max_prompt"), "workload",

@@ -17,17 +17,15 @@ from kernels import count_bits, pack_bits, select_bit
 
 from .. import rng
 from ..accumulate import Kahan, WideInt
-from .config import DPConfig, DPParams
-from ..histogram import log_bins
 from ..energy import utilization, utilization_power_w
+from ..engine import Engine
+from ..histogram import log_bins
 from ..timing import barrier_step_time_s
+from .config import DELAY_MAX_S, DELAY_MIN_S, DPConfig, DPParams, make_params
+from .metrics import METRICS, finalize
 from .policies import POLICIES, Observation
 from .state import Clock, DPState, Pool, Slots, Totals, Window
 
-# Queueing delays are histogrammed on a log grid from DELAY_MIN_S to DELAY_MAX_S (bin 0 holds
-# exact zeros) so that the p99 needs no per-request storage; the bin ratio at 512 bins is 1.04.
-DELAY_MIN_S = 1e-4
-DELAY_MAX_S = 1e5
 
 
 def uses_predictions(config: DPConfig) -> bool:
@@ -158,7 +156,7 @@ def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, allow=T
         loads=loads, free=free, active=B - free, pool_size_tokens=pool.prompt, pool_valid=valid,
         projected=projected_loads(config, params, slots, k, D) if uses_predictions(config) else None,
         rr_pointer=state.rr_pointer)
-    worker, rank, rr = POLICIES[config.policy](obs, config)
+    worker, rank, rr = POLICIES[config.policy].fn(obs, config)
     admitted = (worker >= 0) & allow
     row = jnp.where(admitted, worker, G)                            # row G: dropped by the scatter
     col = select_bit(words[jnp.minimum(row, G - 1)], rank)
@@ -260,8 +258,10 @@ def _measure(window: Window, loads, dt, tokens, max_load_start, params, on) -> W
         idle=window.idle.add(f(jnp.mean(1.0 - u))))
 
 
-def step(config: DPConfig, params: DPParams, state: DPState):
-    """One decode step. Returns (state, out); out holds per-step loads when record_loads."""
+def step(config: DPConfig, params: DPParams, state: DPState, record: bool = False):
+    """One decode step. Returns (state, out); out (when `record`) is the step's trajectory row:
+    hist_loads, loads, post_admission_loads int32[G] (tokens), live, dt (s), num_admitted, and
+    drift when the config has one (docs/dp-semantics.md)."""
     k = state.step + 1
     slots = state.slots
     # Growth of step k: delta_k tokens per active request (1 without drift), D_k in total.
@@ -307,9 +307,60 @@ def step(config: DPConfig, params: DPParams, state: DPState):
     D_next = jnp.where(k <= config.num_steps, D, state.cum_drift)
     new = DPState(k_next, D_next, state.seed, new_slots, pool, post, rr, clock, window, at_cut, totals)
     out = None
-    if config.record_loads:
+    if record:
         out = dict(hist_loads=hist, loads=loads if paper else post, post_admission_loads=post,
                    live=live, dt=jnp.where(live, dt, 0.0), num_admitted=jnp.where(live, n_adm, 0))
         if config.drift != (1, 1):  # the drift of each step (absent by default: outputs unchanged)
             out["drift"] = jnp.broadcast_to(delta, ())
     return new, out
+
+
+def done(config: DPConfig, state: DPState) -> jnp.ndarray:
+    """bool (batch shape): every step is taken, or a finite request stream has drained (no
+    active request, nothing waiting). Evaluated by the runner between blocks only."""
+    ended = state.step >= config.num_steps
+    if config.num_requests is None:
+        return ended
+    active = jnp.any(state.slots.finish > state.step[..., None, None], axis=(-2, -1))
+    return ended | (~active & (state.pool.count == 0))
+
+
+class DPEngine(Engine):
+    """Data-parallel decode workers behind a barrier (the BF-IO paper); see the module docstring."""
+    name = "dp"
+    Config = DPConfig
+    Params = DPParams
+    METRICS = METRICS
+    POLICIES = POLICIES
+    make_params = staticmethod(make_params)
+    init = staticmethod(init)
+    step = staticmethod(step)
+    done = staticmethod(done)
+    finalize = staticmethod(finalize)
+
+    def max_steps(self, config: DPConfig) -> int:
+        return config.num_steps
+
+    def working_set_bytes(self, config: DPConfig) -> int:
+        # About 24 bytes per slot and 32 per pool entry are touched every step.
+        return 24 * config.num_workers * config.slots_per_worker + 32 * config.pool_size
+
+    def peak_bytes(self, config: DPConfig, record: bool) -> int:
+        # Slot arrays (12 bytes per slot, 20 with predictions) times 4 for the step's
+        # temporaries, the lookahead window, the pool and the delay histogram; errs large.
+        G, B, R, W = config.num_workers, config.slots_per_worker, config.pool_size, config.window
+        per_slot = 20 if config.horizon > 0 else 12
+        per_seed = 4 * G * B * per_slot + 4 * G * B * 4 * (W if config.horizon > 0 else 1) \
+            + 64 * R + 4 * config.delay_bins
+        if record:
+            per_seed += config.num_steps * (3 * G + 3) * 4
+        return per_seed
+
+    def describe(self, config: DPConfig) -> dict:
+        return dict(policy=config.policy, horizon=config.horizon, num_workers=config.num_workers,
+                    slots_per_worker=config.slots_per_worker, pool_size=config.pool_size,
+                    semantics=config.semantics, workload=config.workload.name,
+                    num_steps=config.num_steps)
+
+
+ENGINE = DPEngine()

@@ -1,21 +1,22 @@
-"""Shared drivers for multi-policy dp experiments (used by the CLI and the notebooks)."""
+"""Drivers of the BF-IO paper's experiments on the dp engine: several policies on one
+configuration, Table 1, Fig. 4 and the prediction-noise study (used by the CLI and notebooks)."""
 from __future__ import annotations
 
 import dataclasses
-import sys
-import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from .config import POLICIES, DPConfig, make_params
-from .metrics import METRICS
-from .run import simulate
 from ..errors import ConfigError
+from ..progress import Progress
 from ..results import format_value, markdown_table
 from ..stats import mean_ci
 from ..workload import Trace, read_trace
+from ..run import simulate
+from .config import DPConfig, make_params
+from .policies import POLICIES
+from .metrics import METRICS
 
 TABLE_METRICS = ("avg_imbalance_tokens", "throughput_tokens_per_s", "tpot_s", "energy_j",
                  "avg_power_w", "idle_fraction", "queue_delay_mean_s", "queue_delay_p99_s")
@@ -38,7 +39,7 @@ def parse_policies(text: str) -> list[PolicySpec]:
     for item in [t.strip() for t in text.split(",") if t.strip()]:
         name, _, h = item.partition(":")
         if name not in POLICIES:
-            raise ConfigError(f"policies: each entry must be one of {POLICIES} (bfio may be written "
+            raise ConfigError(f"policies: each entry must be one of {tuple(POLICIES)} (bfio may be written "
                               f"bfio:H), got {item!r}")
         if h and name != "bfio":
             raise ConfigError(f"policies: only bfio takes a horizon (bfio:H), got {item!r}")
@@ -54,23 +55,6 @@ def parse_policies(text: str) -> list[PolicySpec]:
     return specs
 
 
-class Progress:
-    """A one-line progress report with ETA on stderr (silent when disabled)."""
-
-    def __init__(self, label: str, enabled: bool = True):
-        self.label, self.enabled, self.t0 = label, enabled, time.perf_counter()
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        el = time.perf_counter() - self.t0
-        eta = el / done * (total - done) if done else float("nan")
-        sys.stderr.write(f"\r  {self.label}: {done}/{total} blocks, {el:5.1f} s elapsed, ETA {eta:5.1f} s ")
-        sys.stderr.flush()
-        if done >= total:
-            sys.stderr.write("\n")
-
-
 def run_policies(base: DPConfig, specs: Sequence[PolicySpec], seeds: Sequence[int], *,
                  params_kw: dict | None = None, progress: bool = True,
                  block_steps: int | None = None) -> list[tuple[PolicySpec, DPConfig, dict]]:
@@ -79,11 +63,8 @@ def run_policies(base: DPConfig, specs: Sequence[PolicySpec], seeds: Sequence[in
     for n, spec in enumerate(specs, 1):
         cfg = dataclasses.replace(base, policy=spec.name, horizon=spec.horizon)
         params = make_params(cfg, **(params_kw or {}))
-        bar = Progress(f"[{n}/{len(specs)}] {spec.label}", progress)
+        bar = Progress(f"[{n}/{len(specs)}] {spec.label}", enabled=progress)
         res = simulate(cfg, params, seeds, progress=bar, block_steps=block_steps)
-        if progress:
-            sys.stderr.write(f"\r  [{n}/{len(specs)}] {spec.label}: done in {res.wall_s:.1f} s"
-                             + " " * 30 + "\n")
         out.append((spec, cfg, res.metrics))
     return out
 
@@ -167,10 +148,10 @@ def fig4_sweep(horizons=FIG4_HORIZONS, seeds=range(8), *, decay: float = 1.0, pr
     C = (72 * 0.6e-3 + 35e-3) / 8
     for n, H in enumerate(horizons, 1):
         cfg = DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, policy="bfio", horizon=H,
-                       num_steps=steps, workload=wl, record_loads=True, lookahead_decay=decay)
-        bar = Progress(f"[{n}/{len(horizons)}] H={H}", progress)
+                       num_steps=steps, workload=wl, lookahead_decay=decay)
+        bar = Progress(f"[{n}/{len(horizons)}] H={H}", enabled=progress)
         res = simulate(cfg, make_params(cfg, step_const_s=C, **(params_kw or {})), list(seeds),
-                       progress=bar, block_steps=2000)
+                       progress=bar, block_steps=2000, record=True)
         out[H] = _hist_imbalance(res)
     return out
 
@@ -200,11 +181,11 @@ def _fig4_point(H, seeds, decay, predictor, params_kw, progress, steps) -> np.nd
     from ..workload import BivariateNormal, Finite
     C = (72 * 0.6e-3 + 35e-3) / 8
     cfg = DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, policy="bfio", horizon=H,
-                   num_steps=steps, workload=Finite(BivariateNormal(), 8000), record_loads=True,
+                   num_steps=steps, workload=Finite(BivariateNormal(), 8000),
                    lookahead_decay=decay, predictor=predictor)
     label = f"H={H} {predictor} {params_kw}"
     res = simulate(cfg, make_params(cfg, step_const_s=C, **params_kw), list(seeds),
-                   progress=Progress(label, progress), block_steps=2000)
+                   progress=Progress(label, enabled=progress), block_steps=2000, record=True)
     return _hist_imbalance(res)
 
 

@@ -6,16 +6,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import DPConfig
+from ..engine import Metric
 from ..histogram import log_quantile
-from .engine import DELAY_MAX_S, DELAY_MIN_S
+from .config import DELAY_MAX_S, DELAY_MIN_S, DPConfig
 from .state import DPState
 
-METRICS = (
-    "avg_imbalance_tokens", "avg_gap_tokens", "throughput_tokens_per_s", "tpot_s", "energy_j",
-    "avg_power_w", "idle_fraction", "makespan_s", "queue_delay_mean_s", "queue_delay_p99_s",
-    "num_admitted", "num_finished", "num_steps_measured", "cut_step",
-)
+METRICS = {
+    "avg_imbalance_tokens": Metric("tokens", "mean over measured steps of G max_g L_g - sum_g L_g"),
+    "avg_gap_tokens": Metric("tokens", "mean over measured steps of max_g L_g - min_g L_g"),
+    "throughput_tokens_per_s": Metric("tokens/s", "decode tokens of measured steps / their time"),
+    "tpot_s": Metric("s", "time per output token, averaged over requests"),
+    "energy_j": Metric("J", "energy of measured steps (power model of jaxsched.energy)"),
+    "avg_power_w": Metric("W", "mean over measured steps of the mean worker power"),
+    "idle_fraction": Metric("fraction", "mean over measured steps of mean_g (1 - L_g / max L)"),
+    "makespan_s": Metric("s", "clock at the last live step"),
+    "queue_delay_mean_s": Metric("s", "mean of admission time - reveal time over admissions"),
+    "queue_delay_p99_s": Metric("s", "99th percentile of the queueing delay (log histogram)"),
+    "num_admitted": Metric("count", "requests admitted"),
+    "num_finished": Metric("count", "requests finished"),
+    "num_steps_measured": Metric("steps", "steps that entered the averages"),
+    "cut_step": Metric("step", "last step with an admission (paper) or the last step (theory)"),
+}
 
 
 def finalize(config: DPConfig, params, state: DPState, quantile: float = 0.99) -> dict[str, np.ndarray]:

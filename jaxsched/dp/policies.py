@@ -6,7 +6,8 @@ rank[p] the number of requests admitted to the same worker before it (the engine
 worker's rank[p]-th free slot). Pool entries
 are in queue order (position 0 is the oldest); `obs.pool_valid` marks the waiting ones. A
 policy admits at most `obs.free[g]` requests to worker g. Ties go to the lowest worker index and
-the earliest request, so every policy is deterministic. Adding a policy touches this file only.
+the earliest request, so every policy is deterministic. Adding a policy touches this file only:
+write the function and register it in `POLICIES` with the config / params fields it reads.
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernels import BFIO_VARIANTS, lookahead_valley_fill, valley_fill, valley_fill_unpacked, window_weights
+
+from ..engine import Policy
 
 _BIG = np.int32(2**31 - 1)
 
@@ -125,11 +128,14 @@ def bfio(obs: Observation, config):
     return worker, rank, obs.rr_pointer
 
 
-POLICIES: dict[str, Callable] = {
-    "fcfs": fcfs,
-    "fcfs_alg2": fcfs_alg2,
-    "jsq_tokens": jsq_tokens,
-    "jsq_count": jsq_count,
-    "round_robin": round_robin,
-    "bfio": bfio,
+# The registry: the single source of truth for policy names and the options each one reads.
+POLICIES: dict[str, Policy] = {
+    "fcfs": Policy(fcfs, "queue order fills workers in index order (the BF-IO experiments' FCFS)"),
+    "fcfs_alg2": Policy(fcfs_alg2, "queue order, to the worker with the most free slots (Alg. 2)"),
+    "jsq_tokens": Policy(jsq_tokens, "queue order, to the least token-loaded worker with a free slot"),
+    "jsq_count": Policy(jsq_count, "queue order, to the worker with the fewest active requests"),
+    "round_robin": Policy(round_robin, "queue order, cyclic pointer over workers with a free slot"),
+    "bfio": Policy(bfio, "BF-IO: balance-future integer optimization (H = 0 kernel or lookahead)",
+                   options=("horizon", "bfio_kernel", "lookahead_decay", "predictor", "noise_lo",
+                            "noise_hi", "fp_rate", "fn_rate")),
 }

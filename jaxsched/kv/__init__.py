@@ -1,27 +1,20 @@
-"""KV-memory engine of the WAIT paper (Ao, Luo, Simchi-Levi, Wang 2025).
+"""kv: one inference engine whose KV cache holds at most C tokens (the WAIT paper, seeds/001):
+typed requests with Poisson arrivals, iteration time d0 + d1 * tokens, decisions at batch
+boundaries.
 
-The engine (docs/kv-semantics.md): `KVConfig` (static) and `KVParams` (traced, built by
-`make_params`), `simulate(config, params, seeds) -> KVResults` (jit + vmap over seeds, lax.scan
-over decision epochs), policies by name in `POLICIES` ("wait", "nested_wait", "fcfs", "vllm",
-"sarathi").
-
-`fluid`: the host-side fluid benchmark (equilibrium, WAIT / Nested WAIT thresholds, the root
-theta of Lemma 8 and the memory bound), float64 NumPy with the typo corrections of the reading
-guide notes/001.md.
+`KVConfig` (static) and `make_params` (traced `KVParams`; defaults: the paper's hardware and
+load 0.5), `simulate` (the shared runner, `jaxsched.run.simulate`; `batches` reads a recorded run's
+batches), the policy registry `POLICIES` and the metric table `METRICS`. The exact contract is
+docs/kv-semantics.md. The fluid benchmark lives in `jaxsched.fluid`; `experiments` (E1-E4,
+Theorem 1's scaling), `relaxed` (a differentiable relaxation) and `tuning` are the drivers.
 """
-from .config import KVConfig, KVParams, make_params
-from ..fluid import (Equilibrium, FluidTypes, MemoryBound, NestedCheck, Segments, WaitCheck,
-                    bisect, equilibrium, nested_check, nested_memory_bound, nested_segments,
-                    nested_thresholds, nested_thresholds_practical, stage_work, theta_lower_bound,
-                    theta_root, wait_c_range, wait_check, wait_thresholds,
-                    wait_thresholds_practical)
+from __future__ import annotations
+
+from ..run import Results, simulate
+from .config import KVConfig, KVParams, default_rates, make_params
+from .engine import ENGINE, batches, done, finalize, init, step
 from .metrics import METRICS
 from .policies import POLICIES
-from .run import KVResults, simulate
 
-__all__ = ["KVConfig", "KVParams", "KVResults", "METRICS", "POLICIES", "make_params", "simulate",
-           "Equilibrium", "FluidTypes", "MemoryBound", "NestedCheck", "Segments", "WaitCheck",
-           "bisect", "equilibrium", "nested_check", "nested_memory_bound", "nested_segments",
-           "nested_thresholds", "nested_thresholds_practical", "stage_work", "theta_lower_bound",
-           "theta_root", "wait_c_range", "wait_check", "wait_thresholds",
-           "wait_thresholds_practical"]
+__all__ = ["KVConfig", "KVParams", "make_params", "default_rates", "ENGINE", "simulate", "Results",
+           "batches", "init", "step", "done", "finalize", "METRICS", "POLICIES"]

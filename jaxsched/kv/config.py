@@ -16,12 +16,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..clock import split12
+from .policies import POLICIES
 from ..histogram import bit_num_bins
 from ..errors import ConfigError, require, require_float, require_int
-from ..fluid import FluidTypes, Segments, equilibrium, nested_thresholds
+from ..fluid import (FluidTypes, Segments, equilibrium, nested_thresholds, span_work,
+                     stage_work)
 
-POLICY_NAMES = ("wait", "nested_wait", "fcfs", "vllm", "sarathi")
 END_MODES = ("drain", "force_clear")
+# Default hardware of make_params: the WAIT paper's experiments (notes/001.md section 4), and
+# the default load d1 * A of `default_rates` (assumed; the paper sets rates per experiment).
+DEFAULT_D0_S = 0.01
+DEFAULT_D1_S_PER_TOKEN = 1e-6
+DEFAULT_CAPACITY_TOKENS = 110_000
+DEFAULT_LOAD = 0.5
 # int32 headroom: sums of per-request tokens over the table (batch tokens, memory) stay below
 # this, and so do request counts and candidate indices.
 INT_LIMIT = 2**30
@@ -40,7 +47,7 @@ class KVConfig:
     """Static configuration of a kv run (docs/kv-semantics.md §1).
 
     prefill_tokens, decode_tokens: (m,) l_j >= 1 and l'_j >= 1 tokens per request type.
-    policy: one of POLICY_NAMES. num_requests N and/or horizon_s T (s): when the run ends.
+    policy: a name in jaxsched.kv.policies.POLICIES. num_requests N and/or horizon_s T (s): when the run ends.
     end_mode: "drain" (thresholds stop gating once all N arrived) or "force_clear".
     table_size Q: request slots, a ring (request id in slot id mod Q): Q must exceed the
     arrivals during the longest stay of a request, else arrivals are lost (counted, warned).
@@ -69,7 +76,7 @@ class KVConfig:
                 dec)
         object.__setattr__(self, "prefill_tokens", pre)
         object.__setattr__(self, "decode_tokens", dec)
-        require(self.policy in POLICY_NAMES, "policy", f"one of {POLICY_NAMES}", self.policy)
+        require(self.policy in POLICIES, "policy", f"one of {tuple(POLICIES)}", self.policy)
         require(self.end_mode in END_MODES, "end_mode", f"one of {END_MODES}", self.end_mode)
         require(self.num_requests is not None or self.horizon_s is not None, "num_requests",
                 "set (an integer >= 1) when horizon_s is None", self.num_requests)
@@ -89,7 +96,7 @@ class KVConfig:
         self._check_segments()
 
     def _check_segments(self) -> None:
-        if self.policy != "nested_wait":
+        if "segment_bounds" not in POLICIES[self.policy].options:
             require(self.segment_bounds is None, "segment_bounds", "None unless policy is "
                     "'nested_wait'", self.segment_bounds)
             return
@@ -126,11 +133,10 @@ class KVConfig:
     @property
     def num_thresholds(self) -> int:
         """Length of the thresholds array: m (wait), L (nested_wait), 0 (the others)."""
-        if self.policy == "wait":
-            return self.m
-        if self.policy == "nested_wait":
-            return len(self.segment_bounds)
-        return 0
+        options = POLICIES[self.policy].options
+        if "thresholds" not in options:
+            return 0
+        return len(self.segment_bounds) if "segment_bounds" in options else self.m
 
     def stage_segment(self) -> np.ndarray:
         """(K1,) int32: the 0-based segment of each stage (nested_wait)."""
@@ -190,18 +196,17 @@ def _rates(config: KVConfig, rates) -> np.ndarray:
 
 
 def work_per_request(config: KVConfig) -> np.ndarray:
-    """(m,) tokens: sum_{k=0}^{l'_j} (l_j + k), the batch tokens one request costs over its life."""
-    l = np.asarray(config.prefill_tokens, np.int64)
-    d = np.asarray(config.decode_tokens, np.int64)
-    return (d + 1) * l + d * (d + 1) // 2
+    """(m,) int64 tokens: sum_{k=0}^{l'_j} (l_j + k), the batch tokens one request costs over
+    its life (`jaxsched.fluid.stage_work`, exact in integers)."""
+    return stage_work(np.asarray(config.prefill_tokens, np.int64),
+                      np.asarray(config.decode_tokens, np.int64))
 
 
 def _segment_work(config: KVConfig) -> np.ndarray:
-    """(L,) tokens: sum over the stages k of segment i of (l + k)."""
-    l = config.prefill_tokens[0]
-    e = config.segment_entry().astype(np.int64)
-    b = np.asarray(config.segment_bounds, np.int64)
-    return (b - e + 1) * l + (b * (b + 1) - (e - 1) * e) // 2
+    """(L,) int64 tokens: sum over the stages k of segment i of (l + k) (nested_wait;
+    `jaxsched.fluid.span_work`, exact in integers)."""
+    return span_work(np.int64(config.prefill_tokens[0]), config.segment_entry().astype(np.int64),
+                     np.asarray(config.segment_bounds, np.int64))
 
 
 def default_thresholds(config: KVConfig, mean_rates: np.ndarray, d0: float, d1: float,
@@ -224,14 +229,25 @@ def default_thresholds(config: KVConfig, mean_rates: np.ndarray, d0: float, d1: 
     return np.maximum(n, 1).astype(np.int64)
 
 
-def make_params(config: KVConfig, *, rates, d0_s: float, d1_s_per_token: float,
-                capacity_tokens: int, thresholds=None, period_s: float = 1.0,
+def default_rates(config: KVConfig, d1_s_per_token: float = DEFAULT_D1_S_PER_TOKEN,
+                  load: float = DEFAULT_LOAD) -> np.ndarray:
+    """(m,) requests/s: equal rates per type at load rho = d1 * A = `load` (an assumed default;
+    the papers fix rates per experiment)."""
+    return np.full(config.m, load / (d1_s_per_token * float(np.sum(work_per_request(config)))))
+
+
+def make_params(config: KVConfig, *, rates=None, d0_s: float = DEFAULT_D0_S,
+                d1_s_per_token: float = DEFAULT_D1_S_PER_TOKEN,
+                capacity_tokens: int = DEFAULT_CAPACITY_TOKENS, thresholds=None, period_s: float = 1.0,
                 check_stability: bool = True, batch_size_cap: int = 128,
                 max_tokens_in_batch: int = 4096, block_size: int = 16,
                 watermark: float = 0.01, chunk_size: int = 512) -> KVParams:
     """Validated KVParams (docs/kv-semantics.md §1, §3).
 
-    rates: [m] or [P, m] requests/s (P periods of period_s seconds, cyclic).
+    rates: [m] or [P, m] requests/s (P periods of period_s seconds, cyclic); None:
+    `default_rates` (equal rates at load d1 * A = 0.5).
+    d0_s, d1_s_per_token, capacity_tokens: eq. (1) and the KV capacity C; defaults are the WAIT
+    paper's experiment hardware (d0 = 10 ms, d1 = 1e-6 s/token, C = 110 000 tokens).
     thresholds: integers >= 1, [m] (wait) or [L] (nested_wait); None = fluid defaults
     (`default_thresholds`); must be None or empty for fcfs and vllm.
     batch_size_cap, max_tokens_in_batch, block_size (tokens), watermark (fraction of the
@@ -240,9 +256,12 @@ def make_params(config: KVConfig, *, rates, d0_s: float, d1_s_per_token: float,
     check_stability: require d1 * A < 1 with A = sum_j lambda_j (l'_j + 1)(l_j + l'_j / 2) at the
     time-averaged rates (a finite burst may be run unstable with False).
     """
-    r = _rates(config, rates)
     d0 = require_float(d0_s, "d0_s", lo=0.0, lo_open=True)
     d1 = require_float(d1_s_per_token, "d1_s_per_token", lo=0.0)
+    if rates is None:
+        require(d1 > 0, "d1_s_per_token", "> 0 when rates are left to the default", d1)
+        rates = default_rates(config, d1)
+    r = _rates(config, rates)
     C = require_int(capacity_tokens, "capacity_tokens", lo=1, hi=INT_LIMIT)
     period = require_float(period_s, "period_s", lo=0.0, lo_open=True)
     require(C >= config.max_len, "capacity_tokens",
@@ -287,11 +306,12 @@ def _vllm_limits(config: KVConfig, C: int, cap, max_tokens, block, watermark) ->
     num_blocks = C // block
     wm = int(math.floor(watermark * num_blocks))
     L = config.max_len
-    if config.policy == "vllm":
+    options = POLICIES[config.policy].options
+    if "max_tokens_in_batch" in options:
         require(max_tokens >= L, "max_tokens_in_batch",
                 f">= max_j (prefill + decode) = {L} (a restarted request must be admissible)",
                 max_tokens)
-    if config.policy in ("vllm", "sarathi"):
+    if "block_size" in options:
         need = -(-L // block)
         require(num_blocks - wm >= need, "capacity_tokens",
                 f"with C // block_size - watermark blocks = {num_blocks} - {wm} >= {need} "
@@ -303,7 +323,7 @@ def _vllm_limits(config: KVConfig, C: int, cap, max_tokens, block, watermark) ->
 def _thresholds(config: KVConfig, thresholds, mean_rates, d0, d1, C) -> np.ndarray:
     """Validated integer thresholds (see make_params)."""
     n = config.num_thresholds
-    if config.policy in ("fcfs", "vllm", "sarathi"):
+    if "thresholds" not in POLICIES[config.policy].options:
         require(thresholds is None or len(thresholds) == 0, "thresholds",
                 f"None for {config.policy}", thresholds)
         return np.zeros((0,), np.int64)

@@ -2,7 +2,7 @@
 
 Pure functions in the gymnax style: `init(config, params, seed) -> state` and
 `step(config, params, state) -> (state, out)`; one step is one decision epoch (the GPU is
-idle), a run is `lax.scan(step)`, seeds are `vmap`ped (jaxsched.kv.run). The exact semantics
+idle), a run is `lax.scan(step)`, seeds are `vmap`ped (jaxsched.run). The exact semantics
 (epoch order, memory accounting, ties) are in docs/kv-semantics.md.
 """
 from __future__ import annotations
@@ -16,10 +16,14 @@ import numpy as np
 
 from .. import clock
 from ..clock import DF
+from ..engine import Engine
+from ..errors import ConfigError
 from ..histogram import bit_bins
+from ..run import Results
 from ..timing import iteration_time_s
-from . import arrivals
-from .config import KVConfig, KVParams
+from ..workload import arrivals
+from .config import KVConfig, KVParams, make_params
+from .metrics import METRICS, finalize as _finalize
 from .policies import POLICIES, View
 from .state import KVState, Table, Totals
 
@@ -127,10 +131,6 @@ def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, w
 
 # --------------------------------------------------------------------------- step
 
-def step(config: KVConfig, params: KVParams, state: KVState):
-    """One decision epoch (docs/kv-semantics.md §5). Returns (state, None); `_step` with
-    record=True also returns the epoch's record (see jaxsched.kv.run)."""
-    return _step(config, params, state, record=False)
 
 
 class _Epoch(eqx.Module):
@@ -159,7 +159,7 @@ def _decide(config: KVConfig, params: KVParams, state: KVState, gen, table, more
     work = jnp.where(valid, jnp.asarray(config.prefill_tokens, jnp.int32)[table.type] + table.stage, 0)
     view = View(table, valid, work, draining, gen.num_arrived % config.table_size,
                 state.type_completed, table.prefilled)
-    member, preempt, chunk = POLICIES[config.policy](config, params, view)
+    member, preempt, chunk = POLICIES[config.policy].fn(config, params, view)
     member = member & valid & go
     has_batch = jnp.any(member)
     empty = go & ~has_batch
@@ -169,7 +169,9 @@ def _decide(config: KVConfig, params: KVParams, state: KVState, gen, table, more
                   member, preempt & valid & go, jnp.where(member, chunk, 0), work)
 
 
-def _step(config: KVConfig, params: KVParams, state: KVState, record: bool):
+def step(config: KVConfig, params: KVParams, state: KVState, record: bool = False):
+    """One decision epoch (docs/kv-semantics.md §5). Returns (state, the epoch's trajectory
+    row (docs §9) when `record`, else None)."""
     t0 = state.clock
     active = ~state.done & (state.totals.epochs < config.max_epochs)
     hit = jnp.bool_(False) if config.horizon_s is None else clock.le(
@@ -226,3 +228,85 @@ def _record(config: KVConfig, e: _Epoch, pre: Table, t0: DF, tau: DF, tokens, me
                 preempted=zb(jnp.sum(e.preempt, dtype=jnp.int32)),
                 completed=zb(jnp.sum(completes, dtype=jnp.int32)), inserted=z(inserted),
                 in_system=z(jnp.sum(table.id >= 0, dtype=jnp.int32)), counts=zb(counts))
+
+
+def done(config: KVConfig, state: KVState) -> jnp.ndarray:
+    """bool (batch shape): the run has ended (docs §5)."""
+    return state.done
+
+
+def finalize(config: KVConfig, params: KVParams, state: KVState) -> dict[str, np.ndarray]:
+    """Metrics per run (docs §8), float64 on the host."""
+    return _finalize(config, state)
+
+
+def batches(results: Results, s: int) -> dict[str, np.ndarray]:
+    """The batch epochs (kind 2) of seed index s of a recorded run: trajectory rows plus
+    start_s and tau_s (float64 values of the double-floats)."""
+    if results.trajectories is None:
+        raise ConfigError("batches() needs simulate(..., record=True)")
+    rows = results.trajectories["kind"][s] == KIND_BATCH
+    out = {k: v[s][rows] for k, v in results.trajectories.items()}
+    out["start_s"] = DF(out["t_hi"], out["t_lo"]).to_numpy()
+    out["tau_s"] = DF(out["tau_hi"], out["tau_lo"]).to_numpy()
+    return out
+
+
+class KVEngine(Engine):
+    """One engine under a KV-memory limit (the WAIT paper); see the module docstring."""
+    name = "kv"
+    step_unit = "epoch"
+    Config = KVConfig
+    Params = KVParams
+    METRICS = METRICS
+    POLICIES = POLICIES
+    # Runs end at very different epochs and an epoch costs O(Q): skip finished chunks.
+    skip_done_in_block = True
+    make_params = staticmethod(make_params)
+    init = staticmethod(init)
+    step = staticmethod(step)
+    done = staticmethod(done)
+    finalize = staticmethod(finalize)
+
+    def max_steps(self, config: KVConfig) -> int:
+        return config.max_epochs
+
+    def trajectory_length(self, config: KVConfig, metrics) -> int:
+        # The longest run over the seeds: independent of the chunking and the block size.
+        return int(np.max(metrics["num_epochs"]))
+
+    def working_set_bytes(self, config: KVConfig) -> int:
+        # About 32 bytes per table slot (id, type, seq, arrival, stage, flags, prefill) and the
+        # two histograms; the policies' prefix sums touch the table a few times per epoch.
+        return 4 * 32 * config.table_size + 8 * config.hist_bins
+
+    def peak_bytes(self, config: KVConfig, record: bool) -> int:
+        per_seed = 16 * 32 * config.table_size + 8 * config.hist_bins
+        if record:
+            per_seed += config.max_epochs * (64 + 4 * config.m * config.num_stages)
+        return per_seed
+
+    def check(self, config: KVConfig, metrics) -> list[str]:
+        out = []
+        lost = int(metrics["table_overflow"].sum())
+        if lost:
+            out.append(f"kv: {lost} arrivals found the request table full and were dropped "
+                       "(raise table_size Q); metrics exclude them")
+        open_ = int((metrics["done"] == 0).sum())
+        if open_:
+            out.append(f"kv: {open_} seeds did not finish within max_epochs (raise max_epochs); "
+                       "their metrics cover the epochs run")
+        stalled = int(metrics["stalled"].sum())
+        if stalled:
+            out.append(f"kv: {stalled} seeds stalled with requests left (no batch fits)")
+        return out
+
+    def describe(self, config: KVConfig) -> dict:
+        join = lambda t: "/".join(map(str, t))
+        return dict(policy=config.policy, prefill_tokens=join(config.prefill_tokens),
+                    decode_tokens=join(config.decode_tokens), num_requests=config.num_requests,
+                    horizon_s=config.horizon_s, end_mode=config.end_mode,
+                    table_size=config.table_size, max_epochs=config.max_epochs)
+
+
+ENGINE = KVEngine()

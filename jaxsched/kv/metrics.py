@@ -6,17 +6,38 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine import Metric
 from ..histogram import bit_quantile
 from .config import KVConfig
 from .state import KVState
 
-METRICS = (
-    "num_arrived", "num_completed", "num_in_system", "num_dropped", "table_overflow",
-    "throughput_tokens_per_s", "decode_throughput_tokens_per_s",
-    "latency_mean_s", "latency_p50_s", "latency_p99_s", "ttft_mean_s", "ttft_p50_s", "ttft_p99_s",
-    "peak_memory_tokens", "overflow_count", "preemption_count", "num_batches", "num_epochs",
-    "busy_s", "end_time_s", "idle_s", "last_completion_s", "done", "stalled",
-)
+METRICS = {
+    "num_arrived": Metric("count", "requests accepted into the system"),
+    "num_completed": Metric("count", "requests completed"),
+    "num_in_system": Metric("count", "requests in the table at the end"),
+    "num_dropped": Metric("count", "requests dropped by force_clear"),
+    "table_overflow": Metric("count", "arrivals lost to a full request table (invalid run)"),
+    "throughput_tokens_per_s": Metric("tokens/s", "tokens (l' + 1 per request) of completed "
+                                      "requests / last completion time (or / T)"),
+    "decode_throughput_tokens_per_s": Metric("tokens/s", "as throughput, l' per request"),
+    "latency_mean_s": Metric("s", "mean completion - arrival over completed requests"),
+    "latency_p50_s": Metric("s", "median latency (float-bit histogram)"),
+    "latency_p99_s": Metric("s", "99th percentile latency (float-bit histogram)"),
+    "ttft_mean_s": Metric("s", "mean time to first token"),
+    "ttft_p50_s": Metric("s", "median time to first token"),
+    "ttft_p99_s": Metric("s", "99th percentile time to first token"),
+    "peak_memory_tokens": Metric("tokens", "largest KV held by a batch"),
+    "overflow_count": Metric("count", "batches whose memory exceeded C"),
+    "preemption_count": Metric("count", "requests that lost their KV (restart)"),
+    "num_batches": Metric("count", "batches run"),
+    "num_epochs": Metric("count", "decision epochs until the run ended"),
+    "busy_s": Metric("s", "sum of iteration times"),
+    "end_time_s": Metric("s", "clock at the end of the run"),
+    "idle_s": Metric("s", "end time - busy time"),
+    "last_completion_s": Metric("s", "time of the last completion"),
+    "done": Metric("flag", "1 if the run ended within max_epochs"),
+    "stalled": Metric("flag", "1 if the run stalled with requests left"),
+}
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:

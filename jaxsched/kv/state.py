@@ -13,6 +13,7 @@ import jax.numpy as jnp
 
 from ..accumulate import Kahan, WideInt
 from ..clock import DF
+from ..workload.arrivals import ArrivalState
 
 
 class Table(eqx.Module):
@@ -36,21 +37,6 @@ class Table(eqx.Module):
     @property
     def valid(self) -> jnp.ndarray:
         return self.id >= 0
-
-
-class Generator(eqx.Module):
-    """The arrival stream: the next candidate (index, time, verdict) is always precomputed.
-
-    index: int32 candidate i. time: DF a_i. accepted: bool. type: int32 (valid if accepted).
-    num_arrived: int32 requests accepted so far (= the id of the next one).
-    exhausted: bool, no further candidate will be examined (N reached or a_i > T).
-    """
-    index: jnp.ndarray
-    time: DF
-    accepted: jnp.ndarray
-    type: jnp.ndarray
-    num_arrived: jnp.ndarray
-    exhausted: jnp.ndarray
 
 
 class Totals(eqx.Module):
@@ -90,7 +76,7 @@ class KVState(eqx.Module):
     seed: jnp.ndarray               # uint32
     clock: DF                       # t (s)
     done: jnp.ndarray               # bool
-    gen: Generator
+    gen: ArrivalState
     table: Table
     type_inserted: jnp.ndarray      # int32 [m] requests of each type inserted so far
     type_completed: jnp.ndarray     # int32 [m] requests of each type completed so far

@@ -1,0 +1,1 @@
+"""Benchmarks and their NumPy baselines; run from the repository root as `python -m benchmarks.NAME`."""

@@ -1,0 +1,74 @@
+"""`jaxsched check theorems`: the BF-IO paper's Theorems 1-3 checked in the `theory` semantics.
+
+`check_theorems` runs FCFS and BF-IO over a grid of (G, B, s_max, p, drift) points and checks the
+measured imbalance and max-min gap against the theorems' predictions and bounds. One job per
+module: `predictions` (analytic formulas), `grid` (the points, the model per theorem, and the
+runner), `checks` (pass/fail logic and its tolerances), `report` (report.md and the plots).
+docs/theorems.md describes the model, the checks, the choice of BF-IO kernels and the measured
+numbers behind them.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ...stats import ols
+from .checks import (FCFS_MIN_B, FCFS_TOLERANCE, Check, admission_margin, all_checks, bfio_check,
+                     fcfs_check, growth_report, overload_check, ratio_rows, rounds_check,
+                     throughput)
+from .grid import (MAX_POOL, MAX_WINDOW_WORK, POOL_SIGMAS, Point, run_grid, run_point,
+                   theorem_grid)
+# Re-exported: the simulator and its parameters as the grid runs them (tests run points through
+# them; `grid` holds the only import of the runner), and the least squares the fits use (`ols`).
+from .grid import make_params, simulate
+from .predictions import (drift_moments, expected_max_normal, fcfs_prediction, ratio_slopes,
+                          snapshot_sigma, snapshot_var, uniform_prompt_var)
+from .report import make_plots, render_report
+
+# BF-IO kernels (kernels.BFIO_VARIANTS), one per proof (docs/theorems.md, "BF-IO kernels"):
+DEFAULT_KERNEL = "window"        # Theorems 2, 3: minimize max - min, every worker refilled exactly
+DEFAULT_T1_KERNEL = "round_lpt"  # Theorem 1: deal a round's prompts descending, s_max-balanced
+
+
+def check_theorems(out_dir: str | Path, *, quick: bool = False, kernel: str = DEFAULT_KERNEL,
+                   t1_kernel: str = DEFAULT_T1_KERNEL, seeds: int = 4, measured: int | None = None,
+                   progress: bool = True,
+                   plots: bool = True) -> tuple[bool, list[Check], Path]:
+    """Run the grid (resuming `out_dir/results.csv`), write report.md and the plots.
+
+    measured: measured rounds (Theorem 1) or slot lifetimes 1/p (Theorems 2/3) per run; default
+    48 (quick: 20). Returns (all checks passed, checks, report path).
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    measured = (20 if quick else 48) if measured is None else measured
+    t0 = time.perf_counter()
+    points = theorem_grid(quick)
+    rows = run_grid(points, out_dir / "results.csv", kernel=kernel, t1_kernel=t1_kernel,
+                    measured=measured, seeds=range(seeds), progress=progress)
+    checks, tables = all_checks(rows)
+    pngs = make_plots(rows, out_dir) if plots else []
+    settings = (f"{'quick' if quick else 'full'} grid, {len(points)} points, {len(rows)} runs, "
+                f"{seeds} seeds, {measured} measured rounds / lifetimes, BF-IO kernel {kernel!r} "
+                f"(Theorems 2, 3) and {t1_kernel!r} (Theorem 1)")
+    report = out_dir / "report.md"
+    report.write_text(render_report(rows, checks, tables, settings=settings,
+                                    elapsed_s=time.perf_counter() - t0, plots=pngs))
+    return all(c.status != "FAIL" for c in checks), checks, report
+
+
+__all__ = [
+    "check_theorems", "DEFAULT_KERNEL", "DEFAULT_T1_KERNEL",
+    # predictions
+    "expected_max_normal", "uniform_prompt_var", "drift_moments", "snapshot_var", "snapshot_sigma",
+    "fcfs_prediction", "ratio_slopes",
+    # grid
+    "Point", "theorem_grid", "run_point", "run_grid", "MAX_WINDOW_WORK", "POOL_SIGMAS", "MAX_POOL",
+    # checks
+    "Check", "fcfs_check", "admission_margin", "bfio_check", "rounds_check", "overload_check",
+    "ratio_rows", "growth_report", "all_checks", "throughput", "FCFS_TOLERANCE", "FCFS_MIN_B",
+    # report
+    "render_report", "make_plots",
+    # re-exported from elsewhere
+    "simulate", "make_params", "ols",
+]

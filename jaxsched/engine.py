@@ -1,0 +1,158 @@
+"""The engine protocol: what every simulator in jaxsched is, and the registry of engines.
+
+An engine is a pure step function over immutable state, in the shape of gymnax's
+`environment.py`:
+
+- `Config` (static, a frozen dataclass): shapes, policy name, step semantics, the end of a run.
+  Changing it recompiles. It validates itself when built, before anything compiles.
+- `Params` (traced, an equinox Module of arrays): the numbers a sweep may vary without
+  recompiling. `make_params(config, **overrides)` builds validated params; with no overrides
+  it gives the engine's documented defaults (`default_params`).
+- `State` (an equinox Module of fixed-shape arrays; one run, `vmap` adds the seed axis).
+- Pure functions `init(config, params, seed) -> state`, `step(config, params, state, record)
+  -> (state, out)`, `done(config, state) -> bool` (cheap: read flags, never scan arrays),
+  `finalize(config, params, state) -> {metric: float64[...]}` on the host.
+- `METRICS`: {name: Metric(unit, doc)}, the names every result carries.
+- `POLICIES`: {name: Policy(fn, doc, options)}, the single source of truth for policy names and
+  for the config / params fields each policy reads. One policy signature per engine family,
+  documented in the engine's `policies` module: adding a policy touches that file only.
+
+`jaxsched.run.simulate(engine, config, params, seeds)` runs any engine: block scans, seed
+chunks, device sharding, progress, early stop. `jaxsched.sweep.run_sweep` sweeps any engine's
+Config and Params fields. An engine registers its name in `ENGINE_MODULES`; its package
+exposes the instance as `ENGINE`.
+"""
+from __future__ import annotations
+
+import abc
+import dataclasses
+import importlib
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Mapping, NamedTuple
+
+import numpy as np
+
+from .errors import ConfigError
+
+# name -> module holding `ENGINE`. Adding an engine adds one line here.
+ENGINE_MODULES = {"dp": "jaxsched.dp", "kv": "jaxsched.kv"}
+
+
+class Metric(NamedTuple):
+    """One summary metric of a run: its unit ("tokens", "s", "J", "count", "fraction", ...)
+    and a one-line definition."""
+    unit: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A registered policy: the function, a one-line description, and the names of the Config
+    and Params fields it reads (its options; other policies ignore them)."""
+    fn: Callable
+    doc: str
+    options: tuple[str, ...] = ()
+
+
+class Engine(abc.ABC):
+    """Base class of every engine; subclasses are stateless singletons (`ENGINE`)."""
+
+    name: ClassVar[str]
+    Config: ClassVar[type]
+    Params: ClassVar[type]
+    METRICS: ClassVar[Mapping[str, Metric]]
+    POLICIES: ClassVar[Mapping[str, Policy]]
+    # One scan step is a "step" (dp: a decode step) or an "epoch" (kv: a decision epoch).
+    step_unit: ClassVar[str] = "step"
+    # Inside a block, skip the steps of a chunk whose runs are all done (lax.cond around the
+    # vmapped step) instead of letting them run as no-ops (vmap of a plain scan). Worth it when
+    # a step is expensive and runs end at very different times; the cond costs a reduction
+    # of `done` and keeps the carry out of XLA's fusion across steps.
+    skip_done_in_block: ClassVar[bool] = False
+
+    # ------------------------------------------------------------------ the model
+
+    @abc.abstractmethod
+    def make_params(self, config: Any, **overrides: Any) -> Any:
+        """Validated Params; every keyword has a documented default."""
+
+    def default_params(self, config: Any) -> Any:
+        """The engine's default Params for `config`."""
+        return self.make_params(config)
+
+    @abc.abstractmethod
+    def init(self, config: Any, params: Any, seed: Any) -> Any:
+        """State at the start of run `seed` (uint32 scalar)."""
+
+    @abc.abstractmethod
+    def step(self, config: Any, params: Any, state: Any, record: bool) -> tuple[Any, dict | None]:
+        """(next state, this step's trajectory row {name: array} when `record`, else None).
+        A step of a run that is done changes nothing."""
+
+    @abc.abstractmethod
+    def done(self, config: Any, state: Any) -> Any:
+        """bool (batch shape of the state): the run has ended; every later step is a no-op."""
+
+    @abc.abstractmethod
+    def finalize(self, config: Any, params: Any, state: Any) -> dict[str, np.ndarray]:
+        """Metrics {name in METRICS: float64[batch]} from the streaming sums, on the host."""
+
+    @abc.abstractmethod
+    def max_steps(self, config: Any) -> int:
+        """Scan steps after which every run is done."""
+
+    # ------------------------------------------------------------------ runner hints
+
+    def trajectory_length(self, config: Any, metrics: Mapping[str, np.ndarray]) -> int:
+        """Rows of recorded trajectories (later rows are cut, missing ones are zeros)."""
+        return self.max_steps(config)
+
+    @abc.abstractmethod
+    def working_set_bytes(self, config: Any) -> int:
+        """Bytes one run touches per step (sizes the default seed chunk on CPU)."""
+
+    @abc.abstractmethod
+    def peak_bytes(self, config: Any, record: bool) -> int:
+        """Upper estimate of one run's memory, temporaries included (memory budgets)."""
+
+    def check(self, config: Any, metrics: Mapping[str, np.ndarray]) -> list[str]:
+        """Warnings about results that are not what the config asked for (default none)."""
+        return []
+
+    def describe(self, config: Any) -> dict[str, Any]:
+        """The configuration's columns in result rows (plain values)."""
+        return {"policy": config.policy}
+
+    # ------------------------------------------------------------------ sweepable fields
+
+    def config_fields(self) -> tuple[str, ...]:
+        """Config fields a sweep may vary."""
+        return tuple(f.name for f in dataclasses.fields(self.Config))
+
+    def params_fields(self) -> tuple[str, ...]:
+        """Keywords of `make_params` a sweep may vary."""
+        sig = inspect.signature(self.make_params)
+        return tuple(n for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY)
+
+
+def get_engine(name: str) -> Engine:
+    """The registered engine `name` (ConfigError naming the allowed names otherwise)."""
+    if name not in ENGINE_MODULES:
+        raise ConfigError(f"engine must be one of {tuple(ENGINE_MODULES)}, got {name!r}")
+    return importlib.import_module(ENGINE_MODULES[name]).ENGINE
+
+
+def engine_of(config: Any) -> Engine:
+    """The engine whose Config `config` is."""
+    for name in ENGINE_MODULES:
+        eng = get_engine(name)
+        if isinstance(config, eng.Config):
+            return eng
+    raise ConfigError(f"config must be the Config of an engine in {tuple(ENGINE_MODULES)}, "
+                      f"got {type(config).__name__}")
+
+
+def policy_names(engine: Engine) -> tuple[str, ...]:
+    """The engine's policy names, in registry order."""
+    return tuple(engine.POLICIES)

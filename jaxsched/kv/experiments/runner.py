@@ -1,0 +1,129 @@
+"""Runner of the WAIT paper's experiments E1-E4 on the kv engine (docs/kv-semantics.md).
+
+Every experiment (`setups.EXPERIMENTS`) runs for each registered policy (`jaxsched.kv.POLICIES`,
+in `POLICY_ORDER` first, then any other) at several loads and returns tidy rows: one per
+(policy, load) with the mean and 95% CI half-width over seeds of each metric. Measured results:
+docs/kv-experiments.md.
+
+Requests: N per seed (finite, "drain" end mode, notes/001.md §7 item 7); the throughput is the
+engine's (sum of l'_j + 1 over completed requests over the last completion time), so it
+includes the end-of-run drain: it falls short of the fluid throughput* (8) by about
+(drain time) / (N / Lambda). `throughput_ratio` reports thr / throughput*.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ...errors import require, require_int
+from ...fluid import FluidTypes, equilibrium
+from ...stats import mean_ci
+from ..config import KVConfig, make_params
+from ..policies import POLICIES
+from ...run import simulate
+from .setups import (EXPERIMENTS, HARDWARE, POLICY_LABELS, POLICY_ORDER, Hardware, KVExperiment,
+                     thresholds_for)
+
+
+def registered_policies(requested: Sequence[str] | None = None) -> list[str]:
+    """Policies to run: `requested` (each must be registered) or every registered one, in
+    POLICY_ORDER first. Raises ConfigError naming an unknown policy."""
+    names = [p for p in POLICY_ORDER if p in POLICIES] + sorted(set(POLICIES) - set(POLICY_ORDER))
+    if requested is None:
+        return names
+    for p in requested:
+        require(p in POLICIES, "policies", f"names among {tuple(names)}", p)
+    return list(requested)
+
+
+def _sizes(exp: KVExperiment, types: FluidTypes, n_req: int, hw: Hardware) -> dict:
+    """Table size Q and max_epochs for a run of n_req requests (generous; overflow is reported)."""
+    eq = equilibrium(types)
+    in_flight = float(eq.active.sum())
+    q = 1 << int(math.ceil(math.log2(max(256.0, 4.0 * in_flight + 64))))
+    q = min(q, 1 << 14)
+    while q * max(l + d for l, d in zip(exp.prefill, exp.decode)) > 2**30:
+        q //= 2
+    # The lowest rate of a sweep has the longest arrival span: size for a rate 5x lower.
+    span = 5 * n_req / types.total_rate + 20.0 * (max(exp.decode) + 1) * eq.iteration_time
+    epochs = int(2 * span / hw.d0_s) + n_req + 4096
+    return dict(table_size=q, max_epochs=min(epochs, 2**30 - 1), arrivals_per_step=64)
+
+
+def mean_half_width(values: np.ndarray) -> tuple[float, float]:
+    """(mean, half-width of its 95% CI) of per-seed values [S] (`jaxsched.stats.mean_ci`)."""
+    m, _, half, _ = mean_ci(values)
+    return m, half
+
+
+_METRIC_KEYS = tuple(k + suf for k in ("throughput", "latency_mean", "latency_p99", "ttft_mean",
+                                         "ttft_p99") for suf in ("", "_ci"))
+
+
+def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int], n_req: int,
+              hw: Hardware = HARDWARE, size_load: float | None = None) -> dict:
+    """One (policy, load) point over `seeds`: a tidy row (means and 95% CI half-widths).
+    size_load: the load the table size and epoch bound are sized for (default `load`; a sweep
+    passes its largest load so that every point shares one compiled config per policy)."""
+    types = exp.types(load, hw)
+    eq = equilibrium(types)
+    th, rule = thresholds_for(exp, policy, types)
+    row = dict(experiment=exp.name, policy=policy, label=POLICY_LABELS.get(policy, policy),
+               load=load, rate_total_req_s=float(types.total_rate), num_requests=n_req,
+               seeds=len(seeds), thresholds=" ".join(map(str, th)) if th else "-", rule=rule,
+               fluid_throughput=eq.throughput, fluid_memory_tokens=eq.memory)
+    if th is None and policy in ("wait", "nested_wait"):
+        # Not runnable here (e.g. WAIT's M^pi > C for every integer threshold): a row of nans.
+        nan = math.nan
+        row.update({k: nan for k in _METRIC_KEYS}, throughput_ratio=nan, peak_memory_tokens=nan,
+                   preemptions=nan, overflows=nan, incomplete=nan, wall_s=0.0)
+        return row
+    cfg = KVConfig(prefill_tokens=exp.prefill, decode_tokens=exp.decode, policy=policy,
+                   num_requests=n_req, **_sizes(exp, exp.types(size_load or load, hw), n_req, hw))
+    params = make_params(cfg, rates=types.rates, d0_s=hw.d0_s, d1_s_per_token=hw.d1_s_per_token,
+                         capacity_tokens=hw.capacity_tokens, thresholds=th)
+    t0 = time.perf_counter()
+    res = simulate(cfg, params, list(seeds))
+    wall = time.perf_counter() - t0
+    met = res.metrics
+    for key, col in (("throughput", "throughput_tokens_per_s"), ("latency_mean", "latency_mean_s"),
+                     ("latency_p99", "latency_p99_s"), ("ttft_mean", "ttft_mean_s"),
+                     ("ttft_p99", "ttft_p99_s")):
+        row[key], row[key + "_ci"] = mean_half_width(met[col])
+    row["throughput_ratio"] = row["throughput"] / eq.throughput
+    row["peak_memory_tokens"] = float(met["peak_memory_tokens"].max())
+    row["preemptions"] = float(met["preemption_count"].mean())
+    row["overflows"] = float(met["overflow_count"].mean())
+    row["incomplete"] = float((met["num_arrived"] - met["num_completed"]).sum()
+                              + met["table_overflow"].sum())
+    row["wall_s"] = wall
+    return row
+
+
+def run_experiment(name: str, *, quick: bool = False, seeds: int | None = None,
+                   policies: Sequence[str] | None = None, hw: Hardware = HARDWARE,
+                   loads: Sequence[float] | None = None, num_requests: int | None = None,
+                   progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Rows of experiment `name` ("e1".."e4"), one per (policy, load), policies as
+    `registered_policies(policies)`. quick: the reduced load grid, N and seeds.
+    progress: called with one line of text per finished point (None: silent)."""
+    require(name in EXPERIMENTS, "experiment", f"one of {tuple(EXPERIMENTS)}", name)
+    exp = EXPERIMENTS[name]
+    pols = registered_policies(policies)
+    n_seeds = require_int(seeds if seeds is not None else
+                          (exp.quick_seeds if quick else exp.seeds), "seeds", lo=1, hi=4096)
+    n_req = require_int(num_requests if num_requests is not None else
+                        (exp.quick_requests if quick else exp.num_requests), "num_requests", lo=1)
+    grid = tuple(loads) if loads is not None else (exp.quick_loads if quick else exp.loads)
+    rows = []
+    for load in grid:
+        for pol in pols:
+            rows.append(run_point(exp, pol, load, range(n_seeds), n_req, hw, max(grid)))
+            if progress is not None:
+                r = rows[-1]
+                progress(f"{name} {pol} rho={load}: thr {r['throughput']:.4g} tok/s, "
+                         f"latency {r['latency_mean']:.4g} s ({r['wall_s']:.1f} s)")
+    return rows

@@ -1,0 +1,41 @@
+"""Markdown tables of the kv experiments' rows (`runner.run_experiment`, `scaling.run_scaling`)."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from ...results import format_value, markdown_table
+
+
+def _pm(m: float, half: float) -> str:
+    """"m ± half" (just m when the half-width is not finite, e.g. one seed)."""
+    return format_value(m) if not math.isfinite(half) else f"{format_value(m)} ± {format_value(half)}"
+
+
+def experiment_table(rows: Sequence[dict]) -> str:
+    """Markdown table of run_experiment rows."""
+    head = ["policy", "rho", "rate (req/s)", "throughput (tok/s)", "thr / fluid", "latency (s)",
+            "latency p99 (s)", "TTFT (s)", "TTFT p99 (s)", "peak mem (tok)", "preempt",
+            "thresholds"]
+    body = [[r["label"], format_value(r["load"]), format_value(r["rate_total_req_s"]),
+             _pm(r["throughput"], r["throughput_ci"]), f"{r['throughput_ratio']:.3f}",
+             _pm(r["latency_mean"], r["latency_mean_ci"]), format_value(r["latency_p99"]),
+             _pm(r["ttft_mean"], r["ttft_mean_ci"]), format_value(r["ttft_p99"]),
+             format_value(r["peak_memory_tokens"]), format_value(r["preemptions"]),
+             f"{r['thresholds']} ({r['rule']})" if r["thresholds"] != "-" else r["rule"]]
+            for r in rows]
+    return markdown_table(head, body)
+
+
+def scaling_tables(rows: Sequence[dict], fits: Sequence[dict]) -> str:
+    """Markdown tables of run_scaling rows and fits."""
+    t1 = markdown_table(["instance", "T (s)", "seeds", "gap (tok/s)", "latency (s)", "in system"],
+                        [[r["instance"], format_value(r["T"]), str(r["seeds"]),
+                          _pm(r["gap"], r["gap_ci"]), _pm(r["latency_mean"], r["latency_mean_ci"]),
+                          _pm(r["in_system"], r["in_system_ci"])] for r in rows])
+    t2 = markdown_table(["instance", "gap slope", "expected", "latency slope", "expected"],
+                        [[f["instance"], _pm(f["gap_slope"], f["gap_slope_ci"]),
+                          format_value(f["expected_slope"]),
+                          _pm(f["latency_slope"], f["latency_slope_ci"]),
+                          format_value(f["expected_latency_slope"])] for f in fits])
+    return t1 + "\n\n" + t2

@@ -1,0 +1,189 @@
+"""The one runner: any engine over many seeds, in seed chunks and scan blocks.
+
+`simulate(config, params, seeds)` runs the engine whose Config `config` is (or `engine=`) and
+returns a `Results`: per-seed metrics (float64 numpy)
+and, with `record=True`, per-step trajectories. Results depend only on (config, params, seed):
+the seed axis may be split into chunks of any size and sharded over any number of devices with
+bitwise-identical results, because every run is independent and a run that is done never
+changes again (the protocol of `jaxsched.engine`).
+
+- Seeds are `vmap`ped in chunks (`seed_chunk`; default: all of them on an accelerator, on CPU
+  as many as keep the engine's per-step working set within CPU_CHUNK_BYTES). Every chunk has
+  the same shape, so the step compiles once: a short last chunk is padded with copies of the
+  last seed, whose results are dropped.
+- Each chunk is placed on all local devices with a one-axis mesh over the seeds when its size
+  divides evenly.
+- Steps run in jitted blocks of `block_steps` (`lax.scan`); after each block the runner reports
+  progress and stops the chunk early once `engine.done` holds for every run in it.
+"""
+from __future__ import annotations
+
+import functools
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .engine import Engine, engine_of
+from .errors import require_int
+from .progress import Progress
+from .rng import check_seeds
+
+# Working set of one seed chunk on CPU (bytes): chunks that stay in the caches of a small CPU
+# run faster than one large chunk (README, "Speed").
+CPU_CHUNK_BYTES = 6 * 2**20
+DEFAULT_BLOCK = 1024
+
+
+@dataclass
+class Results:
+    """Per-seed metrics {name: float64[S]} and optional trajectories {name: array[S, K, ...]}
+    (K = `engine.trajectory_length`) of one configuration; wall_s is the wall time of the run,
+    compilation included."""
+    engine: str
+    config: Any
+    seeds: np.ndarray
+    metrics: dict[str, np.ndarray]
+    trajectories: dict[str, np.ndarray] | None
+    wall_s: float
+
+
+def default_seed_chunk(engine: Engine, config: Any, n_seeds: int) -> int:
+    """Seeds per vmapped chunk when the caller gives none: all of them on an accelerator; on
+    CPU, as many as keep the per-step working set within CPU_CHUNK_BYTES, in equal chunks (so
+    that padding stays small)."""
+    if jax.default_backend() != "cpu":
+        return n_seeds
+    cap = max(1, CPU_CHUNK_BYTES // max(1, engine.working_set_bytes(config)))
+    return -(-n_seeds // -(-n_seeds // cap))
+
+
+def seeds_for_budget(engine: Engine, config: Any, memory_budget_mb: float, record: bool = False) -> int:
+    """Seeds per chunk whose estimated peak memory fits `memory_budget_mb` (at least 1)."""
+    return max(1, int(memory_budget_mb * 2**20 // max(1, engine.peak_bytes(config, record))))
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(engine: Engine, config: Any, block: int, record: bool):
+    """Jitted vmapped init and block-of-steps functions for one static config.
+
+    Two layouts, chosen by the engine (`Engine.skip_done_in_block`): a vmap of a plain scan
+    (seed-major outputs [S, block, ...]), or a scan whose body skips the vmapped step once every
+    run of the chunk is done (step-major outputs [block, S, ...]).
+    """
+    init = jax.jit(jax.vmap(lambda seed, params: engine.init(config, params, seed), in_axes=(0, None)))
+    if not engine.skip_done_in_block:
+        def run_block(state, params):
+            return jax.lax.scan(lambda s, _: engine.step(config, params, s, record), state, None,
+                                length=block)
+        return init, jax.jit(jax.vmap(run_block, in_axes=(0, None)), donate_argnums=0)
+
+    step = jax.vmap(lambda s, params: engine.step(config, params, s, record), in_axes=(0, None))
+
+    def idle(state, params):
+        # The record's shapes come from tracing `step` abstractly (no computation).
+        out = jax.eval_shape(step, state, params)[1]
+        return state, jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), out)
+
+    def run_block_skipping(state, params):
+        def body(s, _):
+            return jax.lax.cond(jnp.all(engine.done(config, s)), lambda s: idle(s, params),
+                                lambda s: step(s, params), s)
+        return jax.lax.scan(body, state, None, length=block)
+
+    return init, jax.jit(run_block_skipping, donate_argnums=0)
+
+
+def _place_seeds(seeds: np.ndarray, shard: bool):
+    """The seed chunk as a device array, split over all local devices when there are several
+    and the chunk divides evenly (tests/core/test_sharding.py checks bitwise equality)."""
+    devices = jax.local_devices()
+    if shard and len(devices) > 1 and len(seeds) % len(devices) == 0:
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+        mesh = Mesh(np.array(devices), ("seeds",))
+        return jax.device_put(seeds, NamedSharding(mesh, PartitionSpec("seeds")))
+    return jnp.asarray(seeds)
+
+
+def _fit_rows(a: np.ndarray, K: int) -> np.ndarray:
+    """A trajectory [S, k, ...] cut or zero-padded to K rows (rows after a run ended are zeros)."""
+    if a.shape[1] >= K:
+        return a[:, :K]
+    return np.concatenate([a, np.zeros((a.shape[0], K - a.shape[1], *a.shape[2:]), a.dtype)], axis=1)
+
+
+def _progress_callback(progress, engine: Engine, config: Any) -> Callable[[int, int], None] | None:
+    """progress may be None/False (silent), True (a Progress line on stderr) or a callable
+    (done_blocks, total_blocks)."""
+    if progress is True:
+        return Progress(f"{engine.name} {getattr(config, 'policy', '')}".strip())
+    return progress or None
+
+
+def simulate(config: Any, params: Any = None, seeds: Sequence[int] = (0,), *,
+             engine: Engine | None = None, record: bool = False, seed_chunk: int | None = None,
+             block_steps: int | None = None,
+             progress: Callable[[int, int], None] | bool | None = None, shard: bool = True,
+             warn: bool = True) -> Results:
+    """Run `config` with `params` for every seed; see the module docstring.
+
+    params: the engine's Params (default `engine.default_params(config)`). engine: default the
+    engine whose Config `config` is.
+
+    record: also return per-step trajectories (memory O(S K)). seed_chunk: seeds per vmapped
+    call. block_steps: steps per jitted call (default min(max steps, 1024)).
+    progress: None, True, or a callback progress(done_blocks, total_blocks) after every block.
+    shard: split each chunk over all local devices (when it divides evenly).
+    warn: issue `engine.check`'s warnings as RuntimeWarning.
+    """
+    engine = engine_of(config) if engine is None else engine
+    params = engine.default_params(config) if params is None else params
+    seeds = check_seeds(seeds)
+    n_seeds = len(seeds)
+    chunk = (default_seed_chunk(engine, config, n_seeds) if seed_chunk is None
+             else min(n_seeds, require_int(seed_chunk, "seed_chunk", lo=1)))
+    padded = np.concatenate([seeds, np.repeat(seeds[-1:], -n_seeds % chunk)])
+    K = engine.max_steps(config)
+    block = min(K, DEFAULT_BLOCK if block_steps is None else require_int(block_steps, "block_steps", lo=1))
+    init, run_block = _compiled(engine, config, block, bool(record))
+    report = _progress_callback(progress, engine, config)
+    n_blocks = -(-K // block)
+    total = n_blocks * (len(padded) // chunk)
+    t0 = time.perf_counter()
+    metrics, trajs, done_work = [], [], 0
+    for c0 in range(0, len(padded), chunk):
+        state = init(_place_seeds(padded[c0:c0 + chunk], shard), params)
+        outs = []
+        for b in range(n_blocks):
+            state, out = run_block(state, params)
+            if record:
+                out = jax.tree_util.tree_map(np.asarray, out)
+                if engine.skip_done_in_block:       # scan stacked steps first
+                    out = jax.tree_util.tree_map(lambda a: np.swapaxes(a, 0, 1), out)
+                outs.append(out)
+            done_work += 1
+            if report is not None:
+                report(done_work, total)
+            if bool(np.asarray(engine.done(config, state)).all()):
+                done_work += n_blocks - b - 1
+                break
+        metrics.append(engine.finalize(config, params, state))
+        if record:
+            trajs.append({k: np.concatenate([o[k] for o in outs], axis=1) for k in outs[0]})
+    jax.block_until_ready(state)
+    wall = time.perf_counter() - t0
+    if isinstance(report, Progress):
+        report.close(f"done in {wall:.1f} s")
+    merged = {k: np.concatenate([m[k] for m in metrics])[:n_seeds] for k in metrics[0]}
+    traj = None
+    if record:
+        K_out = engine.trajectory_length(config, merged)
+        traj = {k: np.concatenate([_fit_rows(t[k], K_out) for t in trajs])[:n_seeds] for k in trajs[0]}
+    if warn:
+        for msg in engine.check(config, merged):
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+    return Results(engine.name, config, seeds, merged, traj, wall)

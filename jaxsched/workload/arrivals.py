@@ -1,0 +1,109 @@
+"""Counter-based Poisson arrivals of typed requests, with thinning (docs/kv-semantics.md §3).
+
+Candidate i of run `seed` has gap e_i = -ln(1 - u_i) / Lambda_max and type draw v_i, both pure
+functions of (seed, i): a run never holds an N-length array. Candidate times accumulate in a
+double-float; candidate i is accepted iff v_i < Lambda(p(a_i)) / Lambda_max (thinning against
+the rate of the period holding a_i), and its type is the first j with v_i < cdf_j.
+
+Any engine with arrivals uses it: `config` needs `num_requests` and `horizon_s` (either may be
+None: no bound), `params` needs `inv_rate_max` (s), `type_cdf` (float32[P, m], cumulative rates
+over Lambda_max per period), `inv_period_s` and the `fence` word (jaxsched.clock.fence).
+"""
+from __future__ import annotations
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import clock, rng
+from ..clock import DF
+
+
+class ArrivalState(eqx.Module):
+    """The arrival stream: the next candidate (index, time, verdict) is always precomputed.
+
+    index: int32 candidate i. time: DF a_i. accepted: bool. type: int32 (valid if accepted).
+    num_arrived: int32 requests accepted so far (= the id of the next one).
+    exhausted: bool, no further candidate will be examined (N reached or a_i > T).
+    """
+    index: jnp.ndarray
+    time: DF
+    accepted: jnp.ndarray
+    type: jnp.ndarray
+    num_arrived: jnp.ndarray
+    exhausted: jnp.ndarray
+
+
+def gap_s(params, seed, index) -> jnp.ndarray:
+    """float32 e_i = fl(-log1p(-u_i) * inv_rate_max) (s) of candidates `index` (int32, any shape).
+
+    A multiplication by the host-rounded 1 / Lambda_max, not a division (XLA rewrites a division
+    by a broadcast scalar as a reciprocal product anyway), fenced so that the rounded product,
+    not an FMA, meets the clock's add. log1p is not correctly rounded (its last bit may depend
+    on the backend), so a reference takes these values from `arrival_stream`.
+    """
+    u = rng.uniform(seed, index, rng.STREAM_KV_GAP)
+    return clock.fence(-jnp.log1p(-u) * params.inv_rate_max, params.fence)
+
+
+def classify(params, seed, index, time: DF) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """(accepted bool, type int32) of candidate `index` arriving at `time` (scalars)."""
+    v = rng.uniform(seed, index, rng.STREAM_KV_TYPE)
+    P = params.type_cdf.shape[0]
+    if P == 1:
+        cdf = params.type_cdf[0]
+    else:
+        p = jnp.floor(time.hi * params.inv_period_s).astype(jnp.int32) % P
+        cdf = params.type_cdf[p]
+    below = v < cdf                                       # [m], monotone in j
+    accepted = below[-1]
+    typ = jnp.argmax(below).astype(jnp.int32)             # first j with v < cdf_j
+    return accepted, typ
+
+
+def candidate(config, params, seed, index, prev: DF, num_arrived):
+    """The stream positioned at candidate `index`, whose predecessor arrived at `prev`."""
+    t = clock.add_f32(prev, gap_s(params, seed, index))
+    accepted, typ = classify(params, seed, index, t)
+    exhausted = jnp.bool_(False)
+    if config.num_requests is not None:
+        exhausted = num_arrived >= config.num_requests
+    if config.horizon_s is not None:
+        exhausted = exhausted | ~clock.le(t, DF.from_float64(config.horizon_s))
+    return ArrivalState(jnp.asarray(index, jnp.int32), t, accepted, typ,
+                     jnp.asarray(num_arrived, jnp.int32), exhausted)
+
+
+def first(config, params, seed) -> ArrivalState:
+    """The generator before any candidate was examined (candidate 0, a_{-1} = 0)."""
+    return candidate(config, params, seed, jnp.int32(0), DF.zeros(), jnp.int32(0))
+
+
+def advance(config, params, seed, gen: ArrivalState) -> ArrivalState:
+    """The generator after candidate gen.index was examined (accepted or not)."""
+    n = gen.num_arrived + gen.accepted.astype(jnp.int32)
+    return candidate(config, params, seed, gen.index + 1, gen.time, n)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _stream(config, params, seed, n: int):
+    def body(gen, _):
+        out = (gen.index, gap_s(params, seed, gen.index), gen.time.hi, gen.time.lo,
+               gen.accepted, gen.type, gen.exhausted)
+        return advance(config, params, seed, gen), out
+    return jax.lax.scan(body, first(config, params, seed), None, length=n)[1]
+
+
+def arrival_stream(config, params, seed: int, n_candidates: int) -> dict:
+    """The first n_candidates candidates of run `seed` as host numpy arrays [n].
+
+    Keys: index, gap_s (float32 e_i), t_hi, t_lo (float32 a_i), accepted, type, exhausted
+    (the stream had ended before this candidate: it is never examined). Computed by the same
+    jitted functions as the engine.
+    """
+    out = _stream(config, params, jnp.uint32(seed), int(n_candidates))
+    keys = ("index", "gap_s", "t_hi", "t_lo", "accepted", "type", "exhausted")
+    return {k: np.asarray(v) for k, v in zip(keys, out)}

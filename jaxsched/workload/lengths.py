@@ -1,0 +1,252 @@
+"""Request-length laws: built-in distributions and their marginals.
+
+A length law maps (seed, request ids) to integer (prompt, output) lengths, in JAX, as a pure
+function: `sample(seed, ids) -> (prompt int32[n], output int32[n])`, and states hard upper
+bounds on what it can produce (`max_prompt`, `max_output`), which the engines use to prove,
+before compiling, that no load can overflow int32.
+
+- `BivariateNormal`: the BF-IO paper's synthetic generator (section 6.1): (prompt, output) bivariate
+  normal, means (3200, 1200), std (2600, 700), correlation -0.1, pairs with a negative value
+  rejected, then rounded (and raised to at least 1).
+- `BurstGPTLike`: a parametric stand-in for the BurstGPT trace matching the statistics in
+  ../shared/data/README.md (prompt mean 362.9, median 217, max 14117; output mean 57.0, median 7,
+  max 3206; corr 0.367). Prompt: lognormal with median 217; output: 7 with probability 0.457
+  (the trace's mode), else lognormal, correlated with the prompt through a Gaussian copula.
+  The default workload of `jaxsched run`.
+- `Independent(prompt, output)` from `Constant`, `UniformInt` and `Geometric` marginals.
+- `Finite(base, n)`: the first n requests of an unbounded law (a run that drains).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from .. import rng
+from ..errors import ConfigError, require_float, require_int
+
+INT32_MAX = 2**31 - 1
+
+
+# --------------------------------------------------------------------------- marginals
+
+@dataclass(frozen=True)
+class Constant:
+    """Every request has length `value` tokens."""
+    value: int
+
+    def __post_init__(self):
+        require_int(self.value, "Constant.value", lo=1, hi=2**24)
+
+    @property
+    def upper(self) -> int:
+        return self.value
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        return jnp.full(jnp.shape(ids), self.value, jnp.int32)
+
+
+@dataclass(frozen=True)
+class UniformInt:
+    """Uniform integer length on {low, ..., high} tokens."""
+    low: int
+    high: int
+
+    def __post_init__(self):
+        require_int(self.low, "UniformInt.low", lo=1, hi=2**24)
+        require_int(self.high, "UniformInt.high", lo=self.low, hi=2**24)
+
+    @property
+    def upper(self) -> int:
+        return self.high
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        u = rng.uniform(seed, ids, stream)
+        n = self.high - self.low + 1
+        return self.low + jnp.minimum((u * n).astype(jnp.int32), n - 1)
+
+
+@dataclass(frozen=True)
+class Geometric:
+    """Geometric length on {1, 2, ...} with success probability p (mean 1/p).
+
+    Truncated at `cap` (default: the length whose tail probability is below 1e-12), which the
+    overflow proofs need; the truncation is invisible at any realistic sample size.
+    """
+    p: float
+    cap: int | None = None
+
+    def __post_init__(self):
+        require_float(self.p, "Geometric.p", lo=0.0, hi=1.0, lo_open=True)
+        if self.cap is not None:
+            require_int(self.cap, "Geometric.cap", lo=1, hi=2**24)
+
+    @property
+    def upper(self) -> int:
+        if self.cap is not None:
+            return self.cap
+        if self.p >= 1.0:
+            return 1
+        return int(min(2**24, math.ceil(math.log(1e-12) / math.log1p(-self.p)) + 1))
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        if self.p >= 1.0:
+            return jnp.ones(jnp.shape(ids), jnp.int32)
+        u = rng.uniform(seed, ids, stream)
+        # Inverse CDF: P(X > n) = (1-p)^n, so X = 1 + floor(log(1-u) / log(1-p)).
+        x = 1.0 + jnp.floor(jnp.log1p(-u) / np.float32(math.log1p(-self.p)))
+        return jnp.clip(x, 1, self.upper).astype(jnp.int32)
+
+
+Marginal = Constant | UniformInt | Geometric
+
+
+# --------------------------------------------------------------------------- workloads
+
+@dataclass(frozen=True)
+class Independent:
+    """Independent prompt and output marginals."""
+    prompt: Marginal = Constant(100)
+    output: Marginal = Geometric(0.1)
+    name: str = "independent"
+
+    @property
+    def max_prompt(self) -> int:
+        return self.prompt.upper
+
+    @property
+    def max_output(self) -> int:
+        return self.output.upper
+
+    num_requests = None
+
+    def sample(self, seed, ids):
+        return (self.prompt.sample(seed, ids, rng.STREAM_PROMPT),
+                self.output.sample(seed, ids, rng.STREAM_OUTPUT))
+
+
+@dataclass(frozen=True)
+class BivariateNormal:
+    """The BF-IO paper's synthetic (prompt, output) generator (notes/000.md, section 5).
+
+    Pairs with a negative component are rejected (up to `max_tries` candidates per request,
+    all drawn from the request's own counter stream; the probability that all 16 fail is
+    about 1e-13, and then the last candidate is clipped). Values are rounded to the nearest
+    integer and raised to at least 1, and capped at mean + 10 std so that loads are provably
+    bounded (a normal never reaches it in practice).
+    """
+    mean_prompt: float = 3200.0
+    mean_output: float = 1200.0
+    std_prompt: float = 2600.0
+    std_output: float = 700.0
+    corr: float = -0.1
+    max_tries: int = 16
+    name: str = "bivariate_normal"
+    num_requests = None
+
+    def __post_init__(self):
+        for f in ("mean_prompt", "mean_output"):
+            require_float(getattr(self, f), f"BivariateNormal.{f}", lo=0.0, lo_open=True)
+        for f in ("std_prompt", "std_output"):
+            require_float(getattr(self, f), f"BivariateNormal.{f}", lo=0.0)
+        require_float(self.corr, "BivariateNormal.corr", lo=-1.0, hi=1.0)
+        require_int(self.max_tries, "BivariateNormal.max_tries", lo=1, hi=64)
+
+    @property
+    def max_prompt(self) -> int:
+        return int(math.ceil(self.mean_prompt + 10 * self.std_prompt))
+
+    @property
+    def max_output(self) -> int:
+        return int(math.ceil(self.mean_output + 10 * self.std_output))
+
+    def sample(self, seed, ids):
+        shape = jnp.shape(ids)
+        tries = [rng.normal_pair(seed, ids, rng.STREAM_PROMPT, t) for t in range(self.max_tries)]
+        z1 = jnp.stack([a for a, _ in tries], -1)
+        z2 = jnp.stack([b for _, b in tries], -1)
+        c = np.float32(self.corr)
+        s = self.mean_prompt + self.std_prompt * z1
+        o = self.mean_output + self.std_output * (c * z1 + np.float32(math.sqrt(1 - self.corr**2)) * z2)
+        ok = (s >= 0) & (o >= 0)
+        first = jnp.argmax(ok, axis=-1)  # first accepted candidate (0 if none: clipped below)
+        s = jnp.take_along_axis(s, first[..., None], -1)[..., 0]
+        o = jnp.take_along_axis(o, first[..., None], -1)[..., 0]
+        s = jnp.clip(jnp.round(s), 1, self.max_prompt).astype(jnp.int32)
+        o = jnp.clip(jnp.round(o), 1, self.max_output).astype(jnp.int32)
+        return s.reshape(shape), o.reshape(shape)
+
+
+@dataclass(frozen=True)
+class BurstGPTLike:
+    """Parametric stand-in for the BurstGPT trace (statistics of ../shared/data/README.md).
+
+    prompt = clip(round(median_prompt * exp(sigma_prompt * z1)), 1, max_prompt);
+    output = mode_output with probability mode_prob, else
+             clip(round(exp(mu_output + sigma_output * z2)), 1, max_output),
+    with corr(z1, z2) = copula_corr. The constants were fitted by Monte Carlo to the trace's
+    mean, median, max and correlation; `tests/test_workload.py` checks them.
+    """
+    median_prompt: float = 217.0
+    sigma_prompt: float = 1.015
+    max_prompt: int = 14117
+    mode_output: int = 7
+    mode_prob: float = 0.457
+    mu_output: float = 3.43
+    sigma_output: float = 1.55
+    max_output: int = 3206
+    copula_corr: float = 0.68
+    name: str = "burstgpt_like"
+    num_requests = None
+
+    def sample(self, seed, ids):
+        z1, e = rng.normal_pair(seed, ids, rng.STREAM_PROMPT)
+        c = np.float32(self.copula_corr)
+        z2 = c * z1 + np.float32(math.sqrt(1 - self.copula_corr**2)) * e
+        s = jnp.clip(jnp.round(self.median_prompt * jnp.exp(self.sigma_prompt * z1)), 1, self.max_prompt)
+        o = jnp.clip(jnp.round(jnp.exp(self.mu_output + self.sigma_output * z2)), 1, self.max_output)
+        mode = rng.uniform(seed, ids, rng.STREAM_MIX) < self.mode_prob
+        o = jnp.where(mode, self.mode_output, o)
+        return s.astype(jnp.int32), o.astype(jnp.int32)
+
+
+@dataclass(frozen=True)
+class Finite:
+    """The first `num_requests` requests of another workload (per seed): a run that drains."""
+    base: Any
+    num_requests: int
+
+    def __post_init__(self):
+        require_int(self.num_requests, "Finite.num_requests", lo=1, hi=INT32_MAX // 2)
+        if getattr(self.base, "num_requests", None) is not None:
+            raise ConfigError("Finite.base must be an unbounded workload")
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}_n{self.num_requests}"
+
+    @property
+    def max_prompt(self) -> int:
+        return self.base.max_prompt
+
+    @property
+    def max_output(self) -> int:
+        return self.base.max_output
+
+    def sample(self, seed, ids):
+        return self.base.sample(seed, ids)
+
+
+def materialize(workload, seed: int, num: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first `num` requests of run `seed` as numpy int arrays (for references and plots).
+
+    Sampled under jit, as in the engine: eager float32 transcendentals can round differently
+    from their fused, compiled form, which would make a length differ by one token.
+    """
+    import jax
+    ids = jnp.arange(num, dtype=jnp.int32)
+    s, o = jax.jit(workload.sample)(jnp.uint32(seed), ids)
+    return np.asarray(s), np.asarray(o)

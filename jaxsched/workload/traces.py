@@ -1,0 +1,175 @@
+"""Request-length traces: (prompt, output) arrays read from CSV files.
+
+`Trace` holds the arrays; `order="resample"` draws request i of seed s uniformly with
+replacement (index = hash(s, i) mod n), `order="sequential"` reveals the rows in file order (the
+same for every seed) and has a finite number of requests. `read_trace` reads BurstGPT, the
+BurstGPT sample, Azure LLM inference 2023 or any two-column file.
+"""
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+
+from .. import rng
+from ..errors import ConfigError
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """Request lengths from a trace: int arrays `prompt`, `output` (tokens, >= 1).
+
+    order="resample": request i of seed s is row hash(s, i) mod n (i.i.d. with replacement;
+    an unbounded stream). order="sequential": request i is row i for every seed, and the run
+    has exactly n requests.
+    """
+    prompt: np.ndarray
+    output: np.ndarray
+    name: str = "trace"
+    order: str = "resample"
+
+    def __post_init__(self):
+        p = np.asarray(self.prompt)
+        o = np.asarray(self.output)
+        if p.ndim != 1 or o.shape != p.shape or p.size == 0:
+            raise ConfigError(f"trace {self.name}: prompt and output must be equal-length non-empty "
+                              f"1-d arrays, got shapes {p.shape} and {o.shape}")
+        for what, a in (("prompt", p), ("output", o)):
+            _check_lengths(a, f"trace {self.name} {what} lengths")
+        if self.order not in ("resample", "sequential"):
+            raise ConfigError(f"Trace.order must be 'resample' or 'sequential', got {self.order!r}")
+        object.__setattr__(self, "prompt", p.astype(np.int32))
+        object.__setattr__(self, "output", o.astype(np.int32))
+
+    @property
+    def max_prompt(self) -> int:
+        return int(self.prompt.max())
+
+    @property
+    def max_output(self) -> int:
+        return int(self.output.max())
+
+    @property
+    def num_requests(self) -> int | None:
+        return int(self.prompt.size) if self.order == "sequential" else None
+
+    def sample(self, seed, ids):
+        n = self.prompt.size
+        if self.order == "sequential":
+            row = jnp.clip(ids, 0, n - 1)
+        else:
+            row = (rng.hash3(seed, ids, rng.STREAM_INDEX) % np.uint32(n)).astype(jnp.int32)
+        return jnp.asarray(self.prompt)[row], jnp.asarray(self.output)[row]
+
+    def __hash__(self):
+        return hash((self.name, self.order, self.prompt.size, self.prompt.tobytes()[:4096]))
+
+    def __eq__(self, other):
+        return (isinstance(other, Trace) and self.order == other.order
+                and np.array_equal(self.prompt, other.prompt)
+                and np.array_equal(self.output, other.output))
+
+
+def _check_lengths(a: np.ndarray, what: str) -> None:
+    """Lengths must be finite positive integers below 2^24."""
+    a = np.asarray(a)
+    if a.dtype.kind == "f":
+        bad = ~np.isfinite(a)
+        if bad.any():
+            raise ConfigError(f"{what} must be finite integers >= 1; row {int(np.argmax(bad))} is {a[bad][0]}")
+        frac = a != np.round(a)
+        if frac.any():
+            i = int(np.argmax(frac))
+            raise ConfigError(f"{what} must be integers >= 1; row {i} is {a[i]}")
+    elif a.dtype.kind not in "iu":
+        raise ConfigError(f"{what} must be integers >= 1, got dtype {a.dtype}")
+    if (a < 1).any():
+        i = int(np.argmax(a < 1))
+        raise ConfigError(f"{what} must be integers >= 1 (zero and negative lengths are invalid); "
+                          f"row {i} is {a[i]}")
+    if (a > 2**24).any():
+        i = int(np.argmax(a > 2**24))
+        raise ConfigError(f"{what} must be <= 2^24 tokens; row {i} is {a[i]}")
+
+
+# --------------------------------------------------------------------------- trace files
+
+_COLUMN_SETS = (
+    ("burstgpt", "Request tokens", "Response tokens"),
+    ("burstgpt_sample", "input_tokens", "output_tokens"),
+    ("azure", "ContextTokens", "GeneratedTokens"),
+)
+
+
+def read_trace(path: str | Path, order: str = "resample") -> Trace:
+    """Read a request-length trace from CSV.
+
+    Recognized layouts: BurstGPT (`Request tokens`, `Response tokens` columns), the BurstGPT
+    sample (`input_tokens,output_tokens`), Azure LLM inference 2023
+    (`TIMESTAMP,ContextTokens,GeneratedTokens`), and a plain two-column file (prompt, output),
+    with or without a header. Raises ConfigError naming the file, row and column of the first
+    problem (missing file, empty file, missing columns, malformed or non-integer values, NaN,
+    lengths < 1).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"trace file {str(path)!r} does not exist")
+    with path.open(newline="") as f:
+        # (line number, fields) of the non-blank lines, so errors name the file's own lines.
+        numbered = [(n, r) for n, r in enumerate(csv.reader(f), 1) if r and any(c.strip() for c in r)]
+    rows = [r for _, r in numbered]
+    if not rows:
+        raise ConfigError(f"trace file {str(path)!r} is empty")
+    header = [c.strip() for c in rows[0]]
+    pi = oi = None
+    for _, pc, oc in _COLUMN_SETS:
+        if pc in header and oc in header:
+            pi, oi = header.index(pc), header.index(oc)
+            body = rows[1:]
+            break
+    else:
+        if _is_number(header[0]) if header else False:
+            body = rows  # headerless
+        else:
+            body = rows[1:]
+        ncol = len(rows[0])
+        if ncol != 2:
+            known = "; ".join(f"{a}, {b}" for _, a, b in _COLUMN_SETS)
+            raise ConfigError(f"trace file {str(path)!r}: missing columns: expected one of [{known}] "
+                              f"or exactly two columns (prompt, output), got header {header}")
+        pi, oi = 0, 1
+    if not body:
+        raise ConfigError(f"trace file {str(path)!r} has a header but no data rows")
+    prompt = np.empty(len(body), np.int64)
+    output = np.empty(len(body), np.int64)
+    lines = [n for n, _ in numbered][len(rows) - len(body):]
+    for n, r in enumerate(body):
+        for col, dst, what in ((pi, prompt, "prompt"), (oi, output, "output")):
+            line = lines[n]
+            if col >= len(r):
+                raise ConfigError(f"trace file {str(path)!r} line {line}: missing {what} column")
+            dst[n] = _parse_length(r[col], f"trace file {str(path)!r} line {line} {what} length")
+    return Trace(prompt, output, name=path.stem, order=order)
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def _parse_length(text: str, what: str) -> int:
+    t = text.strip()
+    try:
+        x = float(t)
+    except ValueError:
+        raise ConfigError(f"{what} must be an integer >= 1, got {t!r}") from None
+    if not math.isfinite(x) or x != math.floor(x) or x < 1 or x > 2**24:
+        raise ConfigError(f"{what} must be an integer in [1, 2^24], got {t!r}")
+    return int(x)

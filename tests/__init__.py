@@ -1,0 +1,1 @@
+"""Tests of jaxsched and kernels; run `python -m pytest` from the repository root."""

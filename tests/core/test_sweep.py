@@ -1,0 +1,153 @@
+"""Sweeps: grid expansion, memory-budgeted chunks, atomic rows, resume after an interruption."""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jaxsched as js
+from jaxsched import kv
+from jaxsched.dp import simulate
+from jaxsched.errors import ConfigError
+from jaxsched.dp import ENGINE
+from jaxsched.run import seeds_for_budget
+from jaxsched.sweep import grid_points, parse_axis, point_key, run_sweep
+
+BASE = js.dp.DPConfig(num_workers=2, slots_per_worker=4, pool_size=4, num_steps=60, policy="fcfs")
+AXES = {"policy": ["fcfs", "bfio"], "num_workers": [2, 3], "step_const_s": [0.01, 0.02]}
+
+
+def _rows(path: Path) -> list[dict]:
+    return list(csv.DictReader(path.open()))
+
+
+def test_grid_and_bad_axes():
+    pts = grid_points(ENGINE, AXES)
+    assert len(pts) == 8 and pts[0] == {"policy": "fcfs", "num_workers": 2, "step_const_s": 0.01}
+    with pytest.raises(ConfigError, match="sweep axis 'nope'"):
+        grid_points(ENGINE, {"nope": [1]})
+    with pytest.raises(ConfigError, match="at least one value"):
+        grid_points(ENGINE, {"policy": []})
+    with pytest.raises(ConfigError, match="num_workers"):  # validated before anything runs
+        run_sweep(BASE, {"num_workers": [2, 0]}, [0, 1], "/tmp/never.csv", progress=False)
+
+
+def test_rows_match_direct_runs(tmp_path):
+    out = run_sweep(BASE, AXES, range(3), tmp_path / "s.csv", progress=False)
+    rows = _rows(out)
+    assert len(rows) == 8 and len({r["point"] for r in rows}) == 8
+    r = next(r for r in rows if r["policy"] == "bfio" and r["num_workers"] == "3"
+             and float(r["step_const_s"]) == 0.02)
+    cfg = js.dp.DPConfig(num_workers=3, slots_per_worker=4, pool_size=4, num_steps=60, policy="bfio")
+    m = simulate(cfg, js.dp.make_params(cfg, step_const_s=0.02), range(3)).metrics
+    assert float(r["throughput_tokens_per_s_mean"]) == pytest.approx(m["throughput_tokens_per_s"].mean(), rel=1e-12)
+    assert float(r["avg_imbalance_tokens_std"]) == pytest.approx(m["avg_imbalance_tokens"].std(ddof=1), rel=1e-12)
+    assert int(r["n"]) == 3
+
+
+def test_resume_skips_finished_points_and_never_duplicates(tmp_path):
+    out = tmp_path / "s.csv"
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_3(n, row):
+        if n == 3:
+            raise Stop
+
+    with pytest.raises(Stop):
+        run_sweep(BASE, AXES, range(2), out, progress=False, on_point=stop_after_3)
+    first = _rows(out)
+    assert len(first) == 3
+    ran = []
+    run_sweep(BASE, AXES, range(2), out, progress=False, on_point=lambda n, row: ran.append(row["point"]))
+    rows = _rows(out)
+    assert len(ran) == 5 and len(rows) == 8 and len({r["point"] for r in rows}) == 8
+    assert rows[:3] == first                     # finished rows are kept as they were
+    assert not set(ran) & {r["point"] for r in first}
+
+
+def test_chunked_seeds_give_identical_rows(tmp_path):
+    a = _rows(run_sweep(BASE, {"policy": ["bfio"]}, range(5), tmp_path / "a.csv", progress=False))
+    b = _rows(run_sweep(BASE, {"policy": ["bfio"]}, range(5), tmp_path / "b.csv", progress=False,
+                        memory_budget_mb=1e-3))  # one seed per chunk
+    drop = lambda r: {k: v for k, v in r.items() if k != "wall_s"}
+    assert [drop(r) for r in a] == [drop(r) for r in b]
+    assert seeds_for_budget(ENGINE, BASE, 1e-3) == 1 and seeds_for_budget(ENGINE, BASE, 1024) > 1000
+
+
+def test_resume_after_sigkill(tmp_path):
+    out = tmp_path / "k.csv"
+    script = (
+        "import jaxsched as js\n"
+        "from jaxsched.sweep import run_sweep\n"
+        "base = js.dp.DPConfig(num_workers=2, slots_per_worker=4, pool_size=4, num_steps=400)\n"
+        f"run_sweep(base, {{'policy': ['fcfs', 'bfio', 'jsq_tokens', 'round_robin'], "
+        f"'num_workers': [2, 3, 4]}}, range(2), {str(out)!r}, progress=False)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.time() + 120
+    while time.time() < deadline and (not out.exists() or len(_rows(out)) < 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    killed = _rows(out)
+    assert 2 <= len(killed) < 12
+    base = js.dp.DPConfig(num_workers=2, slots_per_worker=4, pool_size=4, num_steps=400)
+    run_sweep(base, {"policy": ["fcfs", "bfio", "jsq_tokens", "round_robin"], "num_workers": [2, 3, 4]},
+              range(2), out, progress=False)
+    rows = _rows(out)
+    assert len(rows) == 12 and len({r["point"] for r in rows}) == 12
+    assert rows[:len(killed)] == killed
+    assert not list(tmp_path.glob(".k.csv.*"))   # no temporary file left behind... once resumed
+
+
+def test_point_key_depends_on_seeds():
+    assert point_key(ENGINE, {"a": 1}, [0, 1]) != point_key(ENGINE, {"a": 1}, [0, 1, 2])
+    assert point_key(ENGINE, {"a": 1, "b": 2}, [0]) == point_key(ENGINE, {"b": 2, "a": 1}, [0])
+
+
+def test_parse_axis_values_and_sequences():
+    assert parse_axis("num_workers=8,16") == ("num_workers", [8, 16])
+    assert parse_axis("step_const_s=0.01,x") == ("step_const_s", [0.01, "x"])
+    assert parse_axis("rates=[1000,500],[2000,1000.5]") == ("rates", [(1000, 500), (2000, 1000.5)])
+    with pytest.raises(ConfigError, match="--axis must look like"):
+        parse_axis("num_workers")
+
+
+KV_BASE = kv.KVConfig(num_requests=60, table_size=64)
+
+
+def test_kv_sweep_rows_match_direct_runs(tmp_path):
+    # The same runner sweeps the kv engine: Config fields and make_params keywords as axes,
+    # shared params keywords, and one row per point equal to a direct run.
+    out = run_sweep(KV_BASE, {"policy": ["wait", "fcfs"], "capacity_tokens": [5000, 20000]}, range(2),
+                    tmp_path / "kv.csv", params=dict(rates=(500.0, 500.0)), progress=False)
+    rows = _rows(out)
+    assert len(rows) == 4 and {r["policy"] for r in rows} == {"wait", "fcfs"}
+    r = next(r for r in rows if r["policy"] == "fcfs" and r["capacity_tokens"] == "5000")
+    cfg = dataclasses.replace(KV_BASE, policy="fcfs")
+    m = kv.simulate(cfg, kv.make_params(cfg, rates=(500.0, 500.0), capacity_tokens=5000), range(2)).metrics
+    assert float(r["latency_mean_s_mean"]) == pytest.approx(m["latency_mean_s"].mean(), rel=1e-12)
+    assert r["prefill_tokens"] == "10/10" and int(r["n"]) == 2
+    with pytest.raises(ConfigError, match="sweep axis 'num_workers' must be a KVConfig field"):
+        run_sweep(KV_BASE, {"num_workers": [2]}, [0], tmp_path / "x.csv", progress=False)
+
+
+def test_cli_sweep_kv(tmp_path, capsys):
+    from jaxsched.cli import main
+    out = tmp_path / "kv.csv"
+    assert main(["sweep", "--engine", "kv", "--axis", "policy=fcfs,wait", "--set", "num_requests=40",
+                 "--set", "table_size=64", "--set", "rates=[400,400]", "--seeds", "2",
+                 "--out", str(out), "--quiet"]) == 0
+    assert [r["policy"] for r in _rows(out)] == ["fcfs", "wait"]
+    assert main(["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--steps", "9",
+                 "--out", str(out)]) == 2
+    assert "--steps apply to the dp engine only" in capsys.readouterr().err

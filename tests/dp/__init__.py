@@ -1,0 +1,1 @@
+"""Tests of the dp engine (jaxsched.dp) and its drivers."""

@@ -1,0 +1,1 @@
+"""Tests of the assignment kernels (kernels/) and the exact per-step solvers."""

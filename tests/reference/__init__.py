@@ -1,0 +1,1 @@
+"""Plain-Python reference simulators and exact solvers: the oracles of the tests and benchmarks."""
