@@ -5,11 +5,13 @@
 
 The commands cover every engine and driver: `jaxsched reproduce table1` (skipped when the
 BurstGPT sample is absent), a short `jaxsched run`, `jaxsched kv experiment e1 --quick`, a small
-`jaxsched sweep` of each engine, and `jaxsched check theorems --quick`. A refactoring that
+`jaxsched sweep` of each engine, and `jaxsched check theorems --quick`. (The kv sweep was added
+with the engine-generic sweep, after the others were first recorded.) A refactoring that
 changes no behaviour leaves every number equal to the bit (CSV cells are written with
 `repr(float)`); columns that hold wall-clock times, paths or resume keys are not compared.
 `benchmarks/results/behaviour/` holds the recording this repository is checked against
-(`tests/test_behaviour.py`, marked slow, records afresh and compares).
+(`tests/core/test_behaviour.py` records the quick commands afresh and compares; the whole set
+is marked slow).
 """
 from __future__ import annotations
 
@@ -42,6 +44,9 @@ def commands(out: Path) -> dict[str, list[str]]:
         "sweep_dp": ["sweep", "--axis", "policy=fcfs,bfio", "--axis", "num_workers=4,8",
                      "--seeds", "4", "--steps", "200", "--out", str(out / "sweep_dp" / "sweep.csv"),
                      "--quiet"],
+        "sweep_kv": ["sweep", "--engine", "kv", "--axis", "policy=wait,nested_wait,fcfs,vllm,sarathi",
+                     "--set", "num_requests=300", "--set", "table_size=256", "--seeds", "3",
+                     "--out", str(out / "sweep_kv" / "sweep.csv"), "--quiet"],
         "theorems": ["check", "theorems", "--quick", "--out", str(out / "theorems"), "--quiet"],
     }
     if TRACE.is_file():

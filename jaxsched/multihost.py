@@ -5,7 +5,7 @@ contiguous block `seed_block(seeds, p, P)` of the seed list on its own local dev
 `jaxsched.run.simulate` shards each chunk over them), and the per-seed results are then gathered
 to every process with `jax.experimental.multihost_utils.process_allgather`. Results depend only
 on (config, params, seed), so the gathered metrics are bitwise those of a one-device run
-(tests/test_multihost.py checks it with two processes of two forced host CPU devices each).
+(tests/core/test_multihost.py checks it with two processes of two forced host CPU devices each).
 
 The caller's launcher calls `jax.distributed.initialize(...)` before any other JAX call; this
 module never initializes JAX nor changes its flags (see docs/multihost.md). Without

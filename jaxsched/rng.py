@@ -4,7 +4,7 @@ A run never holds an N-length array of its own: the lengths of request i are dra
 revealed, from a 32-bit hash of (seed, i, stream). The hash is the `lowbias32` integer mixer
 (two multiply-xorshift rounds), chained over the three words. It is far cheaper than
 `jax.random.fold_in` + threefry per request, and its statistical quality (moments and
-independence across seeds and request ids) is tested in `tests/test_rng.py`.
+independence across seeds and request ids) is tested in `tests/core/test_rng.py`.
 
 Everything here works on uint32 arrays of any shape and is jittable and vmappable.
 """

@@ -124,6 +124,29 @@ def _progress_callback(progress, engine: Engine, config: Any) -> Callable[[int, 
     return progress or None
 
 
+def _run_chunk(engine: Engine, config: Any, params: Any, seeds: np.ndarray, fns, n_blocks: int,
+               record: bool, shard: bool, on_block: Callable[[int], None]):
+    """One seed chunk to its end: (metrics, trajectories [S, steps run, ...] or None), on the
+    host, so the chunk's device work has finished when it returns. on_block(n) is called after
+    every block with the blocks it accounts for (all the rest when the chunk ended early)."""
+    init, run_block = fns
+    state = init(_place_seeds(seeds, shard), params)
+    outs = []
+    for b in range(n_blocks):
+        state, out = run_block(state, params)
+        if record:
+            out = jax.tree_util.tree_map(np.asarray, out)
+            if engine.skip_done_in_block:           # scan stacked steps first
+                out = jax.tree_util.tree_map(lambda a: np.swapaxes(a, 0, 1), out)
+            outs.append(out)
+        ended = bool(np.asarray(engine.done(config, state)).all())
+        on_block(n_blocks - b if ended else 1)
+        if ended:
+            break
+    traj = {k: np.concatenate([o[k] for o in outs], axis=1) for k in outs[0]} if record else None
+    return engine.finalize(config, params, state), traj
+
+
 def simulate(config: Any, params: Any = None, seeds: Sequence[int] = (0,), *,
              engine: Engine | None = None, record: bool = False, seed_chunk: int | None = None,
              block_steps: int | None = None,
@@ -133,7 +156,6 @@ def simulate(config: Any, params: Any = None, seeds: Sequence[int] = (0,), *,
 
     params: the engine's Params (default `engine.default_params(config)`). engine: default the
     engine whose Config `config` is.
-
     record: also return per-step trajectories (memory O(S K)). seed_chunk: seeds per vmapped
     call. block_steps: steps per jitted call (default min(max steps, 1024)).
     progress: None, True, or a callback progress(done_blocks, total_blocks) after every block.
@@ -149,40 +171,28 @@ def simulate(config: Any, params: Any = None, seeds: Sequence[int] = (0,), *,
     padded = np.concatenate([seeds, np.repeat(seeds[-1:], -n_seeds % chunk)])
     K = engine.max_steps(config)
     block = min(K, DEFAULT_BLOCK if block_steps is None else require_int(block_steps, "block_steps", lo=1))
-    init, run_block = _compiled(engine, config, block, bool(record))
+    fns = _compiled(engine, config, block, bool(record))
     report = _progress_callback(progress, engine, config)
     n_blocks = -(-K // block)
-    total = n_blocks * (len(padded) // chunk)
+    total, done = n_blocks * (len(padded) // chunk), [0]
+
+    def on_block(n: int) -> None:
+        done[0] += n
+        if report is not None:
+            report(done[0], total)
+
     t0 = time.perf_counter()
-    metrics, trajs, done_work = [], [], 0
-    for c0 in range(0, len(padded), chunk):
-        state = init(_place_seeds(padded[c0:c0 + chunk], shard), params)
-        outs = []
-        for b in range(n_blocks):
-            state, out = run_block(state, params)
-            if record:
-                out = jax.tree_util.tree_map(np.asarray, out)
-                if engine.skip_done_in_block:       # scan stacked steps first
-                    out = jax.tree_util.tree_map(lambda a: np.swapaxes(a, 0, 1), out)
-                outs.append(out)
-            done_work += 1
-            if report is not None:
-                report(done_work, total)
-            if bool(np.asarray(engine.done(config, state)).all()):
-                done_work += n_blocks - b - 1
-                break
-        metrics.append(engine.finalize(config, params, state))
-        if record:
-            trajs.append({k: np.concatenate([o[k] for o in outs], axis=1) for k in outs[0]})
-    jax.block_until_ready(state)
+    parts = [_run_chunk(engine, config, params, padded[c0:c0 + chunk], fns, n_blocks, record,
+                        shard, on_block) for c0 in range(0, len(padded), chunk)]
     wall = time.perf_counter() - t0
     if isinstance(report, Progress):
         report.close(f"done in {wall:.1f} s")
-    merged = {k: np.concatenate([m[k] for m in metrics])[:n_seeds] for k in metrics[0]}
+    merged = {k: np.concatenate([m[k] for m, _ in parts])[:n_seeds] for k in parts[0][0]}
     traj = None
     if record:
         K_out = engine.trajectory_length(config, merged)
-        traj = {k: np.concatenate([_fit_rows(t[k], K_out) for t in trajs])[:n_seeds] for k in trajs[0]}
+        traj = {k: np.concatenate([_fit_rows(t[k], K_out) for _, t in parts])[:n_seeds]
+                for k in parts[0][1]}
     if warn:
         for msg in engine.check(config, merged):
             warnings.warn(msg, RuntimeWarning, stacklevel=2)

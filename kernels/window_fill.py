@@ -19,7 +19,7 @@ instead, which ignores the minimum; window fill aims at D directly:
 Why windows: over the remaining requests a_0 <= a_1 <= ..., the window sums W_j = a_j + ... +
 a_{j+c-1} are nondecreasing in j and W_{j+1} - W_j = a_{j+c} - a_j <= s_max - s_min. So a worker
 whose need lies in [W_first, W_last] gets within (s_max - s_min) / 2 of it, and otherwise the end
-window nearest to it (tests/test_window_fill.py checks exactly this). The order (step 4) is a
+window nearest to it (tests/kernels/test_window_fill.py checks exactly this). The order (step 4) is a
 heuristic: it does not bound D for the later workers, which only see what remains.
 
 Exactness. T = tq + tf / (G n) with integers tq and 0 <= tf < G n, computed without overflow

@@ -8,14 +8,13 @@
 # %%
 import numpy as np
 import jaxsched as js
-from jaxsched.dp import simulate
 from jaxsched.stats import mean_ci
 
 seeds = np.arange(32)
 for policy, H in [("fcfs", 0), ("jsq_tokens", 0), ("bfio", 0), ("bfio", 20)]:
-    cfg = js.dp.DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, policy=policy, horizon=H,
-                      num_steps=1500, workload=js.BurstGPTLike())
-    res = simulate(cfg, js.dp.make_params(cfg), seeds, record=True)
+    cfg = js.dp.DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, policy=policy,
+                         horizon=H, num_steps=1500, workload=js.BurstGPTLike())
+    res = js.simulate(cfg, js.dp.make_params(cfg), seeds)
     imb, _, ci, n = mean_ci(res.metrics["avg_imbalance_tokens"])
     thr, _, ci2, _ = mean_ci(res.metrics["throughput_tokens_per_s"])
     print(f"{policy:10s} H={H:2d}  imbalance {imb:9.0f} ± {ci:6.0f} tokens   "
@@ -30,7 +29,8 @@ from jaxsched.plots import load_trajectories
 loads = {}
 for policy in ["fcfs", "bfio"]:
     cfg = js.dp.DPConfig(policy=policy, num_steps=1500)
-    loads[policy] = simulate(cfg, js.dp.make_params(cfg), [0], record=True).trajectories["hist_loads"][0]
+    res = js.simulate(cfg, js.dp.make_params(cfg), [0], record=True)
+    loads[policy] = res.trajectories["hist_loads"][0]
 show_png(load_trajectories(loads, "/tmp/jaxsched_quickstart_loads.png"))
 
 # %% [markdown]

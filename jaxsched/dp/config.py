@@ -47,7 +47,8 @@ class DPConfig:
     num_workers G, slots_per_worker B, pool_size R: the shapes. horizon H: BF-IO lookahead
     (0 = the per-step valley fill). semantics: "paper" (the BF-IO paper's experiment simulator)
     or "theory" (the dynamics of its proofs). num_steps: decode steps per scan.
-    burn_in_steps: steps not measured (theory semantics). workload: request-length source (see jaxsched.workload).
+    burn_in_steps: steps not measured (theory semantics). workload: request-length source (see
+    jaxsched.workload).
     lookahead_decay: BF-IO (H >= 1) weighs window row h by round(128 * decay^h).
     bfio_kernel: the BF-IO H = 0 assignment kernel, a name in kernels.BFIO_VARIANTS ("vf": valley
     fill; "vf_ls", "vf_ls_chain": with local search; "ms_ls", "ms_ls_chain": multi-start;

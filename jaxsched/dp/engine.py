@@ -2,8 +2,8 @@
 
 Pure functions in the gymnax style: `init(config, params, seed) -> state` and
 `step(config, params, state) -> (state, out)`; a run is `lax.scan(step)`; seeds are `vmap`ped
-(see jaxsched.dp.run). The exact semantics (step order, measurement points, ties) are in
-docs/dp-semantics.md; tests/reference_dp.py is the plain-Python oracle for them.
+(see jaxsched.run). The exact semantics (step order, measurement points, ties) are in
+docs/dp-semantics.md; tests/reference/dp.py is the plain-Python oracle for them.
 """
 from __future__ import annotations
 

@@ -188,7 +188,7 @@ class BurstGPTLike:
     output = mode_output with probability mode_prob, else
              clip(round(exp(mu_output + sigma_output * z2)), 1, max_output),
     with corr(z1, z2) = copula_corr. The constants were fitted by Monte Carlo to the trace's
-    mean, median, max and correlation; `tests/test_workload.py` checks them.
+    mean, median, max and correlation; `tests/core/test_workload.py` checks them.
     """
     median_prompt: float = 217.0
     sigma_prompt: float = 1.015
@@ -220,9 +220,9 @@ class Finite:
     num_requests: int
 
     def __post_init__(self):
-        require_int(self.num_requests, "Finite.num_requests", lo=1, hi=INT32_MAX // 2)
+        require_int(self.num_requests, f"{type(self).__name__}.num_requests", lo=1, hi=INT32_MAX // 2)
         if getattr(self.base, "num_requests", None) is not None:
-            raise ConfigError("Finite.base must be an unbounded workload")
+            raise ConfigError(f"{type(self).__name__}.base must be an unbounded workload")
 
     @property
     def name(self) -> str:

@@ -184,7 +184,7 @@ def test_loops_match_vectorized(policy: str, G: int, B: int, R: int, steps: int)
 
 @pytest.mark.parametrize("policy", numpy_dp.POLICIES)
 def test_loops_match_engine(policy: str) -> None:
-    # The engine (record_loads) on seed 3 of the BurstGPT-like workload, and the loop-style
+    # The engine (recorded) on seed 3 of the BurstGPT-like workload, and the loop-style
     # simulator on the same lengths (materialized as the engine samples them) and constants.
     import jaxsched as js
     from jaxsched.dp import simulate

@@ -33,6 +33,7 @@ import numpy as np
 from ...errors import require, require_float
 from ...fluid import (FluidTypes, equilibrium, nested_check, nested_segments, nested_thresholds,
                       stage_work, wait_check)
+from ..config import DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN
 
 # Known policies first, in this order; policies registered later (e.g. "vllm", "sarathi")
 # join automatically, after these.
@@ -43,10 +44,11 @@ POLICY_LABELS = {"wait": "WAIT", "nested_wait": "Nested WAIT", "vllm": "vLLM-sty
 
 @dataclass(frozen=True)
 class Hardware:
-    """Eq. (1) constants and KV capacity: d0_s (s), d1_s_per_token (s/token), capacity_tokens."""
-    d0_s: float = 0.010
-    d1_s_per_token: float = 1.0e-6
-    capacity_tokens: int = 110_000
+    """Eq. (1) constants and KV capacity: d0_s (s), d1_s_per_token (s/token), capacity_tokens
+    (default: the paper's hardware, the defaults of `jaxsched.kv.make_params`)."""
+    d0_s: float = DEFAULT_D0_S
+    d1_s_per_token: float = DEFAULT_D1_S_PER_TOKEN
+    capacity_tokens: int = DEFAULT_CAPACITY_TOKENS
 
 
 HARDWARE = Hardware()

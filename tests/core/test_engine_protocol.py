@@ -1,0 +1,124 @@
+"""The engine protocol and the shared runner: every engine fits them the same way."""
+from __future__ import annotations
+
+import dataclasses
+import io
+import warnings
+
+import numpy as np
+import pytest
+
+import jaxsched as js
+from jaxsched import ConfigError, dp, kv
+from jaxsched.engine import ENGINE_MODULES, Engine, Metric, Policy, engine_of, get_engine
+from jaxsched.progress import Progress
+from jaxsched.run import Results, default_seed_chunk, seeds_for_budget, simulate
+from jaxsched.workload import Batch, BurstGPTLike
+
+SMALL = {
+    "dp": dp.DPConfig(num_workers=2, slots_per_worker=4, pool_size=4, num_steps=40),
+    "kv": kv.KVConfig(num_requests=40, table_size=64),
+}
+
+
+@pytest.mark.parametrize("name", list(ENGINE_MODULES))
+def test_registered_engines_follow_the_protocol(name):
+    eng = get_engine(name)
+    assert isinstance(eng, Engine) and eng.name == name and engine_of(SMALL[name]) is eng
+    assert all(isinstance(m, Metric) and m.unit and m.doc for m in eng.METRICS.values())
+    assert all(isinstance(p, Policy) and callable(p.fn) and p.doc for p in eng.POLICIES.values())
+    cfg_f, par_f = set(eng.config_fields()), set(eng.params_fields())
+    assert "policy" in cfg_f and par_f and not cfg_f & par_f
+    # Every option a policy names is a field someone can set.
+    assert all(set(p.options) <= cfg_f | par_f for p in eng.POLICIES.values()), name
+    # The config accepts exactly the registry's names.
+    for policy in eng.POLICIES:
+        assert dataclasses.replace(SMALL[name], policy=policy).policy == policy
+    with pytest.raises(ConfigError, match="policy must be one of"):
+        dataclasses.replace(SMALL[name], policy="nope")
+
+
+@pytest.mark.parametrize("name", list(ENGINE_MODULES))
+def test_runner_results_and_metric_table_agree(name):
+    cfg = SMALL[name]
+    eng = get_engine(name)
+    calls = []
+    res = simulate(cfg, seeds=[3, 1, 2], progress=lambda d, t: calls.append((d, t)))
+    assert isinstance(res, Results) and res.engine == name and res.trajectories is None
+    assert list(res.metrics) == list(eng.METRICS)          # finalize gives exactly the table
+    assert all(v.dtype == np.float64 and v.shape == (3,) for v in res.metrics.values())
+    assert res.seeds.tolist() == [3, 1, 2] and calls and calls[-1][0] == calls[-1][1]
+    # Default params are make_params(config); an explicit engine gives the same numbers.
+    again = simulate(cfg, eng.make_params(cfg), [3, 1, 2], engine=eng, seed_chunk=2, record=True)
+    for k in res.metrics:
+        assert res.metrics[k].tobytes() == again.metrics[k].tobytes(), k
+    assert again.trajectories and all(v.shape[0] == 3 for v in again.trajectories.values())
+
+
+def test_engine_lookup_errors_name_the_choices():
+    with pytest.raises(ConfigError, match=r"engine must be one of \('dp', 'kv'\)"):
+        get_engine("budget")
+    with pytest.raises(ConfigError, match="config must be the Config of an engine"):
+        engine_of(object())
+    with pytest.raises(ConfigError, match="seed_chunk"):
+        simulate(SMALL["dp"], seeds=[0], seed_chunk=0)
+
+
+def test_chunk_sizes_follow_the_engine_estimates():
+    cfg = SMALL["dp"]
+    assert seeds_for_budget(dp.ENGINE, cfg, 1e-6) == 1
+    assert seeds_for_budget(dp.ENGINE, cfg, 1.0) == int(2**20 // dp.ENGINE.peak_bytes(cfg, False))
+    assert dp.ENGINE.peak_bytes(cfg, True) > dp.ENGINE.peak_bytes(cfg, False)
+    n = default_seed_chunk(kv.ENGINE, SMALL["kv"], 1000)
+    assert 1 <= n <= 1000 and -(-1000 // n) * n - 1000 < -(-1000 // n)   # equal chunks, little padding
+
+
+def test_kv_warnings_come_through_the_runner():
+    cfg = dataclasses.replace(SMALL["kv"], max_epochs=3)
+    with pytest.warns(RuntimeWarning, match="did not finish within max_epochs"):
+        simulate(cfg, seeds=[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        simulate(cfg, seeds=[0], warn=False)
+
+
+def test_kv_default_params_are_the_documented_load():
+    cfg = kv.KVConfig(prefill_tokens=(10, 5), decode_tokens=(20, 4))
+    p = kv.make_params(cfg)
+    rates = kv.default_rates(cfg)
+    work = kv.config.work_per_request(cfg)
+    assert rates[0] == rates[1] and float(np.dot(rates, work)) * 1e-6 == pytest.approx(0.5)
+    assert float(p.d0_s) == np.float32(0.01) and int(p.capacity_tokens) == 110_000
+    with pytest.raises(ConfigError, match="d1_s_per_token"):
+        kv.make_params(cfg, d1_s_per_token=0.0)
+
+
+def test_batch_generator_is_jobs_at_time_zero():
+    b = Batch(BurstGPTLike(), 5)
+    prompt, output = b.jobs(7)
+    p2, o2 = BurstGPTLike().sample(np.uint32(7), np.arange(5, dtype=np.int32))
+    assert prompt.tolist() == np.asarray(p2).tolist() and output.tolist() == np.asarray(o2).tolist()
+    assert np.asarray(b.arrival_s(7, np.arange(5))).tolist() == [0.0] * 5
+    assert b.num_requests == 5 and b.name == "burstgpt_like_batch5"
+    with pytest.raises(ConfigError, match="Batch.num_requests"):
+        Batch(BurstGPTLike(), 0)
+
+
+def test_progress_line_counts_and_eta():
+    out = io.StringIO()
+    bar = Progress("demo", 4, stream=out)
+    bar.update(0)
+    assert "ETA   --   s" in out.getvalue()
+    bar.advance(2, "half")
+    bar.close("done")
+    text = out.getvalue()
+    assert "demo: 2/4" in text and "half" in text and text.endswith("\n") and "done" in text
+    quiet = io.StringIO()
+    Progress("x", 1, enabled=False, stream=quiet).advance(1)
+    assert quiet.getvalue() == ""
+
+
+def test_top_level_names_no_engine_silently():
+    # The top level shows the shared tools and the engine packages, not one engine's config.
+    assert not hasattr(js, "DPConfig") and not hasattr(js, "make_params")
+    assert js.simulate is simulate and js.dp.simulate is simulate and js.kv.simulate is simulate
