@@ -47,6 +47,38 @@ def read_rows(path: str | Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+class ResultsFile:
+    """A resumable results file: one row per finished unit of work, keyed by a column.
+
+    Every driver that runs a list of jobs (sweep points, theorem runs) resumes the same way:
+    rows already in the file are kept as they are, their keys are `done`, and each new row is
+    appended by rewriting the whole file atomically, so a kill at any moment (even SIGKILL)
+    leaves the old file or the new one, never a torn row. Temporaries of an interrupted write
+    are removed when the file is opened. `writer=False` (other processes of a multi-host job)
+    reads nothing and writes nothing.
+    """
+
+    def __init__(self, path: str | Path, key: str, *, writer: bool = True):
+        self.path, self.key, self.writer = Path(path), key, writer
+        if writer:
+            for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
+                stale.unlink()
+        self.rows: list[dict] = read_rows(self.path) if writer else []
+
+    @property
+    def done(self) -> set[str]:
+        """Keys of the rows already in the file."""
+        return {r[self.key] for r in self.rows}
+
+    def append(self, row: Mapping[str, object]) -> None:
+        """Add one row (it must carry the key column) and rewrite the file atomically."""
+        if self.key not in row:
+            raise KeyError(f"results row lacks its key column {self.key!r}")
+        self.rows.append(dict(row))
+        if self.writer:
+            write_csv(self.path, self.rows)
+
+
 def _fmt(v: object) -> object:
     if isinstance(v, (float, np.floating)):
         return repr(float(v))

@@ -28,7 +28,7 @@ from .engine import Engine, engine_of
 from .errors import ConfigError
 from .multihost import broadcast_from_writer, is_writer, simulate_multihost
 from .progress import Progress
-from .results import read_rows, write_csv
+from .results import ResultsFile
 from .run import seeds_for_budget
 from .stats import mean_ci
 
@@ -114,13 +114,9 @@ def run_sweep(base: Any, axes: Mapping[str, Sequence], seeds: Sequence[int], out
         raise ConfigError(f"memory_budget_mb must be a number > 0, got {memory_budget_mb!r}")
     metrics = tuple(engine.METRICS) if metrics is None else tuple(metrics)
     prepared = _prepare(engine, base, grid_points(engine, axes), dict(params or {}), seeds)
-    # Temporaries of a write that a kill interrupted hold nothing the results file lacks.
-    if is_writer():
-        for stale in out.parent.glob(f".{out.name}.*.tmp"):
-            stale.unlink()
-    rows = read_rows(out) if is_writer() else []
+    results = ResultsFile(out, "point", writer=is_writer())
     # Every process must run the same points (they gather together): process 0's file decides.
-    done = set(broadcast_from_writer(sorted(r["point"] for r in rows)))
+    done = set(broadcast_from_writer(sorted(results.done)))
     todo = [x for x in prepared if x[3] not in done]
     bar = Progress("sweep", len(prepared), enabled=progress and is_writer())
     bar.update(len(done))
@@ -128,9 +124,7 @@ def run_sweep(base: Any, axes: Mapping[str, Sequence], seeds: Sequence[int], out
         chunk = min(len(seeds), seeds_for_budget(engine, cfg, memory_budget_mb))
         res = simulate_multihost(cfg, par, seeds, engine=engine, seed_chunk=chunk)
         row = _row(engine, key, p, cfg, seeds, res, metrics)
-        rows.append(row)
-        if is_writer():
-            write_csv(out, rows)  # atomic: a kill leaves the old file or the new one
+        results.append(row)
         if on_point is not None:
             on_point(n, row)
         bar.advance(1, f"points; last {res.wall_s:.1f} s")

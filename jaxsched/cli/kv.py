@@ -80,6 +80,12 @@ def cmd_kv_experiment(a: argparse.Namespace) -> int:
         png = plot_kv_rates(rows, out / f"{what}.png",
                             title=f"{what.upper()}: {exp.title} (paper {exp.figure})")
     print(f"\nresults: {csv}\nplot: {png}\nwall time: {time.perf_counter() - t0:.1f} s")
+    bad = [r for r in rows if r.get("status") == "invalid"]
+    if bad:
+        print(f"kv experiment: {len(bad)} INVALID rows (their metrics do not describe the "
+              "configuration): " + "; ".join(f"{r['policy']} rho={r['load']}: {r['issues']}"
+                                              for r in bad), file=sys.stderr)
+        return 1
     return 0
 
 

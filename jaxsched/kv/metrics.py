@@ -1,4 +1,5 @@
-"""Summary metrics of kv runs, finalized on the host in float64 from the streaming sums.
+"""Summary metrics of kv runs, finalized on the host in float64 from the streaming sums, and the
+check that they describe the configuration (`stability_issues`).
 
 Every metric name carries its unit or is a count. Definitions: docs/kv-semantics.md §8.
 """
@@ -87,3 +88,28 @@ def finalize(config: KVConfig, state: KVState) -> dict[str, np.ndarray]:
         "done": f(state.done),
         "stalled": f(t.stalled),
     }
+
+
+def stability_issues(metrics: dict[str, np.ndarray], num_requests: int | None) -> list[str]:
+    """Why per-seed exact metrics [S] do not describe a stable run ([] when they do).
+
+    A run counts as stable when no arrival was dropped (num_dropped) or lost to a full request
+    table (table_overflow), every seed finished (done) without stalling, and every one of the
+    num_requests requests completed (None: every arrival). An overloaded system fails at least
+    one of these, and its throughput and latency then describe a truncated run.
+    """
+    out = []
+    for key, what in (("num_dropped", "dropped arrivals"),
+                      ("table_overflow", "arrivals lost to a full request table")):
+        total = int(np.sum(metrics[key]))
+        if total:
+            out.append(f"{total} {what}")
+    target = metrics["num_arrived"] if num_requests is None else num_requests
+    unfinished = int(np.sum(np.asarray(target, np.float64) - metrics["num_completed"]))
+    if unfinished:
+        out.append(f"{unfinished} requests not completed")
+    for key, what in (("done", "seeds not finished"), ("stalled", "seeds stalled")):
+        bad = int(np.sum(metrics[key] == 0)) if key == "done" else int(np.sum(metrics[key] > 0))
+        if bad:
+            out.append(f"{bad} {what}")
+    return out

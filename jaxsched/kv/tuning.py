@@ -30,6 +30,7 @@ from ..fluid import (FluidTypes, Segments, equilibrium, nested_segments, nested_
 from ..results import format_value, markdown_table, write_csv
 from ..stats import mean_ci
 from .config import KVConfig, KVParams, _segment_work, default_thresholds, make_params
+from .metrics import stability_issues
 from .relaxed import RelaxedConfig, RelaxedSystem, objective, relaxed_system
 
 
@@ -189,31 +190,6 @@ def exact_objective(setup: TuneSetup, thresholds,
     out = dict(res.metrics)
     out["objective"] = out["throughput_tokens_per_s"] - setup.lam * out["latency_mean_s"]
     out["wall_s"] = np.full(len(seeds), res.wall_s)
-    return out
-
-
-def stability_issues(metrics: dict[str, np.ndarray], num_requests: int | None) -> list[str]:
-    """Why per-seed exact metrics [S] do not describe a stable run ([] when they do).
-
-    A run counts as stable when no arrival was dropped (num_dropped) or lost to a full request
-    table (table_overflow), every seed finished (done) without stalling, and every one of the
-    num_requests requests completed (None: every arrival). An overloaded system fails at least
-    one of these, and its throughput and latency then describe a truncated run.
-    """
-    out = []
-    for key, what in (("num_dropped", "dropped arrivals"),
-                      ("table_overflow", "arrivals lost to a full request table")):
-        total = int(np.sum(metrics[key]))
-        if total:
-            out.append(f"{total} {what}")
-    target = metrics["num_arrived"] if num_requests is None else num_requests
-    unfinished = int(np.sum(np.asarray(target, np.float64) - metrics["num_completed"]))
-    if unfinished:
-        out.append(f"{unfinished} requests not completed")
-    for key, what in (("done", "seeds not finished"), ("stalled", "seeds stalled")):
-        bad = int(np.sum(metrics[key] == 0)) if key == "done" else int(np.sum(metrics[key] > 0))
-        if bad:
-            out.append(f"{bad} {what}")
     return out
 
 

@@ -171,3 +171,31 @@ def test_cli_kv_needs_a_subcommand():
     with pytest.raises(SystemExit) as e:
         main(["kv"])
     assert e.value.code == 2
+
+
+def test_request_table_grows_until_no_arrival_is_lost():
+    # A burst into an 8-slot table loses arrivals; the runner doubles the table until none is
+    # lost, and with the growth capped it returns the lossy run, which the row then flags.
+    from jaxsched.kv import make_params
+    from jaxsched.kv.config import KVConfig
+    from jaxsched.kv.experiments.runner import _run_growing_table
+    from jaxsched.kv.metrics import stability_issues
+    cfg = KVConfig(prefill_tokens=(5,), decode_tokens=(5,), policy="fcfs", num_requests=60,
+                   table_size=8, arrivals_per_step=8)
+    params = make_params(cfg, rates=(1e5,), d0_s=0.01, d1_s_per_token=1e-6,
+                         capacity_tokens=1000, check_stability=False)
+    grown, met = _run_growing_table(cfg, params, [0, 1], table_limit=1024)
+    assert grown.table_size > 8 and not met["table_overflow"].any()
+    assert stability_issues(met, 60) == []
+    capped, lossy = _run_growing_table(cfg, params, [0, 1], table_limit=8)
+    assert capped.table_size == 8 and lossy["table_overflow"].sum() > 0
+    assert "full request table" in "; ".join(stability_issues(lossy, 60))
+
+
+def test_invalid_rows_are_visible_in_the_table():
+    rows = kx.run_experiment("e1", quick=True, seeds=1, policies=["fcfs"], loads=(0.5,),
+                             num_requests=200)
+    assert rows[0]["status"] == "ok" and rows[0]["dropped_arrivals"] == 0
+    bad = dict(rows[0], status="invalid", issues="7 arrivals lost to a full request table")
+    table = kx.experiment_table([rows[0], bad])
+    assert "| ok |" in table and "**INVALID**: 7 arrivals lost" in table

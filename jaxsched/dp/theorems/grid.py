@@ -30,7 +30,7 @@ import numpy as np
 from ..config import DPConfig, make_params
 from ..engine import ENGINE
 from ...progress import Progress
-from ...results import read_rows, write_csv
+from ...results import ResultsFile, read_rows
 from ...run import seeds_for_budget, simulate
 from ...stats import mean_ci
 from ...workload import Constant, Geometric, Independent, UniformInt
@@ -222,16 +222,15 @@ def run_grid(points: Sequence[Point], out_csv: Path, *, kernel: str, t1_kernel: 
     jobs = [(pt, pol) for pt in points for pol in (("fcfs", "bfio") if pt.bfio else ("fcfs",))]
     for pt, pol in jobs:                # validate every configuration before anything compiles
         pt.config(pol, kern(pt), measured)
-    rows = read_rows(out_csv)
-    done = {r["key"] for r in rows}
-    todo = [(pt, pol) for pt, pol in jobs if pt.key(pol, kern(pt), measured, seeds) not in done]
+    results = ResultsFile(out_csv, "key")
+    todo = [(pt, pol) for pt, pol in jobs
+            if pt.key(pol, kern(pt), measured, seeds) not in results.done]
     weights = [_eta_weight(pt, measured) for pt, _ in todo]
     bar = Progress("theorems, M slot-steps", sum(weights), enabled=progress)
     for n, ((pt, pol), weight) in enumerate(zip(todo, weights), 1):
         row = {"key": pt.key(pol, kern(pt), measured, seeds),
                **run_point(pt, pol, kern(pt), measured, seeds)}
-        rows.append(row)
-        write_csv(out_csv, rows)
+        results.append(row)
         bar.advance(weight, f"{len(jobs) - len(todo) + n}/{len(jobs)} runs, last {pt.group} "
                             f"G={pt.G} B={pt.B} {pol} {row['wall_s']:.1f} s")
     bar.close()

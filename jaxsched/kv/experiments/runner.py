@@ -12,18 +12,21 @@ includes the end-of-run drain: it falls short of the fluid throughput* (8) by ab
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
+import warnings
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ...errors import require, require_int
 from ...fluid import FluidTypes, equilibrium
+from ...run import simulate
 from ...stats import mean_ci
 from ..config import KVConfig, make_params
+from ..metrics import stability_issues
 from ..policies import POLICIES
-from ...run import simulate
 from .setups import (EXPERIMENTS, HARDWARE, POLICY_LABELS, POLICY_ORDER, Hardware, KVExperiment,
                      thresholds_for)
 
@@ -59,15 +62,23 @@ def mean_half_width(values: np.ndarray) -> tuple[float, float]:
     return m, half
 
 
+# Largest request table the runner grows to (slots); beyond it a lossy row is marked invalid.
+TABLE_LIMIT = 1 << 17
+
 _METRIC_KEYS = tuple(k + suf for k in ("throughput", "latency_mean", "latency_p99", "ttft_mean",
                                          "ttft_p99") for suf in ("", "_ci"))
 
 
 def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int], n_req: int,
-              hw: Hardware = HARDWARE, size_load: float | None = None) -> dict:
+              hw: Hardware = HARDWARE, size_load: float | None = None,
+              table_limit: int = TABLE_LIMIT) -> dict:
     """One (policy, load) point over `seeds`: a tidy row (means and 95% CI half-widths).
-    size_load: the load the table size and epoch bound are sized for (default `load`; a sweep
-    passes its largest load so that every point shares one compiled config per policy)."""
+    size_load: the load the table size and epoch bound are first sized for (default `load`; a
+    sweep passes its largest load so that every point shares one compiled config per policy).
+    The table then grows while arrivals find it full (`_run_growing_table`, up to
+    `table_limit` slots). `status` is "ok", "infeasible" (the policy has no thresholds that
+    meet its memory condition here: no run) or "invalid" (arrivals were lost or a seed did not
+    end: the metrics do not describe the configuration); `issues` says why."""
     types = exp.types(load, hw)
     eq = equilibrium(types)
     th, rule = thresholds_for(exp, policy, types)
@@ -79,16 +90,16 @@ def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int],
         # Not runnable here (e.g. WAIT's M^pi > C for every integer threshold): a row of nans.
         nan = math.nan
         row.update({k: nan for k in _METRIC_KEYS}, throughput_ratio=nan, peak_memory_tokens=nan,
-                   preemptions=nan, overflows=nan, incomplete=nan, wall_s=0.0)
+                   preemptions=nan, overflows=nan, incomplete=nan, table_size=0,
+                   dropped_arrivals=0.0, status="infeasible", issues=rule, wall_s=0.0)
         return row
     cfg = KVConfig(prefill_tokens=exp.prefill, decode_tokens=exp.decode, policy=policy,
                    num_requests=n_req, **_sizes(exp, exp.types(size_load or load, hw), n_req, hw))
     params = make_params(cfg, rates=types.rates, d0_s=hw.d0_s, d1_s_per_token=hw.d1_s_per_token,
                          capacity_tokens=hw.capacity_tokens, thresholds=th)
     t0 = time.perf_counter()
-    res = simulate(cfg, params, list(seeds))
+    cfg, met = _run_growing_table(cfg, params, list(seeds), table_limit)
     wall = time.perf_counter() - t0
-    met = res.metrics
     for key, col in (("throughput", "throughput_tokens_per_s"), ("latency_mean", "latency_mean_s"),
                      ("latency_p99", "latency_p99_s"), ("ttft_mean", "ttft_mean_s"),
                      ("ttft_p99", "ttft_p99_s")):
@@ -99,8 +110,28 @@ def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int],
     row["overflows"] = float(met["overflow_count"].mean())
     row["incomplete"] = float((met["num_arrived"] - met["num_completed"]).sum()
                               + met["table_overflow"].sum())
+    row["table_size"] = cfg.table_size
+    row["dropped_arrivals"] = float(met["table_overflow"].sum())
+    row["issues"] = "; ".join(stability_issues(met, n_req))
+    row["status"] = "invalid" if row["issues"] else "ok"
     row["wall_s"] = wall
     return row
+
+
+def _run_growing_table(cfg: KVConfig, params, seeds: list[int], table_limit: int):
+    """Run, and while arrivals find the request table full, double the table and run again (up
+    to `table_limit` slots and the int32 bound on Q * max footprint): the table is sized from
+    the policy's real occupancy, not the fluid estimate. Returns (config run, metrics); a run
+    that still loses arrivals at the limit is returned as it is (its row is marked invalid)."""
+    while True:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)   # reported in the row instead
+            met = simulate(cfg, params, seeds).metrics
+        bigger = 2 * cfg.table_size
+        if (not met["table_overflow"].any() or bigger > table_limit
+                or bigger * cfg.max_len > 2**30):
+            return cfg, met
+        cfg = dataclasses.replace(cfg, table_size=bigger)
 
 
 def run_experiment(name: str, *, quick: bool = False, seeds: int | None = None,

@@ -16,15 +16,22 @@ def experiment_table(rows: Sequence[dict]) -> str:
     """Markdown table of run_experiment rows."""
     head = ["policy", "rho", "rate (req/s)", "throughput (tok/s)", "thr / fluid", "latency (s)",
             "latency p99 (s)", "TTFT (s)", "TTFT p99 (s)", "peak mem (tok)", "preempt",
-            "thresholds"]
+            "thresholds", "status"]
     body = [[r["label"], format_value(r["load"]), format_value(r["rate_total_req_s"]),
              _pm(r["throughput"], r["throughput_ci"]), f"{r['throughput_ratio']:.3f}",
              _pm(r["latency_mean"], r["latency_mean_ci"]), format_value(r["latency_p99"]),
              _pm(r["ttft_mean"], r["ttft_mean_ci"]), format_value(r["ttft_p99"]),
              format_value(r["peak_memory_tokens"]), format_value(r["preemptions"]),
-             f"{r['thresholds']} ({r['rule']})" if r["thresholds"] != "-" else r["rule"]]
+             f"{r['thresholds']} ({r['rule']})" if r["thresholds"] != "-" else r["rule"],
+             _validity(r)]
             for r in rows]
     return markdown_table(head, body)
+
+
+def _validity(row: dict) -> str:
+    """'ok', 'infeasible', or INVALID with the reasons (lost arrivals, unfinished seeds)."""
+    status = row.get("status", "ok")
+    return f"**INVALID**: {row.get('issues', '')}" if status == "invalid" else status
 
 
 def scaling_tables(rows: Sequence[dict], fits: Sequence[dict]) -> str:

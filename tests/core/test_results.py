@@ -1,0 +1,31 @@
+"""Results files: atomic CSV rows, read back, resumed by key."""
+from __future__ import annotations
+
+import pytest
+
+from jaxsched.results import ResultsFile, read_rows, write_csv
+
+
+def test_results_file_resumes_by_key(tmp_path):
+    path = tmp_path / "r.csv"
+    first = ResultsFile(path, "key")
+    assert first.rows == [] and first.done == set()
+    first.append({"key": "a", "x": 1.5, "n": 3})
+    first.append({"key": "b", "x": 0.1})
+    (tmp_path / ".r.csv.123.tmp").write_text("torn")          # an interrupted write
+    again = ResultsFile(path, "key")
+    assert again.done == {"a", "b"} and not list(tmp_path.glob(".r.csv.*"))
+    assert again.rows[0] == {"key": "a", "x": "1.5", "n": "3"}  # floats as repr, exact
+    again.append({"key": "c", "x": 2.0})
+    assert [r["key"] for r in read_rows(path)] == ["a", "b", "c"]
+    with pytest.raises(KeyError, match="key column 'key'"):
+        again.append({"x": 1})
+
+
+def test_non_writer_reads_and_writes_nothing(tmp_path):
+    path = tmp_path / "r.csv"
+    write_csv(path, [{"key": "a"}])
+    other = ResultsFile(path, "key", writer=False)
+    assert other.done == set()
+    other.append({"key": "b"})
+    assert [r["key"] for r in read_rows(path)] == ["a"]
