@@ -158,6 +158,8 @@ class KVParams(eqx.Module):
     rate_max: float32 Lambda_max (req/s); inv_rate_max: float32(1 / Lambda_max) (s).
     type_cdf: float32 [P, m] (docs/kv-semantics.md §3).
     period_s: float32 length of one rate period (s); inv_period_s: float32(1 / period_s).
+    batch_limit (requests), token_limit (tokens): int32 limits of every policy's batch
+    (docs/kv-semantics.md §6; INT_LIMIT when uncapped).
     batch_size_cap, max_tokens_in_batch, block_size (tokens), num_blocks = C // block_size,
     watermark_blocks, chunk_size (tokens): int32 limits of the vllm and sarathi policies
     (docs/kv-semantics.md §6).
@@ -175,6 +177,8 @@ class KVParams(eqx.Module):
     type_cdf: jnp.ndarray
     period_s: jnp.ndarray
     inv_period_s: jnp.ndarray
+    batch_limit: jnp.ndarray
+    token_limit: jnp.ndarray
     batch_size_cap: jnp.ndarray
     max_tokens_in_batch: jnp.ndarray
     block_size: jnp.ndarray
@@ -239,7 +243,8 @@ def default_rates(config: KVConfig, d1_s_per_token: float = DEFAULT_D1_S_PER_TOK
 def make_params(config: KVConfig, *, rates=None, d0_s: float = DEFAULT_D0_S,
                 d1_s_per_token: float = DEFAULT_D1_S_PER_TOKEN,
                 capacity_tokens: int = DEFAULT_CAPACITY_TOKENS, thresholds=None, period_s: float = 1.0,
-                check_stability: bool = True, batch_size_cap: int = 128,
+                check_stability: bool = True, batch_limit: int | None = None,
+                token_limit: int | None = None, batch_size_cap: int = 128,
                 max_tokens_in_batch: int = 4096, block_size: int = 16,
                 watermark: float = 0.01, chunk_size: int = 512) -> KVParams:
     """Validated KVParams (docs/kv-semantics.md §1, §3).
@@ -250,6 +255,8 @@ def make_params(config: KVConfig, *, rates=None, d0_s: float = DEFAULT_D0_S,
     paper's experiment hardware (d0 = 10 ms, d1 = 1e-6 s/token, C = 110 000 tokens).
     thresholds: integers >= 1, [m] (wait) or [L] (nested_wait); None = fluid defaults
     (`default_thresholds`); must be None or empty for fcfs and vllm.
+    batch_limit (requests), token_limit (tokens processed): the limits of every policy's
+    batch, applied after the policy's choice (the oldest members that fit); None: uncapped.
     batch_size_cap, max_tokens_in_batch, block_size (tokens), watermark (fraction of the
     C // block_size KV blocks kept free at admission): vllm and sarathi (max_tokens_in_batch:
     vllm only), upstream Vidur's defaults; chunk_size (tokens): sarathi's prefill budget.
@@ -287,6 +294,12 @@ def make_params(config: KVConfig, *, rates=None, d0_s: float = DEFAULT_D0_S,
     d1_hi, d1_lo = split12(d1)
     vl = _vllm_limits(config, C, batch_size_cap, max_tokens_in_batch, block_size, watermark)
     vl["chunk_size"] = require_int(chunk_size, "chunk_size", lo=1, hi=INT_LIMIT)
+    vl["batch_limit"] = (INT_LIMIT if batch_limit is None
+                         else require_int(batch_limit, "batch_limit", lo=1, hi=INT_LIMIT))
+    # The oldest request must fit a batch on its own, or the run could never make progress.
+    vl["token_limit"] = (INT_LIMIT if token_limit is None else require_int(
+        token_limit, "token_limit (>= max_j (prefill + decode), the largest request)",
+        lo=config.max_len, hi=INT_LIMIT))
     return KVParams(
         d0_s=jnp.float32(d0), d1_s_per_token=jnp.float32(d1), d1_hi=jnp.float32(d1_hi),
         d1_lo=jnp.float32(d1_lo), capacity_tokens=jnp.int32(C),

@@ -24,7 +24,7 @@ from ..timing import iteration_time_s
 from ..workload import arrivals
 from .config import KVConfig, KVParams, make_params
 from .metrics import METRICS, finalize as _finalize
-from .policies import POLICIES, View
+from .policies import POLICIES, View, within_limits
 from .state import KVState, Table, Totals
 
 # Kinds of epoch in the recorded trajectories.
@@ -160,7 +160,7 @@ def _decide(config: KVConfig, params: KVParams, state: KVState, gen, table, more
     view = View(table, valid, work, draining, gen.num_arrived % config.table_size,
                 state.type_completed, table.prefilled)
     member, preempt, chunk = POLICIES[config.policy].fn(config, params, view)
-    member = member & valid & go
+    member = within_limits(view, member & valid & go, chunk, params)
     has_batch = jnp.any(member)
     empty = go & ~has_batch
     clear = empty & (config.end_mode == "force_clear") & all_in

@@ -5,7 +5,8 @@ member (bool[Q]) marks the requests processed by this batch, preempt (bool[Q]) t
 that lose their KV now (restart), chunk (int32[Q]) the tokens each member processes (its whole
 work l_j + k except for a chunked prefill, sarathi). Orders are by request id, never by table
 slot, so every policy is deterministic and independent of where requests sit in the table. Adding a policy touches this
-file only: write the function and register it in `POLICIES` with the options it reads.
+file only: write the function and register it in `POLICIES` with the options it reads. The
+engine then applies the batch limits shared by every policy (`within_limits`).
 """
 from __future__ import annotations
 
@@ -74,6 +75,16 @@ def fits_prefix(view: View, mask: jnp.ndarray, capacity) -> jnp.ndarray:
     (dropping the fewest newest ones until the rest fits gives the same set)."""
     w = jnp.where(mask, view.work, 0)
     return mask & (prefix_by_id(w, view.base) + w <= capacity)
+
+
+def within_limits(view: View, member: jnp.ndarray, chunk: jnp.ndarray, params: KVParams) -> jnp.ndarray:
+    """bool[Q]: the longest prefix by id of the members with at most `batch_limit` requests and
+    `token_limit` tokens processed (sum of chunks). The engine applies it to every policy's
+    batch; members it leaves out simply wait (a resident one keeps its KV)."""
+    count = prefix_by_id(member.astype(jnp.int32), view.base) + 1
+    tokens = jnp.where(member, chunk, 0)
+    return (member & (count <= params.batch_limit)
+            & (prefix_by_id(tokens, view.base) + tokens <= params.token_limit))
 
 
 def wait(config: KVConfig, params: KVParams, view: View):

@@ -442,3 +442,27 @@ def test_histogram_bins_and_quantiles():
     for q in (0.5, 0.99):
         exact = np.sort(x)[int(np.ceil(q * 4000)) - 1]
         assert histogram_quantile(h, q) == pytest.approx(exact, rel=2.0**-(cfg.hist_octave_bits + 1))
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+def test_batch_limits_apply_to_every_policy(policy):
+    # One batch limit for every policy: no batch holds more than 2 requests or processes more
+    # than 2 max footprints of tokens, and every run still completes all its requests.
+    cfg = KVConfig(prefill_tokens=(3, 3), decode_tokens=(2, 4), policy=policy, num_requests=12,
+                   table_size=32, max_epochs=2000)
+    limit = 2 * cfg.max_len
+    kw = dict(rates=(50.0, 50.0), d0_s=0.01, d1_s_per_token=1e-4, capacity_tokens=200,
+              check_stability=False)
+    capped = simulate(cfg, make_params(cfg, batch_limit=2, token_limit=limit, **kw), [0, 1],
+                      record=True)
+    free = simulate(cfg, make_params(cfg, **kw), [0, 1], record=True)
+    for s in range(2):
+        b = batches(capped, s)
+        assert b["counts"].sum(axis=(1, 2)).max() <= 2 and b["tokens"].max() <= limit
+    assert (capped.metrics["num_completed"] == 12).all()
+    # The limit binds: uncapped, some batch is larger.
+    assert max(batches(free, s)["counts"].sum(axis=(1, 2)).max() for s in range(2)) > 2
+    with pytest.raises(ConfigError, match="token_limit"):
+        make_params(cfg, token_limit=cfg.max_len - 1, **kw)
+    with pytest.raises(ConfigError, match="batch_limit"):
+        make_params(cfg, batch_limit=0, **kw)

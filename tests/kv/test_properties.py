@@ -62,7 +62,8 @@ def _gaps(config: KVConfig, params, seed: int, need: int) -> tuple[dict, int]:
     return arrival_stream(config, params, seed, n), n
 
 
-LIMITS = ("batch_size_cap", "max_tokens_in_batch", "block_size", "chunk_size")
+LIMITS = ("batch_size_cap", "max_tokens_in_batch", "block_size", "chunk_size", "batch_limit",
+          "token_limit")
 
 
 def run_reference(config: KVConfig, params, rates, seed: int, period_s: float = 1.0,
@@ -106,19 +107,21 @@ def check_stream(res: dict, stream: dict) -> None:
 RING_ORDERED = ("nested_wait", "fcfs", "vllm", "sarathi")
 
 
-def first_loss(config: KVConfig, res: dict) -> int | None:
-    """Index of the first epoch that lost an arrival (None: none, or a policy that is not
-    affected)."""
-    if config.policy not in RING_ORDERED:
+def first_loss(config: KVConfig, res: dict, params=None) -> int | None:
+    """Index of the first epoch that lost an arrival (None: none, or a run that is not
+    affected: a policy outside RING_ORDERED with no batch limit, which is also ring-ordered)."""
+    limited = params is not None and min(int(params.batch_limit), int(params.token_limit)) < 2**30
+    if config.policy not in RING_ORDERED and not limited:
         return None
     return next((e for e, row in enumerate(res["epochs"]) if row["lost"]), None)
 
 
-def check_trajectory(config: KVConfig, traj: dict[str, np.ndarray], s: int, res: dict) -> None:
+def check_trajectory(config: KVConfig, traj: dict[str, np.ndarray], s: int, res: dict,
+                     params=None) -> None:
     """Engine rows of seed index s (kind != 0) equal the reference's epochs, field by field."""
     live = np.flatnonzero(traj["kind"][s] != 0)
     rows = res["epochs"]
-    cut = first_loss(config, res)
+    cut = first_loss(config, res, params)
     if cut is not None:
         rows = rows[:cut]
         live = live[:cut]
@@ -175,9 +178,9 @@ def compare(config: KVConfig, rates, seeds: list[int], **param_kwargs: Any) -> l
     for s, seed in enumerate(seeds):
         res, stream = run_reference(config, params, rates, seed, period, watermark)
         check_stream(res, stream)
-        check_trajectory(config, out.trajectories, s, res)
+        check_trajectory(config, out.trajectories, s, res, params)
         got = {k: float(v[s]) for k, v in out.metrics.items()}
-        if first_loss(config, res) is None:
+        if first_loss(config, res, params) is None:
             check_metrics(config, got, res["metrics"])
         assert got["done"] == 1.0, "raise max_epochs in the test config"
         results.append(res)
@@ -218,6 +221,10 @@ def params_for(draw, config: KVConfig, periods: int = 1) -> dict[str, Any]:
                    capacity_tokens=config.max_len + draw(st.integers(0, 4 * config.max_len)))
     if config.policy in ("vllm", "sarathi"):
         out.update(_limits(draw, config, out["capacity_tokens"]))
+    # The batch limits of every policy: uncapped, or small enough to bind.
+    out["batch_limit"] = draw(st.one_of(st.none(), st.integers(1, 4)), label="batch_limit")
+    out["token_limit"] = draw(st.one_of(st.none(), st.integers(config.max_len, 3 * config.max_len)),
+                              label="token_limit")
     if periods > 1:
         out["period_s"] = draw(st.sampled_from([0.5, 1.0, 2.5]))
     return out

@@ -335,6 +335,20 @@ def _whole(batch: list[Request] | set[int], reqs: list[Request]) -> dict[int, in
     return {r.id: r.work for r in reqs if r.id in ids}
 
 
+def within_limits(batch_ids: set[int], chunks: dict[int, int], batch_limit: int,
+                  token_limit: int) -> tuple[set[int], dict[int, int]]:
+    """§6, every policy: keep the oldest members (ascending id) while at most batch_limit of
+    them process at most token_limit tokens in total; stop at the first that does not fit."""
+    kept: dict[int, int] = {}
+    total = 0
+    for i in sorted(batch_ids):
+        if len(kept) + 1 > batch_limit or total + chunks[i] > token_limit:
+            break
+        kept[i] = chunks[i]
+        total += chunks[i]
+    return set(kept), kept
+
+
 def _first_per_group(reqs: list[Request], group: Callable[[Request], Any],
                      limit: Callable[[Request], int]) -> list[Request]:
     """Requests whose rank (count of same-group requests with a smaller id) is < limit(group)."""
@@ -538,7 +552,7 @@ class _Sim:
                  thresholds: tuple[int, ...], num_requests: int | None, horizon: DF | None,
                  end_mode: str, table_size: int, arrivals_per_step: int,
                  segment_bounds: tuple[int, ...], hist_octave_bits: int,
-                 limits: dict[str, Any]) -> None:
+                 limits: dict[str, Any], batch_limit: int, token_limit: int) -> None:
         self.prefill, self.decode = prefill, decode
         self.m, self.K1 = len(prefill), max(decode) + 1
         self.policy = policy
@@ -551,6 +565,7 @@ class _Sim:
         self.bounds = segment_bounds
         self.hist_octave_bits = hist_octave_bits
         self.limits = limits  # batch_size_cap, max_tokens_in_batch, block_size, watermark, chunk_size
+        self.batch_limit, self.token_limit = batch_limit, token_limit  # every policy (§6)
         self.Q = table_size
         self.table: list[Request | None] = [None] * table_size  # a ring: request id in slot id mod Q
         self.t = ZERO
@@ -623,6 +638,7 @@ class _Sim:
                           **self.limits)
         batch_ids, preempted_ids, chunks = _POLICY_FUNCS[self.policy](inp)
         assert set(chunks) == batch_ids and not batch_ids & preempted_ids
+        batch_ids, chunks = within_limits(batch_ids, chunks, self.batch_limit, self.token_limit)
         assert all(0 < c <= r.work - r.prefilled for r in reqs if r.id in batch_ids
                    for c in [chunks[r.id]])
         # 5. Empty batch.
@@ -764,7 +780,8 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
              end_mode: str = "drain", table_size: int = 1024, arrivals_per_step: int = 8,
              max_epochs: int = 200_000, segment_bounds: Sequence[int] | None = None,
              hist_octave_bits: int = 5, batch_size_cap: int = 128, max_tokens_in_batch: int = 4096,
-             block_size: int = 16, watermark: float = 0.01, chunk_size: int = 512) -> dict[str, Any]:
+             block_size: int = 16, watermark: float = 0.01, chunk_size: int = 512,
+             batch_limit: int | None = None, token_limit: int | None = None) -> dict[str, Any]:
     """Run the kv engine of docs/kv-semantics.md for one seed, one request at a time.
 
     prefill, decode: (m,) l_j, l'_j tokens. rates: [m] or [P][m] requests/s (P periods of
@@ -776,6 +793,7 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
     b_i (None: sorted distinct decode lengths). hist_octave_bits: b of the §8 histograms.
     batch_size_cap, max_tokens_in_batch, block_size (tokens), watermark (fraction of the
     C // block_size blocks), chunk_size (tokens): the vllm / sarathi limits of make_params.
+    batch_limit (requests), token_limit (tokens): every policy's batch limits (None: uncapped).
     The other arguments mirror KVConfig.
 
     No validation beyond what the simulation itself needs: the engine's KVConfig / make_params
@@ -811,7 +829,9 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
                hist_octave_bits=hist_octave_bits,
                limits=dict(batch_size_cap=int(batch_size_cap),
                            max_tokens_in_batch=int(max_tokens_in_batch), block_size=int(block_size),
-                           watermark=float(watermark), chunk_size=int(chunk_size)))
+                           watermark=float(watermark), chunk_size=int(chunk_size)),
+               batch_limit=2**30 if batch_limit is None else int(batch_limit),
+               token_limit=2**30 if token_limit is None else int(token_limit))
     epochs = []
     while not sim.done and len(epochs) < max_epochs:
         epochs.append(sim.epoch())
