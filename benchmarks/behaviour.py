@@ -6,7 +6,10 @@
 The commands cover every engine and driver: `jaxsched reproduce table1` (skipped when the
 BurstGPT sample is absent), a short `jaxsched run`, `jaxsched kv experiment e1 --quick`, a small
 `jaxsched sweep` of each engine, and `jaxsched check theorems --quick`. (The kv sweep was added
-with the engine-generic sweep, after the others were first recorded.) A refactoring that
+with the engine-generic sweep, after the others were first recorded. `kv_e1` was re-recorded
+when the experiments began to sweep one batch limit B for every policy: its rows at B = none
+for WAIT, Nested WAIT and FCFS and at B = 128 for the vLLM-style and Sarathi-style policies
+are bit for bit the rows recorded before, which ran exactly those configurations.) A refactoring that
 changes no behaviour leaves every number equal to the bit (CSV cells are written with
 `repr(float)`); columns that hold wall-clock times, paths or resume keys are not compared.
 `benchmarks/results/behaviour/` holds the recording this repository is checked against

@@ -163,8 +163,14 @@ def bfio_gap_vs_b(series: Mapping[str, Mapping[int, tuple]], bounds: Mapping[str
     return path
 
 
+def _kv_label(row, with_limit: bool) -> str:
+    """A kv experiment row's legend entry: the policy, and its batch limit when several are shown."""
+    return f"{row['label']}, B={row.get('batch_limit', 'none')}" if with_limit else row["label"]
+
+
 def plot_kv_rates(rows, path: str | Path, *, title: str = "") -> Path:
-    """Throughput and mean latency against total arrival rate, one line per policy (kv engine).
+    """Throughput and mean latency against total arrival rate, one line per policy and batch
+    limit B (kv engine).
 
     rows: dicts from jaxsched.kv.experiments.run_experiment (keys label, rate_total_req_s,
     throughput, throughput_ci, latency_mean, latency_mean_ci, fluid_throughput). Error bars are
@@ -174,10 +180,11 @@ def plot_kv_rates(rows, path: str | Path, *, title: str = "") -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
-    labels = list(dict.fromkeys(r["label"] for r in rows))
+    several = len({str(r.get("batch_limit", "none")) for r in rows}) > 1
+    labels = list(dict.fromkeys(_kv_label(r, several) for r in rows))
     for label in labels:
-        sub = sorted((r for r in rows if r["label"] == label and np.isfinite(r["throughput"])),
-                     key=lambda r: r["rate_total_req_s"])
+        sub = sorted((r for r in rows if _kv_label(r, several) == label
+                      and np.isfinite(r["throughput"])), key=lambda r: r["rate_total_req_s"])
         if not sub:
             continue
         x = np.array([r["rate_total_req_s"] for r in sub])

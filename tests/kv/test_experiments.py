@@ -87,7 +87,8 @@ def _check_rows(rows, policies, loads):
 
 
 def test_e1_quick_point_shape_and_sanity():
-    rows = kx.run_experiment("e1", quick=True, loads=(0.5,), policies=["wait", "fcfs"])
+    rows = kx.run_experiment("e1", quick=True, loads=(0.5,), policies=["wait", "fcfs"],
+                             batch_limits=(None,))
     _check_rows(rows, ["wait", "fcfs"], (0.5,))
     assert rows[0]["rule"] == "(9) strict" and rows[1]["thresholds"] == "-"
     assert rows[1]["preemptions"] == 0  # memory never binds at rho = 0.5
@@ -97,7 +98,7 @@ def test_e3_nested_wait_reaches_fluid_throughput_at_a_stable_rate():
     # Long enough (N / Lambda ~ 70 s against a few seconds of latency) that the end-of-run drain
     # costs only a few % of throughput.
     rows = kx.run_experiment("e3", loads=(0.5,), policies=["nested_wait"], seeds=2,
-                             num_requests=4000)
+                             num_requests=4000, batch_limits=(None,))
     _check_rows(rows, ["nested_wait"], (0.5,))
     assert rows[0]["throughput_ratio"] > 0.9
     assert "(10) strict" in rows[0]["rule"]
@@ -115,7 +116,8 @@ def test_e4_wait_is_reported_infeasible_not_run():
 def test_quick_experiments_all_policies(name):
     rows = kx.run_experiment(name, quick=True)
     exp = kx.EXPERIMENTS[name]
-    assert len(rows) == len(exp.quick_loads) * len(kx.registered_policies())
+    assert len(rows) == (len(exp.quick_loads) * len(exp.quick_batch_limits)
+                         * len(kx.registered_policies()))
     for r in rows:
         if not math.isnan(r["throughput"]):
             assert 0 < r["throughput"] <= 1.05 * r["fluid_throughput"]
@@ -194,8 +196,24 @@ def test_request_table_grows_until_no_arrival_is_lost():
 
 def test_invalid_rows_are_visible_in_the_table():
     rows = kx.run_experiment("e1", quick=True, seeds=1, policies=["fcfs"], loads=(0.5,),
-                             num_requests=200)
+                             num_requests=200, batch_limits=(None,))
     assert rows[0]["status"] == "ok" and rows[0]["dropped_arrivals"] == 0
     bad = dict(rows[0], status="invalid", issues="7 arrivals lost to a full request table")
     table = kx.experiment_table([rows[0], bad])
     assert "| ok |" in table and "**INVALID**: 7 arrivals lost" in table
+
+
+def test_one_batch_limit_for_every_policy():
+    # The same B binds WAIT as it binds the vLLM-style policy: at rho = 0.5 an uncapped WAIT
+    # batch holds hundreds of requests, so B = 16 costs it most of its throughput.
+    rows = kx.run_experiment("e1", seeds=1, loads=(0.5,), policies=["wait", "vllm"],
+                             num_requests=400, batch_limits=(None, 16))
+    by = {(r["policy"], r["batch_limit"]): r for r in rows}
+    assert [(r["policy"], r["batch_limit"]) for r in rows] == [
+        ("wait", "none"), ("vllm", "none"), ("wait", 16), ("vllm", 16)]
+    for pol in ("wait", "vllm"):
+        assert by[pol, 16]["throughput"] < 0.5 * by[pol, "none"]["throughput"]
+        assert by[pol, 16]["status"] == "ok"
+    assert "| 16 |" in kx.experiment_table(rows)
+    with pytest.raises(ConfigError, match="batch_limits"):
+        kx.run_experiment("e1", quick=True, batch_limits=(0,))

@@ -24,7 +24,7 @@ from ...errors import require, require_int
 from ...fluid import FluidTypes, equilibrium
 from ...run import simulate
 from ...stats import mean_ci
-from ..config import KVConfig, make_params
+from ..config import INT_LIMIT, KVConfig, make_params
 from ..metrics import stability_issues
 from ..policies import POLICIES
 from .setups import (EXPERIMENTS, HARDWARE, POLICY_LABELS, POLICY_ORDER, Hardware, KVExperiment,
@@ -71,19 +71,22 @@ _METRIC_KEYS = tuple(k + suf for k in ("throughput", "latency_mean", "latency_p9
 
 def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int], n_req: int,
               hw: Hardware = HARDWARE, size_load: float | None = None,
-              table_limit: int = TABLE_LIMIT) -> dict:
+              table_limit: int = TABLE_LIMIT, batch_limit: int | None = None) -> dict:
     """One (policy, load) point over `seeds`: a tidy row (means and 95% CI half-widths).
     size_load: the load the table size and epoch bound are first sized for (default `load`; a
     sweep passes its largest load so that every point shares one compiled config per policy).
     The table then grows while arrivals find it full (`_run_growing_table`, up to
     `table_limit` slots). `status` is "ok", "infeasible" (the policy has no thresholds that
     meet its memory condition here: no run) or "invalid" (arrivals were lost or a seed did not
-    end: the metrics do not describe the configuration); `issues` says why."""
+    end: the metrics do not describe the configuration); `issues` says why.
+    batch_limit: requests per batch for every policy (None: uncapped); the Vidur policies' own
+    request cap `batch_size_cap` follows it, so the limit is the same for all."""
     types = exp.types(load, hw)
     eq = equilibrium(types)
     th, rule = thresholds_for(exp, policy, types)
     row = dict(experiment=exp.name, policy=policy, label=POLICY_LABELS.get(policy, policy),
                load=load, rate_total_req_s=float(types.total_rate), num_requests=n_req,
+               batch_limit="none" if batch_limit is None else batch_limit,
                seeds=len(seeds), thresholds=" ".join(map(str, th)) if th else "-", rule=rule,
                fluid_throughput=eq.throughput, fluid_memory_tokens=eq.memory)
     if th is None and policy in ("wait", "nested_wait"):
@@ -95,8 +98,11 @@ def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int],
         return row
     cfg = KVConfig(prefill_tokens=exp.prefill, decode_tokens=exp.decode, policy=policy,
                    num_requests=n_req, **_sizes(exp, exp.types(size_load or load, hw), n_req, hw))
+    caps = dict(batch_limit=batch_limit)
+    if "batch_size_cap" in POLICIES[policy].options:
+        caps["batch_size_cap"] = INT_LIMIT if batch_limit is None else batch_limit
     params = make_params(cfg, rates=types.rates, d0_s=hw.d0_s, d1_s_per_token=hw.d1_s_per_token,
-                         capacity_tokens=hw.capacity_tokens, thresholds=th)
+                         capacity_tokens=hw.capacity_tokens, thresholds=th, **caps)
     t0 = time.perf_counter()
     cfg, met = _run_growing_table(cfg, params, list(seeds), table_limit)
     wall = time.perf_counter() - t0
@@ -137,9 +143,11 @@ def _run_growing_table(cfg: KVConfig, params, seeds: list[int], table_limit: int
 def run_experiment(name: str, *, quick: bool = False, seeds: int | None = None,
                    policies: Sequence[str] | None = None, hw: Hardware = HARDWARE,
                    loads: Sequence[float] | None = None, num_requests: int | None = None,
+                   batch_limits: Sequence[int | None] | None = None,
                    progress: Callable[[str], None] | None = None) -> list[dict]:
     """Rows of experiment `name` ("e1".."e4"), one per (policy, load), policies as
-    `registered_policies(policies)`. quick: the reduced load grid, N and seeds.
+    `registered_policies(policies)`, at every batch limit of `batch_limits` (default the
+    experiment's). quick: the reduced load grid, batch limits, N and seeds.
     progress: called with one line of text per finished point (None: silent)."""
     require(name in EXPERIMENTS, "experiment", f"one of {tuple(EXPERIMENTS)}", name)
     exp = EXPERIMENTS[name]
@@ -149,12 +157,20 @@ def run_experiment(name: str, *, quick: bool = False, seeds: int | None = None,
     n_req = require_int(num_requests if num_requests is not None else
                         (exp.quick_requests if quick else exp.num_requests), "num_requests", lo=1)
     grid = tuple(loads) if loads is not None else (exp.quick_loads if quick else exp.loads)
+    limits = (tuple(batch_limits) if batch_limits is not None
+              else (exp.quick_batch_limits if quick else exp.batch_limits))
+    for b in limits:
+        if b is not None:
+            require_int(b, "batch_limits", lo=1)
     rows = []
     for load in grid:
-        for pol in pols:
-            rows.append(run_point(exp, pol, load, range(n_seeds), n_req, hw, max(grid)))
-            if progress is not None:
-                r = rows[-1]
-                progress(f"{name} {pol} rho={load}: thr {r['throughput']:.4g} tok/s, "
-                         f"latency {r['latency_mean']:.4g} s ({r['wall_s']:.1f} s)")
+        for b in limits:
+            for pol in pols:
+                rows.append(run_point(exp, pol, load, range(n_seeds), n_req, hw, max(grid),
+                                      batch_limit=b))
+                if progress is not None:
+                    r = rows[-1]
+                    progress(f"{name} {pol} rho={load} B={r['batch_limit']}: thr "
+                             f"{r['throughput']:.4g} tok/s, latency {r['latency_mean']:.4g} s "
+                             f"({r['wall_s']:.1f} s)")
     return rows

@@ -62,6 +62,8 @@ class KVExperiment:
     loads / quick_loads: rho = d1 A of each sweep point. num_requests / quick_requests: N per
     seed. wait_slack: WAIT c = (1 + slack) dT*. nested_slack, nested_margin: Nested WAIT c and
     strictness margin (see the module docstring). claim: the paper's reported outcome.
+    batch_limits / quick_batch_limits: the batch limits B (requests per batch, None: uncapped)
+    swept for every policy alike, as the paper applies one limit to all.
     """
     name: str
     title: str
@@ -79,6 +81,8 @@ class KVExperiment:
     nested_margin: float = 0.02
     seeds: int = 5
     quick_seeds: int = 2
+    batch_limits: tuple[int | None, ...] = (None, 512, 128)
+    quick_batch_limits: tuple[int | None, ...] = (None, 128)
 
     def work_per_unit(self) -> float:
         """sum_j ratio_j (l'_j + 1)(l_j + l'_j / 2): A per unit of rate scale, tokens."""

@@ -14,10 +14,11 @@ def _pm(m: float, half: float) -> str:
 
 def experiment_table(rows: Sequence[dict]) -> str:
     """Markdown table of run_experiment rows."""
-    head = ["policy", "rho", "rate (req/s)", "throughput (tok/s)", "thr / fluid", "latency (s)",
+    head = ["policy", "rho", "B", "rate (req/s)", "throughput (tok/s)", "thr / fluid", "latency (s)",
             "latency p99 (s)", "TTFT (s)", "TTFT p99 (s)", "peak mem (tok)", "preempt",
             "thresholds", "status"]
-    body = [[r["label"], format_value(r["load"]), format_value(r["rate_total_req_s"]),
+    body = [[r["label"], format_value(r["load"]), str(r.get("batch_limit", "none")),
+             format_value(r["rate_total_req_s"]),
              _pm(r["throughput"], r["throughput_ci"]), f"{r['throughput_ratio']:.3f}",
              _pm(r["latency_mean"], r["latency_mean_ci"]), format_value(r["latency_p99"]),
              _pm(r["ttft_mean"], r["ttft_mean_ci"]), format_value(r["ttft_p99"]),
