@@ -198,6 +198,7 @@ def step(config: KVConfig, params: KVParams, state: KVState, record: bool = Fals
     totals = replace(
         totals,
         peak_memory=jnp.where(batch, jnp.maximum(totals.peak_memory, memory), totals.peak_memory),
+        memory=totals.memory.add(jnp.where(batch, memory, 0)),
         overflows=totals.overflows + (batch & (memory > params.capacity_tokens)).astype(jnp.int32),
         batches=totals.batches + batch.astype(jnp.int32),
         epochs=totals.epochs + active.astype(jnp.int32),

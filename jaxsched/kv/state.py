@@ -52,6 +52,7 @@ class Totals(eqx.Module):
     latency_hist: jnp.ndarray       # int32 [nb]
     ttft_hist: jnp.ndarray          # int32 [nb]
     peak_memory: jnp.ndarray        # int32 tokens
+    memory: WideInt                 # sum over batches of the KV held (tokens)
     overflows: jnp.ndarray          # int32 batches with memory > C
     preemptions: WideInt
     batches: jnp.ndarray            # int32
@@ -67,7 +68,8 @@ class Totals(eqx.Module):
         z = jnp.int32(0)
         h = jnp.zeros((nbins,), jnp.int32)
         return Totals(z, WideInt.zeros(), WideInt.zeros(), WideInt.zeros(), WideInt.zeros(),
-                      Kahan.zeros(), Kahan.zeros(), z, h, h, z, z, WideInt.zeros(), z, z, z, z,
+                      Kahan.zeros(), Kahan.zeros(), z, h, h, z, WideInt.zeros(), z, WideInt.zeros(),
+                      z, z, z, z,
                       jnp.bool_(False), DF.zeros(), DF.zeros())
 
 

@@ -108,7 +108,20 @@ def test_e4_wait_is_reported_infeasible_not_run():
     exp = kx.EXPERIMENTS["e4"]
     r = kx.run_point(exp, "wait", 0.5, [0], 100)
     assert r["rule"].startswith("infeasible") and math.isnan(r["throughput"])
-    assert "infeasible" in kx.experiment_table([r])
+    assert r["status"] == "infeasible" and "infeasible" in kx.experiment_table([r])
+
+
+def test_threshold_rules_refuse_instead_of_falling_back():
+    # E4: no integer Nested WAIT thresholds meet (10) within C (all ones already need more than
+    # C), so the rule says so and the point is not run, as WAIT's is not.
+    types = kx.EXPERIMENTS["e4"].types(0.5)
+    n, verdict = kx.nested_rule(types, 0.1, 0.02)
+    assert n is None and verdict.startswith("infeasible") and "M^pi > C" in verdict
+    r = kx.run_point(kx.EXPERIMENTS["e4"], "nested_wait", 0.5, [0], 100)
+    assert r["status"] == "infeasible" and math.isnan(r["throughput"])
+    # Where (10) can hold (E3 at rho = 0.5), the rule returns strict thresholds.
+    n, verdict = kx.nested_rule(kx.EXPERIMENTS["e3"].types(0.5), 0.1, 0.02)
+    assert n is not None and verdict == "(10) strict"
 
 
 @pytest.mark.slow

@@ -45,7 +45,7 @@ EXACT_METRICS = ("num_arrived", "num_completed", "num_in_system", "num_dropped",
                  "peak_memory_tokens", "overflow_count", "preemption_count", "num_batches",
                  "num_epochs", "busy_s", "end_time_s", "idle_s", "last_completion_s", "done",
                  "stalled")
-CLOSE_METRICS = ("throughput_tokens_per_s", "decode_throughput_tokens_per_s")
+CLOSE_METRICS = ("throughput_tokens_per_s", "decode_throughput_tokens_per_s", "mean_memory_tokens")
 MEAN_METRICS = ("latency_mean_s", "ttft_mean_s")
 QUANTILE_METRICS = ("latency_p50_s", "latency_p99_s", "ttft_p50_s", "ttft_p99_s")
 TRAJ_INT = ("kind", "tokens", "memory_tokens", "preempted", "completed", "inserted", "in_system")

@@ -574,7 +574,7 @@ class _Sim:
         self.stalled = 0
         self.last_completion: DF | None = None
         self.table_overflow = self.dropped = self.preemptions = self.overflows = 0
-        self.peak_memory = self.num_batches = self.num_epochs = 0
+        self.peak_memory = self.num_batches = self.num_epochs = self.memory_sum = 0
         self.counted = self.decode_counted = self.horizon_counted = self.horizon_decode_counted = 0
         self.requests: list[Request] = []  # every accepted request (inserted or not), by id
 
@@ -678,6 +678,7 @@ class _Sim:
         tau = iteration_time(tokens, self.d0, self.d1)
         self.t = add(self.t, tau)
         self.peak_memory = max(self.peak_memory, memory)
+        self.memory_sum += memory
         self.overflows += int(memory > self.C)
         # Effects at the end time.
         for r in members:
@@ -753,6 +754,7 @@ class _Sim:
             "ttft_p50_exact_s": empirical_quantile(ttft, 0.5),
             "ttft_p99_exact_s": empirical_quantile(ttft, 0.99),
             "peak_memory_tokens": float(self.peak_memory),
+            "mean_memory_tokens": self.memory_sum / self.num_batches if self.num_batches else 0.0,
             "overflow_count": float(self.overflows),
             "preemption_count": float(self.preemptions),
             "num_batches": float(self.num_batches),

@@ -89,10 +89,11 @@ def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int],
                batch_limit="none" if batch_limit is None else batch_limit,
                seeds=len(seeds), thresholds=" ".join(map(str, th)) if th else "-", rule=rule,
                fluid_throughput=eq.throughput, fluid_memory_tokens=eq.memory)
-    if th is None and policy in ("wait", "nested_wait"):
+    if th is None and "thresholds" in POLICIES[policy].options:
         # Not runnable here (e.g. WAIT's M^pi > C for every integer threshold): a row of nans.
         nan = math.nan
         row.update({k: nan for k in _METRIC_KEYS}, throughput_ratio=nan, peak_memory_tokens=nan,
+                   mean_memory_tokens=nan, capacity_tokens=hw.capacity_tokens,
                    preemptions=nan, overflows=nan, incomplete=nan, table_size=0,
                    dropped_arrivals=0.0, status="infeasible", issues=rule, wall_s=0.0)
         return row
@@ -112,6 +113,8 @@ def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int],
         row[key], row[key + "_ci"] = mean_half_width(met[col])
     row["throughput_ratio"] = row["throughput"] / eq.throughput
     row["peak_memory_tokens"] = float(met["peak_memory_tokens"].max())
+    row["mean_memory_tokens"] = float(met["mean_memory_tokens"].mean())
+    row["capacity_tokens"] = hw.capacity_tokens
     row["preemptions"] = float(met["preemption_count"].mean())
     row["overflows"] = float(met["overflow_count"].mean())
     row["incomplete"] = float((met["num_arrived"] - met["num_completed"]).sum()

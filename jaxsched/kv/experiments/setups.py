@@ -137,9 +137,9 @@ def _scales(lo: float, hi: float, n: int = 200) -> np.ndarray:
 def wait_rule(types: FluidTypes, slack: float) -> tuple[np.ndarray | None, str]:
     """WAIT thresholds n_j = ceil(c lambda_j) for the smallest c >= (1 + slack) dT* whose
     rounded thresholds meet (9) strictly within C (M^pi <= C); failing that, the smallest c
-    meeting (9) at all, failing that the largest c that fits C (then (9) is "violated": the
-    rounding to integers >= 1 makes (9) infeasible at these rates). None when even n_j = 1
-    overflows C (WAIT has no memory check). Returns ((m,) int64 or None, verdict)."""
+    meeting (9) with equality. None ("infeasible") when no such c exists: even n_j = 1
+    overflows C (WAIT has no memory check), or the rounding to integers >= 1 makes (9) fail at
+    these rates. Returns ((m,) int64 or None, verdict)."""
     eq = equilibrium(types)
     c_hi = types.capacity / types.work
     cands = []
@@ -157,14 +157,14 @@ def wait_rule(types: FluidTypes, slack: float) -> tuple[np.ndarray | None, str]:
         for n, chk in cands:
             if test(chk):
                 return n, verdict
-    return cands[-1][0], "violated"
+    return None, "infeasible: (9) fails for every integer thresholds within C"
 
 
-def nested_rule(types: FluidTypes, slack: float, margin: float) -> tuple[np.ndarray, str]:
+def nested_rule(types: FluidTypes, slack: float, margin: float) -> tuple[np.ndarray | None, str]:
     """Nested WAIT thresholds ceil(c Lambda_i (1 + margin)^(i-1)), one segment per type, for
     the smallest c >= (1 + slack) c_min whose rounded thresholds keep (10) strict (first line
-    and ratios n_{i+1} / n_i > p_i) with M^pi <= C; else c = (1 + slack) c_min ("boundary" or
-    "violated" ratios). Returns ((L,) int64, verdict)."""
+    and ratios n_{i+1} / n_i > p_i) with M^pi <= C. None ("infeasible", with what fails at
+    c = (1 + slack) c_min) when no such c exists. Returns ((L,) int64 or None, verdict)."""
     seg = nested_segments(types)
     base = nested_thresholds(seg, margin=margin)       # c_min * shape
     first = None
@@ -177,8 +177,9 @@ def nested_rule(types: FluidTypes, slack: float, margin: float) -> tuple[np.ndar
         if chk.first_strict and chk.ratios.all():
             return n, "(10) strict"
     n, chk = first
-    return n, "(10) first line " + ("ok" if chk.first else "violated") + ", ratios " + (
-        "strict" if chk.ratios.all() else "not strict")
+    fails = [what for what, ok in (("M^pi > C", chk.fits), ("first line", chk.first_strict),
+                                   ("ratios not strict", chk.ratios.all())) if not ok]
+    return None, "infeasible: (10) fails within C (" + ", ".join(fails or ["not strict"]) + ")"
 
 
 def thresholds_for(exp: KVExperiment, policy: str,
@@ -189,5 +190,5 @@ def thresholds_for(exp: KVExperiment, policy: str,
         return (None if n is None else tuple(int(x) for x in n)), v if n is None else f"(9) {v}"
     if policy == "nested_wait":
         n, v = nested_rule(types, exp.nested_slack, exp.nested_margin)
-        return tuple(int(x) for x in n), v
+        return (None if n is None else tuple(int(x) for x in n)), v
     return None, "-"

@@ -15,18 +15,24 @@ def _pm(m: float, half: float) -> str:
 def experiment_table(rows: Sequence[dict]) -> str:
     """Markdown table of run_experiment rows."""
     head = ["policy", "rho", "B", "rate (req/s)", "throughput (tok/s)", "thr / fluid", "latency (s)",
-            "latency p99 (s)", "TTFT (s)", "TTFT p99 (s)", "peak mem (tok)", "preempt",
+            "latency p99 (s)", "TTFT (s)", "TTFT p99 (s)", "peak / mean mem / C (tok)", "preempt",
             "thresholds", "status"]
     body = [[r["label"], format_value(r["load"]), str(r.get("batch_limit", "none")),
              format_value(r["rate_total_req_s"]),
              _pm(r["throughput"], r["throughput_ci"]), f"{r['throughput_ratio']:.3f}",
              _pm(r["latency_mean"], r["latency_mean_ci"]), format_value(r["latency_p99"]),
              _pm(r["ttft_mean"], r["ttft_mean_ci"]), format_value(r["ttft_p99"]),
-             format_value(r["peak_memory_tokens"]), format_value(r["preemptions"]),
+             _memory(r), format_value(r["preemptions"]),
              f"{r['thresholds']} ({r['rule']})" if r["thresholds"] != "-" else r["rule"],
              _validity(r)]
             for r in rows]
     return markdown_table(head, body)
+
+
+def _memory(row: dict) -> str:
+    """'peak / mean / C' KV tokens of a row."""
+    return " / ".join(format_value(float(row.get(k, float("nan"))))
+                      for k in ("peak_memory_tokens", "mean_memory_tokens", "capacity_tokens"))
 
 
 def _validity(row: dict) -> str:
