@@ -4,7 +4,8 @@ barrier_step_time_s: one decode step of G data-parallel workers behind a barrier
 C + t_l * max_g L_g seconds (BF-IO paper, section 6.1): the slowest worker sets the pace.
 iteration_time_s: one iteration (batch) of the kv engine lasts d0 + d1 * tokens seconds (WAIT
 paper, eq. (1)), tokens = prefill tokens plus decode context tokens of the batch; a double-float
-(jaxsched.clock) computed from exact products only.
+(jaxsched.clock) computed from exact products only. priced_iteration_time_s: the same with
+prefill tokens at a price of their own (restarts are recomputation, dearer than decoding).
 """
 from __future__ import annotations
 
@@ -31,12 +32,28 @@ def iteration_time_s(tokens: jnp.ndarray, d0_s, d1_hi, d1_lo) -> DF:
     the result independent of XLA's fused multiply-adds, and a NumPy float32 reference
     reproduces it bitwise (docs/kv-semantics.md §2).
     """
+    zero = jnp.zeros(jnp.shape(tokens), jnp.float32)
+    return _add_products(DF(jnp.asarray(d0_s, jnp.float32) + zero, zero), tokens, d1_hi, d1_lo)
+
+
+def _add_products(x: DF, tokens: jnp.ndarray, d1_hi, d1_lo) -> DF:
+    """x + d1 * tokens from the six exact products, in the order of `iteration_time_s`."""
     tokens = tokens.astype(jnp.int32)
     limb = lambda i: ((tokens >> (12 * i)) & 4095).astype(jnp.float32) * np.float32(2.0 ** (12 * i))
     t0, t1, t2 = limb(0), limb(1), limb(2)
     hi = jnp.asarray(d1_hi, jnp.float32)
     lo = jnp.asarray(d1_lo, jnp.float32)
-    x = DF(jnp.asarray(d0_s, jnp.float32) + jnp.zeros_like(t0), jnp.zeros_like(t0))
     for p in (hi * t2, hi * t1, lo * t2, hi * t0, lo * t1, lo * t0):
         x = clock.add_f32(x, p)
     return x
+
+
+def priced_iteration_time_s(decode_tokens: jnp.ndarray, prefill_tokens: jnp.ndarray, d0_s, d1_hi,
+                            d1_lo, p_hi, p_lo) -> DF:
+    """d0 + d1 * decode_tokens + d1_prefill * prefill_tokens (s, double-float): eq. (1) with
+    prefill tokens (first prefills and the recomputation of restarted requests) at a price of
+    their own, d1_prefill = p_hi + p_lo. The decode products are added first, then the prefill
+    products, each in the order of `iteration_time_s`."""
+    zero = jnp.zeros(jnp.shape(decode_tokens), jnp.float32)
+    x = _add_products(DF(jnp.asarray(d0_s, jnp.float32) + zero, zero), decode_tokens, d1_hi, d1_lo)
+    return _add_products(x, prefill_tokens, p_hi, p_lo)

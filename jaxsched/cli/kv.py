@@ -64,8 +64,8 @@ def cmd_kv_experiment(a: argparse.Namespace) -> int:
     log = None if a.quiet else (lambda s: print(s, file=sys.stderr))
     t0 = time.perf_counter()
     if what == "scaling":
-        if pols is not None:
-            raise ConfigError("--policies does not apply to 'scaling' (WAIT only)")
+        if pols is not None or a.prefill_price is not None:
+            raise ConfigError("--policies and --prefill-price do not apply to 'scaling'")
         rows, fits = kx.run_scaling(quick=a.quick, seeds=seeds, progress=log)
         print(kx.scaling_tables(rows, fits))
         csv = write_csv(out / "scaling.csv", rows)
@@ -73,7 +73,8 @@ def cmd_kv_experiment(a: argparse.Namespace) -> int:
         png = plot_kv_scaling(rows, fits, out / "scaling.png")
     else:
         exp = kx.EXPERIMENTS[what]
-        rows = kx.run_experiment(what, quick=a.quick, seeds=seeds, policies=pols, progress=log)
+        rows = kx.run_experiment(what, quick=a.quick, seeds=seeds, policies=pols,
+                                 prefill_price=a.prefill_price, progress=log)
         print(f"{what.upper()}: {exp.title} (paper {exp.figure}); paper's claim: {exp.claim}\n")
         print(kx.experiment_table(rows))
         csv = write_csv(out / f"{what}.csv", rows)
@@ -119,6 +120,9 @@ def add_parsers(sub) -> None:
     e.add_argument("--seeds", type=int, default=None, help="seeds per point (default per experiment)")
     e.add_argument("--policies", default=None,
                    help=f"comma-separated subset of {', '.join(POLICIES)} (default: all)")
+    e.add_argument("--prefill-price", type=float, default=None,
+                   help="price a prefill token (first prefills, restarts) at this multiple of "
+                        "d1 (default: eq. (1), one price)")
     e.add_argument("--out", default="results/kv", help="folder for the CSV and PNG files")
     e.add_argument("--quiet", action="store_true", help="no progress output")
     e.set_defaults(func=cmd_kv_experiment)

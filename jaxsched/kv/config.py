@@ -56,6 +56,9 @@ class KVConfig:
     hist_octave_bits: b, the latency / TTFT histograms (p50, p99) have 2^b bins per octave.
     segment_bounds: nested_wait only, last decode stage of each segment (strictly increasing,
     ending at max l'_j); None = the sorted distinct decode lengths (one segment per type).
+    prefill_price: price the tokens a batch processes as a prefill (first prefills and the
+    recomputation of restarted requests) at params.d1_prefill_s_per_token instead of d1
+    (False: eq. (1), one price for every token, the paper's model).
     """
     prefill_tokens: tuple[int, ...] = (10, 10)
     decode_tokens: tuple[int, ...] = (10, 20)
@@ -68,6 +71,7 @@ class KVConfig:
     max_epochs: int = 200_000
     hist_octave_bits: int = 5
     segment_bounds: tuple[int, ...] | None = None
+    prefill_price: bool = False
 
     def __post_init__(self):
         pre = _int_tuple(self.prefill_tokens, "prefill_tokens", 1, INT_LIMIT)
@@ -94,6 +98,7 @@ class KVConfig:
                 f"table_size (Q) * max_j (prefill + decode) = {Q} * {self.max_len} = "
                 f"{Q * self.max_len} could overflow int32 batch sums; it must be <= {INT_LIMIT}")
         self._check_segments()
+        require(isinstance(self.prefill_price, bool), "prefill_price", "a bool", self.prefill_price)
 
     def _check_segments(self) -> None:
         if "segment_bounds" not in POLICIES[self.policy].options:
@@ -153,7 +158,8 @@ class KVParams(eqx.Module):
     """Traced parameters of a kv run (build with `make_params`, which validates them).
 
     d0_s (s), d1_s_per_token (s/token): float32, eq. (1); d1_hi + d1_lo = d1_s_per_token split in
-    12-bit halves (jaxsched.clock.split12) for the exact iteration time. capacity_tokens: int32 C.
+    12-bit halves (jaxsched.clock.split12) for the exact iteration time; d1_prefill_hi/lo the
+    same for the prefill price (config.prefill_price). capacity_tokens: int32 C.
     thresholds: int32 [m] (wait), [L] (nested_wait) or [0] (fcfs).
     rate_max: float32 Lambda_max (req/s); inv_rate_max: float32(1 / Lambda_max) (s).
     type_cdf: float32 [P, m] (docs/kv-semantics.md §3).
@@ -170,6 +176,8 @@ class KVParams(eqx.Module):
     d1_s_per_token: jnp.ndarray
     d1_hi: jnp.ndarray
     d1_lo: jnp.ndarray
+    d1_prefill_hi: jnp.ndarray
+    d1_prefill_lo: jnp.ndarray
     capacity_tokens: jnp.ndarray
     thresholds: jnp.ndarray
     rate_max: jnp.ndarray
@@ -244,7 +252,8 @@ def make_params(config: KVConfig, *, rates=None, d0_s: float = DEFAULT_D0_S,
                 d1_s_per_token: float = DEFAULT_D1_S_PER_TOKEN,
                 capacity_tokens: int = DEFAULT_CAPACITY_TOKENS, thresholds=None, period_s: float = 1.0,
                 check_stability: bool = True, batch_limit: int | None = None,
-                token_limit: int | None = None, batch_size_cap: int = 128,
+                token_limit: int | None = None, d1_prefill_s_per_token: float | None = None,
+                batch_size_cap: int = 128,
                 max_tokens_in_batch: int = 4096, block_size: int = 16,
                 watermark: float = 0.01, chunk_size: int = 512) -> KVParams:
     """Validated KVParams (docs/kv-semantics.md §1, §3).
@@ -255,6 +264,8 @@ def make_params(config: KVConfig, *, rates=None, d0_s: float = DEFAULT_D0_S,
     paper's experiment hardware (d0 = 10 ms, d1 = 1e-6 s/token, C = 110 000 tokens).
     thresholds: integers >= 1, [m] (wait) or [L] (nested_wait); None = fluid defaults
     (`default_thresholds`); must be None or empty for fcfs and vllm.
+    d1_prefill_s_per_token: the price of a prefill token (s/token) when config.prefill_price
+    (default d1: eq. (1)); a restart's recomputation is a prefill.
     batch_limit (requests), token_limit (tokens processed): the limits of every policy's
     batch, applied after the policy's choice (the oldest members that fit); None: uncapped.
     batch_size_cap, max_tokens_in_batch, block_size (tokens), watermark (fraction of the
@@ -292,6 +303,11 @@ def make_params(config: KVConfig, *, rates=None, d0_s: float = DEFAULT_D0_S,
                 config.num_requests)
     th = _thresholds(config, thresholds, mean_rates, d0, d1, C)
     d1_hi, d1_lo = split12(d1)
+    d1p = d1 if d1_prefill_s_per_token is None else require_float(
+        d1_prefill_s_per_token, "d1_prefill_s_per_token", lo=0.0)
+    require(d1p == d1 or config.prefill_price, "d1_prefill_s_per_token",
+            "None (or d1) unless KVConfig.prefill_price is True", d1_prefill_s_per_token)
+    p_hi, p_lo = split12(d1p)
     vl = _vllm_limits(config, C, batch_size_cap, max_tokens_in_batch, block_size, watermark)
     vl["chunk_size"] = require_int(chunk_size, "chunk_size", lo=1, hi=INT_LIMIT)
     vl["batch_limit"] = (INT_LIMIT if batch_limit is None
@@ -302,7 +318,8 @@ def make_params(config: KVConfig, *, rates=None, d0_s: float = DEFAULT_D0_S,
         lo=config.max_len, hi=INT_LIMIT))
     return KVParams(
         d0_s=jnp.float32(d0), d1_s_per_token=jnp.float32(d1), d1_hi=jnp.float32(d1_hi),
-        d1_lo=jnp.float32(d1_lo), capacity_tokens=jnp.int32(C),
+        d1_lo=jnp.float32(d1_lo), d1_prefill_hi=jnp.float32(p_hi), d1_prefill_lo=jnp.float32(p_lo),
+        capacity_tokens=jnp.int32(C),
         thresholds=jnp.asarray(th, jnp.int32), rate_max=jnp.float32(lam_max),
         inv_rate_max=jnp.float32(1.0 / lam_max),
         type_cdf=jnp.asarray((cum / lam_max).astype(np.float32)), period_s=jnp.float32(period),

@@ -20,7 +20,7 @@ from ..engine import Engine
 from ..errors import ConfigError
 from ..histogram import bit_bins
 from ..run import Results
-from ..timing import iteration_time_s
+from ..timing import iteration_time_s, priced_iteration_time_s
 from ..workload import arrivals
 from .config import KVConfig, KVParams, make_params
 from .metrics import METRICS, finalize as _finalize
@@ -187,7 +187,12 @@ def step(config: KVConfig, params: KVParams, state: KVState, record: bool = Fals
     holding = table.resident | (table.prefilled > 0)
     holds = (table.id >= 0) & ((holding & ~e.preempt) | e.member)
     memory = jnp.sum(jnp.where(holds, e.work, 0), dtype=jnp.int32)
-    tau = iteration_time_s(tokens, params.d0_s, params.d1_hi, params.d1_lo)     # DF
+    if config.prefill_price:       # prefills (first ones and restarts) at their own price
+        prefill = jnp.sum(jnp.where(e.member & ~table.resident, e.chunk, 0), dtype=jnp.int32)
+        tau = priced_iteration_time_s(tokens - prefill, prefill, params.d0_s, params.d1_hi,
+                                      params.d1_lo, params.d1_prefill_hi, params.d1_prefill_lo)
+    else:
+        tau = iteration_time_s(tokens, params.d0_s, params.d1_hi, params.d1_lo)     # DF
     t_end = clock.add(t0, tau)
     pre = table
     table, totals, completes = _apply_batch(config, table, replace(state.totals, table_overflow=ovf),

@@ -6,6 +6,7 @@ from fractions import Fraction
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from jaxsched import clock
@@ -127,3 +128,21 @@ def test_iteration_time_exact_and_matches_numpy_bitwise():
     assert np.max(np.abs(gh.astype(np.float64) + gl - exact) / exact) < 2.0**-46
     for i in range(0, tokens.size, 7):
         assert (gh[i], gl[i]) == np_iteration_time(int(tokens[i]), d0, d1)
+
+
+def test_priced_iteration_time_matches_the_reference_and_reduces_to_eq1():
+    # Two prices: decode products first, then prefill products, bit for bit as the reference;
+    # priced at d1 the total is eq. (1)'s d0 + d1 * tokens to double-float accuracy.
+    from jaxsched.clock import split12
+    from jaxsched.timing import priced_iteration_time_s
+    from tests.reference import kv as ref
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        dec, pre = (int(x) for x in rng.integers(0, 2**29, 2))
+        d0, d1, dp = (np.float32(x) for x in rng.uniform(1e-7, 1e-2, 3))
+        got = priced_iteration_time_s(jnp.int32(dec), jnp.int32(pre), d0, *split12(d1), *split12(dp))
+        want = ref.priced_iteration_time(dec, pre, d0, d1, dp)
+        assert (np.float32(got.hi), np.float32(got.lo)) == (want.hi, want.lo)
+        same = priced_iteration_time_s(jnp.int32(dec), jnp.int32(pre), d0, *split12(d1), *split12(d1))
+        exact = float(d0) + float(d1) * (dec + pre)
+        assert float(same.hi) + float(same.lo) == pytest.approx(exact, rel=2e-13)

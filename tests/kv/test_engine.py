@@ -1,6 +1,7 @@
 """Unit tests of the kv engine (docs/kv-semantics.md): hand-computed runs, invariants, errors."""
 from __future__ import annotations
 
+import dataclasses
 import re
 import warnings
 
@@ -466,3 +467,19 @@ def test_batch_limits_apply_to_every_policy(policy):
         make_params(cfg, token_limit=cfg.max_len - 1, **kw)
     with pytest.raises(ConfigError, match="batch_limit"):
         make_params(cfg, batch_limit=0, **kw)
+
+
+def test_prefill_price_is_an_option_and_makes_restarts_dearer():
+    # Off by default (eq. (1)); refused without the config switch; when on, a dearer prefill
+    # token makes every batch with a prefill longer, so the same requests take longer to serve.
+    cfg = KVConfig(prefill_tokens=(3, 3), decode_tokens=(2, 4), policy="fcfs", num_requests=12,
+                   table_size=32)
+    kw = dict(rates=(50.0, 50.0), d0_s=0.01, d1_s_per_token=1e-4, capacity_tokens=40,
+              check_stability=False)
+    with pytest.raises(ConfigError, match="d1_prefill_s_per_token"):
+        make_params(cfg, d1_prefill_s_per_token=1e-2, **kw)
+    priced = dataclasses.replace(cfg, prefill_price=True)
+    cheap = simulate(priced, make_params(priced, d1_prefill_s_per_token=1e-4, **kw), [0, 1])
+    dear = simulate(priced, make_params(priced, d1_prefill_s_per_token=1e-2, **kw), [0, 1])
+    assert (dear.metrics["busy_s"] > cheap.metrics["busy_s"]).all()
+    assert (dear.metrics["num_completed"] == 12).all()

@@ -230,3 +230,15 @@ def test_one_batch_limit_for_every_policy():
     assert "| 16 |" in kx.experiment_table(rows)
     with pytest.raises(ConfigError, match="batch_limits"):
         kx.run_experiment("e1", quick=True, batch_limits=(0,))
+
+
+def test_prefill_price_option_of_the_experiments(capsys):
+    # A prefill token at 50 d1 makes every prefill batch longer: latency rises at the same load.
+    kw = dict(seeds=1, loads=(0.5,), policies=["fcfs"], num_requests=300, batch_limits=(None,))
+    plain = kx.run_experiment("e1", **kw)[0]
+    priced = kx.run_experiment("e1", prefill_price=50.0, **kw)[0]
+    assert plain["prefill_price"] == "eq1" and priced["prefill_price"] == 50.0
+    assert priced["latency_mean"] > plain["latency_mean"] and priced["status"] == "ok"
+    assert main(["kv", "experiment", "e1", "--prefill-price", "-1"]) == 2
+    assert "prefill_price" in capsys.readouterr().err
+    assert main(["kv", "experiment", "scaling", "--prefill-price", "2"]) == 2

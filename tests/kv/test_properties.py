@@ -82,7 +82,9 @@ def run_reference(config: KVConfig, params, rates, seed: int, period_s: float = 
                 horizon_s=config.horizon_s, end_mode=config.end_mode, table_size=config.table_size,
                 arrivals_per_step=config.arrivals_per_step, max_epochs=config.max_epochs,
                 segment_bounds=config.segment_bounds, hist_octave_bits=config.hist_octave_bits,
-                watermark=watermark, **{k: int(getattr(params, k)) for k in LIMITS})
+                watermark=watermark, **{k: int(getattr(params, k)) for k in LIMITS},
+                d1_prefill=(float(params.d1_prefill_hi) + float(params.d1_prefill_lo)
+                            if config.prefill_price else None))
             return res, stream
         except IndexError:  # the run needed more candidates than fetched
             candidates = 2 * n
@@ -207,6 +209,7 @@ def params_for(draw, config: KVConfig, periods: int = 1) -> dict[str, Any]:
         rates = [[draw(rate) for _ in range(m)] for _ in range(periods)]
     d0 = draw(st.floats(0.02, 1.0))
     d1 = draw(st.floats(0.0, 0.9)) * _max_d1(config, rates)
+    d1 = d1 if d1 > 1e-30 else 0.0      # no float32 subnormals (XLA on CPU flushes them)
     out: dict[str, Any] = dict(rates=rates, d0_s=d0, d1_s_per_token=d1)
     if config.policy == "wait":
         n = [draw(st.integers(1, 3)) for _ in range(m)]
@@ -221,6 +224,9 @@ def params_for(draw, config: KVConfig, periods: int = 1) -> dict[str, Any]:
                    capacity_tokens=config.max_len + draw(st.integers(0, 4 * config.max_len)))
     if config.policy in ("vllm", "sarathi"):
         out.update(_limits(draw, config, out["capacity_tokens"]))
+    if config.prefill_price:  # a prefill token costs 0 to 20 decode-context tokens
+        price = d1 * draw(st.sampled_from([0.0, 1.0, 2.5, 20.0]), label="prefill price / d1")
+        out["d1_prefill_s_per_token"] = price if price > 1e-30 else 0.0     # as d1
     # The batch limits of every policy: uncapped, or small enough to bind.
     out["batch_limit"] = draw(st.one_of(st.none(), st.integers(1, 4)), label="batch_limit")
     out["token_limit"] = draw(st.one_of(st.none(), st.integers(config.max_len, 3 * config.max_len)),
@@ -280,6 +286,10 @@ CASES: dict[str, tuple[KVConfig, int]] = {
     "fcfs_periods": (KVConfig(prefill_tokens=(1, 3), decode_tokens=(2, 1), policy="fcfs",
                               num_requests=16, horizon_s=12.0, table_size=10, arrivals_per_step=2,
                               max_epochs=1024), 2),
+    # Nested WAIT with a prefill price: restarts (memory check) are priced as prefills.
+    "nested_wait_priced": (KVConfig(prefill_tokens=(2, 2, 2), decode_tokens=(1, 2, 4),
+                                    policy="nested_wait", num_requests=16, table_size=24,
+                                    max_epochs=1024, prefill_price=True), 1),
 }
 
 
@@ -300,6 +310,10 @@ BASELINE_CASES: dict[str, tuple[KVConfig, int]] = {
     # sarathi: decode-first, chunked prefills (prompts up to 6 tokens vs chunk_size >= 1).
     "sarathi": (KVConfig(prefill_tokens=(4, 6), decode_tokens=(2, 1), policy="sarathi",
                          num_requests=16, table_size=24, max_epochs=1024), 1),
+    # sarathi with a prefill price: partial prefill chunks are priced as prefills.
+    "sarathi_priced": (KVConfig(prefill_tokens=(4, 6), decode_tokens=(2, 1), policy="sarathi",
+                                num_requests=16, table_size=24, max_epochs=1024,
+                                prefill_price=True), 1),
 }
 
 

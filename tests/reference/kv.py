@@ -132,12 +132,23 @@ def iteration_time(tokens: int, d0: np.float32, d1: np.float32) -> DF:
     T_i = float32(((tokens >> 12 i) & 4095) * 2^(12 i)); every product d1_half * T_i is exact,
     and they are added to (d0, 0) with add_f32 in the documented order.
     """
+    return _add_products(DF(F32(d0), F32(0.0)), tokens, d1)
+
+
+def _add_products(tau: DF, tokens: int, d1: np.float32) -> DF:
+    """tau + d1 * tokens from the six exact products, in the order of §2."""
     d1_hi, d1_lo = split12(d1)
     T = [F32(((tokens >> (12 * i)) & 4095) * 2.0 ** (12 * i)) for i in range(3)]
-    tau = DF(F32(d0), F32(0.0))
     for p in (d1_hi * T[2], d1_hi * T[1], d1_lo * T[2], d1_hi * T[0], d1_lo * T[1], d1_lo * T[0]):
         tau = add_f32(tau, F32(p))
     return tau
+
+
+def priced_iteration_time(decode_tokens: int, prefill_tokens: int, d0: np.float32, d1: np.float32,
+                          d1_prefill: np.float32) -> DF:
+    """§2 with a prefill price: d0 + d1 * decode_tokens, then + d1_prefill * prefill_tokens."""
+    return _add_products(_add_products(DF(F32(d0), F32(0.0)), decode_tokens, d1), prefill_tokens,
+                         d1_prefill)
 
 
 # --------------------------------------------------------------------------------------------
@@ -552,7 +563,8 @@ class _Sim:
                  thresholds: tuple[int, ...], num_requests: int | None, horizon: DF | None,
                  end_mode: str, table_size: int, arrivals_per_step: int,
                  segment_bounds: tuple[int, ...], hist_octave_bits: int,
-                 limits: dict[str, Any], batch_limit: int, token_limit: int) -> None:
+                 limits: dict[str, Any], batch_limit: int, token_limit: int,
+                 d1_prefill: np.float32 | None = None) -> None:
         self.prefill, self.decode = prefill, decode
         self.m, self.K1 = len(prefill), max(decode) + 1
         self.policy = policy
@@ -566,6 +578,7 @@ class _Sim:
         self.hist_octave_bits = hist_octave_bits
         self.limits = limits  # batch_size_cap, max_tokens_in_batch, block_size, watermark, chunk_size
         self.batch_limit, self.token_limit = batch_limit, token_limit  # every policy (§6)
+        self.d1_prefill = d1_prefill  # None: eq. (1), one price (§2)
         self.Q = table_size
         self.table: list[Request | None] = [None] * table_size  # a ring: request id in slot id mod Q
         self.t = ZERO
@@ -675,7 +688,11 @@ class _Sim:
         tokens = sum(chunks[r.id] for r in members)
         for r in members:
             row["counts"][r.type][r.stage] += 1
-        tau = iteration_time(tokens, self.d0, self.d1)
+        if self.d1_prefill is None:
+            tau = iteration_time(tokens, self.d0, self.d1)
+        else:  # prefill tokens (members without KV: first prefills, restarts) at their price
+            prefill = sum(chunks[r.id] for r in members if not r.resident)
+            tau = priced_iteration_time(tokens - prefill, prefill, self.d0, self.d1, self.d1_prefill)
         self.t = add(self.t, tau)
         self.peak_memory = max(self.peak_memory, memory)
         self.memory_sum += memory
@@ -783,7 +800,8 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
              max_epochs: int = 200_000, segment_bounds: Sequence[int] | None = None,
              hist_octave_bits: int = 5, batch_size_cap: int = 128, max_tokens_in_batch: int = 4096,
              block_size: int = 16, watermark: float = 0.01, chunk_size: int = 512,
-             batch_limit: int | None = None, token_limit: int | None = None) -> dict[str, Any]:
+             batch_limit: int | None = None, token_limit: int | None = None,
+             d1_prefill: float | None = None) -> dict[str, Any]:
     """Run the kv engine of docs/kv-semantics.md for one seed, one request at a time.
 
     prefill, decode: (m,) l_j, l'_j tokens. rates: [m] or [P][m] requests/s (P periods of
@@ -796,6 +814,7 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
     batch_size_cap, max_tokens_in_batch, block_size (tokens), watermark (fraction of the
     C // block_size blocks), chunk_size (tokens): the vllm / sarathi limits of make_params.
     batch_limit (requests), token_limit (tokens): every policy's batch limits (None: uncapped).
+    d1_prefill (s/token): the prefill price of KVConfig.prefill_price (None: eq. (1)).
     The other arguments mirror KVConfig.
 
     No validation beyond what the simulation itself needs: the engine's KVConfig / make_params
@@ -833,7 +852,8 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
                            max_tokens_in_batch=int(max_tokens_in_batch), block_size=int(block_size),
                            watermark=float(watermark), chunk_size=int(chunk_size)),
                batch_limit=2**30 if batch_limit is None else int(batch_limit),
-               token_limit=2**30 if token_limit is None else int(token_limit))
+               token_limit=2**30 if token_limit is None else int(token_limit),
+               d1_prefill=None if d1_prefill is None else F32(d1_prefill))
     epochs = []
     while not sim.done and len(epochs) < max_epochs:
         epochs.append(sim.epoch())

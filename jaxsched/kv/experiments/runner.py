@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...errors import require, require_int
+from ...errors import require, require_float, require_int
 from ...fluid import FluidTypes, equilibrium
 from ...run import simulate
 from ...stats import mean_ci
@@ -71,7 +71,8 @@ _METRIC_KEYS = tuple(k + suf for k in ("throughput", "latency_mean", "latency_p9
 
 def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int], n_req: int,
               hw: Hardware = HARDWARE, size_load: float | None = None,
-              table_limit: int = TABLE_LIMIT, batch_limit: int | None = None) -> dict:
+              table_limit: int = TABLE_LIMIT, batch_limit: int | None = None,
+              prefill_price: float | None = None) -> dict:
     """One (policy, load) point over `seeds`: a tidy row (means and 95% CI half-widths).
     size_load: the load the table size and epoch bound are first sized for (default `load`; a
     sweep passes its largest load so that every point shares one compiled config per policy).
@@ -80,13 +81,16 @@ def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int],
     meet its memory condition here: no run) or "invalid" (arrivals were lost or a seed did not
     end: the metrics do not describe the configuration); `issues` says why.
     batch_limit: requests per batch for every policy (None: uncapped); the Vidur policies' own
-    request cap `batch_size_cap` follows it, so the limit is the same for all."""
+    request cap `batch_size_cap` follows it, so the limit is the same for all.
+    prefill_price: a prefill token (first prefills and restarts) costs this many times d1
+    (KVConfig.prefill_price); None: eq. (1), every token at d1."""
     types = exp.types(load, hw)
     eq = equilibrium(types)
     th, rule = thresholds_for(exp, policy, types)
     row = dict(experiment=exp.name, policy=policy, label=POLICY_LABELS.get(policy, policy),
                load=load, rate_total_req_s=float(types.total_rate), num_requests=n_req,
                batch_limit="none" if batch_limit is None else batch_limit,
+               prefill_price="eq1" if prefill_price is None else prefill_price,
                seeds=len(seeds), thresholds=" ".join(map(str, th)) if th else "-", rule=rule,
                fluid_throughput=eq.throughput, fluid_memory_tokens=eq.memory)
     if th is None and "thresholds" in POLICIES[policy].options:
@@ -98,8 +102,12 @@ def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int],
                    dropped_arrivals=0.0, status="infeasible", issues=rule, wall_s=0.0)
         return row
     cfg = KVConfig(prefill_tokens=exp.prefill, decode_tokens=exp.decode, policy=policy,
-                   num_requests=n_req, **_sizes(exp, exp.types(size_load or load, hw), n_req, hw))
+                   num_requests=n_req, prefill_price=prefill_price is not None,
+                   **_sizes(exp, exp.types(size_load or load, hw), n_req, hw))
     caps = dict(batch_limit=batch_limit)
+    if prefill_price is not None:
+        caps["d1_prefill_s_per_token"] = require_float(prefill_price, "prefill_price", lo=0.0) \
+            * hw.d1_s_per_token
     if "batch_size_cap" in POLICIES[policy].options:
         caps["batch_size_cap"] = INT_LIMIT if batch_limit is None else batch_limit
     params = make_params(cfg, rates=types.rates, d0_s=hw.d0_s, d1_s_per_token=hw.d1_s_per_token,
@@ -147,10 +155,12 @@ def run_experiment(name: str, *, quick: bool = False, seeds: int | None = None,
                    policies: Sequence[str] | None = None, hw: Hardware = HARDWARE,
                    loads: Sequence[float] | None = None, num_requests: int | None = None,
                    batch_limits: Sequence[int | None] | None = None,
+                   prefill_price: float | None = None,
                    progress: Callable[[str], None] | None = None) -> list[dict]:
     """Rows of experiment `name` ("e1".."e4"), one per (policy, load), policies as
     `registered_policies(policies)`, at every batch limit of `batch_limits` (default the
-    experiment's). quick: the reduced load grid, batch limits, N and seeds.
+    experiment's). quick: the reduced load grid, batch limits, N and seeds. prefill_price: see
+    `run_point`.
     progress: called with one line of text per finished point (None: silent)."""
     require(name in EXPERIMENTS, "experiment", f"one of {tuple(EXPERIMENTS)}", name)
     exp = EXPERIMENTS[name]
@@ -160,6 +170,8 @@ def run_experiment(name: str, *, quick: bool = False, seeds: int | None = None,
     n_req = require_int(num_requests if num_requests is not None else
                         (exp.quick_requests if quick else exp.num_requests), "num_requests", lo=1)
     grid = tuple(loads) if loads is not None else (exp.quick_loads if quick else exp.loads)
+    if prefill_price is not None:
+        require_float(prefill_price, "prefill_price", lo=0.0)
     limits = (tuple(batch_limits) if batch_limits is not None
               else (exp.quick_batch_limits if quick else exp.batch_limits))
     for b in limits:
@@ -170,7 +182,7 @@ def run_experiment(name: str, *, quick: bool = False, seeds: int | None = None,
         for b in limits:
             for pol in pols:
                 rows.append(run_point(exp, pol, load, range(n_seeds), n_req, hw, max(grid),
-                                      batch_limit=b))
+                                      batch_limit=b, prefill_price=prefill_price))
                 if progress is not None:
                     r = rows[-1]
                     progress(f"{name} {pol} rho={load} B={r['batch_limit']}: thr "
