@@ -151,8 +151,3 @@ def engine_of(config: Any) -> Engine:
             return eng
     raise ConfigError(f"config must be the Config of an engine in {tuple(ENGINE_MODULES)}, "
                       f"got {type(config).__name__}")
-
-
-def policy_names(engine: Engine) -> tuple[str, ...]:
-    """The engine's policy names, in registry order."""
-    return tuple(engine.POLICIES)
