@@ -118,8 +118,10 @@ def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, w
         latency_s=totals.latency_s.add(jnp.sum(jnp.where(done, since, 0.0))),
         ttft_s=totals.ttft_s.add(jnp.sum(jnp.where(first, since, 0.0))),
         first_tokens=totals.first_tokens + jnp.sum(first, dtype=jnp.int32),
-        latency_hist=totals.latency_hist.at[bit_bins(since, done, config.hist_octave_bits)].add(1, mode="drop"),
-        ttft_hist=totals.ttft_hist.at[bit_bins(since, first, config.hist_octave_bits)].add(1, mode="drop"),
+        latency_hist=totals.latency_hist.at[bit_bins(since, done, config.hist_octave_bits)].add(
+            1, mode="drop"),
+        ttft_hist=totals.ttft_hist.at[bit_bins(since, first, config.hist_octave_bits)].add(
+            1, mode="drop"),
         last_completion=clock.where(n_done > 0, t_end, totals.last_completion),
         preemptions=totals.preemptions.add(jnp.sum(preempt, dtype=jnp.int32)))
     prefilled = jnp.where(member & ~advance, table.prefilled + chunk,
@@ -130,8 +132,6 @@ def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, w
 
 
 # --------------------------------------------------------------------------- step
-
-
 
 class _Epoch(eqx.Module):
     """What one epoch decided (scalars unless noted), before its effects are applied."""
