@@ -166,6 +166,8 @@ class KVParams(eqx.Module):
     period_s: float32 length of one rate period (s); inv_period_s: float32(1 / period_s).
     batch_limit (requests), token_limit (tokens): int32 limits of every policy's batch
     (docs/kv-semantics.md §6; INT_LIMIT when uncapped).
+    burn_in_requests: int32 K, the requests left out of the measurement at each end of a
+    finite run (docs/kv-semantics.md §8: requests K .. N - K - 1 are measured; 0: all).
     batch_size_cap, max_tokens_in_batch, block_size (tokens), num_blocks = C // block_size,
     watermark_blocks, chunk_size (tokens): int32 limits of the vllm and sarathi policies
     (docs/kv-semantics.md §6).
@@ -187,6 +189,7 @@ class KVParams(eqx.Module):
     inv_period_s: jnp.ndarray
     batch_limit: jnp.ndarray
     token_limit: jnp.ndarray
+    burn_in_requests: jnp.ndarray
     batch_size_cap: jnp.ndarray
     max_tokens_in_batch: jnp.ndarray
     block_size: jnp.ndarray
@@ -253,7 +256,7 @@ def make_params(config: KVConfig, *, rates=None, d0_s: float = DEFAULT_D0_S,
                 capacity_tokens: int = DEFAULT_CAPACITY_TOKENS, thresholds=None, period_s: float = 1.0,
                 check_stability: bool = True, batch_limit: int | None = None,
                 token_limit: int | None = None, d1_prefill_s_per_token: float | None = None,
-                batch_size_cap: int = 128,
+                burn_in_requests: int = 0, batch_size_cap: int = 128,
                 max_tokens_in_batch: int = 4096, block_size: int = 16,
                 watermark: float = 0.01, chunk_size: int = 512) -> KVParams:
     """Validated KVParams (docs/kv-semantics.md §1, §3).
@@ -268,6 +271,8 @@ def make_params(config: KVConfig, *, rates=None, d0_s: float = DEFAULT_D0_S,
     (default d1: eq. (1)); a restart's recomputation is a prefill.
     batch_limit (requests), token_limit (tokens processed): the limits of every policy's
     batch, applied after the policy's choice (the oldest members that fit); None: uncapped.
+    burn_in_requests: K, the requests at each end of a finite run left out of the measurement
+    (warm-up and cool-down; docs/kv-semantics.md §8): 0 <= 2K < N (0 without N).
     batch_size_cap, max_tokens_in_batch, block_size (tokens), watermark (fraction of the
     C // block_size KV blocks kept free at admission): vllm and sarathi (max_tokens_in_batch:
     vllm only), upstream Vidur's defaults; chunk_size (tokens): sarathi's prefill budget.
@@ -316,6 +321,9 @@ def make_params(config: KVConfig, *, rates=None, d0_s: float = DEFAULT_D0_S,
     vl["token_limit"] = (INT_LIMIT if token_limit is None else require_int(
         token_limit, "token_limit (>= max_j (prefill + decode), the largest request)",
         lo=config.max_len, hi=INT_LIMIT))
+    vl["burn_in_requests"] = require_int(
+        burn_in_requests, "burn_in_requests (2 K < num_requests; 0 without num_requests)", lo=0,
+        hi=0 if config.num_requests is None else (config.num_requests - 1) // 2)
     return KVParams(
         d0_s=jnp.float32(d0), d1_s_per_token=jnp.float32(d1), d1_hi=jnp.float32(d1_hi),
         d1_lo=jnp.float32(d1_lo), d1_prefill_hi=jnp.float32(p_hi), d1_prefill_lo=jnp.float32(p_lo),

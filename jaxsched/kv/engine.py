@@ -22,10 +22,10 @@ from ..histogram import bit_bins
 from ..run import Results
 from ..timing import iteration_time_s, priced_iteration_time_s
 from ..workload import arrivals
-from .config import KVConfig, KVParams, make_params
+from .config import INT_LIMIT, KVConfig, KVParams, make_params
 from .metrics import METRICS, finalize as _finalize
 from .policies import POLICIES, View, within_limits
-from .state import KVState, Table, Totals
+from .state import KVState, Table, Totals, Window
 
 # Kinds of epoch in the recorded trajectories.
 KIND_NONE, KIND_INSERT, KIND_BATCH, KIND_IDLE, KIND_END = 0, 1, 2, 3, 4
@@ -89,10 +89,33 @@ def _insert(config, params, state: KVState, active):
 
 # --------------------------------------------------------------------------- metrics helpers
 
+def window_bounds(config: KVConfig, params: KVParams):
+    """(lo, mid, hi) int32: requests lo = K .. hi - 1 = N - K - 1 are measured (docs §8); the
+    window opens when request lo is inserted, passes its middle at request mid and closes at
+    request hi (INT_LIMIT without N: never)."""
+    k = params.burn_in_requests
+    if config.num_requests is None:
+        big = jnp.int32(INT_LIMIT)
+        return k, big, big
+    n = jnp.int32(config.num_requests)
+    return k, k + (n - 2 * k) // 2, n - k
+
+
+def _window_insert(window: Window, bounds, prev, now, in_system, t: DF) -> Window:
+    """Snapshots of the epoch whose insertion step took num_arrived from prev to now: the clock
+    where the window opens or closes, the requests in the table at its three marks."""
+    crossed = jnp.stack([(prev <= b) & (now > b) for b in bounds])
+    return replace(window, opened=clock.where(crossed[0], t, window.opened),
+                   closed=clock.where(crossed[2], t, window.closed),
+                   in_system=jnp.where(crossed, in_system, window.in_system))
+
+
 def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, work, t_end: DF,
-                 on):
+                 on, in_window, bounds):
     """Effects of a batch at its end time t_end (docs §5 step 6), applied where `on`. A member
-    advances a stage when its chunk completes its work (always, except a partial chunk)."""
+    advances a stage when its chunk completes its work (always, except a partial chunk).
+    Latency and TTFT count measured requests (ids in [bounds[0], bounds[2])) only; completed
+    tokens count in the window's when `in_window`."""
     member = member & on
     preempt = preempt & on
     decode = jnp.asarray(config.decode_tokens, jnp.int32)[table.type]
@@ -103,6 +126,8 @@ def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, w
     # Time since arrival (s): the latency of completing members, the TTFT of first tokens.
     since = clock.sub(DF(jnp.broadcast_to(t_end.hi, table.arrival.hi.shape),
                          jnp.broadcast_to(t_end.lo, table.arrival.lo.shape)), table.arrival)
+    measured = (table.id >= bounds[0]) & (table.id < bounds[2])
+    m_done, m_first = done & measured, first & measured
     n_done = jnp.sum(done, dtype=jnp.int32)
     tok = jnp.sum(jnp.where(done, decode + 1, 0), dtype=jnp.int32)
     dtok = jnp.sum(jnp.where(done, decode, 0), dtype=jnp.int32)
@@ -115,13 +140,16 @@ def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, w
         tokens=totals.tokens.add(tok), decode_tokens=totals.decode_tokens.add(dtok),
         horizon_tokens=totals.horizon_tokens.add(in_h * tok),
         horizon_decode_tokens=totals.horizon_decode_tokens.add(in_h * dtok),
-        latency_s=totals.latency_s.add(jnp.sum(jnp.where(done, since, 0.0))),
-        ttft_s=totals.ttft_s.add(jnp.sum(jnp.where(first, since, 0.0))),
-        first_tokens=totals.first_tokens + jnp.sum(first, dtype=jnp.int32),
-        latency_hist=totals.latency_hist.at[bit_bins(since, done, config.hist_octave_bits)].add(
+        latency_s=totals.latency_s.add(jnp.sum(jnp.where(m_done, since, 0.0))),
+        ttft_s=totals.ttft_s.add(jnp.sum(jnp.where(m_first, since, 0.0))),
+        first_tokens=totals.first_tokens + jnp.sum(m_first, dtype=jnp.int32),
+        latency_hist=totals.latency_hist.at[bit_bins(since, m_done, config.hist_octave_bits)].add(
             1, mode="drop"),
-        ttft_hist=totals.ttft_hist.at[bit_bins(since, first, config.hist_octave_bits)].add(
+        ttft_hist=totals.ttft_hist.at[bit_bins(since, m_first, config.hist_octave_bits)].add(
             1, mode="drop"),
+        window=replace(totals.window,
+                       tokens=totals.window.tokens.add(jnp.where(in_window, tok, 0)),
+                       completed=totals.window.completed + jnp.sum(m_done, dtype=jnp.int32)),
         last_completion=clock.where(n_done > 0, t_end, totals.last_completion),
         preemptions=totals.preemptions.add(jnp.sum(preempt, dtype=jnp.int32)))
     prefilled = jnp.where(member & ~advance, table.prefilled + chunk,
@@ -178,6 +206,11 @@ def step(config: KVConfig, params: KVParams, state: KVState, record: bool = Fals
         DF.from_float64(config.horizon_s), t0)
     gen, table, type_inserted, ovf, inserted, more_due = _insert(config, params, state,
                                                                  active & ~hit)
+    bounds = window_bounds(config, params)
+    prev, now = state.gen.num_arrived, gen.num_arrived
+    in_window = (now > bounds[0]) & (now <= bounds[2])
+    window = _window_insert(state.totals.window, bounds, prev, now,
+                            jnp.sum(table.id >= 0, dtype=jnp.int32), t0)
     e = _decide(config, params, state, gen, table, more_due, active, hit)
     batch = e.batch
     # Step 6: the batch (its effects are masked out unless `batch`).
@@ -195,15 +228,18 @@ def step(config: KVConfig, params: KVParams, state: KVState, record: bool = Fals
         tau = iteration_time_s(tokens, params.d0_s, params.d1_hi, params.d1_lo)     # DF
     t_end = clock.add(t0, tau)
     pre = table
-    table, totals, completes = _apply_batch(config, table, replace(state.totals, table_overflow=ovf),
-                                            e.member, e.preempt, e.chunk, e.work, t_end, batch)
+    wbatch = batch & in_window
+    table, totals, completes = _apply_batch(
+        config, table, replace(state.totals, table_overflow=ovf, window=window), e.member,
+        e.preempt, e.chunk, e.work, t_end, batch, wbatch, bounds)
     type_completed = state.type_completed.at[pre.type].add(completes.astype(jnp.int32))
     n_in = jnp.sum(table.id >= 0, dtype=jnp.int32)
     table = replace(table, id=jnp.where(e.clear, -1, table.id))
     totals = replace(
         totals,
-        peak_memory=jnp.where(batch, jnp.maximum(totals.peak_memory, memory), totals.peak_memory),
-        memory=totals.memory.add(jnp.where(batch, memory, 0)),
+        peak_memory=jnp.where(wbatch, jnp.maximum(totals.peak_memory, memory), totals.peak_memory),
+        memory=totals.memory.add(jnp.where(wbatch, memory, 0)),
+        window=replace(totals.window, batches=totals.window.batches + wbatch.astype(jnp.int32)),
         overflows=totals.overflows + (batch & (memory > params.capacity_tokens)).astype(jnp.int32),
         batches=totals.batches + batch.astype(jnp.int32),
         epochs=totals.epochs + active.astype(jnp.int32),

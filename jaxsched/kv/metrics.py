@@ -21,14 +21,21 @@ METRICS = {
     "throughput_tokens_per_s": Metric("tokens/s", "tokens (l' + 1 per request) of completed "
                                       "requests / last completion time (or / T)"),
     "decode_throughput_tokens_per_s": Metric("tokens/s", "as throughput, l' per request"),
-    "latency_mean_s": Metric("s", "mean completion - arrival over completed requests"),
+    "window_s": Metric("s", "length of the measurement window (burn-in to cool-down)"),
+    "window_throughput_tokens_per_s": Metric("tokens/s", "tokens (l' + 1 per request) completed "
+                                             "by the window's batches / window_s"),
+    "in_system_open": Metric("count", "requests in the system when the window opened"),
+    "in_system_mid": Metric("count", "requests in the system at the window's middle request"),
+    "in_system_close": Metric("count", "requests in the system when the window closed"),
+    "latency_mean_s": Metric("s", "mean completion - arrival over completed measured requests"),
     "latency_p50_s": Metric("s", "median latency (float-bit histogram)"),
     "latency_p99_s": Metric("s", "99th percentile latency (float-bit histogram)"),
     "ttft_mean_s": Metric("s", "mean time to first token"),
     "ttft_p50_s": Metric("s", "median time to first token"),
     "ttft_p99_s": Metric("s", "99th percentile time to first token"),
-    "peak_memory_tokens": Metric("tokens", "largest KV held by a batch"),
-    "mean_memory_tokens": Metric("tokens", "KV held by a batch, averaged over the batches"),
+    "peak_memory_tokens": Metric("tokens", "largest KV held by a batch of the window"),
+    "mean_memory_tokens": Metric("tokens", "KV held by a batch, averaged over the window's "
+                                 "batches"),
     "overflow_count": Metric("count", "batches whose memory exceeded C"),
     "preemption_count": Metric("count", "requests that lost their KV (restart)"),
     "num_batches": Metric("count", "batches run"),
@@ -63,6 +70,13 @@ def finalize(config: KVConfig, state: KVState) -> dict[str, np.ndarray]:
     else:
         thr = t.horizon_tokens.to_numpy() / config.horizon_s
         dthr = t.horizon_decode_tokens.to_numpy() / config.horizon_s
+    w = t.window
+    snap = np.asarray(w.in_system, np.float64)                  # [..., 3], -1: not reached
+    snap = np.where(snap < 0, in_system[..., None], snap)       # the end of the run instead
+    opened = np.asarray(w.in_system)[..., 0] >= 0
+    closed = np.asarray(w.in_system)[..., 2] >= 0
+    window_s = np.where(opened, np.where(closed, w.closed.to_numpy(), end) - w.opened.to_numpy(),
+                        0.0)
     return {
         "num_arrived": f(state.gen.num_arrived),
         "num_completed": completed,
@@ -71,14 +85,19 @@ def finalize(config: KVConfig, state: KVState) -> dict[str, np.ndarray]:
         "table_overflow": f(t.table_overflow),
         "throughput_tokens_per_s": thr,
         "decode_throughput_tokens_per_s": dthr,
-        "latency_mean_s": _div(t.latency_s.to_numpy(), completed),
+        "window_s": window_s,
+        "window_throughput_tokens_per_s": _div(w.tokens.to_numpy(), window_s),
+        "in_system_open": snap[..., 0],
+        "in_system_mid": snap[..., 1],
+        "in_system_close": snap[..., 2],
+        "latency_mean_s": _div(t.latency_s.to_numpy(), f(w.completed)),
         "latency_p50_s": bit_quantile(t.latency_hist, 0.5),
         "latency_p99_s": bit_quantile(t.latency_hist, 0.99),
         "ttft_mean_s": _div(t.ttft_s.to_numpy(), f(t.first_tokens)),
         "ttft_p50_s": bit_quantile(t.ttft_hist, 0.5),
         "ttft_p99_s": bit_quantile(t.ttft_hist, 0.99),
         "peak_memory_tokens": f(t.peak_memory),
-        "mean_memory_tokens": _div(t.memory.to_numpy(), f(t.batches)),
+        "mean_memory_tokens": _div(t.memory.to_numpy(), f(w.batches)),
         "overflow_count": f(t.overflows),
         "preemption_count": t.preemptions.to_numpy(),
         "num_batches": f(t.batches),

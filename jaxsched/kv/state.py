@@ -39,8 +39,28 @@ class Table(eqx.Module):
         return self.id >= 0
 
 
+class Window(eqx.Module):
+    """The measurement window of a run (docs/kv-semantics.md §8): it opens at the epoch that
+    inserts request K (params.burn_in_requests) and closes at the epoch that inserts request
+    N - K; requests K .. N - K - 1 are the measured ones (K = 0: every request, and the window
+    lasts from the first insertion to the end of the run)."""
+    opened: DF                      # clock of the epoch that opened the window (s)
+    closed: DF                      # clock of the epoch that closed it (s)
+    in_system: jnp.ndarray          # int32 [3] requests in the table after the insertion step of
+    #                                 the epochs that opened, passed the middle, closed; -1 before
+    tokens: WideInt                 # l'_j + 1 of requests completed by the window's batches
+    batches: jnp.ndarray            # int32 batches that started inside the window
+    completed: jnp.ndarray          # int32 measured requests completed
+
+    @staticmethod
+    def zeros() -> "Window":
+        z = jnp.int32(0)
+        return Window(DF.zeros(), DF.zeros(), jnp.full((3,), -1, jnp.int32), WideInt.zeros(), z, z)
+
+
 class Totals(eqx.Module):
-    """Streaming metric accumulators of one run (finalized in jaxsched.kv.metrics)."""
+    """Streaming metric accumulators of one run (finalized in jaxsched.kv.metrics). Latency and
+    TTFT count measured requests only, peak and summed memory the window's batches only."""
     completed: jnp.ndarray          # int32 requests completed
     tokens: WideInt                 # sum of l'_j + 1 over completed requests
     decode_tokens: WideInt          # sum of l'_j over completed requests
@@ -48,7 +68,7 @@ class Totals(eqx.Module):
     horizon_decode_tokens: WideInt
     latency_s: Kahan
     ttft_s: Kahan
-    first_tokens: jnp.ndarray       # int32 requests with a TTFT recorded
+    first_tokens: jnp.ndarray       # int32 measured requests with a TTFT recorded
     latency_hist: jnp.ndarray       # int32 [nb]
     ttft_hist: jnp.ndarray          # int32 [nb]
     peak_memory: jnp.ndarray        # int32 tokens
@@ -62,6 +82,7 @@ class Totals(eqx.Module):
     stalled: jnp.ndarray            # bool
     busy: DF                        # sum of iteration times (s)
     last_completion: DF             # time of the last completion (s)
+    window: Window
 
     @staticmethod
     def zeros(nbins: int) -> "Totals":
@@ -70,7 +91,7 @@ class Totals(eqx.Module):
         return Totals(z, WideInt.zeros(), WideInt.zeros(), WideInt.zeros(), WideInt.zeros(),
                       Kahan.zeros(), Kahan.zeros(), z, h, h, z, WideInt.zeros(), z, WideInt.zeros(),
                       z, z, z, z,
-                      jnp.bool_(False), DF.zeros(), DF.zeros())
+                      jnp.bool_(False), DF.zeros(), DF.zeros(), Window.zeros())
 
 
 class KVState(eqx.Module):

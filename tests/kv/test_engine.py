@@ -483,3 +483,30 @@ def test_prefill_price_is_an_option_and_makes_restarts_dearer():
     dear = simulate(priced, make_params(priced, d1_prefill_s_per_token=1e-2, **kw), [0, 1])
     assert (dear.metrics["busy_s"] > cheap.metrics["busy_s"]).all()
     assert (dear.metrics["num_completed"] == 12).all()
+
+
+def test_measurement_window_leaves_the_run_alone_and_measures_its_middle():
+    # The burn-in K only chooses what is measured (docs §8): same trajectory for every K; the
+    # window is shorter than the run and its throughput counts the window's completions only.
+    cfg = KVConfig(policy="fcfs", num_requests=600, table_size=512)
+    runs = {k: simulate(cfg, make_params(cfg, burn_in_requests=k), (3,), record=True)
+            for k in (0, 150)}
+    for key in ("kind", "t_hi", "t_lo", "tokens", "memory_tokens", "in_system"):
+        np.testing.assert_array_equal(runs[0].trajectories[key], runs[150].trajectories[key])
+    m0, m1 = runs[0].metrics, runs[150].metrics
+    assert m1["window_s"][0] < 0.8 * m0["window_s"][0]
+    assert m0["in_system_open"][0] == 1 and m0["in_system_close"][0] == 0      # K = 0: whole run
+    assert m1["in_system_open"][0] > 1 and m1["in_system_close"][0] > 0        # mid-run marks
+    assert m1["latency_mean_s"][0] != m0["latency_mean_s"][0]
+    assert m0["throughput_tokens_per_s"][0] == m1["throughput_tokens_per_s"][0]
+    # The window's tokens are at most the run's, over a shorter time.
+    assert (m1["window_throughput_tokens_per_s"][0] * m1["window_s"][0]
+            < m0["throughput_tokens_per_s"][0] * m0["last_completion_s"][0])
+
+
+@pytest.mark.parametrize("cfg_kw, k", [(dict(num_requests=10), 5),
+                                       (dict(num_requests=None, horizon_s=5.0), 1)])
+def test_burn_in_must_leave_a_measured_request(cfg_kw, k):
+    cfg = KVConfig(policy="fcfs", **cfg_kw)
+    with pytest.raises(ConfigError, match="burn_in_requests"):
+        make_params(cfg, burn_in_requests=k)

@@ -16,7 +16,7 @@ np.float32 double-float time. These tests run both on the same seeds and require
 
 Compilation dominates the cost (one engine compile per static KVConfig), so each default case
 fixes one small config and hypothesis draws the traced parameters (rates, d0, d1, capacity,
-thresholds; for vllm / sarathi the batch cap, token limit, block size, watermark and chunk size)
+thresholds, burn-in K; for vllm / sarathi the batch cap, token limit, block size, watermark and chunk size)
 and the seeds; `-m slow` adds cases whose configs (lengths, N, A, Q, end mode,
 policy) are drawn per example as well.
 """
@@ -44,8 +44,9 @@ SEEDS_PER_EXAMPLE = 3
 EXACT_METRICS = ("num_arrived", "num_completed", "num_in_system", "num_dropped", "table_overflow",
                  "peak_memory_tokens", "overflow_count", "preemption_count", "num_batches",
                  "num_epochs", "busy_s", "end_time_s", "idle_s", "last_completion_s", "done",
-                 "stalled")
-CLOSE_METRICS = ("throughput_tokens_per_s", "decode_throughput_tokens_per_s", "mean_memory_tokens")
+                 "stalled", "window_s", "in_system_open", "in_system_mid", "in_system_close")
+CLOSE_METRICS = ("throughput_tokens_per_s", "decode_throughput_tokens_per_s", "mean_memory_tokens",
+                 "window_throughput_tokens_per_s")
 MEAN_METRICS = ("latency_mean_s", "ttft_mean_s")
 QUANTILE_METRICS = ("latency_p50_s", "latency_p99_s", "ttft_p50_s", "ttft_p99_s")
 TRAJ_INT = ("kind", "tokens", "memory_tokens", "preempted", "completed", "inserted", "in_system")
@@ -84,7 +85,8 @@ def run_reference(config: KVConfig, params, rates, seed: int, period_s: float = 
                 segment_bounds=config.segment_bounds, hist_octave_bits=config.hist_octave_bits,
                 watermark=watermark, **{k: int(getattr(params, k)) for k in LIMITS},
                 d1_prefill=(float(params.d1_prefill_hi) + float(params.d1_prefill_lo)
-                            if config.prefill_price else None))
+                            if config.prefill_price else None),
+                burn_in_requests=int(params.burn_in_requests))
             return res, stream
         except IndexError:  # the run needed more candidates than fetched
             candidates = 2 * n
@@ -231,6 +233,9 @@ def params_for(draw, config: KVConfig, periods: int = 1) -> dict[str, Any]:
     out["batch_limit"] = draw(st.one_of(st.none(), st.integers(1, 4)), label="batch_limit")
     out["token_limit"] = draw(st.one_of(st.none(), st.integers(config.max_len, 3 * config.max_len)),
                               label="token_limit")
+    if config.num_requests is not None:  # the measurement window (§8): none, or K at each end
+        out["burn_in_requests"] = draw(st.one_of(st.just(0), st.integers(
+            0, (config.num_requests - 1) // 2)), label="burn_in_requests")
     if periods > 1:
         out["period_s"] = draw(st.sampled_from([0.5, 1.0, 2.5]))
     return out

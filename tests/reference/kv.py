@@ -564,7 +564,7 @@ class _Sim:
                  end_mode: str, table_size: int, arrivals_per_step: int,
                  segment_bounds: tuple[int, ...], hist_octave_bits: int,
                  limits: dict[str, Any], batch_limit: int, token_limit: int,
-                 d1_prefill: np.float32 | None = None) -> None:
+                 d1_prefill: np.float32 | None = None, burn_in: int = 0) -> None:
         self.prefill, self.decode = prefill, decode
         self.m, self.K1 = len(prefill), max(decode) + 1
         self.policy = policy
@@ -590,6 +590,17 @@ class _Sim:
         self.peak_memory = self.num_batches = self.num_epochs = self.memory_sum = 0
         self.counted = self.decode_counted = self.horizon_counted = self.horizon_decode_counted = 0
         self.requests: list[Request] = []  # every accepted request (inserted or not), by id
+        # §8 measurement window: requests lo .. hi - 1 are measured; it opens when request lo
+        # is inserted, passes its middle at request mid, closes at request hi.
+        big = 2**30
+        n = num_requests
+        self.w_lo = burn_in
+        self.w_mid = big if n is None else burn_in + (n - 2 * burn_in) // 2
+        self.w_hi = big if n is None else n - burn_in
+        self.w_open: DF | None = None
+        self.w_close: DF | None = None
+        self.w_in_system: list[int | None] = [None, None, None]
+        self.w_tokens = self.w_batches = 0
 
     # ---- views ---------------------------------------------------------------------------
     def in_table(self) -> list[Request]:
@@ -632,6 +643,7 @@ class _Sim:
             self.done = True
             return self._finish(row, KIND_END)
         # 2. Insertion of at most A due candidates.
+        prev = self.arr.num_arrived
         for _ in range(self.A):
             if not self.arr.due(self.t):
                 break
@@ -640,6 +652,7 @@ class _Sim:
                 row["inserted"] += 1
             elif accepted:
                 row["lost"] += 1  # table_overflow (not a §9 field)
+        self._window_marks(prev)
         if self.arr.due(self.t):
             return self._finish(row, KIND_INSERT)
         # 3. Draining.
@@ -673,6 +686,20 @@ class _Sim:
         self._batch(row, reqs, batch_ids, preempted_ids, chunks)
         return self._finish(row, KIND_BATCH)
 
+    def _window_marks(self, prev: int) -> None:
+        """§8: the epoch's insertion took num_arrived from prev past a mark: snapshot."""
+        now = self.arr.num_arrived
+        for i, mark in enumerate((self.w_lo, self.w_mid, self.w_hi)):
+            if prev <= mark < now:
+                self.w_in_system[i] = len(self.in_table())
+                if i == 0:
+                    self.w_open = self.t
+                if i == 2:
+                    self.w_close = self.t
+
+    def _in_window(self) -> bool:
+        return self.w_lo < self.arr.num_arrived <= self.w_hi
+
     def _batch(self, row: dict[str, Any], reqs: list[Request], batch_ids: set[int],
                preempted_ids: set[int], chunks: dict[int, int]) -> None:
         for r in reqs:
@@ -694,8 +721,11 @@ class _Sim:
             prefill = sum(chunks[r.id] for r in members if not r.resident)
             tau = priced_iteration_time(tokens - prefill, prefill, self.d0, self.d1, self.d1_prefill)
         self.t = add(self.t, tau)
-        self.peak_memory = max(self.peak_memory, memory)
-        self.memory_sum += memory
+        window = self._in_window()
+        if window:  # memory statistics cover the window's batches (§8)
+            self.peak_memory = max(self.peak_memory, memory)
+            self.memory_sum += memory
+            self.w_batches += 1
         self.overflows += int(memory > self.C)
         # Effects at the end time.
         for r in members:
@@ -715,6 +745,8 @@ class _Sim:
                 r.completion = self.t
                 self.counted += r.decode + 1
                 self.decode_counted += r.decode
+                if window:
+                    self.w_tokens += r.decode + 1
                 if self.T is None or le(self.t, self.T):
                     self.horizon_counted += r.decode + 1
                     self.horizon_decode_counted += r.decode
@@ -736,8 +768,9 @@ class _Sim:
     # ---- metrics (§8) --------------------------------------------------------------------
     def metrics(self, horizon_s: float | None) -> dict[str, float]:
         completed = [r for r in self.requests if r.latency is not None]
-        first = [r for r in self.requests if r.ttft is not None]
-        lat = [float(r.latency) for r in completed]  # type: ignore[arg-type]
+        measured = [r for r in self.requests if self.w_lo <= r.id < self.w_hi]
+        first = [r for r in measured if r.ttft is not None]
+        lat = [float(r.latency) for r in measured if r.latency is not None]
         ttft = [float(r.ttft) for r in first]  # type: ignore[arg-type]
         b = self.hist_octave_bits
         if horizon_s is not None:
@@ -749,7 +782,16 @@ class _Sim:
             thr = dthr = 0.0
         end = to_float64(self.t)
         busy = to_float64(self.busy)
+        in_system = len(self.in_table())
+        snap = [float(in_system if n is None else n) for n in self.w_in_system]
+        if self.w_open is None:
+            window_s = 0.0
+        else:
+            window_s = (end if self.w_close is None else to_float64(self.w_close)) - to_float64(self.w_open)
         return {
+            "window_s": window_s,
+            "window_throughput_tokens_per_s": self.w_tokens / window_s if window_s > 0 else 0.0,
+            "in_system_open": snap[0], "in_system_mid": snap[1], "in_system_close": snap[2],
             "num_arrived": float(self.arr.num_arrived),
             "num_completed": float(len(completed)),
             "num_in_system": float(len(self.in_table())),
@@ -771,7 +813,7 @@ class _Sim:
             "ttft_p50_exact_s": empirical_quantile(ttft, 0.5),
             "ttft_p99_exact_s": empirical_quantile(ttft, 0.99),
             "peak_memory_tokens": float(self.peak_memory),
-            "mean_memory_tokens": self.memory_sum / self.num_batches if self.num_batches else 0.0,
+            "mean_memory_tokens": self.memory_sum / self.w_batches if self.w_batches else 0.0,
             "overflow_count": float(self.overflows),
             "preemption_count": float(self.preemptions),
             "num_batches": float(self.num_batches),
@@ -801,7 +843,7 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
              hist_octave_bits: int = 5, batch_size_cap: int = 128, max_tokens_in_batch: int = 4096,
              block_size: int = 16, watermark: float = 0.01, chunk_size: int = 512,
              batch_limit: int | None = None, token_limit: int | None = None,
-             d1_prefill: float | None = None) -> dict[str, Any]:
+             d1_prefill: float | None = None, burn_in_requests: int = 0) -> dict[str, Any]:
     """Run the kv engine of docs/kv-semantics.md for one seed, one request at a time.
 
     prefill, decode: (m,) l_j, l'_j tokens. rates: [m] or [P][m] requests/s (P periods of
@@ -815,6 +857,7 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
     C // block_size blocks), chunk_size (tokens): the vllm / sarathi limits of make_params.
     batch_limit (requests), token_limit (tokens): every policy's batch limits (None: uncapped).
     d1_prefill (s/token): the prefill price of KVConfig.prefill_price (None: eq. (1)).
+    burn_in_requests: K of §8 (requests K .. N - K - 1 are measured).
     The other arguments mirror KVConfig.
 
     No validation beyond what the simulation itself needs: the engine's KVConfig / make_params
@@ -853,7 +896,8 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
                            watermark=float(watermark), chunk_size=int(chunk_size)),
                batch_limit=2**30 if batch_limit is None else int(batch_limit),
                token_limit=2**30 if token_limit is None else int(token_limit),
-               d1_prefill=None if d1_prefill is None else F32(d1_prefill))
+               d1_prefill=None if d1_prefill is None else F32(d1_prefill),
+               burn_in=int(burn_in_requests))
     epochs = []
     while not sim.done and len(epochs) < max_epochs:
         epochs.append(sim.epoch())
