@@ -163,46 +163,59 @@ def bfio_gap_vs_b(series: Mapping[str, Mapping[int, tuple]], bounds: Mapping[str
     return path
 
 
-def _kv_label(row, with_limit: bool) -> str:
-    """A kv experiment row's legend entry: the policy, and its batch limit when several are shown."""
-    return f"{row['label']}, B={row.get('batch_limit', 'none')}" if with_limit else row["label"]
-
-
 def plot_kv_rates(rows, path: str | Path, *, title: str = "") -> Path:
-    """Throughput and mean latency against total arrival rate, one line per policy and batch
-    limit B (kv engine).
+    """Throughput / fluid throughput* (8) and mean latency against total arrival rate (kv
+    engine): one column of panels per batch limit B, one line per policy (a line style per
+    capacity rule when there are several).
 
-    rows: dicts from jaxsched.kv.experiments.run_experiment (keys label, rate_total_req_s,
-    throughput, throughput_ci, latency_mean, latency_mean_ci, fluid_throughput). Error bars are
-    95% CIs over seeds; the dashed line is the fluid throughput* (8). Rows with nan metrics
-    (a policy infeasible at that rate) are left out.
+    rows: dicts from jaxsched.kv.experiments.run_experiment (keys label, batch_limit,
+    capacity_rule, rate_total_req_s, throughput_ratio, throughput_ci, fluid_throughput,
+    latency_mean, latency_mean_ci, status). Error bars are 95% CIs over seeds; hollow markers
+    are rows whose status is not "ok" (overloaded, unsettled, invalid). Rows with nan metrics (a
+    policy infeasible there) are left out.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
-    several = len({str(r.get("batch_limit", "none")) for r in rows}) > 1
-    labels = list(dict.fromkeys(_kv_label(r, several) for r in rows))
-    for label in labels:
-        sub = sorted((r for r in rows if _kv_label(r, several) == label
-                      and np.isfinite(r["throughput"])), key=lambda r: r["rate_total_req_s"])
-        if not sub:
-            continue
-        x = np.array([r["rate_total_req_s"] for r in sub])
-        for ax, key in ((a1, "throughput"), (a2, "latency_mean")):
-            y = np.array([r[key] for r in sub])
-            e = np.nan_to_num(np.array([r[key + "_ci"] for r in sub]))
-            ax.errorbar(x, y, yerr=e, fmt="o-", ms=4, capsize=2, label=label)
-    fl = sorted({(r["rate_total_req_s"], r["fluid_throughput"]) for r in rows})
-    if fl:
-        a1.plot([f[0] for f in fl], [f[1] for f in fl], "k--", lw=1, label="fluid throughput*")
-    a1.set(xlabel="arrival rate (requests/s)", ylabel="throughput (tokens/s)")
-    a2.set(xlabel="arrival rate (requests/s)", ylabel="mean latency (s)", yscale="log")
-    for ax in (a1, a2):
+    limits = list(dict.fromkeys(str(r.get("batch_limit", "none")) for r in rows))
+    rules = list(dict.fromkeys(str(r.get("capacity_rule", "-")) for r in rows))
+    policies = list(dict.fromkeys(r["label"] for r in rows))
+    colors = {p: f"C{i}" for i, p in enumerate(policies)}
+    styles = dict(zip(rules, ("-", "--", ":", "-.")))
+    fig, axes = plt.subplots(2, len(limits), figsize=(4.2 * len(limits), 6.5), squeeze=False,
+                             sharex=True)
+    for col, b in enumerate(limits):
+        for rule in rules:
+            for pol in policies:
+                sub = sorted((r for r in rows if str(r.get("batch_limit", "none")) == b
+                              and str(r.get("capacity_rule", "-")) == rule and r["label"] == pol
+                              and np.isfinite(r["throughput"])), key=lambda r: r["rate_total_req_s"])
+                if not sub:
+                    continue
+                x = np.array([r["rate_total_req_s"] for r in sub])
+                label = pol if len(rules) == 1 else f"{pol}, C = {rule}"
+                for ax, key, scale in ((axes[0, col], "throughput", "fluid_throughput"),
+                                       (axes[1, col], "latency_mean", None)):
+                    div = np.array([r[scale] for r in sub]) if scale else 1.0
+                    y = np.array([r[key] for r in sub]) / div
+                    e = np.nan_to_num(np.array([r[key + "_ci"] for r in sub])) / div
+                    ax.errorbar(x, y, yerr=e, ls=styles[rule], color=colors[pol], capsize=2,
+                                lw=1.2, label=label)
+                    ok = np.array([r.get("status", "ok") == "ok" for r in sub])
+                    ax.plot(x[ok], y[ok], "o", color=colors[pol], ms=4)
+                    ax.plot(x[~ok], y[~ok], "o", mfc="none", color=colors[pol], ms=5)
+        axes[0, col].set(title=f"B = {b}", ylabel="throughput / fluid throughput*")
+        axes[0, col].axhline(1.0, color="k", lw=0.8, ls="--")
+        axes[1, col].set(xlabel="arrival rate (requests/s)", ylabel="mean latency (s)",
+                         yscale="log")
+    for ax in axes.ravel():
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle(title, fontsize=10)
+    for ax in axes[0]:          # the first panel with lines carries the legend
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+            break
+    fig.suptitle(title + "\n(hollow markers: overloaded, unsettled or invalid rows)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 

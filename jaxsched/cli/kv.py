@@ -74,20 +74,50 @@ def cmd_kv_experiment(a: argparse.Namespace) -> int:
     else:
         exp = kx.EXPERIMENTS[what]
         rows = kx.run_experiment(what, quick=a.quick, seeds=seeds, policies=pols,
-                                 prefill_price=a.prefill_price, progress=log)
+                                 prefill_price=a.prefill_price, loads=_floats(a.loads, "--loads"),
+                                 batch_limits=_limits(a.batch_limits),
+                                 capacities=None if a.capacity is None else
+                                 [c for c in a.capacity.split(",") if c], progress=log)
         print(f"{what.upper()}: {exp.title} (paper {exp.figure}); paper's claim: {exp.claim}\n")
         print(kx.experiment_table(rows))
         csv = write_csv(out / f"{what}.csv", rows)
         png = plot_kv_rates(rows, out / f"{what}.png",
                             title=f"{what.upper()}: {exp.title} (paper {exp.figure})")
     print(f"\nresults: {csv}\nplot: {png}\nwall time: {time.perf_counter() - t0:.1f} s")
-    bad = [r for r in rows if r.get("status") == "invalid"]
+    bad = [r for r in rows if r.get("status") == "invalid" or r.get("dropped_arrivals", 0) > 0]
     if bad:
-        print(f"kv experiment: {len(bad)} INVALID rows (their metrics do not describe the "
-              "configuration): " + "; ".join(f"{r['policy']} rho={r['load']}: {r['issues']}"
-                                              for r in bad), file=sys.stderr)
+        print(f"kv experiment: {len(bad)} rows INVALID or with arrivals lost to the request "
+              "table (their metrics leave those requests out): " + "; ".join(
+                  f"{r['policy']} rho={r['load']} B={r.get('batch_limit')}: {r['issues']}"
+                  for r in bad), file=sys.stderr)
         return 1
     return 0
+
+
+def _floats(text: str | None, flag: str) -> tuple[float, ...] | None:
+    """'0.5,0.9' -> (0.5, 0.9); None stays None; ConfigError naming the flag otherwise."""
+    if text is None:
+        return None
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ConfigError(f"{flag} must be comma-separated numbers, got {text!r}") from None
+
+
+def _limits(text: str | None) -> tuple[int | None, ...] | None:
+    """'none,512,128' -> (None, 512, 128) for --batch-limits."""
+    if text is None:
+        return None
+    out = []
+    for x in (x.strip() for x in text.split(",") if x.strip()):
+        if x.lower() == "none":
+            out.append(None)
+            continue
+        try:
+            out.append(int(x))
+        except ValueError:
+            raise ConfigError(f"--batch-limits must be 'none' or integers >= 1, got {x!r}") from None
+    return tuple(out)
 
 
 def add_parsers(sub) -> None:
@@ -123,6 +153,13 @@ def add_parsers(sub) -> None:
     e.add_argument("--prefill-price", type=float, default=None,
                    help="price a prefill token (first prefills, restarts) at this multiple of "
                         "d1 (default: eq. (1), one price)")
+    e.add_argument("--loads", default=None, help="comma-separated loads rho in (0, 1) "
+                   "(default per experiment)")
+    e.add_argument("--batch-limits", default=None, help="comma-separated batch limits B for "
+                   "every policy, 'none' for uncapped (default per experiment)")
+    e.add_argument("--capacity", default=None, help="comma-separated rules for C: mstar (C = "
+                   "1.2 M*), mpi (C = M^pi of the featured policy), hardware (110,000 tokens) "
+                   "(default per experiment)")
     e.add_argument("--out", default="results/kv", help="folder for the CSV and PNG files")
     e.add_argument("--quiet", action="store_true", help="no progress output")
     e.set_defaults(func=cmd_kv_experiment)

@@ -1,5 +1,6 @@
-"""Summary metrics of kv runs, finalized on the host in float64 from the streaming sums, and the
-check that they describe the configuration (`stability_issues`).
+"""Summary metrics of kv runs, finalized on the host in float64 from the streaming sums, the
+check that they describe the configuration (`stability_issues`) and the check that a windowed
+run reached its steady state (`settling`).
 
 Every metric name carries its unit or is a count. Definitions: docs/kv-semantics.md §8.
 """
@@ -9,12 +10,14 @@ import numpy as np
 
 from ..engine import Metric
 from ..histogram import bit_quantile
+from ..stats import mean_ci
 from .config import KVConfig
 from .state import KVState
 
 METRICS = {
     "num_arrived": Metric("count", "requests accepted into the system"),
     "num_completed": Metric("count", "requests completed"),
+    "num_measured_completed": Metric("count", "measured requests (ids K .. N - K - 1) completed"),
     "num_in_system": Metric("count", "requests in the table at the end"),
     "num_dropped": Metric("count", "requests dropped by force_clear"),
     "table_overflow": Metric("count", "arrivals lost to a full request table (invalid run)"),
@@ -80,6 +83,7 @@ def finalize(config: KVConfig, state: KVState) -> dict[str, np.ndarray]:
     return {
         "num_arrived": f(state.gen.num_arrived),
         "num_completed": completed,
+        "num_measured_completed": f(w.completed),
         "num_in_system": in_system,
         "num_dropped": f(t.dropped),
         "table_overflow": f(t.table_overflow),
@@ -134,3 +138,43 @@ def stability_issues(metrics: dict[str, np.ndarray], num_requests: int | None) -
         if bad:
             out.append(f"{bad} {what}")
     return out
+
+
+# A queue counts as still growing when its mean growth over the window's second half exceeds
+# this fraction of the half's arrivals (assumed: settled runs of E1-E4 stay within about 1%, an
+# overloaded queue grows by (demand - capacity) / demand, typically tens of percent).
+SETTLE_TOLERANCE = 0.05
+
+
+def settling(metrics: dict[str, np.ndarray], window_requests: int,
+             tolerance: float = SETTLE_TOLERANCE) -> tuple[float, float, float, list[str]]:
+    """Whether per-seed metrics [S] of runs with a measurement window (docs §8) settled.
+
+    The growth of the number in the system over each half of the window, per seed, as a
+    fraction of the window_requests / 2 arrivals of a half. Returns (mean growth over the second
+    half, its 95% CI half-width (nan for one seed), mean growth over the first half, issues):
+    "queue still growing" when the second half's mean exceeds `tolerance`; "queue grew over the
+    window's first half" when the first half's does (the burn-in was too short, the window
+    holds part of the transient); "measured requests not completed" when some of the
+    window_requests were accepted but ended the run unfinished (their latency is missing).
+    Each means the window is not the steady state; a full request table flattens the growth,
+    not the last count.
+    """
+    half_n = max(window_requests / 2.0, 1.0)
+    mid = np.asarray(metrics["in_system_mid"])
+    second = (np.asarray(metrics["in_system_close"]) - mid) / half_n
+    first = float(np.mean((mid - np.asarray(metrics["in_system_open"])) / half_n))
+    mean, _, half, _ = mean_ci(second)
+    out = []
+    if mean > tolerance:
+        out.append(f"queue still growing ({mean:+.1%} of the arrivals per half window)")
+    elif first > tolerance:
+        out.append(f"queue grew over the window's first half ({first:+.1%} of its arrivals): "
+                   "burn-in too short")
+    # Measured requests that were accepted but never completed (arrivals lost to a full table
+    # are subtracted, all of them, as some may be measured ones).
+    missing = int(np.sum(window_requests - np.asarray(metrics["num_measured_completed"])
+                         - np.asarray(metrics["table_overflow"])))
+    if missing > 0:
+        out.append(f"{missing} measured requests not completed by the horizon")
+    return mean, half, first, out

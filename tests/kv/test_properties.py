@@ -44,7 +44,8 @@ SEEDS_PER_EXAMPLE = 3
 EXACT_METRICS = ("num_arrived", "num_completed", "num_in_system", "num_dropped", "table_overflow",
                  "peak_memory_tokens", "overflow_count", "preemption_count", "num_batches",
                  "num_epochs", "busy_s", "end_time_s", "idle_s", "last_completion_s", "done",
-                 "stalled", "window_s", "in_system_open", "in_system_mid", "in_system_close")
+                 "stalled", "window_s", "num_measured_completed", "in_system_open", "in_system_mid",
+                 "in_system_close")
 CLOSE_METRICS = ("throughput_tokens_per_s", "decode_throughput_tokens_per_s", "mean_memory_tokens",
                  "window_throughput_tokens_per_s")
 MEAN_METRICS = ("latency_mean_s", "ttft_mean_s")

@@ -794,6 +794,7 @@ class _Sim:
             "in_system_open": snap[0], "in_system_mid": snap[1], "in_system_close": snap[2],
             "num_arrived": float(self.arr.num_arrived),
             "num_completed": float(len(completed)),
+            "num_measured_completed": float(len(lat)),
             "num_in_system": float(len(self.in_table())),
             "num_dropped": float(self.dropped),
             "table_overflow": float(self.table_overflow),

@@ -1,18 +1,21 @@
 """Runner of the WAIT paper's experiments E1-E4 on the kv engine (docs/kv-semantics.md).
 
 Every experiment (`setups.EXPERIMENTS`) runs for each registered policy (`jaxsched.kv.POLICIES`,
-in `POLICY_ORDER` first, then any other) at several loads and returns tidy rows: one per
-(policy, load) with the mean and 95% CI half-width over seeds of each metric. Measured results:
-docs/kv-experiments.md.
+in `POLICY_ORDER` first, then any other) at each load, capacity rule and batch limit, and
+returns tidy rows: one per (load, C, B, policy) with the mean and 95% CI half-width over seeds
+of each metric. Measured results: docs/kv-experiments.md.
 
-Requests: N per seed (finite, "drain" end mode, notes/001.md §7 item 7); the throughput is the
-engine's (sum of l'_j + 1 over completed requests over the last completion time), so it
-includes the end-of-run drain: it falls short of the fluid throughput* (8) by about
-(drain time) / (N / Lambda). `throughput_ratio` reports thr / throughput*.
+Steady-state rows (the default): N = K + window + K requests per seed ("drain" end mode,
+notes/001.md §7 item 7) with K and the window from `setups.steady_plan`; the engine's
+measurement window (`make_params(burn_in_requests=K)`, docs §8) gives the throughput over the
+window (no warm-up, no drain) and the latency of the window's requests; `settling` checks that
+the queue stopped growing. `throughput_ratio` reports thr / throughput* (8): about 1 for a
+policy that keeps up with the load, below 1 for one that does not.
 """
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import time
 import warnings
@@ -25,10 +28,10 @@ from ...fluid import FluidTypes, equilibrium
 from ...run import simulate
 from ...stats import mean_ci
 from ..config import INT_LIMIT, KVConfig, make_params
-from ..metrics import stability_issues
+from ..metrics import settling, stability_issues
 from ..policies import POLICIES
-from .setups import (EXPERIMENTS, HARDWARE, POLICY_LABELS, POLICY_ORDER, Hardware, KVExperiment,
-                     thresholds_for)
+from .setups import (CAPACITY_RULES, EXPERIMENTS, HARDWARE, POLICY_LABELS, POLICY_ORDER, Hardware,
+                     KVExperiment, SteadyPlan, capacity_for, steady_plan, thresholds_for)
 
 
 def registered_policies(requested: Sequence[str] | None = None) -> list[str]:
@@ -42,17 +45,18 @@ def registered_policies(requested: Sequence[str] | None = None) -> list[str]:
     return list(requested)
 
 
-def _sizes(exp: KVExperiment, types: FluidTypes, n_req: int, hw: Hardware) -> dict:
-    """Table size Q and max_epochs for a run of n_req requests (generous; overflow is reported)."""
+def _sizes(exp: KVExperiment, types: FluidTypes, n_req: int, horizon_s: float,
+           hw: Hardware) -> dict:
+    """Initial table size Q and max_epochs for a run of n_req requests ending by horizon_s
+    (the table then grows while arrivals are lost, `_run_growing_table`)."""
     eq = equilibrium(types)
     in_flight = float(eq.active.sum())
     q = 1 << int(math.ceil(math.log2(max(256.0, 4.0 * in_flight + 64))))
     q = min(q, 1 << 14)
     while q * max(l + d for l, d in zip(exp.prefill, exp.decode)) > 2**30:
         q //= 2
-    # The lowest rate of a sweep has the longest arrival span: size for a rate 5x lower.
-    span = 5 * n_req / types.total_rate + 20.0 * (max(exp.decode) + 1) * eq.iteration_time
-    epochs = int(2 * span / hw.d0_s) + n_req + 4096
+    # Every batch lasts at least d0; an epoch without a batch inserts at least one arrival.
+    epochs = int(2 * horizon_s / hw.d0_s) + n_req + 4096
     return dict(table_size=q, max_epochs=min(epochs, 2**30 - 1), arrivals_per_step=64)
 
 
@@ -63,47 +67,170 @@ def mean_half_width(values: np.ndarray) -> tuple[float, float]:
 
 
 # Largest request table the runner grows to (slots); beyond it a lossy row is marked invalid.
-TABLE_LIMIT = 1 << 17
+TABLE_LIMIT = 1 << 16
+# A run stops at the mean time of its last arrival plus this many relaxation times (assumed):
+# a stable system has drained long before, a queue that keeps growing is cut off here.
+DRAIN_RELAX = 2.0
+# Times a row's burn-in (and cool-down) doubles while its queue grew over the window's first
+# half only (the policy settles more slowly than the fluid relaxation time says).
+BURN_IN_DOUBLINGS = 2
 
 _METRIC_KEYS = tuple(k + suf for k in ("throughput", "latency_mean", "latency_p99", "ttft_mean",
                                          "ttft_p99") for suf in ("", "_ci"))
 
 
+def overload(policy: str, types: FluidTypes, batch_limit: int | None) -> str:
+    """Why a per-iteration limit cannot carry the load ("" when none is short). Every iteration
+    lasts at least d0 and a stable run spends d1 A = rho of each second on KV work, so at most
+    (1 - rho) / d0 iterations run per second; a limit of X units per iteration against a
+    demand of D units/s then needs d0 D / X + rho < 1. Limits: the batch limit B (units:
+    request-stages, D = sum_j lambda_j (l'_j + 1)); sarathi's chunk budget (prefill tokens,
+    D = sum_j lambda_j l_j); vllm's max_tokens_in_batch (admissions times the longest prompt,
+    D = Lambda max_j l_j). Necessary conditions only: a policy may be unstable for other
+    reasons (`settling` reports those)."""
+    defaults = inspect.signature(make_params).parameters
+    limits = []
+    if batch_limit is not None:
+        limits.append(("the batch limit B", batch_limit, float(np.dot(types.rates, types.decode + 1)),
+                       "request-stages"))
+    if policy == "sarathi":
+        limits.append(("the chunk budget", defaults["chunk_size"].default,
+                       float(np.dot(types.rates, types.prefill)), "prefill tokens"))
+    if policy == "vllm":
+        limits.append(("max_tokens_in_batch", defaults["max_tokens_in_batch"].default,
+                       types.total_rate * float(types.prefill.max()), "prompt tokens"))
+    for what, per_iter, demand, unit in limits:
+        busy = types.d0 * demand / per_iter + types.d1 * types.work
+        if busy >= 1.0:
+            return (f"overloaded by {what}: d0 D / X + rho = {busy:.2f} >= 1 (X = {per_iter} "
+                    f"{unit} per iteration, D = {demand:.4g} {unit}/s)")
+    return ""
+
+
 def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int], n_req: int,
-              hw: Hardware = HARDWARE, size_load: float | None = None,
-              table_limit: int = TABLE_LIMIT, batch_limit: int | None = None,
-              prefill_price: float | None = None) -> dict:
-    """One (policy, load) point over `seeds`: a tidy row (means and 95% CI half-widths).
-    size_load: the load the table size and epoch bound are first sized for (default `load`; a
-    sweep passes its largest load so that every point shares one compiled config per policy).
-    The table then grows while arrivals find it full (`_run_growing_table`, up to
-    `table_limit` slots). `status` is "ok", "infeasible" (the policy has no thresholds that
-    meet its memory condition here: no run) or "invalid" (arrivals were lost or a seed did not
-    end: the metrics do not describe the configuration); `issues` says why.
+              hw: Hardware = HARDWARE, table_limit: int = TABLE_LIMIT,
+              batch_limit: int | None = None, prefill_price: float | None = None,
+              capacity: str = "mstar", steady: bool = True) -> dict:
+    """One (policy, load, B, C) point over `seeds`: a tidy row (means and 95% CI half-widths).
+
+    capacity: the rule for C (`setups.CAPACITY_RULES`). steady: a steady-state row
+    (`setups.steady_plan`: K requests of burn-in and of cool-down around a window of at least
+    n_req measured requests, throughput over the window, latency over the measured requests,
+    a horizon of the last arrival plus DRAIN_RELAX relaxation times); False: n_req requests,
+    all measured, run to the end (throughput over the whole run, drain included).
     batch_limit: requests per batch for every policy (None: uncapped); the Vidur policies' own
     request cap `batch_size_cap` follows it, so the limit is the same for all.
     prefill_price: a prefill token (first prefills and restarts) costs this many times d1
-    (KVConfig.prefill_price); None: eq. (1), every token at d1."""
+    (KVConfig.prefill_price); None: eq. (1), every token at d1.
+
+    `status`: "ok"; "infeasible" (the policy has no thresholds meeting its memory condition
+    within C: not run); "overloaded" (`overload`: a per-iteration limit cannot carry the load;
+    run on the short plan `overloaded_plan`); "unsettled" (`jaxsched.kv.metrics.settling`: the
+    queue was still growing, or measured requests did not complete; rerun on the short plan
+    when its table lost arrivals); "invalid" (arrivals lost to the table beyond `table_limit`
+    slots, or seeds not finished). `issues` says why; `dropped_arrivals` counts the losses.
+    """
+    C, c_rule = capacity_for(exp, load, capacity, hw)
+    hw = dataclasses.replace(hw, capacity_tokens=C)
     types = exp.types(load, hw)
     eq = equilibrium(types)
     th, rule = thresholds_for(exp, policy, types)
+    plan = (steady_plan(exp, load, n_req, hw) if steady
+            else SteadyPlan(float("nan"), 0, n_req))
+    over = overload(policy, types, batch_limit)
     row = dict(experiment=exp.name, policy=policy, label=POLICY_LABELS.get(policy, policy),
-               load=load, rate_total_req_s=float(types.total_rate), num_requests=n_req,
+               load=load, rate_total_req_s=float(types.total_rate),
                batch_limit="none" if batch_limit is None else batch_limit,
+               capacity_rule=c_rule, capacity_tokens=C,
                prefill_price="eq1" if prefill_price is None else prefill_price,
-               seeds=len(seeds), thresholds=" ".join(map(str, th)) if th else "-", rule=rule,
+               seeds=len(seeds), num_requests=plan.num_requests, burn_in_requests=plan.burn_in,
+               window_requests=plan.window, relax_s=plan.relax_s,
+               thresholds=" ".join(map(str, th)) if th else "-", rule=rule,
                fluid_throughput=eq.throughput, fluid_memory_tokens=eq.memory)
     if th is None and "thresholds" in POLICIES[policy].options:
         # Not runnable here (e.g. WAIT's M^pi > C for every integer threshold): a row of nans.
         nan = math.nan
         row.update({k: nan for k in _METRIC_KEYS}, throughput_ratio=nan, peak_memory_tokens=nan,
-                   mean_memory_tokens=nan, capacity_tokens=hw.capacity_tokens,
-                   preemptions=nan, overflows=nan, incomplete=nan, table_size=0,
-                   dropped_arrivals=0.0, status="infeasible", issues=rule, wall_s=0.0)
+                   mean_memory_tokens=nan, preemptions=nan, overflows=nan, queue_growth=nan,
+                   queue_growth_ci=nan, queue_growth_first_half=nan, horizon_s=nan, table_size=0, dropped_arrivals=0.0,
+                   status="infeasible", issues=rule, wall_s=0.0)
         return row
+    t0 = time.perf_counter()
+    run = lambda plan, short: _run_plan(exp, policy, types, th, plan, short, list(seeds), hw,
+                                        batch_limit, prefill_price, table_limit)
+    short = steady and bool(over)
+    if short:
+        plan = overloaded_plan(plan, table_limit)
+    cfg, met, horizon = run(plan, short)
+    for _ in range(BURN_IN_DOUBLINGS):
+        # The queue settled within the window, not before it: a longer burn-in (and cool-down).
+        if short or not steady or not _settled_late(met, plan.window):
+            break
+        plan = dataclasses.replace(plan, burn_in=2 * plan.burn_in)
+        cfg, met, horizon = run(plan, short)
+    if steady and not short and met["table_overflow"].any() and settling(met, plan.window)[3]:
+        # A queue that keeps growing fills any table: rerun on the short plan, whose table
+        # holds every arrival, instead of reporting losses.
+        plan, short = overloaded_plan(plan, table_limit), True
+        cfg, met, horizon = run(plan, short)
+    row["wall_s"] = time.perf_counter() - t0
+    row.update(num_requests=plan.num_requests, burn_in_requests=plan.burn_in,
+               window_requests=plan.window, horizon_s=horizon or math.nan,
+               table_size=cfg.table_size, dropped_arrivals=float(met["table_overflow"].sum()))
+    _fill_metrics(row, met, eq.throughput, steady)
+    growth, growth_ci, first, unsettled = settling(met, plan.window)
+    row.update(queue_growth=growth, queue_growth_ci=growth_ci, queue_growth_first_half=first)
+    invalid = stability_issues(met, None if steady else plan.num_requests)
+    if steady:  # the horizon cuts what a growing queue leaves: `settling` reports it
+        invalid = [i for i in invalid if "not completed" not in i]
+    if over:
+        row["status"], issues = "overloaded", [over] + unsettled + invalid
+    elif unsettled:
+        row["status"], issues = "unsettled", unsettled + invalid
+    else:
+        row["status"], issues = ("invalid" if invalid else "ok"), invalid
+    row["issues"] = "; ".join(issues)
+    return row
+
+
+def _settled_late(met: dict, window: int) -> bool:
+    """The queue grew over the window's first half only (`settling`)."""
+    _, _, first, issues = settling(met, window)
+    return any("first half" in i for i in issues)
+
+
+def overloaded_plan(plan: SteadyPlan, limit: int) -> SteadyPlan:
+    """The plan of a row whose queue grows without bound, to run on a table that holds every
+    arrival (`_run_plan`): the steady plan when its N fits `limit` slots, else cut to fit
+    (burn-in at most limit / 4, the window the rest). It still spans many request lifetimes,
+    so the window throughput is the policy's service rate, not a start-up transient."""
+    if plan.num_requests <= limit:
+        return plan
+    burn = min(plan.burn_in, limit // 4)
+    return SteadyPlan(plan.relax_s, burn, limit - 2 * burn)
+
+
+def _run_plan(exp: KVExperiment, policy: str, types: FluidTypes, th, plan: SteadyPlan,
+              short: bool, seeds: list[int], hw: Hardware, batch_limit: int | None,
+              prefill_price: float | None, table_limit: int):
+    """Run one point's plan: (config run, per-seed metrics, horizon in s or None).
+
+    Steady plans (relax_s finite) stop at the mean time of the last arrival plus DRAIN_RELAX
+    relaxation times, a short plan (`overloaded_plan`) at the last arrival, with a table of at
+    least N slots (no arrival can be lost); the others grow their table while arrivals are lost
+    (`_run_growing_table`). Plans without relax_s run to the end (finite N, drained)."""
+    eq = equilibrium(types)
+    arrivals_s = plan.num_requests / types.total_rate
+    steady = math.isfinite(plan.relax_s)
+    horizon = (arrivals_s if short else arrivals_s + DRAIN_RELAX * plan.relax_s) if steady else None
+    sizes = _sizes(exp, types, plan.num_requests, horizon or 5 * arrivals_s + 20.0
+                   * (max(exp.decode) + 1) * eq.iteration_time, hw)
+    if short:
+        sizes["table_size"] = 1 << max(int(math.ceil(math.log2(plan.num_requests))),
+                                       int(math.log2(sizes["table_size"])))
     cfg = KVConfig(prefill_tokens=exp.prefill, decode_tokens=exp.decode, policy=policy,
-                   num_requests=n_req, prefill_price=prefill_price is not None,
-                   **_sizes(exp, exp.types(size_load or load, hw), n_req, hw))
+                   num_requests=plan.num_requests, horizon_s=horizon,
+                   prefill_price=prefill_price is not None, **sizes)
     caps = dict(batch_limit=batch_limit)
     if prefill_price is not None:
         caps["d1_prefill_s_per_token"] = require_float(prefill_price, "prefill_price", lo=0.0) \
@@ -111,41 +238,42 @@ def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int],
     if "batch_size_cap" in POLICIES[policy].options:
         caps["batch_size_cap"] = INT_LIMIT if batch_limit is None else batch_limit
     params = make_params(cfg, rates=types.rates, d0_s=hw.d0_s, d1_s_per_token=hw.d1_s_per_token,
-                         capacity_tokens=hw.capacity_tokens, thresholds=th, **caps)
-    t0 = time.perf_counter()
-    cfg, met = _run_growing_table(cfg, params, list(seeds), table_limit)
-    wall = time.perf_counter() - t0
-    for key, col in (("throughput", "throughput_tokens_per_s"), ("latency_mean", "latency_mean_s"),
+                         capacity_tokens=hw.capacity_tokens, thresholds=th,
+                         burn_in_requests=plan.burn_in, **caps)
+    cfg, met = _run_growing_table(cfg, params, seeds, cfg.table_size if short else table_limit,
+                                  plan.window if steady else 0)
+    return cfg, met, horizon
+
+
+def _fill_metrics(row: dict, met: dict, fluid_throughput: float, steady: bool) -> None:
+    """Means and CI half-widths of a run's per-seed metrics into `row`."""
+    thr = "window_throughput_tokens_per_s" if steady else "throughput_tokens_per_s"
+    for key, col in (("throughput", thr), ("latency_mean", "latency_mean_s"),
                      ("latency_p99", "latency_p99_s"), ("ttft_mean", "ttft_mean_s"),
                      ("ttft_p99", "ttft_p99_s")):
         row[key], row[key + "_ci"] = mean_half_width(met[col])
-    row["throughput_ratio"] = row["throughput"] / eq.throughput
+    row["throughput_ratio"] = row["throughput"] / fluid_throughput
     row["peak_memory_tokens"] = float(met["peak_memory_tokens"].max())
     row["mean_memory_tokens"] = float(met["mean_memory_tokens"].mean())
-    row["capacity_tokens"] = hw.capacity_tokens
     row["preemptions"] = float(met["preemption_count"].mean())
     row["overflows"] = float(met["overflow_count"].mean())
-    row["incomplete"] = float((met["num_arrived"] - met["num_completed"]).sum()
-                              + met["table_overflow"].sum())
-    row["table_size"] = cfg.table_size
-    row["dropped_arrivals"] = float(met["table_overflow"].sum())
-    row["issues"] = "; ".join(stability_issues(met, n_req))
-    row["status"] = "invalid" if row["issues"] else "ok"
-    row["wall_s"] = wall
-    return row
 
 
-def _run_growing_table(cfg: KVConfig, params, seeds: list[int], table_limit: int):
+def _run_growing_table(cfg: KVConfig, params, seeds: list[int], table_limit: int,
+                       window: int = 0):
     """Run, and while arrivals find the request table full, double the table and run again (up
     to `table_limit` slots and the int32 bound on Q * max footprint): the table is sized from
     the policy's real occupancy, not the fluid estimate. Returns (config run, metrics); a run
-    that still loses arrivals at the limit is returned as it is (its row is marked invalid)."""
+    that still loses arrivals at the limit, or whose queue keeps growing (`settling` over a
+    measured window of `window` requests; 0: not checked), is returned as it is."""
     while True:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)   # reported in the row instead
             met = simulate(cfg, params, seeds).metrics
         bigger = 2 * cfg.table_size
-        if (not met["table_overflow"].any() or bigger > table_limit
+        # A queue that keeps growing fills any table: its losses are reported, not chased.
+        growing = window > 0 and bool(settling(met, window)[3])
+        if (not met["table_overflow"].any() or bigger > table_limit or growing
                 or bigger * cfg.max_len > 2**30):
             return cfg, met
         cfg = dataclasses.replace(cfg, table_size=bigger)
@@ -155,13 +283,14 @@ def run_experiment(name: str, *, quick: bool = False, seeds: int | None = None,
                    policies: Sequence[str] | None = None, hw: Hardware = HARDWARE,
                    loads: Sequence[float] | None = None, num_requests: int | None = None,
                    batch_limits: Sequence[int | None] | None = None,
-                   prefill_price: float | None = None,
+                   capacities: Sequence[str] | None = None, prefill_price: float | None = None,
+                   steady: bool = True,
                    progress: Callable[[str], None] | None = None) -> list[dict]:
-    """Rows of experiment `name` ("e1".."e4"), one per (policy, load), policies as
-    `registered_policies(policies)`, at every batch limit of `batch_limits` (default the
-    experiment's). quick: the reduced load grid, batch limits, N and seeds. prefill_price: see
-    `run_point`.
-    progress: called with one line of text per finished point (None: silent)."""
+    """Rows of experiment `name` ("e1".."e4"), one per (load, C rule, B, policy), policies as
+    `registered_policies(policies)`, at every batch limit of `batch_limits` and capacity rule
+    of `capacities` (defaults: the experiment's). quick: the reduced loads, batch limits, C
+    rules, window and seeds. num_requests: the least measured window (requests). steady,
+    prefill_price: see `run_point`. progress: called with one line per finished point."""
     require(name in EXPERIMENTS, "experiment", f"one of {tuple(EXPERIMENTS)}", name)
     exp = EXPERIMENTS[name]
     pols = registered_policies(policies)
@@ -170,6 +299,8 @@ def run_experiment(name: str, *, quick: bool = False, seeds: int | None = None,
     n_req = require_int(num_requests if num_requests is not None else
                         (exp.quick_requests if quick else exp.num_requests), "num_requests", lo=1)
     grid = tuple(loads) if loads is not None else (exp.quick_loads if quick else exp.loads)
+    for load in grid:
+        exp.rates(load, hw)                      # validates the load before anything runs
     if prefill_price is not None:
         require_float(prefill_price, "prefill_price", lo=0.0)
     limits = (tuple(batch_limits) if batch_limits is not None
@@ -177,15 +308,24 @@ def run_experiment(name: str, *, quick: bool = False, seeds: int | None = None,
     for b in limits:
         if b is not None:
             require_int(b, "batch_limits", lo=1)
+    rules = (tuple(capacities) if capacities is not None
+             else (exp.quick_capacities if quick else exp.capacities))
+    for c in rules:
+        require(c in CAPACITY_RULES, "capacities", f"rules among {tuple(CAPACITY_RULES)}", c)
     rows = []
     for load in grid:
-        for b in limits:
-            for pol in pols:
-                rows.append(run_point(exp, pol, load, range(n_seeds), n_req, hw, max(grid),
-                                      batch_limit=b, prefill_price=prefill_price))
-                if progress is not None:
-                    r = rows[-1]
-                    progress(f"{name} {pol} rho={load} B={r['batch_limit']}: thr "
-                             f"{r['throughput']:.4g} tok/s, latency {r['latency_mean']:.4g} s "
-                             f"({r['wall_s']:.1f} s)")
+        for c in rules:
+            for b in limits:
+                for pol in pols:
+                    rows.append(run_point(exp, pol, load, range(n_seeds), n_req, hw,
+                                          batch_limit=b, prefill_price=prefill_price,
+                                          capacity=c, steady=steady))
+                    if progress is not None:
+                        progress(_progress_line(name, rows[-1]))
     return rows
+
+
+def _progress_line(name: str, r: dict) -> str:
+    return (f"{name} {r['policy']} rho={r['load']} C={r['capacity_tokens']} "
+            f"B={r['batch_limit']}: thr {r['throughput']:.4g} tok/s, latency "
+            f"{r['latency_mean']:.4g} s, {r['status']} ({r['wall_s']:.1f} s)")

@@ -26,6 +26,8 @@ What the paper leaves out, and the choices made here (all fit-free, stated once)
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,11 +61,16 @@ class KVExperiment:
     """One experiment of notes §4: request types, rate ratios, the load sweep and run sizes.
 
     prefill, decode: (m,) tokens per type; rate_ratio: (m,) relative Poisson rates.
-    loads / quick_loads: rho = d1 A of each sweep point. num_requests / quick_requests: N per
-    seed. wait_slack: WAIT c = (1 + slack) dT*. nested_slack, nested_margin: Nested WAIT c and
+    loads / quick_loads: rho = d1 A of each sweep point. num_requests / quick_requests: the
+    least measured window per seed (requests; `steady_plan`). wait_slack: WAIT c = (1 + slack) dT*. nested_slack, nested_margin: Nested WAIT c and
     strictness margin (see the module docstring). claim: the paper's reported outcome.
     batch_limits / quick_batch_limits: the batch limits B (requests per batch, None: uncapped)
     swept for every policy alike, as the paper applies one limit to all.
+    featured: the policy the experiment is about ("wait" or "nested_wait"); capacities /
+    quick_capacities: the rules for C swept (`CAPACITY_RULES`); capacity_factor: the f of the
+    "mstar" rule C = f M*.
+    burn_in_relax, window_relax: the burn-in (and cool-down) and the measured window in units
+    of the relaxation time (`steady_plan`); num_requests is the window's least size.
     """
     name: str
     title: str
@@ -72,17 +79,23 @@ class KVExperiment:
     decode: tuple[int, ...]
     rate_ratio: tuple[float, ...]
     claim: str
-    loads: tuple[float, ...] = (0.3, 0.5, 0.7, 0.8, 0.9)
+    loads: tuple[float, ...] = (0.5, 0.7, 0.9)
     quick_loads: tuple[float, ...] = (0.5, 0.8)
     num_requests: int = 10_000
     quick_requests: int = 1_000
     wait_slack: float = 0.1
     nested_slack: float = 0.1
     nested_margin: float = 0.02
-    seeds: int = 5
+    seeds: int = 3
     quick_seeds: int = 2
     batch_limits: tuple[int | None, ...] = (None, 512, 128)
     quick_batch_limits: tuple[int | None, ...] = (None, 128)
+    featured: str = "wait"
+    capacities: tuple[str, ...] = ("mstar", "mpi")
+    quick_capacities: tuple[str, ...] = ("mstar",)
+    capacity_factor: float = 1.2
+    burn_in_relax: float = 1.0
+    window_relax: float = 4.0
 
     def work_per_unit(self) -> float:
         """sum_j ratio_j (l'_j + 1)(l_j + l'_j / 2): A per unit of rate scale, tokens."""
@@ -107,7 +120,10 @@ EXPERIMENTS: dict[str, KVExperiment] = {
         "e1", "WAIT, low demand", "Fig. 7", prefill=(10, 10), decode=(10, 20),
         rate_ratio=(1.0, 1.0),
         claim="WAIT throughput > vLLM, Sarathi at all rates; latency within acceptable limits",
-        num_requests=20_000, quick_requests=2_000),
+        num_requests=10_000, quick_requests=2_000, capacities=("mstar",),
+        # Thousands of requests/s of 11-21 stages: the fluid batch holds ~550 requests at
+        # rho = 0.5 and ~4,900 at 0.9, so the limits that bind without overloading are larger.
+        batch_limits=(None, 4096, 1024), quick_batch_limits=(None, 1024)),
     "e2": KVExperiment(
         "e2", "WAIT, high demand", "Fig. 8", prefill=(20, 20, 20), decode=(100, 200, 300),
         rate_ratio=(6.0, 4.0, 2.0),
@@ -117,14 +133,87 @@ EXPERIMENTS: dict[str, KVExperiment] = {
         "e3", "Nested WAIT, synthetic", "Fig. 11", prefill=(10, 10, 10, 10),
         decode=(20, 40, 80, 160), rate_ratio=(20.0, 40.0, 80.0, 160.0),
         claim="Nested WAIT: better throughput AND latency than vLLM, Sarathi",
-        num_requests=10_000, quick_requests=1_000),
+        num_requests=10_000, quick_requests=1_000, featured="nested_wait"),
     "e4": KVExperiment(
         "e4", "Nested WAIT, clustered real lengths", "Figs. 12-13", prefill=(60,) * 10,
         decode=tuple(range(50, 501, 50)),
         rate_ratio=(23.0, 11.0, 8.0, 7.0, 6.0, 4.0, 3.0, 2.0, 1.0, 1.0),
         claim="Nested WAIT beats the baselines in throughput and latency",
-        num_requests=5_000, quick_requests=500),
+        num_requests=5_000, quick_requests=500, featured="nested_wait", capacities=("mstar",)),
 }
+
+
+# --------------------------------------------------------------------------- capacity
+
+CAPACITY_RULES = {
+    "mstar": "C = f M*, the fluid memory (6) times capacity_factor f",
+    "mpi": "C = M^pi of the featured policy's thresholds (its memory at the threshold rule "
+           "with no bound on C)",
+    "hardware": "C = the hardware's capacity_tokens (110,000), whatever the load",
+}
+
+
+def capacity_for(exp: KVExperiment, load: float, rule: str,
+                 hw: Hardware = HARDWARE) -> tuple[int, str]:
+    """(C in tokens, its description) at `load` under `rule` (a key of CAPACITY_RULES), at
+    least one request's footprint. "mpi" falls back to nothing: when the featured policy has
+    no thresholds meeting its memory condition at any C, it raises ConfigError."""
+    require(rule in CAPACITY_RULES, "capacity rule", f"one of {tuple(CAPACITY_RULES)}", rule)
+    if rule == "hardware":
+        return hw.capacity_tokens, "hardware"
+    types = exp.types(load, hw)
+    # "No bound on C": far above anything the threshold rules reach (they start at ~1.1 M*).
+    unbounded = dataclasses.replace(types, capacity=1e3 * equilibrium(types).memory)
+    if rule == "mstar":
+        c, what = exp.capacity_factor * equilibrium(unbounded).memory, f"{exp.capacity_factor:g} M*"
+    else:
+        th, verdict = thresholds_for(exp, exp.featured, unbounded)
+        require(th is not None, "capacity rule", f"a rule other than 'mpi' ({exp.featured} has "
+                f"no thresholds here: {verdict})", rule)
+        c, what = fluid_memory(exp, exp.featured, unbounded, th), f"M^pi({exp.featured})"
+    footprint = max(p + d for p, d in zip(exp.prefill, exp.decode))
+    return max(int(math.ceil(c * (1 - 1e-12))), footprint), what
+
+
+def fluid_memory(exp: KVExperiment, policy: str, types: FluidTypes, thresholds) -> float:
+    """M^pi (tokens) of WAIT or Nested WAIT thresholds: the most KV the policy holds."""
+    if policy == "wait":
+        return wait_check(types, thresholds).memory
+    return nested_check(nested_segments(types), thresholds).memory
+
+
+# --------------------------------------------------------------------------- steady state
+
+@dataclass(frozen=True)
+class SteadyPlan:
+    """How long a steady-state row runs: relax_s (s), the relaxation time; burn_in K requests
+    left out at each end; window requests measured; num_requests N = window + 2 K."""
+    relax_s: float
+    burn_in: int
+    window: int
+
+    @property
+    def num_requests(self) -> int:
+        return self.window + 2 * self.burn_in
+
+
+def steady_plan(exp: KVExperiment, load: float, min_window: int, hw: Hardware = HARDWARE,
+                burn_in_relax: float | None = None, window_relax: float | None = None) -> SteadyPlan:
+    """Run length of a steady-state row at `load`, derived from the load (assumed constants:
+    exp.burn_in_relax, exp.window_relax). The relaxation time is the fluid lifetime of a
+    request (the arrival-weighted l'_j + 1 iterations of dT*) over 1 - rho: the time a queue
+    perturbed by one lifetime's arrivals takes to drain at the spare capacity 1 - rho. The
+    burn-in (and the cool-down) lasts burn_in_relax of it, the window window_relax of it and
+    at least min_window requests."""
+    types = exp.types(load, hw)
+    eq = equilibrium(types)
+    lifetime = float(np.dot(types.rates, types.decode + 1)) / types.total_rate * eq.iteration_time
+    relax = lifetime / (1.0 - load)
+    b = exp.burn_in_relax if burn_in_relax is None else burn_in_relax
+    w = exp.window_relax if window_relax is None else window_relax
+    burn = int(math.ceil(b * relax * types.total_rate))
+    window = max(int(min_window), int(math.ceil(w * relax * types.total_rate)))
+    return SteadyPlan(relax, burn, window)
 
 
 # --------------------------------------------------------------------------- thresholds

@@ -14,11 +14,11 @@ def _pm(m: float, half: float) -> str:
 
 def experiment_table(rows: Sequence[dict]) -> str:
     """Markdown table of run_experiment rows."""
-    head = ["policy", "rho", "B", "rate (req/s)", "throughput (tok/s)", "thr / fluid", "latency (s)",
-            "latency p99 (s)", "TTFT (s)", "TTFT p99 (s)", "peak / mean mem / C (tok)", "preempt",
-            "thresholds", "status"]
-    body = [[r["label"], format_value(r["load"]), str(r.get("batch_limit", "none")),
-             format_value(r["rate_total_req_s"]),
+    head = ["policy", "rho", "C rule", "B", "rate (req/s)", "throughput (tok/s)", "thr / fluid",
+            "latency (s)", "latency p99 (s)", "TTFT (s)", "TTFT p99 (s)",
+            "peak / mean mem / C (tok)", "preempt", "thresholds", "status"]
+    body = [[r["label"], format_value(r["load"]), str(r.get("capacity_rule", "-")),
+             str(r.get("batch_limit", "none")), format_value(r["rate_total_req_s"]),
              _pm(r["throughput"], r["throughput_ci"]), f"{r['throughput_ratio']:.3f}",
              _pm(r["latency_mean"], r["latency_mean_ci"]), format_value(r["latency_p99"]),
              _pm(r["ttft_mean"], r["ttft_mean_ci"]), format_value(r["ttft_p99"]),
@@ -36,9 +36,18 @@ def _memory(row: dict) -> str:
 
 
 def _validity(row: dict) -> str:
-    """'ok', 'infeasible', or INVALID with the reasons (lost arrivals, unfinished seeds)."""
+    """'ok', 'infeasible', 'overloaded (...)', 'unsettled (...)' with the queue growth and any
+    lost arrivals, or INVALID with the reasons (lost arrivals, unfinished seeds)."""
     status = row.get("status", "ok")
-    return f"**INVALID**: {row.get('issues', '')}" if status == "invalid" else status
+    if status == "invalid":
+        return f"**INVALID**: {row.get('issues', '')}"
+    lost = row.get("dropped_arrivals", 0)
+    notes = []
+    if status in ("overloaded", "unsettled"):
+        notes.append(f"growth {row.get('queue_growth', float('nan')):+.0%}")
+    if lost:
+        notes.append(f"{lost:.0f} arrivals lost")
+    return f"{status} ({', '.join(notes)})" if notes else status
 
 
 def scaling_tables(rows: Sequence[dict], fits: Sequence[dict]) -> str:
