@@ -30,7 +30,7 @@ from ..fluid import (FluidTypes, Segments, equilibrium, nested_segments, nested_
 from ..results import format_value, markdown_table, write_csv
 from ..stats import mean_ci
 from .config import KVConfig, KVParams, _segment_work, default_thresholds, make_params
-from .metrics import stability_issues
+from .metrics import settling, stability_issues
 from .relaxed import RelaxedConfig, RelaxedSystem, objective, relaxed_system
 
 
@@ -45,6 +45,8 @@ class TuneSetup:
     throughput_star: fluid throughput (8), tokens/s; latency_fluid: fluid latency
     dT* sum_j (lambda_j / Lambda)(l'_j + 1), s (every stage one fluid iteration).
     relaxed: the relaxation's RelaxedConfig. learning_rate: Adam's, on log-thresholds.
+    burn_in: K, the requests at each end of an exact run left out of its measurement (docs
+    kv-semantics §8): the exact objective is the steady-state window's.
     """
     name: str
     config: KVConfig
@@ -58,12 +60,14 @@ class TuneSetup:
     latency_fluid: float
     relaxed: RelaxedConfig
     learning_rate: float = 0.03
+    burn_in: int = 0
 
     def exact_params(self, thresholds) -> KVParams:
         """KVParams of the exact engine with integer thresholds [L] (None = the fluid default)."""
         return make_params(self.config, rates=self.rates, d0_s=self.d0_s,
                            d1_s_per_token=self.d1_s_per_token,
-                           capacity_tokens=self.capacity_tokens, thresholds=thresholds)
+                           capacity_tokens=self.capacity_tokens, thresholds=thresholds,
+                           burn_in_requests=self.burn_in)
 
     def segments(self) -> Segments:
         """The fluid module's Segments of this setup (one segment per type)."""
@@ -113,11 +117,13 @@ TUNE_SETUPS = tuple(_POINTS)
 
 
 def tune_setup(name: str, *, num_requests: int | None = None, lam: float | None = None,
-               lam_factor: float = 0.1, capacity_factor: float = 1.5,
-               samples: int = 8) -> TuneSetup:
+               lam_factor: float = 0.1, capacity_factor: float = 1.0,
+               burn_in_fraction: float = 1 / 6, samples: int = 8) -> TuneSetup:
     """The E3 / E4 operating point `name` (documented in `_POINTS`).
 
-    C = capacity_factor * M^pi of the rounded fluid thresholds (room for the segment queues).
+    C = capacity_factor * M^pi of the rounded fluid thresholds (default 1: C = M^pi, memory
+    binds, as the experiments' "mpi" rule). burn_in_fraction: K = that fraction of N at each
+    end of an exact run is left out of its measurement (the middle two thirds by default).
     lam default: lam_factor * throughput* / latency_fluid: with lam_factor = 1 a 1% change of
     throughput and a 1% change of latency (relative to the fluid values) move the objective
     equally; the default 0.1 prices 1% of throughput like 10% of latency.
@@ -153,7 +159,7 @@ def tune_setup(name: str, *, num_requests: int | None = None, lam: float | None 
                      latency_fluid=lat,
                      relaxed=RelaxedConfig(steps=pt["steps"], burn_steps=pt["burn"],
                                            samples=samples),
-                     learning_rate=pt["lr"])
+                     learning_rate=pt["lr"], burn_in=int(N * burn_in_fraction))
 
 
 def fluid_baselines(setup: TuneSetup) -> dict[str, np.ndarray]:
@@ -184,11 +190,13 @@ def relaxed_objective(setup: TuneSetup) -> Callable[[jnp.ndarray, jax.Array, flo
 def exact_objective(setup: TuneSetup, thresholds,
                     seeds: Sequence[int]) -> dict[str, np.ndarray]:
     """Run the exact engine with integer thresholds [L] on `seeds`; per-seed metrics [S] plus
-    "objective" = throughput_tokens_per_s - lam * latency_mean_s (tokens/s)."""
+    "objective" = window_throughput_tokens_per_s - lam * latency_mean_s (tokens/s), both over
+    the measurement window (setup.burn_in)."""
     from ..run import simulate
     res = simulate(setup.config, setup.exact_params(thresholds), seeds)
     out = dict(res.metrics)
-    out["objective"] = out["throughput_tokens_per_s"] - setup.lam * out["latency_mean_s"]
+    out["objective"] = (out["window_throughput_tokens_per_s"]
+                        - setup.lam * out["latency_mean_s"])
     out["wall_s"] = np.full(len(seeds), res.wall_s)
     return out
 
@@ -215,7 +223,11 @@ def exact_comparison(setup: TuneSetup, candidates: dict[str, np.ndarray], seeds:
             f"{exact[label]['objective'].mean():.1f}")
     wall = time.perf_counter() - t1
     N = setup.config.num_requests
-    issues = {label: stability_issues(m, N) for label, m in exact.items()}
+    window = N - 2 * setup.burn_in
+    # With a burn-in the window must be the steady state (`settling`); without one it holds
+    # the start-up transient by construction.
+    issues = {label: stability_issues(m, N) + (settling(m, window)[3] if setup.burn_in else [])
+              for label, m in exact.items()}
     diffs = {b: mean_ci(exact["tuned"]["objective"] - exact[b]["objective"])
              for b in candidates if b != "tuned"}
     rows = []
@@ -224,7 +236,7 @@ def exact_comparison(setup: TuneSetup, candidates: dict[str, np.ndarray], seeds:
         mo, _, ho, _ = mean_ci(m["objective"])
         rows.append([label, str(np.asarray(th).tolist()),
                      f"{format_value(mo)} ± {format_value(ho)}",
-                     format_value(m["throughput_tokens_per_s"].mean()),
+                     format_value(m["window_throughput_tokens_per_s"].mean()),
                      format_value(m["latency_mean_s"].mean()),
                      format_value(m["preemption_count"].mean()),
                      format_value(m["num_dropped"].sum() + m["table_overflow"].sum()),
@@ -331,7 +343,7 @@ def _write_experiment(out: Path, run: dict, seeds: list[int]) -> None:
                                     for i in range(len(h["step"]))))
     plot_tuning(h, out / "tuning.png", title=f"{setup.name}: relaxed objective / throughput*")
     write_csv(out / "heldout.csv", ({"thresholds": label, "seed": s, **{
-        k: m[k][i] for k in ("objective", "throughput_tokens_per_s", "latency_mean_s",
+        k: m[k][i] for k in ("objective", "window_throughput_tokens_per_s", "latency_mean_s",
                              "preemption_count", "num_completed", "num_dropped",
                              "table_overflow")}}
         for label, m in run["exact"].items() for i, s in enumerate(seeds)))

@@ -175,3 +175,18 @@ def test_e4_table_outlasts_the_longest_stay():
     # The ring table needs Q > arrivals during the longest stay, (l'_max + 1) n_1* = 16.3k.
     s = tuning.tune_setup("e4")
     assert s.config.table_size >= 1.5 * (max(s.config.decode_tokens) + 1) * 32.5
+
+
+def test_exact_objective_is_the_steady_window():
+    # With a burn-in K the exact objective reads the window's throughput and the latency of the
+    # measured requests; a stable arm's window settles, so the comparison stays valid.
+    import dataclasses
+    setup = dataclasses.replace(_tiny_nested_setup(), burn_in=60)
+    m = tuning.exact_objective(setup, np.array([4, 4]), [0, 1])
+    assert np.allclose(m["objective"], m["window_throughput_tokens_per_s"]
+                       - setup.lam * m["latency_mean_s"])
+    assert np.all(m["window_throughput_tokens_per_s"] != m["throughput_tokens_per_s"])
+    cmp = tuning.exact_comparison(setup, {"tuned": np.array([4, 4]), "other": np.array([5, 4])},
+                                  [0, 1])
+    assert cmp["valid"], cmp["issues"]
+    assert tuning.tune_setup("e3").burn_in == 12_000 // 6
