@@ -175,6 +175,11 @@ def test_cli_kv_run(capsys):
     (["kv", "experiment", "e9"], "unknown experiment"),
     (["kv", "experiment", "e1", "--policies", "nope"], "policies"),
     (["kv", "experiment", "scaling", "--seeds", "1"], "--seeds"),
+    (["kv", "experiment", "e1", "--batch-limits", "none,x"], "--batch-limits"),
+    (["kv", "experiment", "e1", "--batch-limits", "0"], "batch_limits"),
+    (["kv", "experiment", "e1", "--capacity", "mstar,nope"], "capacities"),
+    (["kv", "experiment", "e1", "--loads", "0.5,1.2"], "load"),
+    (["kv", "experiment", "e1", "--loads", "half"], "--loads"),
     (["kv", "run", "--decode", "10,x"], "--decode"),
     (["kv", "run", "--policy", "nope"], "policy"),
 ])
@@ -315,3 +320,15 @@ def test_an_unsettled_row_is_marked():
     assert r["status"] == "unsettled" and "queue still growing" in r["issues"]
     assert r["throughput_ratio"] < 0.9 and r["queue_growth"] > 0.05
     assert "unsettled (growth +" in kx.experiment_table(rows)
+
+
+def test_cli_exits_1_when_a_row_lost_arrivals(tmp_path, monkeypatch, capsys):
+    # Whatever the status, a row whose table lost arrivals makes the command fail loudly.
+    rows = kx.run_experiment("e1", quick=True, seeds=1, policies=["fcfs"], loads=(0.5,),
+                             num_requests=200, batch_limits=(None,))
+    lossy = dict(rows[0], status="unsettled", dropped_arrivals=12.0,
+                 issues="queue still growing (+30.0% of the arrivals per half window)")
+    monkeypatch.setattr(kx, "run_experiment", lambda *a, **k: [rows[0], lossy])
+    rc = main(["kv", "experiment", "e1", "--out", str(tmp_path), "--quiet"])
+    captured = capsys.readouterr()
+    assert rc == 1 and "arrivals lost" in captured.err and "12 arrivals lost" in captured.out

@@ -7,22 +7,28 @@ Nested WAIT. Running them: `runner`.
 
 What the paper leaves out, and the choices made here (all fit-free, stated once):
 
-- Iteration time and memory (notes §7 item 1): `HARDWARE`, an order-of-magnitude Llama-2-7B on
-  one A100-80GB: d0 = 10 ms (one forward pass reads ~13.5 GB of fp16 weights at ~1.5 TB/s,
-  about 9 ms, rounded up for launch overheads), d1 = 1 us per KV token (a decode context token
-  costs ~0.35 us to read, 0.5 MiB at ~1.5 TB/s; a prefill token ~45 us of compute, 14 GFLOP at
-  ~300 TFLOP/s; at E1-E4's prefill shares the mix is of the order of 1 us), C = 110,000 tokens
-  (80 GB minus 13.5 GB of weights, minus a 10% margin, at 0.5 MiB per token).
+- Iteration time (notes §7 item 1): `HARDWARE`, an order-of-magnitude Llama-2-7B on one
+  A100-80GB: d0 = 10 ms (one forward pass reads ~13.5 GB of fp16 weights at ~1.5 TB/s, about
+  9 ms, rounded up for launch overheads), d1 = 1 us per KV token (a decode context token costs
+  ~0.35 us to read, 0.5 MiB at ~1.5 TB/s; a prefill token ~45 us of compute, 14 GFLOP at
+  ~300 TFLOP/s; at E1-E4's prefill shares the mix is of the order of 1 us). Its
+  capacity_tokens, 110,000 (80 GB minus 13.5 GB of weights, minus a 10% margin, at 0.5 MiB per
+  token), is the "hardware" capacity rule only.
 - Arrival rates (notes §7 item 10): the paper's rates (10^3-10^4 requests/s) are ratios. A sweep
   point is a load rho = d1 * A (A = sum_j lambda_j (l'_j + 1)(l_j + l'_j / 2) tokens/s, the KV
   tokens batched per second in the fluid equilibrium); the rates are the ratios scaled so that
-  d1 * A = rho. rho < 1 is the stability region (Prop. 1); the fluid memory M* = d0 rho /
-  (d1 (1 - rho)) stays below C for rho <= 0.9 with `HARDWARE`.
+  d1 * A = rho. rho < 1 is the stability region (Prop. 1).
+- Capacity (`capacity_for`): C relative to the fluid memory so that memory binds, by one of
+  `CAPACITY_RULES`: 1.2 M* ("mstar", M* = A dT*) or M^pi of the featured policy's thresholds
+  ("mpi").
 - Thresholds (notes §7 items 5-6): WAIT uses the fluid form n_j = ceil(c lambda_j) with
   c = (1 + slack) dT*, capped at C / A so that M^pi <= C (strict (9) when the cap does not bind);
   Nested WAIT uses n_i = ceil(c Lambda_i (1 + margin)^(i-1)), the tail-rate ratios of the paper
   (15:14:12:8 in E3, 66:43:...:1 in E4) made strict by `margin`, with c = (1 + slack) c_min.
-  Other policies get `make_params`' defaults (thresholds None).
+  Where no integer thresholds meet the condition within C the rules say so (None). Other
+  policies get `make_params`' defaults (thresholds None).
+- Run length (`steady_plan`): burn-in, window and cool-down in units of the relaxation time
+  (fluid lifetime / (1 - rho)).
 """
 from __future__ import annotations
 
