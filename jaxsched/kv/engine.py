@@ -47,7 +47,8 @@ def init(config: KVConfig, params: KVParams, seed) -> KVState:
 
 def _insert(config, params, state: KVState, active):
     """Step 2 of an epoch: examine up to A due candidates. Returns (gen, table, type_inserted,
-    overflow, inserted count, more_due: a due candidate is left for the next epoch).
+    overflow, inserted count, more_due: a due candidate is left for the next epoch, [A] ids of
+    the requests inserted (-1: none)).
 
     The loop carries only the generator and [A] buffers of the accepted requests (a loop over
     the whole table would select all of it per iteration under vmap); one scatter then writes
@@ -84,7 +85,7 @@ def _insert(config, params, state: KVState, active):
                   set_(t.stage, 0), set_(t.resident, False), set_(t.prefilled, 0))
     inserted = jnp.sum(at < Q, dtype=jnp.int32)
     overflow = state.totals.table_overflow + jnp.sum(buf["lost"])
-    return gen, table, ti, overflow, inserted, due(gen)
+    return gen, table, ti, overflow, inserted, due(gen), jnp.where(at < Q, buf["id"], -1)
 
 
 # --------------------------------------------------------------------------- metrics helpers
@@ -101,13 +102,17 @@ def window_bounds(config: KVConfig, params: KVParams):
     return k, k + (n - 2 * k) // 2, n - k
 
 
-def _window_insert(window: Window, bounds, prev, now, in_system, t: DF) -> Window:
-    """Snapshots of the epoch whose insertion step took num_arrived from prev to now: the clock
-    where the window opens or closes, the requests in the table at its three marks."""
-    crossed = jnp.stack([(prev <= b) & (now > b) for b in bounds])
+def _window_insert(window: Window, bounds, prev, now, in_system, ids, t: DF) -> Window:
+    """Snapshots of the epoch whose insertion took num_arrived from prev to now: the clock
+    where the window opens or closes, and at each mark x passed the requests in the table
+    just after request x was inserted (in_system after the insertion step less the ids > x
+    inserted after it: the same whatever the number A of insertions per epoch)."""
+    marks = jnp.stack(bounds)
+    crossed = (prev <= marks) & (now > marks)
+    later = jnp.sum(ids[None, :] > marks[:, None], axis=1, dtype=jnp.int32)
     return replace(window, opened=clock.where(crossed[0], t, window.opened),
                    closed=clock.where(crossed[2], t, window.closed),
-                   in_system=jnp.where(crossed, in_system, window.in_system))
+                   in_system=jnp.where(crossed, in_system - later, window.in_system))
 
 
 def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, work, t_end: DF,
@@ -204,13 +209,13 @@ def step(config: KVConfig, params: KVParams, state: KVState, record: bool = Fals
     active = ~state.done & (state.totals.epochs < config.max_epochs)
     hit = jnp.bool_(False) if config.horizon_s is None else clock.le(
         DF.from_float64(config.horizon_s), t0)
-    gen, table, type_inserted, ovf, inserted, more_due = _insert(config, params, state,
-                                                                 active & ~hit)
+    gen, table, type_inserted, ovf, inserted, more_due, ids = _insert(config, params, state,
+                                                                      active & ~hit)
     bounds = window_bounds(config, params)
     prev, now = state.gen.num_arrived, gen.num_arrived
     in_window = (now > bounds[0]) & (now <= bounds[2])
     window = _window_insert(state.totals.window, bounds, prev, now,
-                            jnp.sum(table.id >= 0, dtype=jnp.int32), t0)
+                            jnp.sum(table.id >= 0, dtype=jnp.int32), ids, t0)
     e = _decide(config, params, state, gen, table, more_due, active, hit)
     batch = e.batch
     # Step 6: the batch (its effects are masked out unless `batch`).

@@ -690,8 +690,8 @@ class _Sim:
         """§8: the epoch's insertion took num_arrived from prev past a mark: snapshot."""
         now = self.arr.num_arrived
         for i, mark in enumerate((self.w_lo, self.w_mid, self.w_hi)):
-            if prev <= mark < now:
-                self.w_in_system[i] = len(self.in_table())
+            if prev <= mark < now:  # the table just after request `mark` was inserted
+                self.w_in_system[i] = sum(r.id <= mark for r in self.in_table())
                 if i == 0:
                     self.w_open = self.t
                 if i == 2:
