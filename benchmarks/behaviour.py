@@ -9,7 +9,10 @@ BurstGPT sample is absent), a short `jaxsched run`, `jaxsched kv experiment e1 -
 with the engine-generic sweep, after the others were first recorded. `kv_e1` was re-recorded
 when the experiments began to sweep one batch limit B for every policy: its rows at B = none
 for WAIT, Nested WAIT and FCFS and at B = 128 for the vLLM-style and Sarathi-style policies
-are bit for bit the rows recorded before, which ran exactly those configurations.) A refactoring that
+are bit for bit the rows recorded before, which ran exactly those configurations. It was
+re-recorded again when the experiments moved to the paper's regime, C from the fluid memory and
+steady-state windows: every kv_e1 number changed by design, while `sweep_kv`, which runs the
+engine with its defaults, stayed bit for bit equal.) A refactoring that
 changes no behaviour leaves every number equal to the bit (CSV cells are written with
 `repr(float)`); columns that hold wall-clock times, paths or resume keys are not compared.
 `benchmarks/results/behaviour/` holds the recording this repository is checked against
