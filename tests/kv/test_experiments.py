@@ -332,3 +332,15 @@ def test_cli_exits_1_when_a_row_lost_arrivals(tmp_path, monkeypatch, capsys):
     rc = main(["kv", "experiment", "e1", "--out", str(tmp_path), "--quiet"])
     captured = capsys.readouterr()
     assert rc == 1 and "arrivals lost" in captured.err and "12 arrivals lost" in captured.out
+
+
+def test_summary_tables_read_the_experiment_csv(tmp_path):
+    from benchmarks.kv_summary import tables
+    from jaxsched.results import write_csv
+    rows = kx.run_experiment("e4", seeds=1, loads=(0.5,), policies=["wait", "fcfs"],
+                             num_requests=200, batch_limits=(None,))
+    text = tables(write_csv(tmp_path / "e4.csv", rows))
+    assert "E4, C = 1.2 M*, B = none" in text
+    assert "| WAIT | infeasible |" in text
+    fcfs = rows[1]
+    assert f"| FCFS | {fcfs['throughput_ratio']:.3f}, {fcfs['latency_mean']:.3g} s" in text

@@ -158,9 +158,10 @@ def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int],
     t0 = time.perf_counter()
     run = lambda plan, short: _run_plan(exp, policy, types, th, plan, short, list(seeds), hw,
                                         batch_limit, prefill_price, table_limit)
+    lifetime = plan.relax_s * (1.0 - load) * types.total_rate     # arrivals per fluid lifetime
     short = steady and bool(over)
     if short:
-        plan = overloaded_plan(plan, table_limit)
+        plan = overloaded_plan(plan, lifetime, n_req, table_limit)
     cfg, met, horizon = run(plan, short)
     for _ in range(BURN_IN_DOUBLINGS):
         # The queue settled within the window, not before it: a longer burn-in (and cool-down).
@@ -168,10 +169,12 @@ def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int],
             break
         plan = dataclasses.replace(plan, burn_in=2 * plan.burn_in)
         cfg, met, horizon = run(plan, short)
-    if steady and not short and met["table_overflow"].any() and settling(met, plan.window)[3]:
+    if steady and not short and met["table_overflow"].any() and (
+            settling(met, plan.window)[3]
+            or np.mean(met["in_system_close"]) >= 0.9 * cfg.table_size):
         # A queue that keeps growing fills any table: rerun on the short plan, whose table
         # holds every arrival, instead of reporting losses.
-        plan, short = overloaded_plan(plan, table_limit), True
+        plan, short = overloaded_plan(plan, lifetime, n_req, table_limit), True
         cfg, met, horizon = run(plan, short)
     row["wall_s"] = time.perf_counter() - t0
     row.update(num_requests=plan.num_requests, burn_in_requests=plan.burn_in,
@@ -199,15 +202,19 @@ def _settled_late(met: dict, window: int) -> bool:
     return any("first half" in i for i in issues)
 
 
-def overloaded_plan(plan: SteadyPlan, limit: int) -> SteadyPlan:
-    """The plan of a row whose queue grows without bound, to run on a table that holds every
-    arrival (`_run_plan`): the steady plan when its N fits `limit` slots, else cut to fit
-    (burn-in at most limit / 4, the window the rest). It still spans many request lifetimes,
-    so the window throughput is the policy's service rate, not a start-up transient."""
-    if plan.num_requests <= limit:
-        return plan
-    burn = min(plan.burn_in, limit // 4)
-    return SteadyPlan(plan.relax_s, burn, limit - 2 * burn)
+def overloaded_plan(plan: SteadyPlan, lifetime_requests: float, n_req: int,
+                    limit: int) -> SteadyPlan:
+    """The plan of a row whose queue grows without bound, run on a table that holds every
+    arrival (`_run_plan`). No steady state to wait for: a burn-in of two fluid request lifetimes
+    of arrivals (lifetime_requests each; the start-up transient), a window of four lifetimes
+    and at least n_req requests, so the window throughput is the policy's service rate and not
+    a start-up transient; cut to fit `limit` slots (burn-in at most limit / 4)."""
+    burn = int(math.ceil(2 * lifetime_requests))
+    window = max(int(n_req), int(math.ceil(4 * lifetime_requests)))
+    if 2 * burn + window > limit:
+        burn = min(burn, limit // 4)
+        window = limit - 2 * burn
+    return SteadyPlan(plan.relax_s, burn, window)
 
 
 def _run_plan(exp: KVExperiment, policy: str, types: FluidTypes, th, plan: SteadyPlan,
@@ -271,8 +278,11 @@ def _run_growing_table(cfg: KVConfig, params, seeds: list[int], table_limit: int
             warnings.simplefilter("ignore", RuntimeWarning)   # reported in the row instead
             met = simulate(cfg, params, seeds).metrics
         bigger = 2 * cfg.table_size
-        # A queue that keeps growing fills any table: its losses are reported, not chased.
-        growing = window > 0 and bool(settling(met, window)[3])
+        # A queue that keeps growing fills any table: its losses are not chased (the caller
+        # reruns such a row on a table that holds every arrival). Signs: `settling`, or a
+        # table nearly full when the window closed.
+        growing = window > 0 and (bool(settling(met, window)[3]) or bool(
+            np.mean(met["in_system_close"]) >= 0.9 * cfg.table_size))
         if (not met["table_overflow"].any() or bigger > table_limit or growing
                 or bigger * cfg.max_len > 2**30):
             return cfg, met
