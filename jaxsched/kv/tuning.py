@@ -258,6 +258,14 @@ def exact_comparison(setup: TuneSetup, candidates: dict[str, np.ndarray], seeds:
             "wall_s": wall}
 
 
+def search_start(thresholds, n1_min: int) -> np.ndarray:
+    """(L,) float64: tuned thresholds with n_1 raised to n1_min: the integer search moves by
+    +-1 and scores n_1 < n1_min as -inf, so it must start inside the bound."""
+    start = np.asarray(thresholds, np.float64).copy()
+    start[0] = max(start[0], n1_min)
+    return start
+
+
 def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
                     seeds: Sequence[int] = range(1000, 1032), out_dir: str | Path | None = None,
                     key: int = 0, log: Callable[[str], None] | None = None) -> dict:
@@ -303,7 +311,7 @@ def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
         if x[0] < n1_min:
             return -np.inf
         return float(fn(jnp.asarray(x, jnp.float32), score_key, 0.05))
-    tuned, _ = integer_search(score, res.thresholds)
+    tuned, _ = integer_search(score, search_start(res.thresholds, n1_min))
     tune_wall = time.perf_counter() - t0
     say(f"tuned {np.round(res.thresholds, 3).tolist()} -> {tuned.tolist()} ({tune_wall:.1f} s)")
     candidates = {"tuned": tuned, **fluid_baselines(setup)}

@@ -190,3 +190,11 @@ def test_exact_objective_is_the_steady_window():
                                   [0, 1])
     assert cmp["valid"], cmp["issues"]
     assert tuning.tune_setup("e3").burn_in == 12_000 // 6
+
+
+def test_integer_search_starts_inside_the_stage0_bound():
+    # E4's relaxation tuned n_1 = 30.9 below ceil(Lambda dT*) = 33; a +-1 search from 31 would
+    # never reach the bound, so it starts at 33 (the other thresholds untouched).
+    start = tuning.search_start([30.9, 20.4, 1.0], 33)
+    assert start.tolist() == [33.0, 20.4, 1.0]
+    assert tuning.search_start([34.2, 2.0], 33).tolist() == [34.2, 2.0]
