@@ -214,8 +214,9 @@ def step(config: KVConfig, params: KVParams, state: KVState, record: bool = Fals
     bounds = window_bounds(config, params)
     prev, now = state.gen.num_arrived, gen.num_arrived
     in_window = (now > bounds[0]) & (now <= bounds[2])
-    window = _window_insert(state.totals.window, bounds, prev, now,
-                            jnp.sum(table.id >= 0, dtype=jnp.int32), ids, t0)
+    # Requests in the table after the insertion step, by conservation (docs §8): O(1), not O(Q).
+    in_table = now - state.totals.completed - state.totals.dropped - ovf
+    window = _window_insert(state.totals.window, bounds, prev, now, in_table, ids, t0)
     e = _decide(config, params, state, gen, table, more_due, active, hit)
     batch = e.batch
     # Step 6: the batch (its effects are masked out unless `batch`).

@@ -152,8 +152,9 @@ def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int],
         nan = math.nan
         row.update({k: nan for k in _METRIC_KEYS}, throughput_ratio=nan, peak_memory_tokens=nan,
                    mean_memory_tokens=nan, preemptions=nan, overflows=nan, queue_growth=nan,
-                   queue_growth_ci=nan, queue_growth_first_half=nan, horizon_s=nan, table_size=0, dropped_arrivals=0.0,
-                   status="infeasible", issues=rule, wall_s=0.0)
+                   queue_growth_ci=nan, queue_growth_first_half=nan, horizon_s=nan,
+                   table_size=0, dropped_arrivals=0.0, status="infeasible", issues=rule,
+                   wall_s=0.0)
         return row
     t0 = time.perf_counter()
     run = lambda plan, short: _run_plan(exp, policy, types, th, plan, short, list(seeds), hw,
@@ -169,9 +170,8 @@ def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int],
             break
         plan = dataclasses.replace(plan, burn_in=2 * plan.burn_in)
         cfg, met, horizon = run(plan, short)
-    if steady and not short and met["table_overflow"].any() and (
-            settling(met, plan.window)[3]
-            or np.mean(met["in_system_close"]) >= 0.9 * cfg.table_size):
+    if steady and not short and met["table_overflow"].any() and _keeps_growing(
+            met, plan.window, cfg.table_size):
         # A queue that keeps growing fills any table: rerun on the short plan, whose table
         # holds every arrival, instead of reporting losses.
         plan, short = overloaded_plan(plan, lifetime, n_req, table_limit), True
@@ -198,8 +198,14 @@ def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int],
 
 def _settled_late(met: dict, window: int) -> bool:
     """The queue grew over the window's first half only (`settling`)."""
-    _, _, first, issues = settling(met, window)
-    return any("first half" in i for i in issues)
+    return any("first half" in i for i in settling(met, window)[3])
+
+
+def _keeps_growing(met: dict, window: int, table_size: int) -> bool:
+    """The run did not keep up (`settling` over its window of `window` requests), or its table
+    was nearly full when the window closed (a full table flattens the measured growth)."""
+    return bool(settling(met, window)[3]) or bool(
+        np.mean(met["in_system_close"]) >= 0.9 * table_size)
 
 
 def overloaded_plan(plan: SteadyPlan, lifetime_requests: float, n_req: int,
@@ -279,10 +285,8 @@ def _run_growing_table(cfg: KVConfig, params, seeds: list[int], table_limit: int
             met = simulate(cfg, params, seeds).metrics
         bigger = 2 * cfg.table_size
         # A queue that keeps growing fills any table: its losses are not chased (the caller
-        # reruns such a row on a table that holds every arrival). Signs: `settling`, or a
-        # table nearly full when the window closed.
-        growing = window > 0 and (bool(settling(met, window)[3]) or bool(
-            np.mean(met["in_system_close"]) >= 0.9 * cfg.table_size))
+        # reruns such a row on a table that holds every arrival).
+        growing = window > 0 and _keeps_growing(met, window, cfg.table_size)
         if (not met["table_overflow"].any() or bigger > table_limit or growing
                 or bigger * cfg.max_len > 2**30):
             return cfg, met
