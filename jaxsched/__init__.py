@@ -12,17 +12,43 @@ files, `plots` and the optax `tune`r.
     import jaxsched as js
     cfg = js.dp.DPConfig(policy="bfio", num_steps=2000)
     res = js.simulate(cfg, seeds=range(64))        # params default to js.dp.make_params(cfg)
+
+The names below are imported on first use (PEP 562), so that `import jaxsched` and the command
+line's `--help` and `--version` do not pay for importing JAX.
 """
-from . import dp, kv, workload
-from .engine import ENGINE_MODULES, Engine, Metric, Policy, engine_of, get_engine
-from .errors import ConfigError
-from .run import Results, simulate
-from .sweep import run_sweep
-from .workload import (BivariateNormal, BurstGPTLike, Constant, Geometric, Independent, Trace,
-                       UniformInt, read_trace)
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["dp", "kv", "workload", "Engine", "Metric", "Policy", "ENGINE_MODULES", "engine_of",
-           "get_engine", "ConfigError", "Results", "simulate", "run_sweep", "BivariateNormal",
-           "BurstGPTLike", "Constant", "Geometric", "Independent", "Trace", "UniformInt",
-           "read_trace"]
+
+# name -> (module, attribute or None for the module itself)
+_LAZY = {
+    "dp": ("jaxsched.dp", None), "kv": ("jaxsched.kv", None), "workload": ("jaxsched.workload", None),
+    "Engine": ("jaxsched.engine", "Engine"), "Metric": ("jaxsched.engine", "Metric"),
+    "Policy": ("jaxsched.engine", "Policy"), "ENGINE_MODULES": ("jaxsched.engine", "ENGINE_MODULES"),
+    "engine_of": ("jaxsched.engine", "engine_of"), "get_engine": ("jaxsched.engine", "get_engine"),
+    "ConfigError": ("jaxsched.errors", "ConfigError"),
+    "Results": ("jaxsched.run", "Results"), "simulate": ("jaxsched.run", "simulate"),
+    "run_sweep": ("jaxsched.sweep", "run_sweep"),
+    **{name: ("jaxsched.workload", name) for name in (
+        "BivariateNormal", "BurstGPTLike", "Constant", "Geometric", "Independent", "Trace",
+        "UniformInt", "read_trace")},
+}
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'jaxsched' has no attribute {name!r}") from None
+    value = importlib.import_module(module)
+    value = value if attr is None else getattr(value, attr)
+    globals()[name] = value           # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -39,11 +39,20 @@ from .errors import ConfigError
 ENGINE_MODULES = {"dp": "jaxsched.dp", "kv": "jaxsched.kv"}
 
 
+# Units whose per-seed values are whole numbers (written as integers in results files).
+INTEGER_UNITS = ("count", "steps", "step", "flag")
+
+
 class Metric(NamedTuple):
     """One summary metric of a run: its unit ("tokens", "s", "J", "count", "fraction", ...)
     and a one-line definition."""
     unit: str
     doc: str
+
+    @property
+    def integer(self) -> bool:
+        """Whether each run's value is a whole number (a count, a step index, a flag)."""
+        return self.unit in INTEGER_UNITS
 
 
 @dataclass(frozen=True)
@@ -138,7 +147,7 @@ class Engine(abc.ABC):
 
 def get_engine(name: str) -> Engine:
     """The registered engine `name` (ConfigError naming the allowed names otherwise)."""
-    if name not in ENGINE_MODULES:
+    if not isinstance(name, str) or name not in ENGINE_MODULES:
         raise ConfigError(f"engine must be one of {tuple(ENGINE_MODULES)}, got {name!r}")
     return importlib.import_module(ENGINE_MODULES[name]).ENGINE
 

@@ -35,6 +35,10 @@ def require_float(value, field: str, lo: float | None = None, hi: float | None =
     op = ">" if lo_open else ">="
     allowed = "a finite number" + (f" {op} {lo}" if lo is not None else "") + (
         f" and <= {hi}" if hi is not None else "")
+    # A string is not a number even when float() would parse it: the caller passed the wrong
+    # type (the command line converts its text itself, naming the flag).
+    if isinstance(value, (str, bytes)):
+        raise ConfigError(f"{field} must be {allowed}, got {value!r}")
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -46,3 +50,22 @@ def require_float(value, field: str, lo: float | None = None, hi: float | None =
         ok = ok and x <= hi
     require(ok, field, allowed, value)
     return x
+
+
+def require_choice(value, field: str, choices) -> str:
+    """Check that value is one of the names `choices` (a string; any other type, hashable or
+    not, gets the same one-line error instead of a TypeError) and return it."""
+    names = tuple(choices)
+    require(isinstance(value, str) and value in names, field, f"one of {names}", value)
+    return value
+
+
+def require_bool(value, field: str) -> bool:
+    """Check that value is True or False (numpy bools included; 0 and 1 are not) and return it."""
+    try:
+        import numpy as np
+        ok = isinstance(value, (bool, np.bool_))
+    except ImportError:  # pragma: no cover
+        ok = isinstance(value, bool)
+    require(ok, field, "True or False", value)
+    return bool(value)

@@ -5,27 +5,38 @@ from pathlib import Path
 from typing import Mapping
 
 import matplotlib
-
-matplotlib.use("Agg")  # files only: works on machines without a display
-import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
+from matplotlib.figure import Figure
+
+
+def _subplots(*args, **kwargs):
+    """(figure, axes) drawn off-screen. Figures are made without pyplot, so plotting needs no
+    display and never switches the caller's matplotlib backend (notebooks keep theirs)."""
+    fig = Figure(figsize=kwargs.pop("figsize", None))
+    return fig, fig.subplots(*args, **kwargs)
 
 
 def load_trajectories(loads: Mapping[str, np.ndarray], path: str | Path, *, dt_s: Mapping[str, np.ndarray] | None = None,
                       title: str = "Per-worker load (post-growth, pre-removal)") -> Path:
     """Per-worker load over steps, one panel per policy (the BF-IO paper's Fig. 6).
 
-    loads: {policy label: int[K, G] tokens}. Panels share the y axis so imbalance is comparable.
+    loads: {policy label: int[K, G] tokens}. Panels share the y axis so imbalance is comparable;
+    a worker keeps its colour in every panel, and the colour bar names it. The caller's title
+    should say which seed and steps are shown.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     n = len(loads)
-    fig, axes = plt.subplots(n, 1, figsize=(10, 2.4 * n), sharex=True, sharey=True, squeeze=False)
+    G = max(np.asarray(L).shape[1] for L in loads.values())
+    cmap = matplotlib.colormaps["viridis"].resampled(G)
+    fig, axes = _subplots(n, 1, figsize=(10, 2.4 * n + 0.4), sharex=True, sharey=True, squeeze=False)
     for ax, (label, L) in zip(axes[:, 0], loads.items()):
         L = np.asarray(L)
         steps = np.arange(1, L.shape[0] + 1)
         for g in range(L.shape[1]):
-            ax.plot(steps, L[:, g] / 1e3, lw=0.5, alpha=0.8)
+            ax.plot(steps, L[:, g] / 1e3, lw=0.5, alpha=0.8, color=cmap(g))
         gap = (L.max(1) - L.min(1)).mean()
         ax.set_title(f"{label}: mean max-min gap {gap / 1e3:.1f}k tokens", fontsize=9)
         ax.set_ylabel("load (k tokens)")
@@ -33,8 +44,11 @@ def load_trajectories(loads: Mapping[str, np.ndarray], path: str | Path, *, dt_s
     axes[-1, 0].set_xlabel("decode step")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    sm = ScalarMappable(cmap=cmap, norm=Normalize(-0.5, G - 0.5))
+    bar = fig.colorbar(sm, ax=list(axes[:, 0]), pad=0.01, fraction=0.03,
+                       ticks=np.unique(np.linspace(0, G - 1, min(G, 9)).round().astype(int)))
+    bar.set_label("worker g")
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     return path
 
 
@@ -44,7 +58,7 @@ def horizon_curve(curves: Mapping[str, Mapping[int, np.ndarray]], path: str | Pa
     from .stats import mean_ci
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = _subplots(figsize=(7, 4))
     for label, by_h in curves.items():
         hs = sorted(by_h)
         stats = [mean_ci(by_h[h]) for h in hs]
@@ -62,7 +76,7 @@ def error_curves(curves: Mapping[str, Mapping[float, np.ndarray]], path: str | P
     """Mean imbalance against the prediction-error level, one line per (predictor, H) label."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = _subplots(figsize=(7, 4))
     for label, by in curves.items():
         lv = sorted(by)
         ax.plot(lv, [np.mean(by[x]) for x in lv], "o-" if label.startswith("noisy") else "s--", label=label)
@@ -78,7 +92,6 @@ def _finish(fig, ax, path: Path) -> Path:
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
@@ -90,7 +103,7 @@ def improvement_ratio(series: Mapping[str, tuple], path: str | Path) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = _subplots(figsize=(7, 4.5))
     allx, ally = [], []
     for label, (x, r) in series.items():
         ax.plot(x, r, "o", ms=4, label=label)
@@ -110,7 +123,7 @@ def fcfs_vs_prediction(series: Mapping[str, tuple], path: str | Path, *, toleran
     and the +-tolerance band. series: {group: (predictions, means, CI half-widths)} in tokens."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(6, 5))
+    fig, ax = _subplots(figsize=(6, 5))
     lo, hi = np.inf, 0.0
     for label, (pred, mean, half) in series.items():
         pred, mean = np.asarray(pred, float), np.asarray(mean, float)
@@ -138,7 +151,7 @@ def bfio_gap_vs_b(series: Mapping[str, Mapping[int, tuple]], bounds: Mapping[str
     n = max(1, len(series))
     cols = min(3, n)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    fig, axes = _subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     for ax, (label, by_g) in zip(axes.flat, series.items()):
         for G in sorted(by_g):
             B, gap, half = (np.asarray(a, float) for a in by_g[G])
@@ -159,7 +172,6 @@ def bfio_gap_vs_b(series: Mapping[str, Mapping[int, tuple]], bounds: Mapping[str
     fig.suptitle("BF-IO average max-min gap against B", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
@@ -181,7 +193,7 @@ def plot_kv_rates(rows, path: str | Path, *, title: str = "") -> Path:
     policies = list(dict.fromkeys(r["label"] for r in rows))
     colors = {p: f"C{i}" for i, p in enumerate(policies)}
     styles = dict(zip(rules, ("-", "--", ":", "-.")))
-    fig, axes = plt.subplots(2, len(limits), figsize=(4.2 * len(limits), 6.5), squeeze=False,
+    fig, axes = _subplots(2, len(limits), figsize=(4.2 * len(limits), 6.5), squeeze=False,
                              sharex=True)
     for col, b in enumerate(limits):
         for rule in rules:
@@ -216,7 +228,6 @@ def plot_kv_rates(rows, path: str | Path, *, title: str = "") -> Path:
     fig.suptitle(title + "\n(hollow markers: overloaded, unsettled or invalid rows)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
@@ -229,7 +240,7 @@ def plot_kv_scaling(rows, fits, path: str | Path) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (a1, a2) = _subplots(1, 2, figsize=(11, 4))
     by_fit = {f["instance"]: f for f in fits}
     for name in dict.fromkeys(r["instance"] for r in rows):
         sub = sorted((r for r in rows if r["instance"] == name), key=lambda r: r["T"])
@@ -260,7 +271,6 @@ def plot_kv_scaling(rows, fits, path: str | Path) -> Path:
                  fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
@@ -271,7 +281,7 @@ def plot_tuning(history: Mapping[str, np.ndarray], path: str | Path, *, title: s
     path.parent.mkdir(parents=True, exist_ok=True)
     step = np.asarray(history["step"])
     obj = np.asarray(history["objective"], float)
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = _subplots(figsize=(7, 4))
     ax.plot(step, obj, lw=0.6, alpha=0.5, label="objective (one noise sample)")
     w = min(20, len(obj))
     if w > 1:

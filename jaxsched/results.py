@@ -7,13 +7,19 @@ and rename), so an interrupted run never leaves a half-written table.
 from __future__ import annotations
 
 import csv
+import dataclasses
+import hashlib
+import json
 import math
 import os
+import sys
 import tempfile
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
+
+from .outputs import fallback_path, file_mode
 
 
 def write_csv(path: str | Path, rows: Iterable[Mapping[str, object]]) -> Path:
@@ -26,6 +32,7 @@ def write_csv(path: str | Path, rows: Iterable[Mapping[str, object]]) -> Path:
         columns += [c for c in r if c not in columns]
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, file_mode())
         with os.fdopen(fd, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=columns)
             w.writeheader()
@@ -67,16 +74,91 @@ class ResultsFile:
 
     @property
     def done(self) -> set[str]:
-        """Keys of the rows already in the file."""
-        return {r[self.key] for r in self.rows}
+        """Keys of the rows already in the file (rows of an older format, without the key
+        column, count as not done)."""
+        return {r[self.key] for r in self.rows if r.get(self.key)}
 
     def append(self, row: Mapping[str, object]) -> None:
-        """Add one row (it must carry the key column) and rewrite the file atomically."""
+        """Add one row (it must carry the key column) and rewrite the file atomically.
+
+        If the file cannot be written any more (disk full, folder removed), every row so far
+        goes to a fallback file in the temporary folder, named on stderr, and later rows follow
+        it there: finished work is never lost."""
         if self.key not in row:
             raise KeyError(f"results row lacks its key column {self.key!r}")
         self.rows.append(dict(row))
-        if self.writer:
+        if not self.writer:
+            return
+        try:
             write_csv(self.path, self.rows)
+        except OSError as e:
+            old, self.path = self.path, fallback_path(self.path)
+            write_csv(self.path, self.rows)
+            print(f"jaxsched: warning: could not write {str(old)!r} ({e.strerror or e}); the "
+                  f"results so far and the rest of the run go to {self.path}", file=sys.stderr)
+
+
+def seed_rows(res, config_columns: Mapping[str, object], extra: Mapping[str, object] | None = None,
+              metrics: Mapping[str, object] | None = None) -> list[dict]:
+    """One row per seed of a `Results`: the configuration's columns, `extra`, the seed, then
+    every metric (integers for count, step and flag metrics, whose values are whole numbers).
+
+    metrics: {name: Metric} of the engine (default: every metric, written as floats unless the
+    engine's METRICS says integer)."""
+    if metrics is None:
+        from .engine import get_engine
+        metrics = get_engine(res.engine).METRICS
+    rows = []
+    for i, seed in enumerate(res.seeds):
+        row = {**config_columns, **(extra or {}), "seed": int(seed)}
+        row.update({k: metric_value(res.metrics[k][i], m) for k, m in metrics.items()})
+        rows.append(row)
+    return rows
+
+
+def metric_value(v: float, metric) -> int | float:
+    """One run's value of `metric` (a jaxsched.engine.Metric) for a results file: an int for
+    whole-number metrics (counts, steps, flags), a float otherwise."""
+    return int(v) if getattr(metric, "integer", False) and np.isfinite(v) else float(v)
+
+
+def identity(value: Any) -> Any:
+    """A JSON-able canonical form of a configuration value: dataclasses and equinox modules
+    (Configs, Params, workloads) become their type name and fields, arrays (numpy or JAX) their
+    dtype, shape and the SHA-256 of their bytes (so a trace is known by its content), tuples
+    lists, mappings sorted dicts."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"type": type(value).__qualname__,
+                **{f.name: identity(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+    if isinstance(value, Mapping):
+        return {str(k): identity(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, (list, tuple)):
+        return [identity(v) for v in value]
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
+    if isinstance(value, float):
+        return repr(float(value))           # exact, and NaN/inf stay JSON-able
+    if isinstance(value, np.generic) or hasattr(value, "__array__"):
+        a = np.ascontiguousarray(np.asarray(value))
+        if a.ndim == 0:
+            return identity(a.item())
+        return {"dtype": str(a.dtype), "shape": list(a.shape),
+                "sha256": hashlib.sha256(a.tobytes()).hexdigest()}
+    if callable(value):
+        return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', repr(value))}"
+    return repr(value)
+
+
+def run_key(engine: str, config: Any, params: Any, seeds: Sequence[int], **extra: Any) -> str:
+    """The resume key of a results row: SHA-256 of everything that changes its numbers (the
+    engine, every Config and Params field, the workload's content, the full seed list, the
+    package version and any `extra` settings). Two rows share a key only if rerunning one
+    would reproduce the other bit for bit."""
+    from . import __version__
+    doc = {"engine": engine, "config": identity(config), "params": identity(params),
+           "seeds": [int(s) for s in seeds], "version": __version__,
+           "extra": identity(dict(extra))}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
 
 def _fmt(v: object) -> object:
@@ -94,6 +176,28 @@ def format_value(x: float) -> str:
     if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e6):
         return f"{x:.3e}"
     return f"{x:.4g}"
+
+
+def column_formatter(values: Sequence[float]):
+    """One number format for a whole table column, chosen from its largest finite magnitude:
+    fixed point with four significant digits on that value inside [1e-3, 1e6), scientific
+    (three decimals) outside. Returns a function float -> str ('nan' for non-finite)."""
+    mags = [abs(float(v)) for v in values if math.isfinite(v) and v != 0]
+    top = max(mags, default=0.0)
+    if top and (top < 1e-3 or top >= 1e6):
+        spec = ".3e"
+    else:
+        spec = f".{max(0, 3 - math.floor(math.log10(top))) if top else 0}f"
+    return lambda x: format(float(x), spec) if math.isfinite(x) else "nan"
+
+
+def mean_ci_column(samples: Sequence[np.ndarray]) -> list[str]:
+    """'mean ± half' cells (95% CI half-width over the samples) of one column, in one format;
+    the '± half' part is left out where a sample has fewer than two values."""
+    from .stats import mean_ci
+    stats = [mean_ci(np.asarray(x, dtype=float)) for x in samples]
+    fmt = column_formatter([s[0] for s in stats])
+    return [fmt(m) + ("" if n < 2 else f" ± {fmt(h)}") for m, _, h, n in stats]
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .engine import Engine, engine_of
-from .errors import require_int
+from .errors import require, require_bool, require_float, require_int
 from .progress import Progress
 from .rng import check_seeds
 
@@ -64,6 +64,8 @@ def default_seed_chunk(engine: Engine, config: Any, n_seeds: int) -> int:
 
 def seeds_for_budget(engine: Engine, config: Any, memory_budget_mb: float, record: bool = False) -> int:
     """Seeds per chunk whose estimated peak memory fits `memory_budget_mb` (at least 1)."""
+    # A budget of 0 or less, NaN or inf would silently mean one seed or a crash in int().
+    memory_budget_mb = require_float(memory_budget_mb, "memory_budget_mb", lo=0.0, lo_open=True)
     return max(1, int(memory_budget_mb * 2**20 // max(1, engine.peak_bytes(config, record))))
 
 
@@ -162,8 +164,25 @@ def simulate(config: Any, params: Any = None, seeds: Sequence[int] = (0,), *,
     shard: split each chunk over all local devices (when it divides evenly).
     warn: issue `engine.check`'s warnings as RuntimeWarning.
     """
-    engine = engine_of(config) if engine is None else engine
+    # Every argument is checked here, before anything compiles: a wrong type would otherwise
+    # surface as an AttributeError from inside a traced step.
+    if engine is None:
+        engine = engine_of(config)
+    else:
+        require(isinstance(engine, Engine), "engine", "an Engine instance (jaxsched.get_engine"
+                "(name), or None for the engine of the config)", engine)
+        require(isinstance(config, engine.Config), "config",
+                f"a {engine.Config.__name__} (the Config of engine {engine.name!r})",
+                type(config).__name__)
     params = engine.default_params(config) if params is None else params
+    require(isinstance(params, engine.Params), "params",
+            f"a {engine.Params.__name__} of engine {engine.name!r} (from its make_params), or None",
+            type(params).__name__)
+    require_bool(record, "record")
+    require_bool(shard, "shard")
+    require_bool(warn, "warn")
+    require(progress is None or isinstance(progress, bool) or callable(progress), "progress",
+            "None, True, False or a callable progress(done_blocks, total_blocks)", progress)
     seeds = check_seeds(seeds)
     n_seeds = len(seeds)
     chunk = (default_seed_chunk(engine, config, n_seeds) if seed_chunk is None

@@ -11,8 +11,10 @@ Each finished point becomes one row of a tidy CSV results file (the point's valu
 engine's configuration columns, n, and mean / std / 95% CI half-width of every metric), written
 atomically (a temporary file renamed over the old one). A sweep killed at any moment, even by
 SIGKILL, resumes where it stopped: points whose row exists are skipped, and no row is lost or
-duplicated. Rows are keyed by `point`, a canonical string of the engine, the grid values and
-the seeds.
+duplicated. Rows are keyed by `key`, a hash of everything that changes their numbers (every
+Config and Params field, the workload's content, the full seed list, the package version:
+`results.run_key`), so rerunning with other settings into the same file adds rows and never
+returns old ones; `point` keeps the grid values readable.
 """
 from __future__ import annotations
 
@@ -25,10 +27,13 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .engine import Engine, engine_of
-from .errors import ConfigError
+from .errors import ConfigError, require_float
 from .multihost import broadcast_from_writer, is_writer, simulate_multihost
 from .progress import Progress
-from .results import ResultsFile
+from . import __version__
+from .outputs import check_file
+from .results import ResultsFile, run_key
+from .rng import check_seeds
 from .run import seeds_for_budget
 from .stats import mean_ci
 
@@ -41,20 +46,29 @@ def sweep_fields(engine: Engine) -> tuple[set[str], set[str]]:
 def grid_points(engine: Engine, axes: Mapping[str, Sequence]) -> list[dict]:
     """Every combination of the axis values, in row-major order of `axes` (names validated)."""
     cfg_f, par_f = sweep_fields(engine)
+    if not isinstance(axes, Mapping):
+        raise ConfigError(f"axes must be a mapping {{name: [values]}}, got {axes!r}")
     for name, values in axes.items():
+        if not isinstance(values, (list, tuple, range, np.ndarray)):
+            raise ConfigError(f"sweep axis {name!r} must be a list of values, got {values!r}")
         if name not in cfg_f | par_f:
             raise ConfigError(f"sweep axis {name!r} must be a {engine.Config.__name__} field or a "
                               f"{engine.name} make_params keyword: {sorted(cfg_f | par_f)}")
         if len(values) == 0:
             raise ConfigError(f"sweep axis {name!r} must have at least one value")
+        seen = [json.dumps(_jsonable(v)) for v in values]
+        dup = sorted({v for v in seen if seen.count(v) > 1})
+        if dup:
+            raise ConfigError(f"sweep axis {name!r} must not repeat a value, got {', '.join(dup)} "
+                              "more than once")
     names = list(axes)
     return [dict(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
 
 
-def point_key(engine: Engine, point: Mapping, seeds: Sequence[int]) -> str:
-    """Canonical identity of an engine's grid point and its seeds (the resume key)."""
-    return json.dumps({"engine": engine.name, "point": {k: _jsonable(point[k]) for k in sorted(point)},
-                       "seeds": [int(seeds[0]), int(seeds[-1]), len(seeds)]}, sort_keys=True)
+def point_label(engine: Engine, point: Mapping) -> str:
+    """The grid values of a point as canonical JSON (the readable `point` column)."""
+    return json.dumps({"engine": engine.name,
+                       "point": {k: _jsonable(point[k]) for k in sorted(point)}}, sort_keys=True)
 
 
 def _jsonable(v: Any) -> Any:
@@ -75,14 +89,16 @@ def _prepare(engine: Engine, base: Any, points: list[dict], params: Mapping, see
     for p in points:
         cfg = dataclasses.replace(base, **{k: v for k, v in p.items() if k in cfg_f})
         par_kw = {**params, **{k: v for k, v in p.items() if k not in cfg_f}}
-        out.append((p, cfg, engine.make_params(cfg, **par_kw), point_key(engine, p, seeds)))
+        par = engine.make_params(cfg, **par_kw)
+        out.append((p, cfg, par, run_key(engine.name, cfg, par, seeds)))
     return out
 
 
 def _row(engine: Engine, key: str, point: dict, cfg: Any, seeds: list[int], res,
          metrics: Sequence[str]) -> dict:
-    row = {"point": key, **{k: _cell(v) for k, v in point.items()}, **engine.describe(cfg),
-           "n": len(seeds), "seed_first": seeds[0], "seed_last": seeds[-1], "wall_s": res.wall_s}
+    row = {"key": key, "point": point_label(engine, point), **{k: _cell(v) for k, v in point.items()},
+           **engine.describe(cfg), "n": len(seeds), "seed_first": seeds[0], "seed_last": seeds[-1],
+           "version": __version__, "wall_s": res.wall_s}
     for m in metrics:
         mean, std, half, _ = mean_ci(res.metrics[m])
         row.update({f"{m}_mean": mean, f"{m}_std": std, f"{m}_ci95": half})
@@ -107,14 +123,22 @@ def run_sweep(base: Any, axes: Mapping[str, Sequence], seeds: Sequence[int], out
     """
     engine = engine_of(base)
     out = Path(out)
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ConfigError("seeds must be a non-empty sequence of integers")
-    if not memory_budget_mb > 0:
-        raise ConfigError(f"memory_budget_mb must be a number > 0, got {memory_budget_mb!r}")
+    seeds = check_seeds(seeds).tolist()
+    memory_budget_mb = require_float(memory_budget_mb, "memory_budget_mb", lo=0.0, lo_open=True)
     metrics = tuple(engine.METRICS) if metrics is None else tuple(metrics)
+    for m in metrics:
+        if m not in engine.METRICS:
+            raise ConfigError(f"metrics must be names among {engine.name}'s metrics "
+                              f"({', '.join(engine.METRICS)}), got {m!r}")
+    _, par_f = sweep_fields(engine)
+    for k in params or {}:
+        if k not in par_f:
+            raise ConfigError(f"params key {k!r} must be a {engine.name} make_params keyword: "
+                              f"{sorted(par_f)}")
     prepared = _prepare(engine, base, grid_points(engine, axes), dict(params or {}), seeds)
-    results = ResultsFile(out, "point", writer=is_writer())
+    if is_writer():
+        check_file(out, "out")
+    results = ResultsFile(out, "key", writer=is_writer())
     # Every process must run the same points (they gather together): process 0's file decides.
     done = set(broadcast_from_writer(sorted(results.done)))
     todo = [x for x in prepared if x[3] not in done]
@@ -129,7 +153,7 @@ def run_sweep(base: Any, axes: Mapping[str, Sequence], seeds: Sequence[int], out
             on_point(n, row)
         bar.advance(1, f"points; last {res.wall_s:.1f} s")
     bar.close()
-    return out
+    return results.path
 
 
 def parse_axis(text: str) -> tuple[str, list]:

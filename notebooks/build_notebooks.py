@@ -1,63 +1,75 @@
-"""Execute the walkthrough scripts in this folder and save them as notebooks with outputs.
+"""Build the notebooks in this folder from their sources, with fresh outputs.
 
-Each `*.walk.py` file is split into cells at lines starting with `# %%` (markdown cells start
-with `# %% [markdown]` and hold comment lines). Cells run in one namespace; printed output and
-saved figures (shown with `show_png(path)`) become the cell outputs. Needs no Jupyter:
-`python notebooks/build_notebooks.py` writes `<name>.ipynb` beside each script.
+A notebook's source is the percent-format script `<name>.py` beside it (cells start at `# %%`).
+jupytext turns the script into a notebook and nbclient executes it top to bottom in a Jupyter
+kernel (`python3`, this environment's ipykernel) with this folder as the working directory,
+exactly as Jupyter runs the committed `<name>.ipynb`. Edit the script, then rebuild:
+
+    python notebooks/build_notebooks.py              # every notebook
+    python notebooks/build_notebooks.py wait bfio    # the named ones
+
+tests/test_notebooks.py executes the committed notebooks and checks that their cells equal the
+scripts'.
 """
 from __future__ import annotations
 
-import base64
-import contextlib
-import io
-import json
 import sys
+import time
 from pathlib import Path
 
+import jupytext
+import nbformat
+from nbclient import NotebookClient
 
-def _cells(text: str) -> list[tuple[str, str]]:
-    cells, kind, buf = [], None, []
-    for line in text.splitlines():
-        if line.startswith("# %%"):
-            if kind is not None:
-                cells.append((kind, "\n".join(buf).strip("\n")))
-            kind, buf = ("markdown" if "[markdown]" in line else "code"), []
-        elif kind is not None:
-            buf.append(line[2:] if kind == "markdown" and line.startswith("# ") else
-                       ("" if kind == "markdown" and line == "#" else line))
-    if kind is not None:
-        cells.append((kind, "\n".join(buf).strip("\n")))
-    return cells
+HERE = Path(__file__).resolve().parent
+CELL_TIMEOUT_S = 900
 
 
-def build(script: Path) -> Path:
-    ns: dict = {}
-    images: list[str] = []
-    ns["show_png"] = lambda p: images.append(base64.b64encode(Path(p).read_bytes()).decode())
-    nb_cells = []
-    for n, (kind, src) in enumerate(_cells(script.read_text())):
-        if kind == "markdown":
-            nb_cells.append({"cell_type": "markdown", "metadata": {}, "source": src})
-            continue
-        out = io.StringIO()
-        images.clear()
-        with contextlib.redirect_stdout(out):
-            exec(compile(src, f"{script.name}[cell {n}]", "exec"), ns)
-        outputs = []
-        if out.getvalue():
-            outputs.append({"output_type": "stream", "name": "stdout", "text": out.getvalue()})
-        outputs += [{"output_type": "display_data", "metadata": {}, "data": {"image/png": im}} for im in images]
-        nb_cells.append({"cell_type": "code", "metadata": {}, "execution_count": n, "source": src,
-                         "outputs": outputs})
-    nb = {"cells": nb_cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                         "language": "python"}},
-          "nbformat": 4, "nbformat_minor": 5}
-    dest = script.with_name(script.name.replace(".walk.py", ".ipynb"))
-    dest.write_text(json.dumps(nb, indent=1))
-    return dest
+def sources() -> dict[str, Path]:
+    """{notebook name: its script}: every `*.py` in this folder except this builder."""
+    return {p.stem: p for p in sorted(HERE.glob("*.py")) if p.name != Path(__file__).name}
+
+
+def convert(script: Path) -> nbformat.NotebookNode:
+    """The notebook of a percent-format script, without outputs."""
+    nb = jupytext.read(script)
+    # jupytext draws random cell ids; numbered ones keep a rebuild's diff to the outputs.
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"{script.stem}-{i}"
+    return nb
+
+
+def execute(nb: nbformat.NotebookNode, *, timeout: int = CELL_TIMEOUT_S) -> nbformat.NotebookNode:
+    """Run every cell in order in a fresh python3 kernel started in this folder (raises
+    nbclient.exceptions.CellExecutionError on the first failing cell)."""
+    # record_timing=False: per-cell timestamps would change every committed notebook on every
+    # rebuild.
+    NotebookClient(nb, kernel_name="python3", timeout=timeout, record_timing=False,
+                   resources={"metadata": {"path": str(HERE)}}).execute()
+    return nb
+
+
+def build(name: str) -> tuple[Path, float]:
+    """Convert and execute notebook `name`, write `<name>.ipynb`; returns (path, wall s)."""
+    t0 = time.perf_counter()
+    nb = execute(convert(sources()[name]))
+    nbformat.validate(nb)
+    dest = HERE / f"{name}.ipynb"
+    nbformat.write(nb, dest)
+    return dest, time.perf_counter() - t0
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(sources())
+    unknown = sorted(set(names) - set(sources()))
+    if unknown:
+        print(f"unknown notebooks {unknown}; available: {list(sources())}", file=sys.stderr)
+        return 2
+    for name in names:
+        dest, wall = build(name)
+        print(f"{dest.relative_to(HERE.parent)}: executed in {wall:.1f} s")
+    return 0
 
 
 if __name__ == "__main__":
-    here = Path(__file__).parent
-    for s in sorted(here.glob("*.walk.py")) if len(sys.argv) < 2 else map(Path, sys.argv[1:]):
-        print(build(s))
+    sys.exit(main(sys.argv[1:]))

@@ -1,21 +1,28 @@
 """The command line: `jaxsched run | sweep | reproduce | check | kv | tune`.
 
-One module per engine adds its commands (`dp`, `kv`); `sweep` works for every engine.
-Every invalid input prints one `jaxsched: error: ...` line naming the field and exits with 2.
+One module per engine adds its commands (`dp`, `kv`); `sweep` works for every engine; `base`
+holds what they share (one-line errors, defaults in help, `--config FILE.toml`). Parsers import
+no engine (and so no JAX): `--help` and `--version` answer at once, and a command imports
+what it runs when it runs. Every invalid input prints one `jaxsched: error: ...` line naming the
+field and exits with 2.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
+from .. import __version__
 from ..errors import ConfigError
 from . import dp, kv, sweep
+from .base import HelpFormatter, Parser, resolve
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="jaxsched",
-                                description="Batched JAX simulators of LLM-serving schedulers.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = Parser(prog="jaxsched", formatter_class=HelpFormatter,
+               description="Batched JAX simulators of LLM-serving schedulers. "
+                           "`jaxsched COMMAND --help` lists a command's options and defaults.")
+    p.add_argument("--version", action="version", version=f"jaxsched {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     dp.add_parsers(sub)
     sweep.add_parsers(sub)
     kv.add_parsers(sub)
@@ -23,8 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        args = resolve(build_parser(), argv)
         return args.func(args)
     except ConfigError as e:
         print(f"jaxsched: error: {e}", file=sys.stderr)

@@ -2,7 +2,10 @@
 
 `jaxsched run` with no arguments runs the BF-IO paper's Table 1 configuration (G = 16, B = 72,
 R = 64) on the BurstGPT-like workload over 8 seeds, prints a policy-by-metric table (mean and
-95% CI), and writes a CSV (one row per policy and seed) and a load-trajectory plot.
+95% CI), and writes a CSV (one row per policy and seed), a load-trajectory plot and the
+resolved options (`run.config.toml`, which `--config` reads back).
+
+Engines are imported inside the commands, so that `--help` does not import JAX.
 """
 from __future__ import annotations
 
@@ -11,187 +14,243 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from ..dp.config import DPConfig
-from ..dp.experiments import (TABLE1_POLICIES, parse_policies, result_rows, run_policies, summary_table,
-                              table1_rows, table1_workload)
-from ..dp.policies import POLICIES
 from ..errors import ConfigError, require_int
-from ..results import write_csv
-from ..workload import BivariateNormal, BurstGPTLike, read_trace
+from ..outputs import check_dir, check_file, save
+from .base import command, require_what, write_resolved
+from .catalog import BFIO_KERNELS, DP_POLICIES, DP_PREDICTORS, DP_SEMANTICS, DP_WORKLOADS
 
-WORKLOADS = {"burstgpt_like": BurstGPTLike, "bivariate_normal": BivariateNormal}
-
-
-def _add_shape_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--G", type=int, default=16, help="workers (default 16)")
-    p.add_argument("--B", type=int, default=72, help="slots per worker (default 72)")
-    p.add_argument("--R", type=int, default=64, help="waiting-pool size (default 64)")
+REPRODUCIBLE = ("table1", "fig4", "noise")
 
 
-def _plot_run(base: DPConfig, specs, seed: int, steps: int, path: Path, params_kw: dict) -> Path:
+def config_path(out: Path, folder: bool = False) -> Path:
+    """Where a command writes its resolved options: in its results folder, or beside its
+    results file (results/run.csv -> results/run.config.toml)."""
+    return out / "config.toml" if folder else out.with_name(out.stem + ".config.toml")
+
+
+def _workload(a: argparse.Namespace):
+    """The request lengths of `run`/`sweep`: a trace, or a named synthetic workload."""
+    from ..workload import BivariateNormal, BurstGPTLike, read_trace
+    if a.trace and a.workload:
+        raise ConfigError("--workload and --trace are exclusive: --trace replaces the synthetic "
+                          f"workload (got --workload {a.workload} --trace {a.trace})")
+    if a.trace:
+        return read_trace(a.trace, order="resample")
+    return {"burstgpt_like": BurstGPTLike, "bivariate_normal": BivariateNormal}[
+        a.workload or "burstgpt_like"]()
+
+
+def _predictor_params(a: argparse.Namespace) -> dict:
+    """make_params keywords of the predictor flags; flags that the predictor ignores are errors."""
+    if a.noise and a.predictor != "noisy":
+        raise ConfigError(f"--noise applies to --predictor noisy only, got --predictor {a.predictor}")
+    if (a.fp_rate or a.fn_rate) and a.predictor != "classifier":
+        raise ConfigError("--fp-rate and --fn-rate apply to --predictor classifier only, got "
+                          f"--predictor {a.predictor}")
+    return dict(noise_lo=a.noise, noise_hi=a.noise, fp_rate=a.fp_rate, fn_rate=a.fn_rate)
+
+
+def _plot_run(base, specs, seed: int, steps: int, path: Path, params_kw: dict,
+              progress: bool) -> Path:
     """One recorded run per policy (seed `seed`, first `steps` steps) drawn as Fig. 6."""
     from ..dp import make_params, simulate
     from ..plots import load_trajectories
+    from ..progress import Progress
+    steps = min(steps, base.num_steps)
+    bar = Progress("plot (seed %d, steps 1-%d)" % (seed, steps), len(specs), enabled=progress)
     loads = {}
     for spec in specs:
-        cfg = dataclasses.replace(base, policy=spec.name, horizon=spec.horizon,
-                                  num_steps=min(steps, base.num_steps))
+        cfg = dataclasses.replace(base, policy=spec.name, horizon=spec.horizon, num_steps=steps)
         res = simulate(cfg, make_params(cfg, **params_kw), [seed], record=True)
         loads[spec.label] = res.trajectories["hist_loads"][0]
-    return load_trajectories(loads, path)
+        bar.advance(1, spec.label)
+    bar.close()
+    return load_trajectories(loads, path, title=f"Per-worker load (post-growth, pre-removal): "
+                                                f"seed {seed}, steps 1-{steps}, {base.workload.name}")
 
 
 def cmd_run(a: argparse.Namespace) -> int:
+    from ..dp.config import DPConfig, make_params
+    from ..dp.experiments import parse_policies, result_rows, run_policies, summary_table
+    from ..results import write_csv
     specs = parse_policies(a.policies)
-    if a.trace:
-        workload = read_trace(a.trace, order="resample")
-    else:
-        workload = WORKLOADS[a.workload]()
-    if a.seeds < 1:
-        raise ConfigError(f"--seeds must be an integer >= 1, got {a.seeds}")
+    seeds_n = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
+    require_int(a.seed_start, "--seed-start", lo=0, hi=2**32 - seeds_n)
+    plot_steps = require_int(a.plot_steps, "--plot-steps", lo=1)
+    out = check_file(a.out, "--out")
+    png = None if a.plot == "none" else check_file(a.plot, "--plot", image=True)
+    params_kw = _predictor_params(a)
+    workload = _workload(a)
     base = DPConfig(num_workers=a.G, slots_per_worker=a.B, pool_size=a.R, num_steps=a.steps,
                     semantics=a.semantics, workload=workload, predictor=a.predictor)
-    for s in specs:  # validate every policy's config before compiling anything
-        dataclasses.replace(base, policy=s.name, horizon=s.horizon)
-    seeds = list(range(a.seed_start, a.seed_start + a.seeds))
-    params_kw = dict(noise_lo=a.noise, noise_hi=a.noise, fp_rate=a.fp_rate, fn_rate=a.fn_rate)
-    print(f"jaxsched run: G={a.G} B={a.B} R={a.R} steps={a.steps} seeds={a.seeds} "
-          f"workload={workload.name} semantics={a.semantics}", file=sys.stderr)
+    for s in specs:  # validate every policy's config and params before compiling anything
+        make_params(dataclasses.replace(base, policy=s.name, horizon=s.horizon), **params_kw)
+    seeds = list(range(a.seed_start, a.seed_start + seeds_n))
+    print(f"jaxsched run: G={a.G} B={a.B} R={a.R} steps={a.steps} seeds={seeds_n} "
+          f"workload={workload.name} semantics={a.semantics} predictor={a.predictor} "
+          f"policies={a.policies}", file=sys.stderr)
+    conf = write_resolved(a, config_path(out))
     results = run_policies(base, specs, seeds, params_kw=params_kw, progress=not a.quiet)
     print(summary_table(results))
-    out = write_csv(a.out, result_rows(results, seeds))
-    print(f"\nresults: {out}")
-    if a.plot != "none":
-        png = _plot_run(base, specs, seeds[0], a.plot_steps, Path(a.plot), params_kw)
-        print(f"load trajectories: {png}")
-    return 0
+    written, ok = save(lambda p: write_csv(p, result_rows(results, seeds)), out, "--out")
+    print(f"\nresults: {written}\noptions: {conf}")
+    if png is not None:
+        try:
+            print(f"load trajectories: {_plot_run(base, specs, seeds[0], plot_steps, png, params_kw, not a.quiet)}")
+        except OSError as e:
+            print(f"jaxsched: warning: could not write --plot {str(png)!r} ({e.strerror or e})",
+                  file=sys.stderr)
+            ok = False
+    return 0 if ok else 1
 
 
 def cmd_reproduce(a: argparse.Namespace) -> int:
-    if a.what not in ("table1", "fig4", "noise"):
-        raise ConfigError(f"reproduce: unknown experiment {a.what!r}; available: table1, fig4, noise")
-    if a.what == "fig4":
-        return _reproduce_fig4(a)
-    if a.what == "noise":
-        return _reproduce_noise(a)
-    if not a.trace:
+    what = require_what(a.what, "reproduce: the experiment", REPRODUCIBLE)
+    seeds = require_int(a.seeds, "--seeds", lo=1, hi=4096)
+    out = check_file(a.out or f"results/{what}.csv", "--out")
+    png = None if what == "table1" else check_file(a.plot or f"results/{what}.png", "--plot", image=True)
+    if what == "table1" and not a.trace:
         raise ConfigError("reproduce table1 needs --trace PATH (the BurstGPT sample, burstgpt_8000.csv)")
-    workload = table1_workload(a.trace)
+    if what != "table1" and a.trace:
+        raise ConfigError(f"--trace applies to reproduce table1 only, got reproduce {what}")
+    conf = write_resolved(a, config_path(out))
+    if what == "fig4":
+        rows, text, png = _reproduce_fig4(seeds, png, a.quiet)
+    elif what == "noise":
+        rows, text, png = _reproduce_noise(seeds, png, a.quiet)
+    else:
+        rows, text = _reproduce_table1(a.trace, a.quiet)
+    print(text)
+    from ..results import write_csv
+    written, ok = save(lambda p: write_csv(p, rows), out, "--out")
+    print(f"\nresults: {written}" + (f"\nplot: {png}" if png else "") + f"\noptions: {conf}")
+    return 0 if ok else 1
+
+
+def _reproduce_table1(trace: str, quiet: bool):
+    from ..dp.config import DPConfig
+    from ..dp.experiments import TABLE1_POLICIES, result_rows, run_policies, table1_rows, table1_workload
+    workload = table1_workload(trace)
     base = DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, num_steps=50_000,
                     workload=workload)
     print("jaxsched reproduce table1: G=16 B=72 R=64, N=100000 requests "
           "(numpy default_rng(42).choice(8000)), one run", file=sys.stderr)
-    results = run_policies(base, TABLE1_POLICIES, [0], progress=not a.quiet, block_steps=4096)
-    print(table1_rows(results))
-    out = write_csv(a.out or "results/table1.csv", result_rows(results, [0], extra={"trace": str(a.trace)}))
-    print(f"\nresults: {out}")
-    return 0
+    results = run_policies(base, TABLE1_POLICIES, [0], progress=not quiet, block_steps=4096)
+    return result_rows(results, [0], extra={"trace": str(trace)}), table1_rows(results)
 
 
-def _reproduce_fig4(a: argparse.Namespace) -> int:
+def _reproduce_fig4(n_seeds: int, png: Path, quiet: bool):
     from ..dp.experiments import fig4_sweep
     from ..plots import horizon_curve
-    seeds = list(range(a.seeds))
-    print(f"jaxsched reproduce fig4: BF-IO(H) on the synthetic workload, {a.seeds} seeds, "
+    from ..results import markdown_table, mean_ci_column
+    seeds = list(range(n_seeds))
+    print(f"jaxsched reproduce fig4: BF-IO(H) on the synthetic workload, {n_seeds} seeds, "
           "N = 8000 requests each, G=16 B=72 R=64, C/8", file=sys.stderr)
-    res = fig4_sweep(seeds=seeds, progress=not a.quiet)
+    res = fig4_sweep(seeds=seeds, progress=not quiet)
     rows = [dict(horizon=H, seed=s, avg_imbalance_tokens=float(v[i])) for H, v in res.items()
             for i, s in enumerate(seeds)]
-    from ..results import markdown_table, format_value
-    from ..stats import mean_ci
-    print(markdown_table(["H", "avg imbalance (tokens)", "95% CI"],
-                         [[str(H), format_value(mean_ci(v)[0]), format_value(mean_ci(v)[2])]
-                          for H, v in res.items()]))
-    out = write_csv(a.out or "results/fig4.csv", rows)
-    png = horizon_curve({"BF-IO(H), oracle": res}, a.plot or "results/fig4.png",
+    cells = mean_ci_column(list(res.values()))
+    text = (f"mean ± 95% CI over {n_seeds} seeds\n\n" +
+            markdown_table(["H", "avg imbalance (tokens)"], [[str(H), c] for H, c in zip(res, cells)]))
+    png = horizon_curve({"BF-IO(H), oracle": res}, png,
                         title="Imbalance against lookahead (synthetic, G=16, B=72; paper Fig. 4)")
-    print(f"\nresults: {out}\nplot: {png}")
-    return 0
+    return rows, text, png
 
 
-def _reproduce_noise(a: argparse.Namespace) -> int:
+def _reproduce_noise(n_seeds: int, png: Path, quiet: bool):
     from ..dp.experiments import noise_sweep
-    seeds = list(range(a.seeds))
-    res = noise_sweep(seeds=seeds, progress=not a.quiet)
+    from ..plots import error_curves
+    from ..results import markdown_table, mean_ci_column
+    seeds = list(range(n_seeds))
+    res = noise_sweep(seeds=seeds, progress=not quiet)
     rows = [dict(series=k, level=lvl, seed=s, avg_imbalance_tokens=float(v[i]))
             for k, by in res.items() for lvl, v in by.items() for i, s in enumerate(seeds)]
-    from ..results import markdown_table, format_value
-    from ..stats import mean_ci
-    print(markdown_table(["series", "error level", "avg imbalance (tokens)"],
-                         [[k, str(lvl), format_value(mean_ci(v)[0])] for k, by in res.items()
-                          for lvl, v in by.items()]))
-    out = write_csv(a.out or "results/noise.csv", rows)
-    from ..plots import error_curves
-    png = error_curves(res, a.plot or "results/noise.png")
-    print(f"\nresults: {out}\nplot: {png}")
-    return 0
+    keys = [(k, lvl) for k, by in res.items() for lvl in by]
+    cells = mean_ci_column([res[k][lvl] for k, lvl in keys])
+    text = (f"mean ± 95% CI over {n_seeds} seeds\n\n" +
+            markdown_table(["series", "error level", "avg imbalance (tokens)"],
+                           [[k, str(lvl), c] for (k, lvl), c in zip(keys, cells)]))
+    return rows, text, error_curves(res, png)
 
 
 def cmd_check(a: argparse.Namespace) -> int:
-    if a.what != "theorems":
-        raise ConfigError(f"check: unknown check {a.what!r}; available: theorems")
-    from kernels import BFIO_VARIANTS
+    require_what(a.what, "check: the check", ("theorems",))
     for flag, name in (("--kernel", a.kernel), ("--t1-kernel", a.t1_kernel)):
-        if name not in BFIO_VARIANTS:
-            raise ConfigError(f"{flag} must be one of {tuple(BFIO_VARIANTS)}, got {name!r}")
-    from ..dp.theorems import check_theorems
+        if name not in BFIO_KERNELS:
+            raise ConfigError(f"{flag} must be one of {', '.join(BFIO_KERNELS)}, got {name!r}")
     seeds = require_int(a.seeds, "--seeds", lo=2, hi=4096)
     measured = None if a.measured is None else require_int(a.measured, "--measured", lo=1, hi=100_000)
+    out = check_dir(a.out, "--out")
+    conf = write_resolved(a, config_path(out, folder=True))
     print(f"jaxsched check theorems: {'quick' if a.quick else 'full'} grid, {seeds} seeds, "
-          f"BF-IO kernels {a.kernel} (Theorems 2, 3) and {a.t1_kernel} (Theorem 1), results in {a.out}",
+          f"BF-IO kernels {a.kernel} (Theorems 2, 3) and {a.t1_kernel} (Theorem 1), results in {out}",
           file=sys.stderr)
-    ok, checks, report = check_theorems(a.out, quick=a.quick, kernel=a.kernel, t1_kernel=a.t1_kernel,
+    from ..dp.theorems import check_theorems
+    ok, checks, report = check_theorems(out, quick=a.quick, kernel=a.kernel, t1_kernel=a.t1_kernel,
                                         seeds=seeds, measured=measured, progress=not a.quiet)
     for c in checks:
         print(f"{c.status:4s}  {c.name}: {c.detail}")
-    print(f"\nreport: {report}")
+    print(f"\nreport: {report}\noptions: {conf}")
     return 0 if ok else 1
+
+
+def add_shape_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--G", type=int, default=16, help="workers")
+    p.add_argument("--B", type=int, default=72, help="slots per worker")
+    p.add_argument("--R", type=int, default=64, help="waiting-pool size")
 
 
 def add_parsers(sub) -> None:
     """The dp engine's commands: run, reproduce, check."""
-    r = sub.add_parser("run", help="compare policies on one configuration over several seeds")
-    _add_shape_args(r)
+    r = command(sub, "run", help="compare policies on one configuration over several seeds (dp "
+                                 "engine, BF-IO paper)")
+    add_shape_args(r)
     r.add_argument("--policies", default="fcfs,jsq_tokens,bfio:0,bfio:20",
-                   help=f"comma-separated, from {', '.join(POLICIES)}; bfio:H gives BF-IO a lookahead H "
-                        "(default %(default)s)")
-    r.add_argument("--seeds", type=int, default=8, help="number of seeds (default 8)")
-    r.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
-    r.add_argument("--steps", type=int, default=3000, help="decode steps per run (default 3000)")
-    r.add_argument("--trace", help="CSV trace to resample per seed (BurstGPT, Azure or two columns)")
-    r.add_argument("--workload", choices=sorted(WORKLOADS), default="burstgpt_like")
-    r.add_argument("--semantics", choices=["paper", "theory"], default="paper")
-    r.add_argument("--predictor", choices=["oracle", "noisy", "classifier"], default="oracle")
-    r.add_argument("--noise", type=float, default=0.0, help="noisy predictor: o * U[1-d, 1+d]")
-    r.add_argument("--fp-rate", type=float, default=0.0, help="classifier false-positive rate")
-    r.add_argument("--fn-rate", type=float, default=0.0, help="classifier false-negative rate")
-    r.add_argument("--out", default="results/run.csv", help="CSV results file")
-    r.add_argument("--plot", default="results/loads.png", help="load-trajectory PNG ('none' to skip)")
+                   help=f"comma-separated, from {', '.join(DP_POLICIES)}; bfio:H gives BF-IO a "
+                        "lookahead H")
+    r.add_argument("--seeds", type=int, default=8, help="number of seeds")
+    r.add_argument("--seed-start", type=int, default=0, help="first seed")
+    r.add_argument("--steps", type=int, default=3000, help="decode steps per run")
+    r.add_argument("--trace", help="CSV trace to resample per seed (BurstGPT, Azure or two "
+                                   "columns); replaces --workload")
+    r.add_argument("--workload", choices=DP_WORKLOADS, default=None,
+                   help="synthetic request lengths (default burstgpt_like)")
+    r.add_argument("--semantics", choices=DP_SEMANTICS, default="paper", help="step semantics")
+    r.add_argument("--predictor", choices=DP_PREDICTORS, default="oracle",
+                   help="BF-IO's output-length predictions")
+    r.add_argument("--noise", type=float, default=0.0, help="--predictor noisy: o * U[1-d, 1+d]")
+    r.add_argument("--fp-rate", type=float, default=0.0, help="--predictor classifier: false-positive rate")
+    r.add_argument("--fn-rate", type=float, default=0.0, help="--predictor classifier: false-negative rate")
+    r.add_argument("--out", default="results/run.csv", help="CSV results file (one row per policy and seed)")
+    r.add_argument("--plot", default="results/loads.png", help="load-trajectory image "
+                   "(.png, .pdf, .svg, ...; 'none' to skip)")
     r.add_argument("--plot-steps", type=int, default=2000, help="steps shown in the plot")
     r.add_argument("--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=cmd_run)
 
-    q = sub.add_parser("reproduce", help="reproduce a table of a paper")
-    q.add_argument("what", help="table1 (BF-IO paper, Table 1), fig4 (imbalance against H), "
-                                "noise (BF-IO(H) under prediction errors)")
-    q.add_argument("--trace", help="path to burstgpt_8000.csv (table1)")
-    q.add_argument("--seeds", type=int, default=8, help="seeds (fig4, noise; default 8)")
+    q = command(sub, "reproduce", help="reproduce a table or figure of the BF-IO paper")
+    q.add_argument("what", nargs="?", help=f"one of {', '.join(REPRODUCIBLE)}: Table 1, Fig. 4 "
+                   "(imbalance against H), BF-IO(H) under prediction errors")
+    q.add_argument("--trace", help="table1: path to burstgpt_8000.csv")
+    q.add_argument("--seeds", type=int, default=8, help="seeds (fig4, noise)")
     q.add_argument("--out", help="CSV results file (default results/<what>.csv)")
-    q.add_argument("--plot", help="PNG (fig4, noise; default results/<what>.png)")
-    q.add_argument("--quiet", action="store_true")
+    q.add_argument("--plot", help="image file (fig4, noise; default results/<what>.png)")
+    q.add_argument("--quiet", action="store_true", help="no progress output")
     q.set_defaults(func=cmd_reproduce)
 
-    c = sub.add_parser("check", help="check the BF-IO paper's theorems in the theory semantics")
-    c.add_argument("what", help="theorems (Theorems 1-3: FCFS prediction, BF-IO bounds, ratio growth)")
+    c = command(sub, "check", help="check the BF-IO paper's theorems in the theory semantics")
+    c.add_argument("what", nargs="?", help="theorems (Theorems 1-3: FCFS prediction, BF-IO bounds, "
+                                           "ratio growth)")
     c.add_argument("--quick", action="store_true", help="the reduced grid (8 runs, about 30 CPU seconds)")
     c.add_argument("--out", default="results/theorems",
-                   help="folder for report.md, results.csv (resumed if present) and the PNG plots")
-    c.add_argument("--kernel", default="window",
-                   help="BF-IO kernel of Theorems 2 and 3 (kernels.BFIO_VARIANTS; default window: "
-                        "the proofs' max-min minimizing BF-IO; vf: valley fill, the IO objective)")
-    c.add_argument("--t1-kernel", default="round_lpt",
-                   help="BF-IO kernel of Theorem 1's rounds (default round_lpt: max - min <= s_max - 1)")
-    c.add_argument("--seeds", type=int, default=4, help="seeds per point (default 4)")
+                   help="folder for report.md, results.csv (resumed if present) and the plots")
+    c.add_argument("--kernel", default="window", choices=BFIO_KERNELS, metavar="KERNEL",
+                   help=f"BF-IO kernel of Theorems 2 and 3, one of {', '.join(BFIO_KERNELS)} "
+                        "(window: the proofs' max-min minimizing BF-IO; vf: valley fill, the IO "
+                        "objective)")
+    c.add_argument("--t1-kernel", default="round_lpt", choices=BFIO_KERNELS, metavar="KERNEL",
+                   help="BF-IO kernel of Theorem 1's rounds (round_lpt: max - min <= s_max - 1)")
+    c.add_argument("--seeds", type=int, default=4, help="seeds per point")
     c.add_argument("--measured", type=int, default=None,
                    help="measured rounds (Theorem 1) or slot lifetimes 1/p (default 48; quick 20)")
     c.add_argument("--quiet", action="store_true", help="no progress output")

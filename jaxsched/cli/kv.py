@@ -1,13 +1,21 @@
-"""`jaxsched kv run | experiment` and `jaxsched tune`: the kv engine (WAIT paper)."""
+"""`jaxsched kv run | experiment` and `jaxsched tune`: the kv engine (WAIT paper).
+
+Engines are imported inside the commands, so that `--help` does not import JAX.
+"""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
 
 from ..errors import ConfigError, require_int
-from ..results import write_csv
+from ..outputs import check_dir, check_file, save
+from .base import command, require_what, write_resolved
+from .catalog import (KV_CAPACITY_RULES, KV_DEFAULT_CAPACITY_TOKENS, KV_DEFAULT_D0_S,
+                      KV_DEFAULT_D1_S_PER_TOKEN, KV_EXPERIMENTS, KV_POLICIES)
+from .dp import config_path
 
 
 def _kv_ints(text: str, flag: str) -> tuple[int, ...]:
@@ -18,90 +26,17 @@ def _kv_ints(text: str, flag: str) -> tuple[int, ...]:
         raise ConfigError(f"{flag} must be comma-separated integers, got {text!r}") from None
 
 
-def _kv_floats(text: str, flag: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(v) for v in text.split(","))
-    except ValueError:
-        raise ConfigError(f"{flag} must be comma-separated numbers, got {text!r}") from None
-
-
-def cmd_kv_run(a: argparse.Namespace) -> int:
-    """One kv configuration over several seeds: prints each metric's mean and 95% CI."""
-    from ..kv import KVConfig, make_params, simulate
-    from ..results import format_value, markdown_table
-    from ..stats import mean_ci
-    cfg = KVConfig(prefill_tokens=_kv_ints(a.prefill, "--prefill"),
-                   decode_tokens=_kv_ints(a.decode, "--decode"), policy=a.policy,
-                   num_requests=require_int(a.num_requests, "--num-requests", lo=1),
-                   table_size=require_int(a.table_size, "--table-size", lo=1))
-    th = None if a.thresholds is None else _kv_ints(a.thresholds, "--thresholds")
-    params = make_params(cfg, rates=_kv_floats(a.rates, "--rates"), d0_s=a.d0,
-                         d1_s_per_token=a.d1, capacity_tokens=a.capacity, thresholds=th)
-    seeds = range(require_int(a.seeds, "--seeds", lo=1, hi=4096))
-    res = simulate(cfg, params, seeds)
-    print(f"jaxsched kv run: policy={a.policy} thresholds={list(map(int, params.thresholds))} "
-          f"N={a.num_requests} seeds={a.seeds} ({res.wall_s:.1f} s)", file=sys.stderr)
-    rows = []
-    for k, v in res.metrics.items():
-        m, _, half, _ = mean_ci(v)
-        rows.append([k, format_value(m), format_value(half)])
-    print(markdown_table(["metric", "mean", "95% CI"], rows))
-    return 0
-
-
-def cmd_kv_experiment(a: argparse.Namespace) -> int:
-    """E1-E4 (notes/001.md §4) or Theorem 1's scaling: markdown table, CSV and PNG in --out."""
-    from ..kv import experiments as kx
-    from ..plots import plot_kv_rates, plot_kv_scaling
-    what = a.what.lower()
-    if what not in (*kx.EXPERIMENTS, "scaling"):
-        raise ConfigError(f"kv experiment: unknown experiment {a.what!r}; available: "
-                          f"{', '.join((*kx.EXPERIMENTS, 'scaling'))}")
-    seeds = None if a.seeds is None else require_int(a.seeds, "--seeds", lo=2 if what == "scaling"
-                                                     else 1, hi=4096)
-    pols = None if a.policies is None else [p for p in a.policies.split(",") if p]
-    out = Path(a.out)
-    log = None if a.quiet else (lambda s: print(s, file=sys.stderr))
-    t0 = time.perf_counter()
-    if what == "scaling":
-        if pols is not None or a.prefill_price is not None:
-            raise ConfigError("--policies and --prefill-price do not apply to 'scaling'")
-        rows, fits = kx.run_scaling(quick=a.quick, seeds=seeds, progress=log)
-        print(kx.scaling_tables(rows, fits))
-        csv = write_csv(out / "scaling.csv", rows)
-        write_csv(out / "scaling_fits.csv", fits)
-        png = plot_kv_scaling(rows, fits, out / "scaling.png")
-    else:
-        exp = kx.EXPERIMENTS[what]
-        rows = kx.run_experiment(what, quick=a.quick, seeds=seeds, policies=pols,
-                                 prefill_price=a.prefill_price, loads=_floats(a.loads, "--loads"),
-                                 batch_limits=_limits(a.batch_limits),
-                                 capacities=None if a.capacity is None else
-                                 [c for c in a.capacity.split(",") if c], progress=log)
-        print(f"{what.upper()}: {exp.title} (paper {exp.figure}); paper's claim: {exp.claim}\n")
-        print(kx.experiment_table(rows))
-        csv = write_csv(out / f"{what}.csv", rows)
-        png = plot_kv_rates(rows, out / f"{what}.png",
-                            title=f"{what.upper()}: {exp.title} (paper {exp.figure})")
-    print(f"\nresults: {csv}\nplot: {png}\nwall time: {time.perf_counter() - t0:.1f} s")
-    bad = [r for r in rows if r.get("status") == "invalid" or r.get("dropped_arrivals", 0) > 0]
-    if bad:
-        print(f"kv experiment: {len(bad)} rows INVALID or with arrivals lost to the request "
-              "table (their metrics leave those requests out): " + "; ".join(
-                  f"{r['policy']} rho={r['load']} B={r.get('batch_limit')}: {r['issues']}"
-                  for r in bad), file=sys.stderr)
-        return 1
-    return 0
-
-
 def _floats(text: str | None, flag: str) -> tuple[float, ...] | None:
     """'0.5,0.9' -> (0.5, 0.9); None stays None; ConfigError naming the flag otherwise."""
     if text is None:
         return None
     try:
-        return tuple(float(x) for x in text.split(",") if x.strip())
+        values = tuple(float(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise ConfigError(f"{flag} must be comma-separated numbers, got {text!r}") from None
+    if not values or not all(math.isfinite(v) for v in values):
+        raise ConfigError(f"{flag} must be comma-separated finite numbers, got {text!r}")
+    return values
 
 
 def _limits(text: str | None) -> tuple[int | None, ...] | None:
@@ -120,36 +55,162 @@ def _limits(text: str | None) -> tuple[int | None, ...] | None:
     return tuple(out)
 
 
+def cmd_kv_run(a: argparse.Namespace) -> int:
+    """One kv configuration over several seeds: prints each metric's mean and 95% CI and, with
+    --out, writes one CSV row per seed."""
+    from ..kv import KVConfig, make_params, simulate
+    from ..results import format_value, markdown_table, seed_rows, write_csv
+    from ..stats import mean_ci
+    n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=4096)
+    out = None if a.out is None else check_file(a.out, "--out")
+    cfg = KVConfig(prefill_tokens=_kv_ints(a.prefill, "--prefill"),
+                   decode_tokens=_kv_ints(a.decode, "--decode"), policy=a.policy,
+                   num_requests=require_int(a.num_requests, "--num-requests", lo=1),
+                   table_size=require_int(a.table_size, "--table-size", lo=1))
+    th = None if a.thresholds is None else _kv_ints(a.thresholds, "--thresholds")
+    params = make_params(cfg, rates=_floats(a.rates, "--rates"), d0_s=a.d0,
+                         d1_s_per_token=a.d1, capacity_tokens=a.capacity, thresholds=th)
+    print(f"jaxsched kv run: policy={a.policy} prefill={list(cfg.prefill_tokens)} "
+          f"decode={list(cfg.decode_tokens)} rates={list(_floats(a.rates, '--rates'))} "
+          f"thresholds={list(map(int, params.thresholds))} C={a.capacity} d0={a.d0} d1={a.d1} "
+          f"N={a.num_requests} Q={a.table_size} seeds={n_seeds}", file=sys.stderr)
+    conf = None if out is None else write_resolved(a, config_path(out))
+    res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
+    rows = []
+    for k, v in res.metrics.items():
+        m, _, half, _ = mean_ci(v)
+        rows.append([k, format_value(m), format_value(half)])
+    print(f"mean and 95% CI half-width over {n_seeds} seeds ({res.wall_s:.1f} s)\n")
+    print(markdown_table(["metric", "mean", "95% CI"], rows))
+    if out is None:
+        return 0
+    columns = {"policy": a.policy, "prefill": a.prefill, "decode": a.decode,
+               "rates": "/".join(map(str, _floats(a.rates, "--rates"))),
+               "thresholds": "/".join(map(str, map(int, params.thresholds))),
+               "capacity_tokens": a.capacity, "d0_s": a.d0, "d1_s_per_token": a.d1,
+               "num_requests": a.num_requests, "table_size": a.table_size}
+    written, ok = save(lambda p: write_csv(p, seed_rows(res, columns)), out, "--out")
+    print(f"\nresults: {written}\noptions: {conf}")
+    return 0 if ok else 1
+
+
+def cmd_kv_experiment(a: argparse.Namespace) -> int:
+    """E1-E4 (notes/001.md §4) or Theorem 1's scaling: markdown table, CSV and PNG in --out."""
+    what = require_what(a.what, "kv experiment: the experiment", (*KV_EXPERIMENTS, "scaling"))
+    seeds = None if a.seeds is None else require_int(a.seeds, "--seeds", lo=2 if what == "scaling"
+                                                     else 1, hi=4096)
+    pols = None if a.policies is None else [p for p in a.policies.split(",") if p]
+    for p in pols or ():
+        if p not in KV_POLICIES:
+            raise ConfigError(f"--policies must be a comma-separated subset of "
+                              f"{', '.join(KV_POLICIES)}, got {p!r}")
+    loads, limits = _floats(a.loads, "--loads"), _limits(a.batch_limits)
+    caps = None if a.capacity is None else [c for c in a.capacity.split(",") if c]
+    for c in caps or ():
+        if c not in KV_CAPACITY_RULES:
+            raise ConfigError(f"--capacity must be comma-separated rules among "
+                              f"{', '.join(KV_CAPACITY_RULES)}, got {c!r}")
+    if what == "scaling" and (pols is not None or a.prefill_price is not None or loads is not None
+                              or limits is not None or caps is not None):
+        raise ConfigError("--policies, --prefill-price, --loads, --batch-limits and --capacity "
+                          "do not apply to 'scaling'")
+    out = check_dir(a.out, "--out")
+    conf = write_resolved(a, out / f"{what}.config.toml")
+    from ..kv import experiments as kx
+    from ..plots import plot_kv_rates, plot_kv_scaling
+    from ..progress import Progress
+    from ..results import write_csv
+    bar = Progress(f"kv {what}, points", enabled=not a.quiet)
+    t0 = time.perf_counter()
+    if what == "scaling":
+        rows, fits = kx.run_scaling(quick=a.quick, seeds=seeds, progress=bar)
+        bar.close()
+        print(kx.scaling_tables(rows, fits))
+        csv, ok = save(lambda p: write_csv(p, rows), out / "scaling.csv", "--out")
+        save(lambda p: write_csv(p, fits), out / "scaling_fits.csv", "--out")
+        png = plot_kv_scaling(rows, fits, out / "scaling.png")
+    else:
+        exp = kx.EXPERIMENTS[what]
+        rows = kx.run_experiment(what, quick=a.quick, seeds=seeds, policies=pols,
+                                 prefill_price=a.prefill_price, loads=loads, batch_limits=limits,
+                                 capacities=caps, progress=bar)
+        bar.close()
+        print(f"{what.upper()}: {exp.title} (paper {exp.figure}); paper's claim: {exp.claim}\n")
+        print("cells with ±: mean ± 95% CI half-width over the seeds (Student t); p99: the "
+              "mean over seeds of each seed's 99th percentile\n")
+        print(kx.experiment_table(rows))
+        csv, ok = save(lambda p: write_csv(p, rows), out / f"{what}.csv", "--out")
+        png = plot_kv_rates(rows, out / f"{what}.png",
+                            title=f"{what.upper()}: {exp.title} (paper {exp.figure})")
+    print(f"\nresults: {csv}\nplot: {png}\noptions: {conf}\n"
+          f"wall time: {time.perf_counter() - t0:.1f} s")
+    bad = [r for r in rows if r.get("status") == "invalid" or r.get("dropped_arrivals", 0) > 0]
+    if bad:
+        print(f"kv experiment: {len(bad)} rows INVALID or with arrivals lost to the request "
+              "table (their metrics leave those requests out): " + "; ".join(
+                  f"{r['policy']} rho={r['load']} B={r.get('batch_limit')}: {r['issues']}"
+                  for r in bad), file=sys.stderr)
+        return 1
+    return 0 if ok else 1
+
+
+def cmd_tune(a: argparse.Namespace) -> int:
+    """`jaxsched tune e3|e4`: relaxation-tuned thresholds against the fluid ones, held-out seeds."""
+    experiment = require_what(a.experiment, "tune: the experiment", ("e3", "e4"))
+    n_seeds = require_int(a.seeds, "--seeds", lo=2, hi=4096)
+    seeds = range(require_int(a.seed_start, "--seed-start", lo=0, hi=2**32 - n_seeds),
+                  a.seed_start + n_seeds)
+    steps = require_int(a.steps, "--steps", lo=1, hi=1_000_000)
+    if a.lam is not None and not (math.isfinite(a.lam) and a.lam >= 0):
+        raise ConfigError(f"--lam must be a finite number >= 0, got {a.lam!r}")
+    out = check_dir(a.out or f"results/tune_{experiment}", "--out")
+    conf = write_resolved(a, config_path(out, folder=True))
+    from ..kv.tuning import tune_experiment
+    from ..progress import Progress
+    bar = Progress(f"tune {experiment}, optimizer steps", steps, enabled=not a.quiet)
+    run = tune_experiment(experiment, steps=steps, lam=a.lam, seeds=seeds, out_dir=out,
+                          log=bar if not a.quiet else None)
+    bar.close()
+    print(run["markdown"])
+    print(f"files in {out}\noptions: {conf}")
+    if not run["valid"]:
+        print("tune: INVALID comparison, an arm is unstable: " + "; ".join(
+            f"{k}: {', '.join(v)}" for k, v in run["issues"].items() if v), file=sys.stderr)
+        return 2
+    return 0
+
+
 def add_parsers(sub) -> None:
     """The kv engine's commands: the `jaxsched kv` group and `jaxsched tune`."""
-    from ..kv.config import DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN
-    from ..kv.policies import POLICIES
-    k = sub.add_parser("kv", help="the WAIT paper's KV-memory engine: one run or experiments E1-E4")
-    ksub = k.add_subparsers(dest="kv_command", required=True)
-    r = ksub.add_parser("run", help="one configuration over several seeds, prints its metrics")
-    r.add_argument("--policy", default="wait",
-                   help=f"batch policy, one of {', '.join(POLICIES)} (default wait)")
-    r.add_argument("--prefill", default="10,10", help="prefill tokens per type (default 10,10)")
-    r.add_argument("--decode", default="10,20", help="decode tokens per type (default 10,20)")
+    k = sub.add_parser("kv", help="the WAIT paper's KV-memory engine: one run or experiments E1-E4",
+                       description="The WAIT paper's KV-memory engine: `kv run` (one "
+                                   "configuration) or `kv experiment` (E1-E4, scaling).")
+    ksub = k.add_subparsers(dest="kv_command", required=True, metavar="SUBCOMMAND")
+    r = command(ksub, "run", help="one configuration over several seeds, prints its metrics")
+    r.add_argument("--policy", default="wait", choices=KV_POLICIES, help="batch policy")
+    r.add_argument("--prefill", default="10,10", help="prefill tokens per type")
+    r.add_argument("--decode", default="10,20", help="decode tokens per type")
     r.add_argument("--rates", default="1000,1000", help="arrival rates per type, requests/s")
     r.add_argument("--thresholds", default=None,
                    help="integer thresholds (wait: per type; nested_wait: per segment); "
                         "default: the fluid thresholds")
-    r.add_argument("--d0", type=float, default=DEFAULT_D0_S, help="d0, s (default %(default)s)")
-    r.add_argument("--d1", type=float, default=DEFAULT_D1_S_PER_TOKEN,
-                   help="d1, s per token (default %(default)s)")
-    r.add_argument("--capacity", type=int, default=DEFAULT_CAPACITY_TOKENS,
-                   help="KV capacity C, tokens (default %(default)s)")
-    r.add_argument("--num-requests", type=int, default=5000, help="N per seed (default 5000)")
+    r.add_argument("--d0", type=float, default=KV_DEFAULT_D0_S, help="d0, s per batch")
+    r.add_argument("--d1", type=float, default=KV_DEFAULT_D1_S_PER_TOKEN, help="d1, s per token")
+    r.add_argument("--capacity", type=int, default=KV_DEFAULT_CAPACITY_TOKENS,
+                   help="KV capacity C, tokens")
+    r.add_argument("--num-requests", type=int, default=5000, help="N per seed")
     r.add_argument("--table-size", type=int, default=4096, help="request table slots Q")
-    r.add_argument("--seeds", type=int, default=4, help="number of seeds (default 4)")
+    r.add_argument("--seeds", type=int, default=4, help="number of seeds")
+    r.add_argument("--out", default=None, help="CSV file, one row per seed (default: none; the "
+                   "resolved options go beside it)")
+    r.add_argument("--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=cmd_kv_run)
-    e = ksub.add_parser("experiment", help="E1-E4 of the WAIT paper, or Theorem 1's scaling")
-    e.add_argument("what", help="e1, e2, e3, e4 or scaling")
+    e = command(ksub, "experiment", help="E1-E4 of the WAIT paper, or Theorem 1's scaling")
+    e.add_argument("what", nargs="?", help=f"one of {', '.join(KV_EXPERIMENTS)}, scaling")
     e.add_argument("--quick", action="store_true", help="reduced grid, requests and seeds")
     e.add_argument("--seeds", type=int, default=None, help="seeds per point (default per experiment)")
     e.add_argument("--policies", default=None,
-                   help=f"comma-separated subset of {', '.join(POLICIES)} (default: all)")
+                   help=f"comma-separated subset of {', '.join(KV_POLICIES)} (default: all)")
     e.add_argument("--prefill-price", type=float, default=None,
                    help="price a prefill token (first prefills, restarts) at this multiple of "
                         "d1 (default: eq. (1), one price)")
@@ -160,35 +221,19 @@ def add_parsers(sub) -> None:
     e.add_argument("--capacity", default=None, help="comma-separated rules for C: mstar (C = "
                    "1.2 M*), mpi (C = M^pi of the featured policy), hardware (110,000 tokens) "
                    "(default per experiment)")
-    e.add_argument("--out", default="results/kv", help="folder for the CSV and PNG files")
+    e.add_argument("--out", default="results/kv", help="folder for the CSV, PNG and options files")
     e.add_argument("--quiet", action="store_true", help="no progress output")
     e.set_defaults(func=cmd_kv_experiment)
 
-    t = sub.add_parser("tune", help="tune Nested WAIT thresholds on a differentiable relaxation "
-                                    "and compare them with the fluid ones in the exact engine")
-    t.add_argument("experiment", choices=["e3", "e4"], help="operating point (jaxsched.kv.tuning)")
-    t.add_argument("--steps", type=int, default=200, help="optimizer steps (default 200)")
+    t = command(sub, "tune", help="tune Nested WAIT thresholds on a differentiable relaxation "
+                                  "and compare them with the fluid ones in the exact engine")
+    t.add_argument("experiment", nargs="?", metavar="EXPERIMENT",
+                   help="operating point, e3 or e4 (jaxsched.kv.tuning)")
+    t.add_argument("--steps", type=int, default=200, help="optimizer steps")
     t.add_argument("--lam", type=float, default=None,
                    help="latency price, tokens/s per s (default 0.1 throughput* / fluid latency)")
-    t.add_argument("--seeds", type=int, default=32, help="held-out seeds (default 32)")
-    t.add_argument("--seed-start", type=int, default=1000, help="first held-out seed (default 1000)")
+    t.add_argument("--seeds", type=int, default=32, help="held-out seeds")
+    t.add_argument("--seed-start", type=int, default=1000, help="first held-out seed")
     t.add_argument("--out", default=None, help="output folder (default results/tune_<experiment>)")
     t.add_argument("--quiet", action="store_true", help="no progress output")
     t.set_defaults(func=cmd_tune)
-
-
-def cmd_tune(a: argparse.Namespace) -> int:
-    """`jaxsched tune e3|e4`: relaxation-tuned thresholds against the fluid ones, held-out seeds."""
-    from ..kv.tuning import tune_experiment
-    seeds = range(a.seed_start, a.seed_start + require_int(a.seeds, "--seeds", lo=2))
-    out = Path(a.out or f"results/tune_{a.experiment}")
-    log = None if a.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
-    run = tune_experiment(a.experiment, steps=require_int(a.steps, "--steps", lo=1), lam=a.lam,
-                          seeds=seeds, out_dir=out, log=log)
-    print(run["markdown"])
-    print(f"files in {out}")
-    if not run["valid"]:
-        print("tune: INVALID comparison, an arm is unstable: " + "; ".join(
-            f"{k}: {', '.join(v)}" for k, v in run["issues"].items() if v), file=sys.stderr)
-        return 2
-    return 0

@@ -2,19 +2,22 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
-from ..engine import ENGINE_MODULES, Engine, get_engine
 from ..errors import ConfigError, require_int
-from ..sweep import parse_axis, parse_value, run_sweep, sweep_fields
+from ..outputs import check_file
+from .base import command, write_resolved
+from .catalog import DP_SEMANTICS, DP_WORKLOADS, SWEEP_FIELDS
 
 # Options that only the dp engine takes (kv sets its run length with --set max_epochs=N).
 DP_ONLY = ("steps", "trace", "workload", "semantics")
 
 
-def _settings(engine: Engine, items: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _settings(engine: str, items: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """--set name=value items split into (Config fields, make_params keywords)."""
-    cfg_f, par_f = sweep_fields(engine)
+    from ..sweep import parse_value
+    cfg_f, par_f = (set(x) for x in SWEEP_FIELDS[engine])
     cfg, par = {}, {}
     for text in items:
         name, sep, value = text.partition("=")
@@ -22,63 +25,88 @@ def _settings(engine: Engine, items: list[str]) -> tuple[dict[str, Any], dict[st
         if not sep or not name or not value.strip():
             raise ConfigError(f"--set must look like name=value, got {text!r}")
         if name not in cfg_f | par_f:
-            raise ConfigError(f"--set {name!r} must be a {engine.Config.__name__} field or a "
-                              f"{engine.name} make_params keyword: {sorted(cfg_f | par_f)}")
+            raise ConfigError(f"--set {name!r} must be a {engine} Config field or make_params "
+                              f"keyword: {', '.join(sorted(cfg_f | par_f))}")
+        if name in cfg or name in par:
+            raise ConfigError(f"--set {name!r} is given twice; give each name once")
         (cfg if name in cfg_f else par)[name] = parse_value(value)
     return cfg, par
 
 
+def _axes(items: list[str], fixed: set[str]) -> dict[str, list]:
+    """--axis items as {name: values}; each name once, and not also fixed by --set."""
+    from ..sweep import parse_axis
+    if not items:
+        raise ConfigError("--axis is required: give at least one axis, name=v1,v2,...")
+    axes: dict[str, list] = {}
+    for text in items:
+        name, values = parse_axis(text)
+        if name in axes:
+            raise ConfigError(f"--axis {name!r} is given twice; list all its values in one "
+                              f"--axis {name}=v1,v2,...")
+        if name in fixed:
+            raise ConfigError(f"--axis {name!r} is also fixed by --set; give it one or the other")
+        axes[name] = values
+    return axes
+
+
 def _dp_base(a: argparse.Namespace, cfg: dict[str, Any]):
     from ..dp import DPConfig
-    from ..workload import read_trace
-    from .dp import WORKLOADS
-    workload = read_trace(a.trace, order="resample") if a.trace else WORKLOADS[a.workload or "burstgpt_like"]()
-    return DPConfig(**{"num_steps": a.steps or 2000, "workload": workload,
+    from .dp import _workload
+    return DPConfig(**{"num_steps": 2000 if a.steps is None else a.steps, "workload": _workload(a),
                        "semantics": a.semantics or "paper", **cfg})
 
 
 def cmd_sweep(a: argparse.Namespace) -> int:
-    engine = get_engine(a.engine)
-    axes: dict[str, list] = {}
-    for text in a.axis:
-        name, values = parse_axis(text)
-        axes[name] = values
-    cfg, par = _settings(engine, a.set)
-    if engine.name == "dp":
+    if not (isinstance(a.memory_mb, float) and math.isfinite(a.memory_mb) and a.memory_mb > 0):
+        raise ConfigError(f"--memory-mb must be a finite number > 0, got {a.memory_mb!r}")
+    n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
+    require_int(a.seed_start, "--seed-start", lo=0, hi=2**32 - n_seeds)
+    cfg, par = _settings(a.engine, a.set)
+    axes = _axes(a.axis, set(cfg) | set(par))
+    out = check_file(a.out, "--out")
+    if a.engine == "dp":
         base = _dp_base(a, cfg)
     else:
         given = [f"--{o}" for o in DP_ONLY if getattr(a, o) is not None]
         if given:
             raise ConfigError(f"{', '.join(given)} apply to the dp engine only "
                               "(set any Config field with --set name=value)")
-        base = engine.Config(**cfg)
-    seeds = range(a.seed_start, a.seed_start + require_int(a.seeds, "--seeds", lo=1))
-    out = run_sweep(base, axes, seeds, a.out, params=par, memory_budget_mb=a.memory_mb,
+        from ..engine import get_engine
+        base = get_engine(a.engine).Config(**cfg)
+    from ..sweep import run_sweep
+    from .dp import config_path
+    seeds = range(a.seed_start, a.seed_start + n_seeds)
+    conf = write_resolved(a, config_path(out))
+    out = run_sweep(base, axes, seeds, out, params=par, memory_budget_mb=a.memory_mb,
                     progress=not a.quiet)
-    print(f"results: {out}")
+    print(f"results: {out}\noptions: {conf}")
     return 0
 
 
 def add_parsers(sub) -> None:
     """The engine-generic `jaxsched sweep` command."""
-    w = sub.add_parser("sweep", help="a grid of configurations x seeds, one resumable row per point",
-                       description="Axes and --set take any field of the engine's Config or any "
-                                   "keyword of its make_params (e.g. dp: num_workers, policy, "
-                                   "step_const_s; kv: policy, capacity_tokens, rates). Values in "
-                                   "brackets are sequences: --set prefill_tokens=[10,10].")
-    w.add_argument("--engine", default="dp", choices=list(ENGINE_MODULES), help="engine (default dp)")
-    w.add_argument("--axis", action="append", default=[], required=True,
-                   help="name=v1,v2,...; repeat for more axes")
+    fields = "; ".join(f"{e}: {', '.join(c + p)}" for e, (c, p) in SWEEP_FIELDS.items())
+    w = command(sub, "sweep", help="a grid of configurations x seeds, one resumable row per point",
+                description="A grid of configurations x seeds, one resumable row per point. Axes "
+                            "and --set take any field of the engine's Config or any keyword of "
+                            "its make_params. Values in brackets are sequences: --set "
+                            f"prefill_tokens=[10,10].\n\nSweepable names: {fields}.")
+    w.add_argument("--engine", default="dp", choices=tuple(SWEEP_FIELDS), help="engine")
+    w.add_argument("--axis", action="append", default=[],
+                   help="name=v1,v2,... (required; repeat for more axes, each name once)")
     w.add_argument("--set", action="append", default=[], help="name=value fixed for every point")
-    w.add_argument("--seeds", type=int, default=64, help="seeds per point (default 64)")
-    w.add_argument("--seed-start", type=int, default=0)
+    w.add_argument("--seeds", type=int, default=64, help="seeds per point")
+    w.add_argument("--seed-start", type=int, default=0, help="first seed")
     w.add_argument("--steps", type=int, default=None, help="dp: decode steps per run (default 2000)")
-    w.add_argument("--trace", help="dp: CSV trace to resample per seed")
-    w.add_argument("--workload", choices=["bivariate_normal", "burstgpt_like"], default=None,
+    w.add_argument("--trace", help="dp: CSV trace to resample per seed (replaces --workload)")
+    w.add_argument("--workload", choices=DP_WORKLOADS, default=None,
                    help="dp: request-length workload (default burstgpt_like)")
-    w.add_argument("--semantics", choices=["paper", "theory"], default=None,
+    w.add_argument("--semantics", choices=DP_SEMANTICS, default=None,
                    help="dp: step semantics (default paper)")
-    w.add_argument("--memory-mb", type=float, default=1024.0, help="memory budget per seed chunk")
-    w.add_argument("--out", default="results/sweep.csv", help="results file (resumed if it exists)")
-    w.add_argument("--quiet", action="store_true")
+    w.add_argument("--memory-mb", type=float, default=1024.0, help="memory budget per seed chunk, MB")
+    w.add_argument("--out", default="results/sweep.csv",
+                   help="results file (resumed if it exists: rows whose settings and seeds match "
+                        "are kept, others added)")
+    w.add_argument("--quiet", action="store_true", help="no progress output")
     w.set_defaults(func=cmd_sweep)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import equinox as eqx
 import jax.numpy as jnp
 
-from ..errors import ConfigError, require, require_float, require_int
+from ..errors import ConfigError, require, require_choice, require_float, require_int
 from ..workload import BurstGPTLike, Workload, INT32_MAX
 from .policies import POLICIES
 
@@ -82,13 +82,14 @@ class DPConfig:
         require_int(self.num_steps, "num_steps", lo=1, hi=STEP_LIMIT)
         require_int(self.burn_in_steps, "burn_in_steps", lo=0, hi=self.num_steps - 1)
         require_int(self.delay_bins, "delay_bins", lo=2, hi=65536)
-        require(self.policy in POLICIES, "policy", f"one of {tuple(POLICIES)}", self.policy)
-        require(self.semantics in SEMANTICS, "semantics", f"one of {SEMANTICS}", self.semantics)
-        require(self.predictor in PREDICTORS, "predictor", f"one of {PREDICTORS}", self.predictor)
+        require_choice(self.policy, "policy", POLICIES)
+        require_choice(self.semantics, "semantics", SEMANTICS)
+        require_choice(self.predictor, "predictor", PREDICTORS)
         lo, hi = self._check_drift()
         wl = self.workload
-        require(hasattr(wl, "sample") and hasattr(wl, "max_prompt"), "workload",
-                "a jaxsched.workload workload", wl)
+        # An instance, not its class: a class has the attributes too, as unbound functions.
+        require(not isinstance(wl, type) and hasattr(wl, "sample") and hasattr(wl, "max_prompt"),
+                "workload", "a jaxsched.workload workload instance (e.g. BurstGPTLike())", wl)
         # Integer safety: the largest possible worker load must leave headroom in int32 for
         # G * max(L) (the imbalance) and for the wide accumulators. A request grows by at most
         # `hi` per step over its o steps, so its load is at most s + hi * o.
@@ -109,8 +110,7 @@ class DPConfig:
                 "(lower num_steps or drift)")
         require_float(self.lookahead_decay, "lookahead_decay", lo=0.0, hi=1.0, lo_open=True)
         from kernels import BFIO_VARIANTS
-        require(self.bfio_kernel in BFIO_VARIANTS, "bfio_kernel", f"one of {tuple(BFIO_VARIANTS)}",
-                self.bfio_kernel)
+        require_choice(self.bfio_kernel, "bfio_kernel", BFIO_VARIANTS)
         if self.policy == "bfio" and H > 0:
             # The lookahead score sums w_h * (s - G * overflow) over the window in int32.
             from kernels import window_weights
@@ -189,6 +189,8 @@ def make_params(config: DPConfig, *, step_const_s: float | None = None,
                 idle_power_w: float = 100.0, max_power_w: float = 400.0,
                 power_exponent: float = 0.7) -> DPParams:
     """Validated DPParams with the BF-IO paper's defaults (C depends on B)."""
+    require(isinstance(config, DPConfig), "config", "a DPConfig (dp.make_params builds the dp "
+            "engine's params)", type(config).__name__)
     if step_const_s is None:
         step_const_s = default_step_const_s(config.slots_per_worker)
     vals = dict(

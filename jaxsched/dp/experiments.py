@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..progress import Progress
-from ..results import format_value, markdown_table
+from ..results import format_value, markdown_table, mean_ci_column, metric_value
 from ..stats import mean_ci
 from ..workload import Trace, read_trace
 from ..run import simulate
@@ -79,21 +79,20 @@ def result_rows(results, seeds: Sequence[int], extra: dict | None = None) -> lis
                        pool_size=cfg.pool_size, semantics=cfg.semantics, predictor=cfg.predictor,
                        workload=cfg.workload.name, num_steps=cfg.num_steps)
             row.update(extra or {})
-            row.update({k: float(m[k][i]) for k in METRICS})
+            row.update({k: metric_value(m[k][i], METRICS[k]) for k in METRICS})
             rows.append(row)
     return rows
 
 
 def summary_table(results, metrics: Sequence[str] = TABLE_METRICS) -> str:
-    """Markdown table: policy by metric, mean +- 95% CI half-width over seeds."""
-    rows = []
-    for spec, _, m in results:
-        cells = [spec.label]
-        for k in metrics:
-            mean, _, half, n = mean_ci(m[k])
-            cells.append(format_value(mean) + ("" if n < 2 else f" ± {format_value(half)}"))
-        rows.append(cells)
-    return markdown_table(["policy", *metrics], rows)
+    """Markdown table: policy by metric, mean ± 95% CI half-width over seeds, one number
+    format per column, with a caption that says so."""
+    columns = [mean_ci_column([m[k] for _, _, m in results]) for k in metrics]
+    rows = [[spec.label, *(col[i] for col in columns)] for i, (spec, _, _) in enumerate(results)]
+    n = len(next(iter(results[0][2].values()))) if results else 0
+    caption = (f"mean ± 95% CI half-width over {n} seeds (Student t)" if n > 1 else
+               "one seed: no confidence interval")
+    return caption + "\n\n" + markdown_table(["policy", *metrics], rows)
 
 
 def table1_workload(trace_path: str, num_requests: int = 100_000, rng_seed: int = 42) -> Trace:

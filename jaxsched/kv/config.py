@@ -18,7 +18,8 @@ import numpy as np
 from ..clock import split12
 from .policies import POLICIES
 from ..histogram import bit_num_bins
-from ..errors import ConfigError, require, require_float, require_int
+from ..errors import (ConfigError, require, require_bool, require_choice, require_float,
+                      require_int)
 from ..fluid import (FluidTypes, Segments, equilibrium, nested_thresholds, span_work,
                      stage_work)
 
@@ -80,8 +81,8 @@ class KVConfig:
                 dec)
         object.__setattr__(self, "prefill_tokens", pre)
         object.__setattr__(self, "decode_tokens", dec)
-        require(self.policy in POLICIES, "policy", f"one of {tuple(POLICIES)}", self.policy)
-        require(self.end_mode in END_MODES, "end_mode", f"one of {END_MODES}", self.end_mode)
+        require_choice(self.policy, "policy", POLICIES)
+        require_choice(self.end_mode, "end_mode", END_MODES)
         require(self.num_requests is not None or self.horizon_s is not None, "num_requests",
                 "set (an integer >= 1) when horizon_s is None", self.num_requests)
         if self.num_requests is not None:
@@ -200,7 +201,13 @@ class KVParams(eqx.Module):
 
 
 def _rates(config: KVConfig, rates) -> np.ndarray:
-    r = np.asarray(rates, dtype=np.float64)
+    allowed = f"an array [m] or [P, m] of numbers with m = {config.m}"
+    # Strings would parse as numbers one by one; ragged nesting does not make an array.
+    require(not isinstance(rates, (str, bytes)), "rates", allowed, rates)
+    try:
+        r = np.asarray(rates, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError(f"rates must be {allowed} (requests/s), got {rates!r}") from None
     if r.ndim == 1:
         r = r[None, :]
     require(r.ndim == 2 and r.shape[1] == config.m and r.shape[0] >= 1, "rates",
@@ -279,8 +286,11 @@ def make_params(config: KVConfig, *, rates=None, d0_s: float = DEFAULT_D0_S,
     check_stability: require d1 * A < 1 with A = sum_j lambda_j (l'_j + 1)(l_j + l'_j / 2) at the
     time-averaged rates (a finite burst may be run unstable with False).
     """
+    require(isinstance(config, KVConfig), "config", "a KVConfig (kv.make_params builds the kv "
+            "engine's params)", type(config).__name__)
     d0 = require_float(d0_s, "d0_s", lo=0.0, lo_open=True)
     d1 = require_float(d1_s_per_token, "d1_s_per_token", lo=0.0)
+    require_bool(check_stability, "check_stability")
     if rates is None:
         require(d1 > 0, "d1_s_per_token", "> 0 when rates are left to the default", d1)
         rates = default_rates(config, d1)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from ..errors import require, require_float, require_int
 from ..fluid import (FluidTypes, Segments, equilibrium, nested_segments, nested_thresholds,
                      nested_thresholds_practical, stage_work)
 from ..results import format_value, markdown_table, write_csv
+from ..rng import check_seeds
 from ..stats import mean_ci
 from .config import KVConfig, KVParams, _segment_work, default_thresholds, make_params
 from .metrics import settling, stability_issues
@@ -128,7 +130,14 @@ def tune_setup(name: str, *, num_requests: int | None = None, lam: float | None 
     throughput and a 1% change of latency (relative to the fluid values) move the objective
     equally; the default 0.1 prices 1% of throughput like 10% of latency.
     """
-    require(name in _POINTS, "name", f"one of {TUNE_SETUPS}", name)
+    require(isinstance(name, str) and name in _POINTS, "name", f"one of {TUNE_SETUPS}", name)
+    lam_factor = require_float(lam_factor, "lam_factor", lo=0.0)
+    capacity_factor = require_float(capacity_factor, "capacity_factor", lo=0.0, lo_open=True)
+    # K requests at each end are left out: 2 K < N keeps a window to measure.
+    burn_in_fraction = require_float(burn_in_fraction, "burn_in_fraction", lo=0.0)
+    require(burn_in_fraction < 0.5, "burn_in_fraction", "a finite number >= 0 and < 0.5 "
+            "(2 K < N)", burn_in_fraction)
+    require_int(samples, "samples", lo=1)
     pre, dec, ratio = _WORKLOADS[name]
     pt = _POINTS[name]
     ratio = np.asarray(ratio, np.float64)
@@ -266,6 +275,14 @@ def search_start(thresholds, n1_min: int) -> np.ndarray:
     return start
 
 
+def _report_step(bar, say: Callable[[str], None], i: int, steps: int, value: float) -> None:
+    """After optimizer step i (0-based): advance the bar; a text line every 25 steps."""
+    if bar is not None:
+        bar(i + 1, steps)
+    if i % 25 == 0:
+        say(f"step {i}: objective {value:.4f}")
+
+
 def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
                     seeds: Sequence[int] = range(1000, 1032), out_dir: str | Path | None = None,
                     key: int = 0, log: Callable[[str], None] | None = None) -> dict:
@@ -281,15 +298,34 @@ def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
     (jaxsched.results.mean_ci), and the stability guard (valid = no arm drops arrivals, loses
     them to a full table or leaves requests unfinished).
     out_dir: writes thresholds.json, history.csv, tuning.png, heldout.csv, comparison.md.
-    log: called with one line of text per progress report (None: silent).
+    log: a `jaxsched.progress.Progress` bar (advanced per optimizer step, lines written above
+    it), or a callable given one line of text per progress report (None: silent).
     Returns {"setup", "result", "tuned", "baselines", "exact", "diffs", "issues", "valid",
     "markdown", wall times}.
     """
+    # Every argument is checked before the minutes of tuning start.
+    require(isinstance(name, str) and name in _POINTS, "name", f"one of {TUNE_SETUPS}", name)
+    steps = require_int(steps, "steps", lo=1)
+    if lam is not None:
+        require_float(lam, "lam", lo=0.0)
+    # The comparison is paired over seeds: its CI needs two of them.
+    seeds = check_seeds(seeds)
+    require(len(seeds) >= 2, "seeds", "at least two held-out seeds (a paired 95% CI)",
+            seeds.tolist())
+    key = require_int(key, "key", lo=0, hi=2**31 - 2)
+    require(out_dir is None or isinstance(out_dir, (str, os.PathLike)), "out_dir",
+            "None or a folder path", out_dir)
+    if out_dir is not None:
+        require(not Path(out_dir).exists() or Path(out_dir).is_dir(), "out_dir",
+                "a folder (it exists and is not one)", str(out_dir))
+    require(log is None or callable(log), "log", "None or a callable log(line)", log)
     # Deferred: the optimizer stack is needed only when tuning runs.
     import optax
 
     from ..tune import integer_search, tune
-    say = log or (lambda msg: None)
+    from ..progress import Progress
+    bar = log if isinstance(log, Progress) else None
+    say = bar.write if bar is not None else (log or (lambda msg: None))
     setup = tune_setup(name, lam=lam)
     seeds = [int(s) for s in seeds]
     init = nested_thresholds(setup.segments())
@@ -297,7 +333,7 @@ def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
     opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(setup.learning_rate))
     res = tune(relaxed_objective(setup), init, steps=steps, key=jax.random.PRNGKey(key),
                optimizer=opt,
-               progress=lambda i, v: say(f"step {i}: objective {v:.4f}") if i % 25 == 0 else None)
+               progress=lambda i, v: _report_step(bar, say, i, steps, v))
     fine = dataclasses.replace(setup, relaxed=dataclasses.replace(setup.relaxed, samples=16))
     fn = jax.jit(relaxed_objective(fine))
     score_key = jax.random.PRNGKey(key + 1)

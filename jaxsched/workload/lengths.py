@@ -26,9 +26,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import rng
-from ..errors import ConfigError, require_float, require_int
+from ..errors import ConfigError, require, require_float, require_int
 
 INT32_MAX = 2**31 - 1
+# Largest request length (tokens) of any workload: lengths and their sums stay exact in
+# float32 and far below int32.
+MAX_LENGTH = 2**24
 
 
 # --------------------------------------------------------------------------- marginals
@@ -113,6 +116,13 @@ class Independent:
     output: Marginal = Geometric(0.1)
     name: str = "independent"
 
+    def __post_init__(self):
+        for f in ("prompt", "output"):
+            m = getattr(self, f)
+            require(isinstance(m, (Constant, UniformInt, Geometric)), f"Independent.{f}",
+                    "a length marginal: Constant(n), UniformInt(low, high) or Geometric(p)", m)
+        require(isinstance(self.name, str), "Independent.name", "a string", self.name)
+
     @property
     def max_prompt(self) -> int:
         return self.prompt.upper
@@ -154,6 +164,13 @@ class BivariateNormal:
             require_float(getattr(self, f), f"BivariateNormal.{f}", lo=0.0)
         require_float(self.corr, "BivariateNormal.corr", lo=-1.0, hi=1.0)
         require_int(self.max_tries, "BivariateNormal.max_tries", lo=1, hi=64)
+        # Lengths are capped at mean + 10 std, which must stay a valid length (<= 2^24 tokens,
+        # as every workload's) for the int32 load proofs.
+        for what in ("prompt", "output"):
+            cap = getattr(self, f"mean_{what}") + 10 * getattr(self, f"std_{what}")
+            require(cap <= MAX_LENGTH, f"BivariateNormal.mean_{what} + 10 * std_{what}",
+                    f"<= 2^24 = {MAX_LENGTH} tokens (the length cap)", cap)
+        require(isinstance(self.name, str), "BivariateNormal.name", "a string", self.name)
 
     @property
     def max_prompt(self) -> int:
@@ -202,6 +219,20 @@ class BurstGPTLike:
     name: str = "burstgpt_like"
     num_requests = None
 
+    def __post_init__(self):
+        f = "BurstGPTLike."
+        require_float(self.median_prompt, f + "median_prompt", lo=0.0, lo_open=True)
+        require_float(self.sigma_prompt, f + "sigma_prompt", lo=0.0)
+        require_int(self.max_prompt, f + "max_prompt", lo=1, hi=MAX_LENGTH)
+        require_int(self.max_output, f + "max_output", lo=1, hi=MAX_LENGTH)
+        # The mode is returned as it is, so it must respect the cap the overflow proofs use.
+        require_int(self.mode_output, f + "mode_output", lo=1, hi=self.max_output)
+        require_float(self.mode_prob, f + "mode_prob", lo=0.0, hi=1.0)
+        require_float(self.mu_output, f + "mu_output")
+        require_float(self.sigma_output, f + "sigma_output", lo=0.0)
+        require_float(self.copula_corr, f + "copula_corr", lo=-1.0, hi=1.0)
+        require(isinstance(self.name, str), f + "name", "a string", self.name)
+
     def sample(self, seed, ids):
         z1, e = rng.normal_pair(seed, ids, rng.STREAM_PROMPT)
         c = np.float32(self.copula_corr)
@@ -221,6 +252,10 @@ class Finite:
 
     def __post_init__(self):
         require_int(self.num_requests, f"{type(self).__name__}.num_requests", lo=1, hi=INT32_MAX // 2)
+        b = self.base
+        require(not isinstance(b, type) and all(hasattr(b, a) for a in
+                                                ("sample", "max_prompt", "max_output", "name")),
+                f"{type(self).__name__}.base", "a workload instance (e.g. BivariateNormal())", b)
         if getattr(self.base, "num_requests", None) is not None:
             raise ConfigError(f"{type(self).__name__}.base must be an unbounded workload")
 

@@ -8,7 +8,9 @@ BurstGPT sample, Azure LLM inference 2023 or any two-column file.
 from __future__ import annotations
 
 import csv
+import io
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,8 +35,14 @@ class Trace:
     order: str = "resample"
 
     def __post_init__(self):
-        p = np.asarray(self.prompt)
-        o = np.asarray(self.output)
+        if not isinstance(self.name, str):
+            raise ConfigError(f"Trace.name must be a string, got {self.name!r}")
+        try:
+            p = np.asarray(self.prompt)
+            o = np.asarray(self.output)
+        except (TypeError, ValueError):  # ragged nesting
+            raise ConfigError(f"trace {self.name}: prompt and output must be equal-length "
+                              "non-empty 1-d arrays of integers, got ragged sequences") from None
         if p.ndim != 1 or o.shape != p.shape or p.size == 0:
             raise ConfigError(f"trace {self.name}: prompt and output must be equal-length non-empty "
                               f"1-d arrays, got shapes {p.shape} and {o.shape}")
@@ -115,12 +123,18 @@ def read_trace(path: str | Path, order: str = "resample") -> Trace:
     problem (missing file, empty file, missing columns, malformed or non-integer values, NaN,
     lengths < 1).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"trace file {str(path)!r} does not exist")
-    with path.open(newline="") as f:
-        # (line number, fields) of the non-blank lines, so errors name the file's own lines.
-        numbered = [(n, r) for n, r in enumerate(csv.reader(f), 1) if r and any(c.strip() for c in r)]
+    if order not in ("resample", "sequential"):
+        # Checked before the file is read, so a bad order is named even on a bad file.
+        raise ConfigError(f"Trace.order must be 'resample' or 'sequential', got {order!r}")
+    path = _trace_path(path)
+    text = _read_text(path)
+    # (line number, fields) of the non-blank lines, so errors name the file's own lines.
+    try:
+        numbered = [(n, r) for n, r in enumerate(csv.reader(io.StringIO(text, newline="")), 1)
+                    if r and any(c.strip() for c in r)]
+    except csv.Error as e:
+        raise ConfigError(f"trace {str(path)!r} must be a CSV file of (prompt, output) lengths, "
+                          f"got malformed CSV ({e})") from None
     rows = [r for _, r in numbered]
     if not rows:
         raise ConfigError(f"trace file {str(path)!r} is empty")
@@ -154,6 +168,43 @@ def read_trace(path: str | Path, order: str = "resample") -> Trace:
                 raise ConfigError(f"trace file {str(path)!r} line {line}: missing {what} column")
             dst[n] = _parse_length(r[col], f"trace file {str(path)!r} line {line} {what} length")
     return Trace(prompt, output, name=path.stem, order=order)
+
+
+def _trace_path(path) -> Path:
+    """The trace's path, checked to name an existing regular file."""
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise ConfigError(f"trace must be the path of a CSV file, got {path!r}")
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"trace file {str(path)!r} does not exist as a file: it is a directory "
+                          "(give the path of a CSV file)")
+    if not path.is_file():
+        what = "is not a regular file" if path.exists() else "does not exist"
+        raise ConfigError(f"trace file {str(path)!r} {what}")
+    return path
+
+
+def _read_text(path: Path) -> str:
+    """The file's text, decoded as UTF-8 with an optional byte-order mark (which would otherwise
+    glue itself to the first field: a header-less file would lose its first row as a "header",
+    and a header would not be recognised). Binary and non-UTF-8 files get one ConfigError."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"trace file {str(path)!r} cannot be read: {e.strerror or e}") from None
+    allowed = f"trace {str(path)!r} must be a UTF-8 CSV file of (prompt, output) lengths"
+    # NUL bytes never occur in text; a UTF-8 decoder would accept them, and the csv module
+    # would then read the binary data as a header.
+    if b"\0" in data:
+        raise ConfigError(f"{allowed}, got binary data")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ConfigError(f"{allowed}, got a byte that is not UTF-8 (0x{data[e.start]:02x} on "
+                          f"line {line}: binary data or another encoding, e.g. Latin-1)") from None
 
 
 def _is_number(s: str) -> bool:

@@ -19,7 +19,7 @@ from jaxsched.dp import simulate
 from jaxsched.errors import ConfigError
 from jaxsched.dp import ENGINE
 from jaxsched.run import seeds_for_budget
-from jaxsched.sweep import grid_points, parse_axis, point_key, run_sweep
+from jaxsched.sweep import grid_points, parse_axis, point_label, run_sweep
 
 BASE = js.dp.DPConfig(num_workers=2, slots_per_worker=4, pool_size=4, num_steps=60, policy="fcfs")
 AXES = {"policy": ["fcfs", "bfio"], "num_workers": [2, 3], "step_const_s": [0.01, 0.02]}
@@ -109,9 +109,9 @@ def test_resume_after_sigkill(tmp_path):
     assert not list(tmp_path.glob(".k.csv.*"))   # no temporary file left behind... once resumed
 
 
-def test_point_key_depends_on_seeds():
-    assert point_key(ENGINE, {"a": 1}, [0, 1]) != point_key(ENGINE, {"a": 1}, [0, 1, 2])
-    assert point_key(ENGINE, {"a": 1, "b": 2}, [0]) == point_key(ENGINE, {"b": 2, "a": 1}, [0])
+def test_point_label_is_canonical():
+    assert point_label(ENGINE, {"a": 1, "b": 2}) == point_label(ENGINE, {"b": 2, "a": 1})
+    assert point_label(ENGINE, {"a": 1}) != point_label(ENGINE, {"a": 2})
 
 
 def test_parse_axis_values_and_sequences():

@@ -9,9 +9,11 @@ numbers behind them.
 """
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
+from ...errors import require, require_bool, require_choice, require_int
 from ...stats import ols
 from .checks import (FCFS_MIN_B, FCFS_TOLERANCE, Check, admission_margin, all_checks, bfio_check,
                      fcfs_check, growth_report, overload_check, ratio_rows, rounds_check,
@@ -39,6 +41,20 @@ def check_theorems(out_dir: str | Path, *, quick: bool = False, kernel: str = DE
     measured: measured rounds (Theorem 1) or slot lifetimes 1/p (Theorems 2/3) per run; default
     48 (quick: 20). Returns (all checks passed, checks, report path).
     """
+    # Every argument is checked before the folder is made and anything compiles (a bad count
+    # would otherwise surface as a DPConfig field the caller never set).
+    require(isinstance(out_dir, (str, os.PathLike)) and str(out_dir).strip() != "", "out_dir",
+            "a folder path", out_dir)
+    require(not Path(out_dir).exists() or Path(out_dir).is_dir(), "out_dir",
+            "a folder (it exists and is not one)", str(out_dir))
+    require_bool(quick, "quick")
+    from kernels import BFIO_VARIANTS
+    require_choice(kernel, "kernel", BFIO_VARIANTS)
+    require_choice(t1_kernel, "t1_kernel", BFIO_VARIANTS)
+    # Two seeds at least: the checks use 95% confidence intervals over seeds.
+    seeds = require_int(seeds, "seeds", lo=2, hi=4096)
+    if measured is not None:
+        require_int(measured, "measured", lo=1, hi=100_000)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     measured = (20 if quick else 48) if measured is None else measured

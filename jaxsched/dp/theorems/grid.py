@@ -18,7 +18,6 @@ settings resumes (rows already present are skipped). docs/theorems.md has the me
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ import numpy as np
 from ..config import DPConfig, make_params
 from ..engine import ENGINE
 from ...progress import Progress
-from ...results import ResultsFile, read_rows
+from ...results import ResultsFile, read_rows, run_key
 from ...run import seeds_for_budget, simulate
 from ...stats import mean_ci
 from ...workload import Constant, Geometric, Independent, UniformInt
@@ -114,11 +113,11 @@ class Point:
         return self.theorem == 1 and policy == "bfio"
 
     def key(self, policy: str, kernel: str, measured: int, seeds: Sequence[int]) -> str:
-        """Resume key of (point, policy, settings, seeds)."""
-        d = dataclasses.asdict(self)
-        d.update(policy=policy, kernel=kernel if policy == "bfio" else "", measured=measured,
-                 seeds=[int(seeds[0]), int(seeds[-1]), len(seeds)])
-        return json.dumps(d, sort_keys=True)
+        """Resume key of (point, policy, settings, seeds): `results.run_key` of the run's
+        Config, Params and full seed list, with the point's fields."""
+        cfg = self.config(policy, kernel, measured)
+        return run_key("dp", cfg, make_params(cfg), seeds, point=dataclasses.asdict(self),
+                       records=self.records(policy))
 
 
 def _product(theorem: int, Gs: Sequence[int], Bs: Sequence[int], s_max: int, p: float | None, *,

@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...errors import require, require_float, require_int
+from ...errors import require, require_bool, require_float, require_int
 from ...fluid import FluidTypes, equilibrium
 from ...run import simulate
 from ...stats import mean_ci
@@ -40,9 +40,18 @@ def registered_policies(requested: Sequence[str] | None = None) -> list[str]:
     names = [p for p in POLICY_ORDER if p in POLICIES] + sorted(set(POLICIES) - set(POLICY_ORDER))
     if requested is None:
         return names
+    requested = _sequence(requested, "policies", f"names among {tuple(names)}")
     for p in requested:
-        require(p in POLICIES, "policies", f"names among {tuple(names)}", p)
+        require(isinstance(p, str) and p in POLICIES, "policies", f"names among {tuple(names)}", p)
     return list(requested)
+
+
+def _sequence(value, field: str, allowed: str) -> tuple:
+    """A non-empty list or tuple (a string is one value, not a sequence of characters: an empty
+    grid or a string would otherwise run nothing or iterate over letters)."""
+    require(isinstance(value, (list, tuple, range, np.ndarray)) and len(value) >= 1, field,
+            f"a non-empty sequence of {allowed}", value)
+    return tuple(value)
 
 
 def _sizes(exp: KVExperiment, types: FluidTypes, n_req: int, horizon_s: float,
@@ -304,29 +313,39 @@ def run_experiment(name: str, *, quick: bool = False, seeds: int | None = None,
     `registered_policies(policies)`, at every batch limit of `batch_limits` and capacity rule
     of `capacities` (defaults: the experiment's). quick: the reduced loads, batch limits, C
     rules, window and seeds. num_requests: the least measured window (requests). steady,
-    prefill_price: see `run_point`. progress: called with one line per finished point."""
-    require(name in EXPERIMENTS, "experiment", f"one of {tuple(EXPERIMENTS)}", name)
+    prefill_price: see `run_point`. progress: a `jaxsched.progress.Progress` bar, or a
+    callable given one line per finished point."""
+    require(isinstance(name, str) and name in EXPERIMENTS, "experiment",
+            f"one of {tuple(EXPERIMENTS)}", name)
+    require_bool(quick, "quick")
+    require_bool(steady, "steady")
+    require(isinstance(hw, Hardware), "hw", "a Hardware(d0_s, d1_s_per_token, capacity_tokens)", hw)
+    require(progress is None or callable(progress), "progress", "None or a callable", progress)
     exp = EXPERIMENTS[name]
     pols = registered_policies(policies)
     n_seeds = require_int(seeds if seeds is not None else
                           (exp.quick_seeds if quick else exp.seeds), "seeds", lo=1, hi=4096)
     n_req = require_int(num_requests if num_requests is not None else
                         (exp.quick_requests if quick else exp.num_requests), "num_requests", lo=1)
-    grid = tuple(loads) if loads is not None else (exp.quick_loads if quick else exp.loads)
+    grid = (_sequence(loads, "loads", "loads rho in (0, 1)") if loads is not None
+            else (exp.quick_loads if quick else exp.loads))
     for load in grid:
         exp.rates(load, hw)                      # validates the load before anything runs
     if prefill_price is not None:
         require_float(prefill_price, "prefill_price", lo=0.0)
-    limits = (tuple(batch_limits) if batch_limits is not None
+    limits = (_sequence(batch_limits, "batch_limits", "integers >= 1 or None (uncapped)")
+              if batch_limits is not None
               else (exp.quick_batch_limits if quick else exp.batch_limits))
     for b in limits:
         if b is not None:
             require_int(b, "batch_limits", lo=1)
-    rules = (tuple(capacities) if capacities is not None
-             else (exp.quick_capacities if quick else exp.capacities))
+    rules = (_sequence(capacities, "capacities", f"rules among {tuple(CAPACITY_RULES)}")
+             if capacities is not None else (exp.quick_capacities if quick else exp.capacities))
     for c in rules:
-        require(c in CAPACITY_RULES, "capacities", f"rules among {tuple(CAPACITY_RULES)}", c)
+        require(isinstance(c, str) and c in CAPACITY_RULES, "capacities",
+                f"rules among {tuple(CAPACITY_RULES)}", c)
     rows = []
+    report = report_to(progress, len(grid) * len(rules) * len(limits) * len(pols))
     for load in grid:
         for c in rules:
             for b in limits:
@@ -334,9 +353,22 @@ def run_experiment(name: str, *, quick: bool = False, seeds: int | None = None,
                     rows.append(run_point(exp, pol, load, range(n_seeds), n_req, hw,
                                           batch_limit=b, prefill_price=prefill_price,
                                           capacity=c, steady=steady))
-                    if progress is not None:
-                        progress(_progress_line(name, rows[-1]))
+                    report(_progress_line(name, rows[-1]))
     return rows
+
+
+def report_to(progress, total: int) -> Callable[[str], None]:
+    """A per-point reporter: a `Progress` bar (its total set to `total`, each line written
+    above it), a plain callable of one line, or nothing."""
+    from ...progress import Progress
+    if isinstance(progress, Progress):
+        progress(0, total)
+
+        def report(line: str) -> None:
+            progress.write(line)
+            progress.advance(1)
+        return report
+    return progress if progress is not None else (lambda line: None)
 
 
 def _progress_line(name: str, r: dict) -> str:

@@ -16,12 +16,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...errors import require, require_int
+from ...errors import require, require_bool, require_float, require_int
 from ...stats import loglog_slope
 from ...workload.arrivals import arrival_stream
 from ..config import KVConfig, KVParams, make_params
 from ...run import simulate
-from .runner import mean_half_width
+from .runner import mean_half_width, report_to
 
 
 @dataclass(frozen=True)
@@ -96,17 +96,25 @@ def run_scaling(*, quick: bool = False, seeds: int | None = None,
                 progress: Callable[[str], None] | None = None) -> tuple[list[dict], list[dict]]:
     """Theorem 1 sweep: (rows per (instance, T), fits per instance with slope of the gap and of
     the mean latency against T, 95% CI, and the expected gap slope).
-    progress: called with one line of text per finished point (None: silent)."""
+    progress: a `jaxsched.progress.Progress` bar, or a callable given one line per finished
+    point (None: silent)."""
+    require_bool(quick, "quick")
     n_seeds = require_int(seeds if seeds is not None else (32 if quick else 128), "seeds",
                           lo=2, hi=4096)
+    if horizons is not None:
+        # A slope needs two horizons at least.
+        require(isinstance(horizons, (list, tuple, np.ndarray)) and len(horizons) >= 2,
+                "horizons", "a sequence of at least two horizons T > 0 (s)", horizons)
+        for T in horizons:
+            require_float(T, "horizons", lo=0.0, lo_open=True)
     grid = tuple(horizons) if horizons is not None else (SCALING_T_QUICK if quick else SCALING_T)
     rows = []
+    report = report_to(progress, len(SCALING_INSTANCES) * len(grid))
     for inst in SCALING_INSTANCES:
         for T in grid:
             rows.append(scaling_point(inst, T, range(n_seeds)))
-            if progress is not None:
-                progress(f"scaling {inst.name} T={T:g}: gap {rows[-1]['gap']:.4g} tok/s "
-                         f"({rows[-1]['wall_s']:.1f} s)")
+            report(f"scaling {inst.name} T={T:g}: gap {rows[-1]['gap']:.4g} tok/s "
+                   f"({rows[-1]['wall_s']:.1f} s)")
     fits = []
     for inst in SCALING_INSTANCES:
         sub = [r for r in rows if r["instance"] == inst.name]

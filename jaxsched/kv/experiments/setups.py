@@ -38,10 +38,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import require, require_float
+from ...errors import require, require_float, require_int
 from ...fluid import (FluidTypes, equilibrium, nested_check, nested_segments, nested_thresholds,
                       stage_work, wait_check)
-from ..config import DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN
+from ..config import DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN, INT_LIMIT
 
 # Known policies first, in this order; policies registered later (e.g. "vllm", "sarathi")
 # join automatically, after these.
@@ -57,6 +57,12 @@ class Hardware:
     d0_s: float = DEFAULT_D0_S
     d1_s_per_token: float = DEFAULT_D1_S_PER_TOKEN
     capacity_tokens: int = DEFAULT_CAPACITY_TOKENS
+
+    def __post_init__(self):
+        # d1 > 0: the experiments set their rates by load = d1 * A.
+        require_float(self.d0_s, "Hardware.d0_s", lo=0.0, lo_open=True)
+        require_float(self.d1_s_per_token, "Hardware.d1_s_per_token", lo=0.0, lo_open=True)
+        require_int(self.capacity_tokens, "Hardware.capacity_tokens", lo=1, hi=INT_LIMIT)
 
 
 HARDWARE = Hardware()

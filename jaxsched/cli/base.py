@@ -1,0 +1,145 @@
+"""What every command shares: one-line errors, help with every default, `--config FILE.toml`.
+
+- `Parser` reports a usage error as one `jaxsched: error: ...` line and exit status 2, like a
+  ConfigError raised by a command, instead of argparse's usage block.
+- `command(sub, name, ...)` adds a subcommand whose help shows each option's default and which
+  takes `--config FILE.toml`: the file's keys are the command's option names (`plot_steps` or
+  `plot-steps`), its values replace the defaults, and flags on the command line still win.
+- `write_resolved(args, path)` writes the options a command ran with as TOML beside its
+  results, so `--config` repeats the run.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+# Namespace entries that are plumbing, not options of a run; `quiet` may be set from a file
+# but is not written back (it changes no result).
+_INTERNAL = {"func", "command", "kv_command", "config", "_parser", "help", "version"}
+_NOT_WRITTEN = _INTERNAL | {"quiet"}
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line naming the option, exit status 2."""
+
+    def error(self, message: str):  # noqa: D102 (argparse's hook)
+        print(f"jaxsched: error: {self.prog}: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help that ends every option with its default (unless the help already says it or the
+    default is 'unset')."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("%(default)" in text or "default" in text or action.default is None
+                or action.default is False or action.default is argparse.SUPPRESS
+                or not action.option_strings):
+            return text
+        return text + " (default: %(default)s)"
+
+
+def command(sub, name: str, *, help: str, description: str | None = None,
+            config: bool = True) -> Parser:
+    """A subcommand parser with the shared formatter and, unless config=False, `--config`."""
+    p = sub.add_parser(name, help=help, description=description or help,
+                       formatter_class=HelpFormatter)
+    if config:
+        p.add_argument("--config", metavar="FILE.toml",
+                       help="read options from a TOML file (keys are option names, e.g. "
+                            "steps = 5000); flags given on the command line win")
+    p.set_defaults(_parser=p)
+    return p
+
+
+def load_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
+    """The options in the TOML file `path`, checked against `parser`'s options."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"--config must name an existing TOML file, got {path!r}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"--config must name a TOML file, got the directory {path!r}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"--config {path!r} is not valid TOML: {e}") from None
+    actions = {a.dest: a for a in parser._actions if a.dest not in _INTERNAL}
+    out = {}
+    for key, value in data.items():
+        dest = key.replace("-", "_")
+        if dest not in actions:
+            raise ConfigError(f"--config {path!r}: unknown option {key!r} for `{parser.prog}`; "
+                              f"allowed: {', '.join(sorted(actions))}")
+        out[dest] = _config_value(actions[dest], value, key, path)
+    return out
+
+
+def _config_value(action: argparse.Action, value: Any, key: str, path: str) -> Any:
+    """A TOML value as the option would have parsed it (type, choices, lists for repeatables)."""
+    where = f"--config {path!r}: {key}"
+    if isinstance(action, argparse._AppendAction):
+        items = value if isinstance(value, list) else [value]
+        return [_typed(action, v, where) for v in items]
+    if isinstance(action, argparse._StoreTrueAction):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false, got {value!r}")
+        return value
+    if isinstance(value, (dict, list)):
+        raise ConfigError(f"{where} must be a single value, got {value!r}")
+    return _typed(action, value, where)
+
+
+def _typed(action: argparse.Action, value: Any, where: str) -> Any:
+    if isinstance(value, bool):
+        raise ConfigError(f"{where} must be a {getattr(action.type, '__name__', 'string')}, got {value!r}")
+    try:
+        value = action.type(value) if action.type is not None else str(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where} must be a {action.type.__name__}, got {value!r}") from None
+    if action.choices is not None and value not in action.choices:
+        raise ConfigError(f"{where} must be one of {', '.join(map(str, action.choices))}, "
+                          f"got {value!r}")
+    return value
+
+
+def resolve(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse `argv`; with `--config FILE`, parse again with the file's values as defaults."""
+    args = parser.parse_args(argv)
+    path = getattr(args, "config", None)
+    if path:
+        sub = args._parser
+        sub.set_defaults(**load_config(path, sub))
+        args = parser.parse_args(argv)
+    return args
+
+
+def resolved_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of a parsed command, without plumbing and unset (None) values."""
+    return {k: v for k, v in sorted(vars(args).items())
+            if k not in _NOT_WRITTEN and v is not None and not (isinstance(v, list) and not v)}
+
+
+def write_resolved(args: argparse.Namespace, path: str | Path) -> Path:
+    """Write the command's options as TOML to `path` (readable back with `--config`)."""
+    import tomli_w
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = (f"# jaxsched {args.command}{' ' + args.kv_command if getattr(args, 'kv_command', None) else ''}"
+            f": rerun with --config {path.name}\n" + tomli_w.dumps(resolved_options(args)))
+    path.write_text(text)
+    return path
+
+
+def require_what(value: str | None, what: str, choices) -> str:
+    """A positional argument that a --config file may also give: present and one of choices."""
+    if value is None:
+        raise ConfigError(f"{what} is required: one of {', '.join(choices)}")
+    if value.lower() not in choices:
+        raise ConfigError(f"{what} must be one of {', '.join(choices)}, got {value!r}")
+    return value.lower()

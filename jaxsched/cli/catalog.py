@@ -1,0 +1,40 @@
+"""Names and defaults that the command line's help lists, without importing JAX.
+
+`--help` must answer at once, so the parsers cannot import the engines (which import JAX) to
+learn their policy names, kernels and sweepable fields. They read this catalogue instead;
+tests/core/test_cli_surface.py checks every entry against the live registries, so it cannot
+drift from the engines.
+"""
+from __future__ import annotations
+
+# jaxsched.dp.POLICIES, kernels.BFIO_VARIANTS
+DP_POLICIES = ("fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio")
+BFIO_KERNELS = ("vf", "vf_ls", "vf_ls_chain", "ms_ls", "ms_ls_chain", "ms_lf", "round_lpt", "window")
+DP_WORKLOADS = ("burstgpt_like", "bivariate_normal")
+DP_PREDICTORS = ("oracle", "noisy", "classifier")
+DP_SEMANTICS = ("paper", "theory")
+
+# jaxsched.kv.POLICIES, jaxsched.kv.experiments.EXPERIMENTS, jaxsched.kv.config defaults
+KV_POLICIES = ("wait", "nested_wait", "fcfs", "vllm", "sarathi")
+KV_EXPERIMENTS = ("e1", "e2", "e3", "e4")
+KV_CAPACITY_RULES = ("mstar", "mpi", "hardware")
+KV_DEFAULT_CAPACITY_TOKENS = 110_000
+KV_DEFAULT_D0_S = 0.01
+KV_DEFAULT_D1_S_PER_TOKEN = 1e-6
+
+# Sweepable names per engine: (Config fields, make_params keywords) of `Engine.config_fields()`
+# and `Engine.params_fields()`.
+SWEEP_FIELDS = {
+    "dp": (("num_workers", "slots_per_worker", "pool_size", "horizon", "policy", "semantics",
+            "predictor", "num_steps", "burn_in_steps", "workload", "lookahead_decay",
+            "bfio_kernel", "delay_bins", "drift"),
+           ("step_const_s", "per_token_s", "noise_lo", "noise_hi", "fp_rate", "fn_rate",
+            "idle_power_w", "max_power_w", "power_exponent")),
+    "kv": (("prefill_tokens", "decode_tokens", "policy", "num_requests", "horizon_s", "end_mode",
+            "table_size", "arrivals_per_step", "max_epochs", "hist_octave_bits", "segment_bounds",
+            "prefill_price"),
+           ("rates", "d0_s", "d1_s_per_token", "capacity_tokens", "thresholds", "period_s",
+            "check_stability", "batch_limit", "token_limit", "d1_prefill_s_per_token",
+            "burn_in_requests", "batch_size_cap", "max_tokens_in_batch", "block_size",
+            "watermark", "chunk_size")),
+}

@@ -1,0 +1,571 @@
+"""Bad input gets one clear error naming the field, before anything compiles.
+
+Every case here is a value a user can plausibly type or pass. On the command line each one must
+end with exit status 2 and exactly one stderr line `jaxsched: error: ...` naming the flag or
+field, without a traceback; from Python each one must raise one single-line `ConfigError`
+naming the field. A guard replaces the runner's compilation and the optimizer with a function
+that raises: a case the checks let through fails at once instead of starting a simulation, so
+the module runs in seconds.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from jaxsched.cli import main
+from jaxsched.errors import ConfigError
+
+NAN, INF = float("nan"), float("inf")
+
+
+class ReachedCompilation(Exception):
+    """Raised by the guard: the input was accepted and work was about to start."""
+
+
+@pytest.fixture
+def no_compile(monkeypatch):
+    import jaxsched.run
+    import jaxsched.tune
+
+    def refuse(*args, **kwargs):
+        raise ReachedCompilation("a simulation or tuning run was about to compile")
+    monkeypatch.setattr(jaxsched.run, "_compiled", refuse)
+    monkeypatch.setattr(jaxsched.tune, "tune", refuse)
+
+
+# ------------------------------------------------------------------------------ files
+
+FILES = {
+    "good": b"prompt,output\n10,2\n20,3\n",
+    # Every byte value: NUL bytes and invalid UTF-8 sequences.
+    "binary": bytes(range(256)) * 4,
+    # Valid text in another encoding: the accents are single bytes that are not UTF-8.
+    "latin1": "prompt,output\n10,2\n20,3\n# r\xe9sum\xe9\n".encode("latin-1"),
+    "empty": b"",
+    "header_only": b"input_tokens,output_tokens\n",
+    "negative": b"10,2\n-5,3\n",
+    "zero": b"10,2\n20,0\n",
+    "non_numeric": b"prompt,output\n10,abc\n",
+    "three_columns": b"a,b,c\n1,2,3\n",
+    "blocker": b"a regular file where a folder is expected\n",
+}
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("bad_inputs")
+    out = {}
+    for name, data in FILES.items():
+        p = root / f"{name}.csv"
+        p.write_bytes(data)
+        out[name] = str(p)
+    (root / "folder").mkdir()
+    out["dir"] = str(root / "folder")
+    out["missing"] = str(root / "missing.csv")
+    # Paths below a regular file cannot be created by any user, root included (a read-only
+    # folder would not stop root).
+    out["unwritable_csv"] = str(root / "blocker.csv" / "sub" / "out.csv")
+    out["unwritable_png"] = str(root / "blocker.csv" / "sub" / "plot.png")
+    out["unwritable_dir"] = str(root / "blocker.csv" / "sub")
+    out["not_image"] = str(root / "plot.txt")
+    return out
+
+
+# ------------------------------------------------------------------------------ command line
+
+BOTH = r"(?=.*--workload)(?=.*--trace)"      # the line names both flags, in any order
+
+CLI_CASES = [
+    # (id, argv with {placeholders} from `paths`, regex the error line must match)
+    # --- jaxsched run: shapes, counts, seeds
+    ("run-G-not-int", ["run", "--G", "x"], r"--G"),
+    ("run-G-zero", ["run", "--G", "0"], r"num_workers|--G"),
+    ("run-G-negative", ["run", "--G", "-3"], r"num_workers|--G"),
+    ("run-G-too-large", ["run", "--G", "100000"], r"num_workers|--G"),
+    ("run-B-zero", ["run", "--B", "0"], r"slots_per_worker|--B"),
+    ("run-B-float", ["run", "--B", "1.5"], r"--B"),
+    ("run-R-zero", ["run", "--R", "0"], r"pool_size|--R"),
+    ("run-load-overflow", ["run", "--G", "65536", "--B", "65536"], r"overflow"),
+    ("run-steps-zero", ["run", "--steps", "0"], r"num_steps|--steps"),
+    ("run-steps-not-int", ["run", "--steps", "abc"], r"--steps"),
+    ("run-seeds-zero", ["run", "--seeds", "0"], r"--seeds"),
+    ("run-seeds-negative", ["run", "--seeds", "-1"], r"--seeds"),
+    ("run-seed-start-negative", ["run", "--seed-start", "-1"], r"seed"),
+    ("run-seed-start-beyond-uint32", ["run", "--seed-start", "4294967296"], r"seed"),
+    ("run-plot-steps-zero", ["run", "--plot-steps", "0"], r"--plot-steps"),
+    # --- policies and choices
+    ("run-policy-unknown", ["run", "--policies", "nope"], r"policies"),
+    ("run-policy-horizon-on-fcfs", ["run", "--policies", "fcfs:3"], r"policies"),
+    ("run-policy-negative-horizon", ["run", "--policies", "bfio:-1"], r"policies"),
+    ("run-policy-horizon-not-int", ["run", "--policies", "bfio:x"], r"policies"),
+    ("run-policy-none", ["run", "--policies", ","], r"policies"),
+    ("run-policy-horizon-too-large", ["run", "--policies", "bfio:5000"], r"horizon"),
+    ("run-workload-unknown", ["run", "--workload", "nope"], r"--workload"),
+    ("run-semantics-unknown", ["run", "--semantics", "nope"], r"--semantics"),
+    ("run-predictor-unknown", ["run", "--predictor", "nope"], r"--predictor"),
+    ("run-unknown-flag", ["run", "--bogus"], r"--bogus"),
+    # --- prediction errors
+    ("run-noise-negative", ["run", "--predictor", "noisy", "--noise", "-0.5"], r"noise"),
+    ("run-noise-nan", ["run", "--predictor", "noisy", "--noise", "nan"], r"noise"),
+    ("run-fp-rate-above-1", ["run", "--predictor", "classifier", "--fp-rate", "1.5"],
+     r"fp.rate"),
+    ("run-noise-without-noisy", ["run", "--noise", "0.3"], r"--noise"),
+    ("run-fp-rate-without-classifier", ["run", "--fp-rate", "0.1"], r"--fp-rate"),
+    ("run-fn-rate-with-noisy", ["run", "--predictor", "noisy", "--fn-rate", "0.1"],
+     r"--fn-rate"),
+    # --- traces
+    ("run-workload-and-trace", ["run", "--workload", "bivariate_normal", "--trace", "{good}"],
+     BOTH),
+    ("run-trace-missing", ["run", "--trace", "{missing}"], r"missing\.csv.*does not exist"),
+    ("run-trace-directory", ["run", "--trace", "{dir}"], r"folder.*directory"),
+    ("run-trace-binary", ["run", "--trace", "{binary}"], r"binary\.csv.*binary data"),
+    ("run-trace-latin1", ["run", "--trace", "{latin1}"], r"latin1\.csv.*UTF-8"),
+    ("run-trace-empty", ["run", "--trace", "{empty}"], r"empty\.csv.*empty"),
+    ("run-trace-header-only", ["run", "--trace", "{header_only}"], r"no data rows"),
+    ("run-trace-negative", ["run", "--trace", "{negative}"], r"line 2 prompt length.*'-5'"),
+    ("run-trace-zero", ["run", "--trace", "{zero}"], r"line 2 output length.*'0'"),
+    ("run-trace-non-numeric", ["run", "--trace", "{non_numeric}"], r"output length.*'abc'"),
+    ("run-trace-three-columns", ["run", "--trace", "{three_columns}"], r"missing columns"),
+    # --- output paths
+    ("run-out-directory", ["run", "--out", "{dir}"], r"--out"),
+    ("run-out-unwritable", ["run", "--out", "{unwritable_csv}"], r"--out"),
+    ("run-plot-directory", ["run", "--plot", "{dir}"], r"--plot"),
+    ("run-plot-not-image", ["run", "--plot", "{not_image}"], r"--plot"),
+    ("run-plot-unwritable", ["run", "--plot", "{unwritable_png}"], r"--plot"),
+    # --- jaxsched reproduce
+    ("reproduce-unknown", ["reproduce", "nope"], r"nope"),
+    ("reproduce-table1-no-trace", ["reproduce", "table1"], r"--trace"),
+    ("reproduce-table1-trace-missing", ["reproduce", "table1", "--trace", "{missing}"],
+     r"does not exist"),
+    ("reproduce-table1-trace-binary", ["reproduce", "table1", "--trace", "{binary}"],
+     r"binary data"),
+    ("reproduce-table1-out-directory",
+     ["reproduce", "table1", "--trace", "{good}", "--out", "{dir}"], r"--out"),
+    ("reproduce-fig4-seeds-zero", ["reproduce", "fig4", "--seeds", "0"], r"seeds"),
+    ("reproduce-noise-seeds-negative", ["reproduce", "noise", "--seeds", "-1"], r"seeds"),
+    ("reproduce-fig4-seeds-not-int", ["reproduce", "fig4", "--seeds", "x"], r"--seeds"),
+    ("reproduce-fig4-plot-not-image", ["reproduce", "fig4", "--plot", "{not_image}"],
+     r"--plot"),
+    # --- jaxsched check theorems
+    ("check-unknown", ["check", "nope"], r"theorems"),
+    ("check-kernel-unknown", ["check", "theorems", "--kernel", "nope"], r"--kernel"),
+    ("check-t1-kernel-unknown", ["check", "theorems", "--t1-kernel", "nope"], r"--t1-kernel"),
+    ("check-seeds-one", ["check", "theorems", "--seeds", "1"], r"--seeds"),
+    ("check-seeds-zero", ["check", "theorems", "--seeds", "0"], r"--seeds"),
+    ("check-measured-zero", ["check", "theorems", "--measured", "0"], r"--measured"),
+    ("check-measured-not-int", ["check", "theorems", "--measured", "x"], r"--measured"),
+    ("check-out-is-a-file", ["check", "theorems", "--out", "{good}"], r"--out"),
+    # --- jaxsched sweep, dp engine
+    ("sweep-axis-no-equals", ["sweep", "--axis", "bogus"], r"--axis"),
+    ("sweep-axis-no-values", ["sweep", "--axis", "num_workers="], r"--axis"),
+    ("sweep-axis-unknown-field", ["sweep", "--axis", "nope=1"], r"nope"),
+    ("sweep-axis-zero-workers", ["sweep", "--axis", "num_workers=0"], r"num_workers"),
+    ("sweep-axis-workers-not-int", ["sweep", "--axis", "num_workers=x"], r"num_workers"),
+    ("sweep-axis-policy-unknown", ["sweep", "--axis", "policy=nope"], r"policy"),
+    ("sweep-axis-decay-zero", ["sweep", "--axis", "lookahead_decay=0"], r"lookahead_decay"),
+    ("sweep-axis-drift-reversed",
+     ["sweep", "--axis", "drift=[2,1]", "--semantics", "theory"], r"drift"),
+    ("sweep-axis-duplicate-value", ["sweep", "--axis", "num_workers=8,8"], r"num_workers"),
+    ("sweep-axis-given-twice",
+     ["sweep", "--axis", "num_workers=4", "--axis", "num_workers=8"], r"num_workers"),
+    ("sweep-set-no-equals", ["sweep", "--axis", "policy=fcfs", "--set", "bogus"], r"--set"),
+    ("sweep-set-unknown-field", ["sweep", "--axis", "policy=fcfs", "--set", "nope=1"], r"nope"),
+    ("sweep-set-negative-const",
+     ["sweep", "--axis", "policy=fcfs", "--set", "step_const_s=-1"], r"step_const_s"),
+    ("sweep-set-const-not-number",
+     ["sweep", "--axis", "policy=fcfs", "--set", "step_const_s=abc"], r"step_const_s"),
+    ("sweep-seeds-zero", ["sweep", "--axis", "policy=fcfs", "--seeds", "0"], r"--seeds"),
+    ("sweep-seeds-not-int", ["sweep", "--axis", "policy=fcfs", "--seeds", "x"], r"--seeds"),
+    ("sweep-steps-zero", ["sweep", "--axis", "policy=fcfs", "--steps", "0"],
+     r"num_steps|--steps"),
+    ("sweep-engine-unknown", ["sweep", "--engine", "nope", "--axis", "policy=fcfs"],
+     r"--engine"),
+    ("sweep-trace-binary", ["sweep", "--axis", "policy=fcfs", "--trace", "{binary}"],
+     r"binary data"),
+    ("sweep-trace-directory", ["sweep", "--axis", "policy=fcfs", "--trace", "{dir}"],
+     r"directory"),
+    ("sweep-memory-zero", ["sweep", "--axis", "policy=fcfs", "--memory-mb", "0"],
+     r"--memory-mb"),
+    ("sweep-memory-negative", ["sweep", "--axis", "policy=fcfs", "--memory-mb", "-5"],
+     r"--memory-mb"),
+    ("sweep-memory-nan", ["sweep", "--axis", "policy=fcfs", "--memory-mb", "nan"],
+     r"--memory-mb"),
+    ("sweep-out-directory", ["sweep", "--axis", "policy=fcfs", "--out", "{dir}"], r"--out"),
+    ("sweep-out-unwritable", ["sweep", "--axis", "policy=fcfs", "--out", "{unwritable_csv}"],
+     r"--out"),
+    # --- jaxsched sweep, kv engine
+    ("sweep-kv-policy-unknown", ["sweep", "--engine", "kv", "--axis", "policy=nope"], r"policy"),
+    ("sweep-kv-capacity-zero", ["sweep", "--engine", "kv", "--axis", "capacity_tokens=0"],
+     r"capacity_tokens"),
+    ("sweep-kv-rates-wrong-length",
+     ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--set", "rates=[1]"], r"rates"),
+    ("sweep-kv-prefill-zero",
+     ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--set", "prefill_tokens=[0,1]"],
+     r"prefill_tokens"),
+    ("sweep-kv-thresholds-zero",
+     ["sweep", "--engine", "kv", "--axis", "policy=wait", "--set", "thresholds=[0,1]"],
+     r"thresholds"),
+    ("sweep-kv-dp-field", ["sweep", "--engine", "kv", "--axis", "num_workers=4"],
+     r"num_workers"),
+    ("sweep-kv-steps-flag", ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--steps", "10"],
+     r"--steps"),
+    ("sweep-kv-memory-zero",
+     ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--memory-mb", "0"], r"--memory-mb"),
+    # --- jaxsched kv run
+    ("kv-run-policy-unknown", ["kv", "run", "--policy", "nope"], r"policy"),
+    ("kv-run-prefill-not-int", ["kv", "run", "--prefill", "a,b"], r"--prefill"),
+    ("kv-run-prefill-zero", ["kv", "run", "--prefill", "0,1"], r"prefill"),
+    ("kv-run-decode-wrong-length", ["kv", "run", "--decode", "10"], r"decode"),
+    ("kv-run-rates-not-number", ["kv", "run", "--rates", "x"], r"--rates"),
+    ("kv-run-rates-zero", ["kv", "run", "--rates", "0,1"], r"rates"),
+    ("kv-run-rates-wrong-length", ["kv", "run", "--rates", "1"], r"rates"),
+    ("kv-run-thresholds-zero", ["kv", "run", "--thresholds", "0,1"], r"thresholds"),
+    ("kv-run-thresholds-not-int", ["kv", "run", "--thresholds", "x"], r"--thresholds"),
+    ("kv-run-d0-zero", ["kv", "run", "--d0", "0"], r"d0"),
+    ("kv-run-d0-nan", ["kv", "run", "--d0", "nan"], r"d0"),
+    ("kv-run-d1-negative", ["kv", "run", "--d1", "-1"], r"d1"),
+    ("kv-run-capacity-too-small", ["kv", "run", "--capacity", "5"], r"capacity"),
+    ("kv-run-capacity-not-int", ["kv", "run", "--capacity", "x"], r"--capacity"),
+    ("kv-run-num-requests-zero", ["kv", "run", "--num-requests", "0"], r"--num-requests"),
+    ("kv-run-table-size-zero", ["kv", "run", "--table-size", "0"], r"--table-size"),
+    ("kv-run-seeds-zero", ["kv", "run", "--seeds", "0"], r"--seeds"),
+    # --- jaxsched kv experiment
+    ("kv-exp-unknown", ["kv", "experiment", "nope"], r"nope"),
+    ("kv-exp-seeds-zero", ["kv", "experiment", "e1", "--seeds", "0"], r"--seeds"),
+    ("kv-exp-policy-unknown", ["kv", "experiment", "e1", "--policies", "nope"], r"polic"),
+    ("kv-exp-load-zero", ["kv", "experiment", "e1", "--loads", "0"], r"load"),
+    ("kv-exp-load-above-1", ["kv", "experiment", "e1", "--loads", "1.5"], r"load"),
+    ("kv-exp-loads-not-number", ["kv", "experiment", "e1", "--loads", "x"], r"--loads"),
+    ("kv-exp-loads-empty", ["kv", "experiment", "e1", "--loads", ","], r"loads"),
+    ("kv-exp-batch-limit-zero", ["kv", "experiment", "e1", "--batch-limits", "0"],
+     r"batch.limits"),
+    ("kv-exp-batch-limit-not-int", ["kv", "experiment", "e1", "--batch-limits", "x"],
+     r"--batch-limits"),
+    ("kv-exp-capacity-rule-unknown", ["kv", "experiment", "e1", "--capacity", "nope"],
+     r"capacit"),
+    ("kv-exp-prefill-price-negative", ["kv", "experiment", "e1", "--prefill-price", "-1"],
+     r"prefill.price"),
+    ("kv-exp-scaling-policies", ["kv", "experiment", "scaling", "--policies", "wait"],
+     r"--policies"),
+    ("kv-exp-scaling-seeds-one", ["kv", "experiment", "scaling", "--seeds", "1"], r"--seeds"),
+    ("kv-exp-out-is-a-file", ["kv", "experiment", "e1", "--out", "{good}"], r"--out"),
+    # --- jaxsched tune
+    ("tune-unknown", ["tune", "e9"], r"e9"),
+    ("tune-steps-zero", ["tune", "e3", "--steps", "0"], r"--steps"),
+    ("tune-steps-not-int", ["tune", "e3", "--steps", "x"], r"--steps"),
+    ("tune-seeds-one", ["tune", "e3", "--seeds", "1"], r"--seeds"),
+    ("tune-seed-start-negative", ["tune", "e3", "--seed-start", "-1"], r"seed"),
+    ("tune-lam-negative", ["tune", "e3", "--lam", "-1"], r"lam"),
+    ("tune-lam-nan", ["tune", "e3", "--lam", "nan"], r"lam"),
+    ("tune-out-is-a-file", ["tune", "e3", "--out", "{good}"], r"--out|out_dir"),
+]
+
+
+@pytest.mark.parametrize("argv, needle", [pytest.param(a, n, id=i) for i, a, n in CLI_CASES])
+def test_cli_rejects_with_one_line(argv, needle, paths, no_compile, capsys, tmp_path,
+                                   monkeypatch):
+    monkeypatch.chdir(tmp_path)       # default output paths land here, if anything is written
+    argv = [a.format(**paths) for a in argv]
+    try:
+        code = main(argv)
+    except SystemExit as e:           # argparse's own errors
+        code = e.code
+    except ReachedCompilation as e:
+        pytest.fail(f"{argv} was accepted ({e})")
+    cap = capsys.readouterr()
+    lines = [ln for ln in cap.err.splitlines() if ln.strip()]
+    assert "Traceback" not in cap.out + cap.err
+    assert code == 2, (code, cap.err)
+    assert len(lines) == 1, f"expected one stderr line, got {len(lines)}:\n{cap.err}"
+    assert lines[0].startswith("jaxsched: error:"), lines[0]
+    assert re.search(needle, lines[0]), (needle, lines[0])
+
+
+def test_cli_corpus_is_large_enough():
+    assert len(CLI_CASES) >= 80 and len({i for i, _, _ in CLI_CASES}) == len(CLI_CASES)
+
+
+# ------------------------------------------------------------------------------ Python API
+
+def _dp_cfg(**kw):
+    from jaxsched.dp import DPConfig
+    return DPConfig(**{"num_workers": 2, "slots_per_worker": 2, "pool_size": 2, "num_steps": 10,
+                       **kw})
+
+
+def _dp_params(**kw):
+    from jaxsched import dp
+    return dp.make_params(_dp_cfg(), **kw)
+
+
+def _kv_cfg(**kw):
+    from jaxsched.kv import KVConfig
+    return KVConfig(**{"num_requests": 10, "table_size": 16, **kw})
+
+
+def _kv_params(**kw):
+    from jaxsched import kv
+    return kv.make_params(_kv_cfg(), **kw)
+
+
+def _simulate(**kw):
+    from jaxsched import simulate
+    params = kw.pop("params", None)
+    return simulate(_dp_cfg(), _dp_params() if params is None else params,
+                    **{"seeds": [0], **kw})
+
+
+def _workload(cls: str, **kw):
+    import jaxsched.workload as w
+    return getattr(w, cls)(**kw)
+
+
+def _read(ctx, name: str, **kw):
+    from jaxsched.workload import read_trace
+    return read_trace(ctx[name], **kw)
+
+
+def _budget(value):
+    from jaxsched import dp
+    from jaxsched.run import seeds_for_budget
+    return seeds_for_budget(dp.ENGINE, _dp_cfg(), value)
+
+
+def _sweep(ctx, **kw):
+    from jaxsched import run_sweep
+    return run_sweep(_dp_cfg(), kw.pop("axes", {"policy": ["fcfs"]}), kw.pop("seeds", [0]),
+                     ctx["tmp"] / "sweep.csv", progress=False, **kw)
+
+
+def _theorem_point(**kw):
+    from jaxsched.dp.theorems import run_point, theorem_grid
+    return run_point(theorem_grid(quick=True)[0], "fcfs", "window", 8, [0, 1], **kw)
+
+
+def _fluid_types(**kw):
+    from jaxsched.fluid import FluidTypes
+    return FluidTypes(**{"prefill": [10, 10], "decode": [10, 20], "rates": [1, 1], "d0": 0.01,
+                         "d1": 1e-6, "capacity": 1e5, **kw})
+
+
+def _experiment(name="e1", **kw):
+    from jaxsched.kv.experiments import run_experiment
+    return run_experiment(name, quick=True, **kw)
+
+
+def _scaling(**kw):
+    from jaxsched.kv.experiments import run_scaling
+    return run_scaling(quick=True, **kw)
+
+
+def _tune(ctx, name="e3", **kw):
+    from jaxsched.kv.tuning import tune_experiment
+    return tune_experiment(name, **kw)
+
+
+def _tune_setup(**kw):
+    from jaxsched.kv.tuning import tune_setup
+    return tune_setup("e3", **kw)
+
+
+def _theorems(ctx, **kw):
+    from jaxsched.dp.theorems import check_theorems
+    out = kw.pop("out_dir", ctx["tmp"] / "theorems")
+    return check_theorems(out, quick=True, progress=False, plots=False, **kw)
+
+
+API_CASES = [
+    # (id, fn(ctx), regex the message must match); ctx: the `paths` plus "tmp" (a Path)
+    # --- DPConfig: bools, floats and strings where ints are expected; unknown names
+    ("dp-workers-bool", lambda c: _dp_cfg(num_workers=True), r"num_workers"),
+    ("dp-workers-float", lambda c: _dp_cfg(num_workers=2.0), r"num_workers"),
+    ("dp-slots-string", lambda c: _dp_cfg(slots_per_worker="8"), r"slots_per_worker"),
+    ("dp-pool-numpy-zero", lambda c: _dp_cfg(pool_size=np.int64(0)), r"pool_size"),
+    ("dp-horizon-negative", lambda c: _dp_cfg(horizon=-1), r"horizon"),
+    ("dp-steps-nan", lambda c: _dp_cfg(num_steps=NAN), r"num_steps"),
+    ("dp-burn-in-too-long", lambda c: _dp_cfg(burn_in_steps=10), r"burn_in_steps"),
+    ("dp-policy-unknown", lambda c: _dp_cfg(policy="nope"), r"policy"),
+    ("dp-policy-list", lambda c: _dp_cfg(policy=["fcfs"]), r"policy"),
+    ("dp-kernel-unknown", lambda c: _dp_cfg(bfio_kernel="nope"), r"bfio_kernel"),
+    ("dp-decay-string", lambda c: _dp_cfg(lookahead_decay="0.5"), r"lookahead_decay"),
+    ("dp-decay-inf", lambda c: _dp_cfg(lookahead_decay=INF), r"lookahead_decay"),
+    ("dp-drift-one-value", lambda c: _dp_cfg(drift=(1,)), r"drift"),
+    ("dp-workload-class", lambda c: _dp_cfg(workload=_workload("BurstGPTLike").__class__),
+     r"workload"),
+    ("dp-workload-name", lambda c: _dp_cfg(workload="burstgpt_like"), r"workload"),
+    # --- dp.make_params
+    ("dp-params-const-zero", lambda c: _dp_params(step_const_s=0), r"step_const_s"),
+    ("dp-params-per-token-nan", lambda c: _dp_params(per_token_s=NAN), r"per_token_s"),
+    ("dp-params-per-token-string", lambda c: _dp_params(per_token_s="1"), r"per_token_s"),
+    ("dp-params-fp-rate-bool", lambda c: _dp_params(fp_rate=True), r"fp_rate"),
+    ("dp-params-noise-inf", lambda c: _dp_params(noise_hi=INF), r"noise_hi"),
+    ("dp-params-kv-config", lambda c: __import__("jaxsched").dp.make_params(_kv_cfg()),
+     r"config"),
+    # --- KVConfig and kv.make_params
+    ("kv-prefill-empty", lambda c: _kv_cfg(prefill_tokens=()), r"prefill_tokens"),
+    ("kv-prefill-bool", lambda c: _kv_cfg(prefill_tokens=(True, 1)), r"prefill_tokens\[0\]"),
+    ("kv-decode-wrong-length", lambda c: _kv_cfg(decode_tokens=(1, 2, 3)), r"decode_tokens"),
+    ("kv-policy-list", lambda c: _kv_cfg(policy=["wait"]), r"policy"),
+    ("kv-horizon-string", lambda c: _kv_cfg(horizon_s="1"), r"horizon_s"),
+    ("kv-num-requests-bool", lambda c: _kv_cfg(num_requests=True), r"num_requests"),
+    ("kv-prefill-price-int", lambda c: _kv_cfg(prefill_price=1), r"prefill_price"),
+    ("kv-rates-string", lambda c: _kv_params(rates="ab"), r"rates"),
+    ("kv-rates-ragged", lambda c: _kv_params(rates=[[1, 2], [3]]), r"rates"),
+    ("kv-rates-nan", lambda c: _kv_params(rates=(NAN, 1)), r"rates"),
+    ("kv-capacity-float", lambda c: _kv_params(capacity_tokens=1.5), r"capacity_tokens"),
+    ("kv-thresholds-wrong-length", lambda c: _kv_params(thresholds=(1, 2, 3)), r"thresholds"),
+    ("kv-check-stability-string", lambda c: _kv_params(check_stability="x"),
+     r"check_stability"),
+    ("kv-params-dp-config", lambda c: __import__("jaxsched").kv.make_params(_dp_cfg()),
+     r"config"),
+    # --- workloads
+    ("burstgpt-median-zero", lambda c: _workload("BurstGPTLike", median_prompt=0),
+     r"median_prompt"),
+    ("burstgpt-mode-prob-above-1", lambda c: _workload("BurstGPTLike", mode_prob=1.5),
+     r"mode_prob"),
+    ("burstgpt-max-output-string", lambda c: _workload("BurstGPTLike", max_output="x"),
+     r"max_output"),
+    ("burstgpt-mode-above-max", lambda c: _workload("BurstGPTLike", mode_output=5000),
+     r"mode_output"),
+    ("burstgpt-sigma-nan", lambda c: _workload("BurstGPTLike", sigma_output=NAN),
+     r"sigma_output"),
+    ("bivariate-mean-huge", lambda c: _workload("BivariateNormal", mean_prompt=1e30),
+     r"mean_prompt"),
+    ("bivariate-corr-nan", lambda c: _workload("BivariateNormal", corr=NAN), r"corr"),
+    ("constant-bool", lambda c: _workload("Constant", value=True), r"Constant.value"),
+    ("uniform-high-below-low", lambda c: _workload("UniformInt", low=5, high=3),
+     r"UniformInt.high"),
+    ("geometric-p-string", lambda c: _workload("Geometric", p="0.5"), r"Geometric.p"),
+    ("independent-number", lambda c: _workload("Independent", prompt=5), r"Independent.prompt"),
+    ("finite-base-none", lambda c: _workload("Finite", base=None, num_requests=3),
+     r"Finite.base"),
+    ("trace-ragged", lambda c: _workload("Trace", prompt=[[1], [1, 2]], output=[1, 2]),
+     r"prompt and output"),
+    ("trace-zero-length", lambda c: _workload("Trace", prompt=[0], output=[1]), r"prompt"),
+    ("trace-name-none", lambda c: _workload("Trace", prompt=[1], output=[1], name=None),
+     r"Trace.name"),
+    # --- read_trace
+    ("read-binary", lambda c: _read(c, "binary"), r"binary\.csv.*UTF-8.*binary data"),
+    ("read-latin1", lambda c: _read(c, "latin1"), r"latin1\.csv.*not UTF-8.*line 4"),
+    ("read-directory", lambda c: _read(c, "dir"), r"directory"),
+    ("read-empty", lambda c: _read(c, "empty"), r"is empty"),
+    ("read-header-only", lambda c: _read(c, "header_only"), r"no data rows"),
+    ("read-negative", lambda c: _read(c, "negative"), r"line 2 prompt length"),
+    ("read-zero", lambda c: _read(c, "zero"), r"line 2 output length"),
+    ("read-path-none", lambda c: __import__("jaxsched").read_trace(None), r"trace"),
+    ("read-order-unknown", lambda c: _read(c, "good", order="random"), r"order"),
+    # --- simulate
+    ("simulate-seeds-empty", lambda c: _simulate(seeds=[]), r"seeds"),
+    ("simulate-seeds-negative", lambda c: _simulate(seeds=[-1]), r"seeds"),
+    ("simulate-seeds-beyond-uint32", lambda c: _simulate(seeds=[2**32]), r"seeds"),
+    ("simulate-seeds-beyond-int64", lambda c: _simulate(seeds=[2**70]), r"seeds"),
+    ("simulate-seeds-float", lambda c: _simulate(seeds=[1.5]), r"seeds"),
+    ("simulate-seed-chunk-zero", lambda c: _simulate(seed_chunk=0), r"seed_chunk"),
+    ("simulate-seed-chunk-bool", lambda c: _simulate(seed_chunk=True), r"seed_chunk"),
+    ("simulate-block-steps-zero", lambda c: _simulate(block_steps=0), r"block_steps"),
+    ("simulate-params-of-kv", lambda c: _simulate(params=_kv_params()), r"params"),
+    ("simulate-params-string", lambda c: _simulate(params="fast"), r"params"),
+    ("simulate-engine-name", lambda c: _simulate(engine="dp"), r"engine"),
+    ("simulate-progress-string", lambda c: _simulate(progress="yes"), r"progress"),
+    ("simulate-record-string", lambda c: _simulate(record="yes"), r"record"),
+    ("simulate-config-none", lambda c: __import__("jaxsched").simulate(None), r"config"),
+    ("get-engine-list", lambda c: __import__("jaxsched").get_engine([]), r"engine"),
+    ("multihost-seeds-empty",
+     lambda c: __import__("jaxsched.multihost").multihost.simulate_multihost(
+         _dp_cfg(), _dp_params(), []), r"seeds"),
+    # --- memory budgets
+    ("budget-zero", lambda c: _budget(0), r"memory_budget_mb"),
+    ("budget-negative", lambda c: _budget(-5), r"memory_budget_mb"),
+    ("budget-nan", lambda c: _budget(NAN), r"memory_budget_mb"),
+    ("budget-inf", lambda c: _budget(INF), r"memory_budget_mb"),
+    ("budget-bool", lambda c: _budget(True), r"memory_budget_mb"),
+    ("theorem-point-budget-zero", lambda c: _theorem_point(memory_budget_mb=0),
+     r"memory_budget_mb"),
+    ("sweep-budget-zero", lambda c: _sweep(c, memory_budget_mb=0), r"memory_budget_mb"),
+    ("sweep-budget-nan", lambda c: _sweep(c, memory_budget_mb=NAN), r"memory_budget_mb"),
+    ("sweep-budget-inf", lambda c: _sweep(c, memory_budget_mb=INF), r"memory_budget_mb"),
+    ("sweep-budget-string", lambda c: _sweep(c, memory_budget_mb="1024"), r"memory_budget_mb"),
+    ("sweep-budget-none", lambda c: _sweep(c, memory_budget_mb=None), r"memory_budget_mb"),
+    # --- run_sweep
+    ("sweep-seeds-empty", lambda c: _sweep(c, seeds=[]), r"seeds"),
+    ("sweep-seeds-float", lambda c: _sweep(c, seeds=[1.5]), r"seeds"),
+    ("sweep-axis-unknown", lambda c: _sweep(c, axes={"nope": [1]}), r"nope"),
+    ("sweep-axis-duplicate", lambda c: _sweep(c, axes={"num_workers": [2, 2]}), r"num_workers"),
+    ("sweep-axis-not-a-list", lambda c: _sweep(c, axes={"num_workers": 5}), r"num_workers"),
+    ("sweep-params-unknown", lambda c: _sweep(c, params={"nope": 1}), r"nope"),
+    ("sweep-metric-unknown", lambda c: _sweep(c, metrics=["nope"]), r"nope"),
+    # --- fluid model
+    ("fluid-prefill-zero", lambda c: _fluid_types(prefill=[0, 1]), r"prefill\[0\]"),
+    ("fluid-decode-float", lambda c: _fluid_types(decode=[1.5, 2]), r"decode\[0\]"),
+    ("fluid-rates-wrong-length", lambda c: _fluid_types(rates=[1]), r"rates"),
+    ("fluid-capacity-inf", lambda c: _fluid_types(capacity=INF), r"capacity"),
+    ("fluid-theta-p-one", lambda c: __import__("jaxsched.fluid").fluid.theta_root(1, 1, 1),
+     r"\bp\b"),
+    # --- kv experiments
+    ("exp-unknown", lambda c: _experiment("e9"), r"experiment"),
+    ("exp-seeds-zero", lambda c: _experiment(seeds=0), r"seeds"),
+    ("exp-policies-string", lambda c: _experiment(policies="wait"), r"policies"),
+    ("exp-loads-empty", lambda c: _experiment(loads=[]), r"loads"),
+    ("exp-loads-scalar", lambda c: _experiment(loads=0.5), r"loads"),
+    ("exp-load-nan", lambda c: _experiment(loads=[NAN]), r"load"),
+    ("exp-capacities-string", lambda c: _experiment(capacities="mstar"), r"capacities"),
+    ("exp-batch-limits-empty", lambda c: _experiment(batch_limits=[]), r"batch_limits"),
+    ("exp-steady-string", lambda c: _experiment(steady="yes"), r"steady"),
+    ("exp-hardware-none", lambda c: _experiment(hw=None), r"hw"),
+    ("scaling-seeds-one", lambda c: _scaling(seeds=1), r"seeds"),
+    ("scaling-one-horizon", lambda c: _scaling(horizons=[100.0]), r"horizons"),
+    # --- tuning
+    ("tune-unknown", lambda c: _tune(c, "e9"), r"name"),
+    ("tune-steps-zero", lambda c: _tune(c, steps=0), r"steps"),
+    ("tune-lam-nan", lambda c: _tune(c, lam=NAN), r"lam"),
+    ("tune-one-seed", lambda c: _tune(c, seeds=[1]), r"seeds"),
+    ("tune-seed-negative", lambda c: _tune(c, seeds=[-1, 0]), r"seeds"),
+    ("tune-key-float", lambda c: _tune(c, key=1.5), r"key"),
+    ("tune-out-dir-is-a-file", lambda c: _tune(c, out_dir=c["good"]), r"out_dir"),
+    ("tune-burn-in-half", lambda c: _tune_setup(burn_in_fraction=0.6), r"burn_in_fraction"),
+    ("tune-capacity-nan", lambda c: _tune_setup(capacity_factor=NAN), r"capacity_factor"),
+    # --- theorems
+    ("theorems-seeds-one", lambda c: _theorems(c, seeds=1), r"seeds"),
+    ("theorems-measured-zero", lambda c: _theorems(c, measured=0), r"measured"),
+    ("theorems-kernel-unknown", lambda c: _theorems(c, kernel="nope"), r"kernel"),
+    ("theorems-out-is-a-file", lambda c: _theorems(c, out_dir=c["good"]), r"out_dir"),
+]
+
+
+@pytest.mark.parametrize("fn, needle", [pytest.param(f, n, id=i) for i, f, n in API_CASES])
+def test_api_rejects_with_config_error(fn, needle, paths, no_compile, tmp_path):
+    with pytest.raises(ConfigError, match=needle) as info:
+        fn({**paths, "tmp": tmp_path})
+    msg = str(info.value)
+    assert msg and "\n" not in msg, msg
+
+
+def test_api_corpus_is_large_enough():
+    assert len(API_CASES) >= 60 and len({i for i, _, _ in API_CASES}) == len(API_CASES)
+
+
+# ------------------------------------------------------------------------------ byte-order marks
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_headerless_trace_with_bom_keeps_every_row(tmp_path):
+    from jaxsched.workload import read_trace
+    p = tmp_path / "bom.csv"
+    p.write_bytes(BOM + b"10,2\n20,3\n30,4\n")
+    tr = read_trace(p, order="sequential")
+    assert tr.num_requests == 3
+    assert tr.prompt.tolist() == [10, 20, 30] and tr.output.tolist() == [2, 3, 4]
+
+
+def test_headed_trace_with_bom_reads_its_header(tmp_path):
+    from jaxsched.workload import read_trace
+    # Three columns: only a recognised header (not the two-column fallback) can read this file.
+    p = tmp_path / "bom_header.csv"
+    p.write_bytes(BOM + b"input_tokens,output_tokens,note\n10,2,a\n20,3,b\n")
+    tr = read_trace(p, order="sequential")
+    assert tr.prompt.tolist() == [10, 20] and tr.output.tolist() == [2, 3]
+    p.write_bytes(BOM + b"prompt,output\r\n10,2\r\n")
+    assert read_trace(p, order="sequential").prompt.tolist() == [10]
