@@ -33,6 +33,8 @@ STREAM_DRIFT = 7
 # kv engine arrivals (docs/kv-semantics.md §3): index = candidate number i >= 0.
 STREAM_KV_GAP = 8
 STREAM_KV_TYPE = 9
+# offline engine (papers 002, 003): index = request index; the random orders (FCFS) sort by it.
+STREAM_ORDER = 10
 
 
 def mix32(x: jnp.ndarray) -> jnp.ndarray:

@@ -1,0 +1,40 @@
+"""Orders for the offline executor: which request it tries to admit next (papers 002, 003).
+
+A policy is `fn(s, o, seed) -> int32[n]`, a permutation of the request indices computed once
+per run from the lengths (s: prompt, o: output, int32[n], tokens) and the run's seed (random
+choices hash (seed, request index), `jaxsched.rng`, so a plain-Python reference reproduces
+them). The executor
+(`jaxsched.offline.engine`) admits requests in that order, stopping at the first that does not
+fit. Ties are broken by request index (stable sorts), as notes/002.md §2.1 suggests.
+"""
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from .. import rng
+from ..engine import Policy
+
+
+def fcfs(s: jnp.ndarray, o: jnp.ndarray, seed) -> jnp.ndarray:
+    """FCFS: the arrival order, which for a batch at t = 0 is a uniformly random permutation:
+    requests sorted by hash3(seed, i, STREAM_ORDER) (ties, of probability ~n^2 / 2^33, by
+    index)."""
+    keys = rng.hash3(seed, jnp.arange(s.shape[0], dtype=jnp.uint32), rng.STREAM_ORDER)
+    return jnp.argsort(keys, stable=True).astype(jnp.int32)
+
+
+def mcsf(s: jnp.ndarray, o: jnp.ndarray, seed) -> jnp.ndarray:
+    """MC-SF (Jaillet et al.): ascending output length o, ties by index."""
+    return jnp.argsort(o, stable=True).astype(jnp.int32)
+
+
+def mcsf2(s: jnp.ndarray, o: jnp.ndarray, seed) -> jnp.ndarray:
+    """MC-SF2 (paper 002, EC.1): ascending s + o, ties by index."""
+    return jnp.argsort(s + o, stable=True).astype(jnp.int32)
+
+
+POLICIES = {
+    "fcfs": Policy(fcfs, "arrival order: a random permutation per run"),
+    "mcsf": Policy(mcsf, "MC-SF: shortest output first"),
+    "mcsf2": Policy(mcsf2, "MC-SF2: smallest s + o first (paper 002, EC.1)"),
+}
