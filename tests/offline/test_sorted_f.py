@@ -1,0 +1,54 @@
+"""Sorted-F's Phase 1 in JAX against the plain-Python solvers of tests/reference/offline.py."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+import jaxsched as js
+from jaxsched import offline as off
+from jaxsched.offline import sorted_f as sf
+from jaxsched.workload import Trace
+from tests.reference import offline as ref
+
+_swap_order = jax.jit(lambda s, o, M: sf.order(s, o, M, sf.local_swap))
+_swap_batch = jax.jit(lambda s, o, avail, M: sf.local_swap(s, o, avail, M))
+
+instances = st.integers(1, 10).flatmap(lambda n: st.tuples(
+    st.lists(st.integers(1, 20), min_size=n, max_size=n),
+    st.lists(st.integers(1, 20), min_size=n, max_size=n), st.integers(0, 60)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(instances)
+def test_swap_order_equals_the_reference(inst):
+    s, o, extra = inst
+    M = max(a + b for a, b in zip(s, o)) + extra
+    want, batches = ref.sorted_f(s, o, M, ref.local_swap)
+    assert np.asarray(_swap_order(jnp.array(s), jnp.array(o), M)).tolist() == want
+    # Theorem 4 on these batches: the executor's TEL is at most the separate-batches TEL.
+    assert ref.tel(ref.execute(s, o, want, M)[1]) <= ref.separate_tel(batches, o)
+
+
+@settings(max_examples=100, deadline=None)
+@given(instances, st.data())
+def test_swap_batch_on_any_available_subset(inst, data):
+    s, o, extra = inst
+    M = max(a + b for a, b in zip(s, o)) + extra
+    avail = data.draw(st.lists(st.booleans(), min_size=len(s), max_size=len(s)))
+    got = np.asarray(_swap_batch(jnp.array(s), jnp.array(o), jnp.array(avail), M))
+    want = ref.local_swap([i for i in range(len(s)) if avail[i]], s, o, M)
+    assert sorted(np.flatnonzero(got).tolist()) == sorted(want)
+
+
+def test_requests_that_never_fit_end_the_order():
+    s, o = jnp.array([5, 50, 1, 60]), jnp.array([5, 20, 1, 1])
+    assert np.asarray(_swap_order(s, o, 30)).tolist() == [2, 0, 1, 3]
+
+
+def test_example_1_sorted_f_swap_tel_45():
+    s, o = [63] + [1] * 21, [1] + [2] * 21
+    cfg = off.OfflineConfig(Trace(np.array(s), np.array(o), order="sequential"),
+                            policy="sorted_f_swap")
+    assert js.simulate(cfg, off.make_params(cfg, capacity_tokens=64), [0]).metrics["tel_steps"][0] == 45
