@@ -160,7 +160,8 @@ def simulate(config: Any, params: Any = None, seeds: Sequence[int] = (0,), *,
     engine whose Config `config` is.
     record: also return per-step trajectories (memory O(S K)). seed_chunk: seeds per vmapped
     call. block_steps: steps per jitted call (default min(max steps, 1024)).
-    progress: None, True, or a callback progress(done_blocks, total_blocks) after every block.
+    progress: None, True, or a callback progress(done_blocks, total_blocks), called with 0 before
+    the first block and after every block.
     shard: split each chunk over all local devices (when it divides evenly).
     warn: issue `engine.check`'s warnings as RuntimeWarning.
     """
@@ -200,6 +201,8 @@ def simulate(config: Any, params: Any = None, seeds: Sequence[int] = (0,), *,
         if report is not None:
             report(done[0], total)
 
+    if report is not None:
+        report(0, total)            # the bar appears before the first block compiles and runs
     t0 = time.perf_counter()
     parts = [_run_chunk(engine, config, params, padded[c0:c0 + chunk], fns, n_blocks, record,
                         shard, on_block) for c0 in range(0, len(padded), chunk)]

@@ -49,6 +49,7 @@ def test_runner_results_and_metric_table_agree(name):
     assert list(res.metrics) == list(eng.METRICS)          # finalize gives exactly the table
     assert all(v.dtype == np.float64 and v.shape == (3,) for v in res.metrics.values())
     assert res.seeds.tolist() == [3, 1, 2] and calls and calls[-1][0] == calls[-1][1]
+    assert calls[0][0] == 0 and calls[0][1] == calls[-1][1]      # shown before any block runs
     # Default params are make_params(config); an explicit engine gives the same numbers.
     again = simulate(cfg, eng.make_params(cfg), [3, 1, 2], engine=eng, seed_chunk=2, record=True)
     for k in res.metrics:
