@@ -13,7 +13,9 @@ before compiling, that no load can overflow int32.
   max 3206; corr 0.367). Prompt: lognormal with median 217; output: 7 with probability 0.457
   (the trace's mode), else lognormal, correlated with the prompt through a Gaussian copula.
   The default workload of `jaxsched run`.
-- `Independent(prompt, output)` from `Constant`, `UniformInt` and `Geometric` marginals.
+- `Independent(prompt, output)` from marginals: `Constant`, `UniformInt`, `Geometric`, and the
+  rounded-and-clipped `RoundedNormal`, `RoundedExponential`, `RoundedLogNormal`, `Binomial`
+  and `Mixture` of paper 002's synthetic experiment (EC.4.2).
 - `Finite(base, n)`: the first n requests of an unbounded law (a run that drains).
 """
 from __future__ import annotations
@@ -104,7 +106,157 @@ class Geometric:
         return jnp.clip(x, 1, self.upper).astype(jnp.int32)
 
 
-Marginal = Constant | UniformInt | Geometric
+def _rounded(x: jnp.ndarray, low: int, high: int) -> jnp.ndarray:
+    """A continuous draw rounded to the nearest integer (halves up), then clipped to
+    [low, high] (paper 002, EC.4.2: round, then clip)."""
+    return jnp.clip(jnp.floor(x + 0.5), low, high).astype(jnp.int32)
+
+
+def _check_range(low: int, high: int, cls: str) -> None:
+    require_int(low, f"{cls}.low", lo=1, hi=2**24)
+    require_int(high, f"{cls}.high", lo=low, hi=2**24)
+
+
+@dataclass(frozen=True)
+class RoundedNormal:
+    """Normal(mean, std) rounded to an integer and clipped to [low, high] tokens."""
+    mean: float
+    std: float
+    low: int = 1
+    high: int = 2**24
+
+    def __post_init__(self):
+        require_float(self.mean, "RoundedNormal.mean", lo=-2.0**24, hi=2.0**24)
+        require_float(self.std, "RoundedNormal.std", lo=0.0, hi=2.0**24)
+        _check_range(self.low, self.high, "RoundedNormal")
+
+    @property
+    def upper(self) -> int:
+        return self.high
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        z, _ = rng.normal_pair(seed, ids, stream)
+        return _rounded(np.float32(self.mean) + np.float32(self.std) * z, self.low, self.high)
+
+
+@dataclass(frozen=True)
+class RoundedExponential:
+    """Exponential with mean `scale` rounded to an integer and clipped to [low, high] tokens."""
+    scale: float
+    low: int = 1
+    high: int = 2**24
+
+    def __post_init__(self):
+        require_float(self.scale, "RoundedExponential.scale", lo=0.0, hi=2.0**20, lo_open=True)
+        _check_range(self.low, self.high, "RoundedExponential")
+
+    @property
+    def upper(self) -> int:
+        return self.high
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        u = rng.uniform(seed, ids, stream)
+        return _rounded(-np.float32(self.scale) * jnp.log1p(-u), self.low, self.high)
+
+
+@dataclass(frozen=True)
+class RoundedLogNormal:
+    """LogNormal(log median, sigma) rounded to an integer and clipped to [low, high] tokens."""
+    median: float
+    sigma: float
+    low: int = 1
+    high: int = 2**24
+
+    def __post_init__(self):
+        require_float(self.median, "RoundedLogNormal.median", lo=0.0, hi=2.0**24, lo_open=True)
+        require_float(self.sigma, "RoundedLogNormal.sigma", lo=0.0, hi=10.0)
+        _check_range(self.low, self.high, "RoundedLogNormal")
+
+    @property
+    def upper(self) -> int:
+        return self.high
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        z, _ = rng.normal_pair(seed, ids, stream)
+        return _rounded(np.float32(self.median) * jnp.exp(np.float32(self.sigma) * z),
+                        self.low, self.high)
+
+
+@dataclass(frozen=True)
+class Binomial:
+    """shift + Binomial(trials, p) tokens, by the inverse of its CDF (a table of trials + 1
+    float32 entries computed in float64)."""
+    trials: int
+    p: float
+    shift: int = 1
+
+    def __post_init__(self):
+        require_int(self.trials, "Binomial.trials", lo=1, hi=4096)
+        require_float(self.p, "Binomial.p", lo=0.0, hi=1.0)
+        require_int(self.shift, "Binomial.shift", lo=1, hi=2**24 - self.trials)
+
+    @property
+    def upper(self) -> int:
+        return self.shift + self.trials
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        k = np.arange(self.trials + 1)
+        pmf = np.array([math.comb(self.trials, int(j)) for j in k], np.float64) \
+            * self.p ** k * (1 - self.p) ** (self.trials - k)
+        cdf = jnp.asarray(np.cumsum(pmf)[:-1], jnp.float32)   # P(X <= j), j < trials
+        u = rng.uniform(seed, ids, stream)
+        return self.shift + jnp.searchsorted(cdf, u, side="right").astype(jnp.int32)
+
+
+@dataclass(frozen=True)
+class Mixture:
+    """With probability weights[k], a draw of components[k]; a draw above `cap` is replaced by
+    a draw of `redraw` (paper 002, EC.4.2's "Mixed" prompts: values above 50 redrawn from
+    U(40, 50)). Each component and the choice use their own random streams."""
+    components: tuple
+    weights: tuple
+    cap: int | None = None
+    redraw: Any = None
+
+    def __post_init__(self):
+        require(isinstance(self.components, tuple) and len(self.components) >= 1 and all(
+            isinstance(c, _SIMPLE) for c in self.components), "Mixture.components",
+            "a non-empty tuple of length marginals", self.components)
+        require(isinstance(self.weights, tuple) and len(self.weights) == len(self.components),
+                "Mixture.weights", "a tuple with one weight per component", self.weights)
+        for w in self.weights:
+            require_float(w, "Mixture.weights", lo=0.0, hi=1.0)
+        require(abs(sum(self.weights) - 1.0) < 1e-9, "Mixture.weights", "weights summing to 1",
+                self.weights)
+        require((self.cap is None) == (self.redraw is None), "Mixture.redraw",
+                "given together with cap (or neither)", self.redraw)
+        if self.cap is not None:
+            require_int(self.cap, "Mixture.cap", lo=1, hi=2**24)
+            require(isinstance(self.redraw, _SIMPLE) and self.redraw.upper <= self.cap,
+                    "Mixture.redraw", f"a length marginal whose values stay <= cap ({self.cap})",
+                    self.redraw)
+
+    @property
+    def upper(self) -> int:
+        top = max(c.upper for c in self.components)
+        return top if self.cap is None else min(top, self.cap)
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        u = rng.uniform(seed, ids, stream, sub=63)
+        edges = np.cumsum(np.asarray(self.weights, np.float64))[:-1].astype(np.float32)
+        which = jnp.searchsorted(jnp.asarray(edges), u, side="right")
+        draws = jnp.stack([c.sample(seed, ids, 1000 * (k + 1) + stream)
+                           for k, c in enumerate(self.components)])
+        x = jnp.take_along_axis(draws, which[None].astype(jnp.int32), axis=0)[0]
+        if self.cap is not None:
+            x = jnp.where(x > self.cap, self.redraw.sample(seed, ids, 9000 + stream), x)
+        return x.astype(jnp.int32)
+
+
+_SIMPLE = (Constant, UniformInt, Geometric, RoundedNormal, RoundedExponential, RoundedLogNormal,
+           Binomial)
+Marginal = (Constant | UniformInt | Geometric | RoundedNormal | RoundedExponential
+            | RoundedLogNormal | Binomial | Mixture)
 
 
 # --------------------------------------------------------------------------- workloads
@@ -119,8 +271,9 @@ class Independent:
     def __post_init__(self):
         for f in ("prompt", "output"):
             m = getattr(self, f)
-            require(isinstance(m, (Constant, UniformInt, Geometric)), f"Independent.{f}",
-                    "a length marginal: Constant(n), UniformInt(low, high) or Geometric(p)", m)
+            require(isinstance(m, (*_SIMPLE, Mixture)), f"Independent.{f}",
+                    "a length marginal: Constant, UniformInt, Geometric, RoundedNormal, "
+                    "RoundedExponential, RoundedLogNormal, Binomial or Mixture", m)
         require(isinstance(self.name, str), "Independent.name", "a string", self.name)
 
     @property

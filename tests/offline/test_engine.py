@@ -145,3 +145,15 @@ def test_bad_input_is_one_clear_error(make, needle):
     with pytest.raises(ConfigError, match=needle) as e:
         make()
     assert "\n" not in str(e.value)
+
+
+def test_synthetic_batches_of_ec_4_2_run():
+    from jaxsched.offline.workloads import SYNTHETIC, SYNTHETIC_CAPACITY_TOKENS, synthetic
+    for name, (law, n) in SYNTHETIC.items():
+        assert law.max_prompt <= 50 and law.max_output <= 50
+        cfg = off.OfflineConfig(synthetic(name), policy="mcsf")
+        res = js.simulate(cfg, off.make_params(cfg, capacity_tokens=SYNTHETIC_CAPACITY_TOKENS), [0, 1])
+        assert (res.metrics["num_served"] == n).all() and (res.metrics["num_dropped"] == 0).all()
+        assert (res.metrics["peak_memory_tokens"] <= SYNTHETIC_CAPACITY_TOKENS).all()
+    with pytest.raises(ConfigError, match="name must be one of"):
+        synthetic("zipf")
