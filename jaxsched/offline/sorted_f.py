@@ -6,6 +6,8 @@ ascending (o, index), append it to the order. The executor (`engine.py`) then ad
 in that order, so consecutive batches overlap in time. Solvers of the argmin:
 - `local_swap` (Algorithm 4, "Sorted-F (Swap)" in the paper's experiments): a greedy
   maximum-cardinality fill, then first-improvement single swaps that lower sum o.
+- `exact_dp` (Algorithm 2): the exact argmin by a knapsack DP over (size, weight), with a
+  static table width `cap` >= M (pass it with functools.partial); ties to the larger batch.
 Tie rules follow tests/reference/offline.py, whose plain-Python solvers are the oracles.
 Everything is jittable and vmappable: dense [n] arrays with masks, `lax.while_loop`s.
 """
@@ -108,3 +110,71 @@ def order(s: jnp.ndarray, o: jnp.ndarray, M, solver: Solver) -> jnp.ndarray:
     rest = jnp.argsort(jnp.where(avail, n, jnp.arange(n)), stable=True)
     slot = jnp.arange(n, dtype=jnp.int32) - filled
     return jnp.where(slot >= 0, rest[jnp.clip(slot, 0, n - 1)], out).astype(jnp.int32)
+
+
+def exact_dp(s: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, M, *, cap: int) -> jnp.ndarray:
+    """Algorithm 2: the exact argmin of F(X) = sum o / |X|^2 over X within `avail` with
+    sum(s + o) <= M, for a static table width `cap` >= M (tokens).
+
+    dp[k][m] = least sum of o over sets of k available requests of weight sum exactly m; the
+    requests are taken in index order and an entry changes only on a strict improvement, so the
+    set kept for an entry is the one the plain-Python `exact_dp` backtracks to (the bits of
+    `sets[k][m]` are the set that produced dp[k][m] when it was written). The answer minimises
+    dp[k][m] / k^2, compared exactly by cross-multiplication; ties go to the larger k, then the
+    smaller m. Cost per instance: O(n^2 cap) work, (n + 1)(cap + 1)(4 + 4 ceil(n / 32)) bytes.
+    """
+    n = s.shape[0]
+    words = -(-n // 32)
+    w = s + o
+    inf = jnp.iinfo(jnp.int32).max // 2
+    dp = jnp.full((n + 1, cap + 1), inf, jnp.int32).at[0, 0].set(0)
+    sets = jnp.zeros((n + 1, cap + 1, words), jnp.uint32)
+    m_idx = jnp.arange(cap + 1, dtype=jnp.int32)
+
+    def item(carry, q):
+        dp, sets = carry
+        use = avail[q] & (w[q] <= M)
+        shifted = jnp.roll(dp, w[q], axis=1)                 # shifted[k][m] = dp[k][m - w]
+        cand = jnp.where((m_idx >= w[q]) & (shifted < inf), shifted + o[q], inf)[:-1]
+        better = use & (cand < dp[1:])                       # rows k + 1 = 1..n
+        bit = jnp.zeros((words,), jnp.uint32).at[q // 32].set(jnp.uint32(1) << (q % 32).astype(jnp.uint32))
+        moved = jnp.roll(sets, w[q], axis=1)[:-1] | bit
+        dp = dp.at[1:].set(jnp.where(better, cand, dp[1:]))
+        sets = sets.at[1:].set(jnp.where(better[..., None], moved, sets[1:]))
+        return (dp, sets), None
+
+    (dp, sets), _ = jax.lax.scan(item, (dp, sets), jnp.arange(n))
+    # For each size k the best entry is the least dp[k][m] over m <= M (the smallest such m);
+    # sizes are then compared exactly: v_k / k^2 against v_j / j^2 by 64-bit cross products,
+    # ties to the larger size.
+    row = jnp.where(m_idx[None, :] <= M, dp, inf)
+    vmin = jnp.min(row, axis=1)
+    mbest = jnp.argmin(row, axis=1).astype(jnp.int32)
+
+    def pick(best, k):
+        v, bv = vmin[k], vmin[best]
+        a, b = _mul64(v, best * best), _mul64(bv, k * k)      # v / k^2 <= bv / best^2 ?
+        le = (a[0] < b[0]) | ((a[0] == b[0]) & (a[1] <= b[1]))
+        take = (v < inf) & ((bv >= inf) | le)                  # "<=": ties to the larger k
+        return jnp.where(take, k, best), None
+
+    best, _ = jax.lax.scan(pick, jnp.int32(0), jnp.arange(1, n + 1, dtype=jnp.int32))
+    bits = sets[best, mbest[best]]
+    ids = jnp.arange(n)
+    chosen = ((bits[ids // 32] >> (ids % 32).astype(jnp.uint32)) & 1).astype(bool)
+    return chosen & (best > 0)
+
+
+def _mul64(a: jnp.ndarray, b: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """a * b for non-negative int32 a, b < 2^31 as (high, low) uint32 words, exactly."""
+    a, b = a.astype(jnp.uint32), b.astype(jnp.uint32)
+    a0, a1 = a & 0xFFFF, a >> 16
+    b0, b1 = b & 0xFFFF, b >> 16
+    lo = a0 * b0
+    mid1, mid2 = a1 * b0, a0 * b1
+    hi = a1 * b1
+    mid = mid1 + mid2
+    carry_mid = (mid < mid1).astype(jnp.uint32) << 16
+    lo_new = lo + (mid << 16)
+    carry_lo = (lo_new < lo).astype(jnp.uint32)
+    return hi + (mid >> 16) + carry_mid + carry_lo, lo_new

@@ -1,6 +1,8 @@
 """Sorted-F's Phase 1 in JAX against the plain-Python solvers of tests/reference/offline.py."""
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -52,3 +54,38 @@ def test_example_1_sorted_f_swap_tel_45():
     cfg = off.OfflineConfig(Trace(np.array(s), np.array(o), order="sequential"),
                             policy="sorted_f_swap")
     assert js.simulate(cfg, off.make_params(cfg, capacity_tokens=64), [0]).metrics["tel_steps"][0] == 45
+
+
+CAP = 80          # one static table width for every test instance (M <= CAP): one compile per n
+_dp_order = jax.jit(lambda s, o, M: sf.order(s, o, M, functools.partial(sf.exact_dp, cap=CAP)))
+_dp_batch = jax.jit(lambda s, o, avail, M: sf.exact_dp(s, o, avail, M, cap=CAP))
+
+
+@settings(max_examples=150, deadline=None)
+@given(instances, st.data())
+def test_exact_dp_batch_equals_the_reference(inst, data):
+    s, o, extra = inst
+    M = min(CAP, max(a + b for a, b in zip(s, o)) + extra)
+    avail = data.draw(st.lists(st.booleans(), min_size=len(s), max_size=len(s)))
+    got = np.flatnonzero(np.asarray(_dp_batch(jnp.array(s), jnp.array(o), jnp.array(avail), M)))
+    want = ref.exact_dp([i for i in range(len(s)) if avail[i]], s, o, M)
+    assert got.tolist() == sorted(want)
+    if want:       # Lemma 1: an exact argmin batch has mean o >= |X| / (2|X| - 1) * max o
+        k = len(want)
+        assert sum(o[i] for i in want) * (2 * k - 1) >= k * k * max(o[i] for i in want)
+
+
+@settings(max_examples=80, deadline=None)
+@given(instances)
+def test_exact_dp_order_equals_the_reference(inst):
+    s, o, extra = inst
+    M = min(CAP, max(a + b for a, b in zip(s, o)) + extra)
+    want, _ = ref.sorted_f(s, o, M, ref.exact_dp)
+    assert np.asarray(_dp_order(jnp.array(s), jnp.array(o), M)).tolist() == want
+
+
+def test_exact_dp_breaks_an_exact_tie_in_f_toward_the_larger_batch():
+    # {0}: F = 4 / 1; {0, 1}: F = 16 / 4 = 4. Algorithm 1 asks for the larger batch on a tie.
+    s, o = [1, 1], [4, 12]
+    got = sf.exact_dp(jnp.array(s), jnp.array(o), jnp.array([True, True]), 100, cap=100)
+    assert np.asarray(got).tolist() == [True, True] and ref.exact_dp([0, 1], s, o, 100) == [0, 1]
