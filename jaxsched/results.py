@@ -98,19 +98,14 @@ class ResultsFile:
                   f"results so far and the rest of the run go to {self.path}", file=sys.stderr)
 
 
-def seed_rows(res, config_columns: Mapping[str, object], extra: Mapping[str, object] | None = None,
-              metrics: Mapping[str, object] | None = None) -> list[dict]:
-    """One row per seed of a `Results`: the configuration's columns, `extra`, the seed, then
-    every metric (integers for count, step and flag metrics, whose values are whole numbers).
-
-    metrics: {name: Metric} of the engine (default: every metric, written as floats unless the
-    engine's METRICS says integer)."""
-    if metrics is None:
-        from .engine import get_engine
-        metrics = get_engine(res.engine).METRICS
+def seed_rows(res, config_columns: Mapping[str, object]) -> list[dict]:
+    """One row per seed of a `Results`: the configuration's columns, the seed, then every
+    metric of its engine (integers for count, step and flag metrics, whole numbers)."""
+    from .engine import get_engine
+    metrics = get_engine(res.engine).METRICS
     rows = []
     for i, seed in enumerate(res.seeds):
-        row = {**config_columns, **(extra or {}), "seed": int(seed)}
+        row = {**config_columns, "seed": int(seed)}
         row.update({k: metric_value(res.metrics[k][i], m) for k, m in metrics.items()})
         rows.append(row)
     return rows

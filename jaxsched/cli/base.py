@@ -136,6 +136,12 @@ def write_resolved(args: argparse.Namespace, path: str | Path) -> Path:
     return path
 
 
+def config_path(out: Path, folder: bool = False) -> Path:
+    """Where a command writes its resolved options: in its results folder, or beside its
+    results file (results/run.csv -> results/run.config.toml)."""
+    return out / "config.toml" if folder else out.with_name(out.stem + ".config.toml")
+
+
 def require_what(value: str | None, what: str, choices) -> str:
     """A positional argument that a --config file may also give: present and one of choices."""
     if value is None:

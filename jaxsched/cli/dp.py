@@ -16,19 +16,13 @@ from pathlib import Path
 
 from ..errors import ConfigError, require_int
 from ..outputs import check_dir, check_file, save
-from .base import command, require_what, write_resolved
+from .base import command, config_path, require_what, write_resolved
 from .catalog import BFIO_KERNELS, DP_POLICIES, DP_PREDICTORS, DP_SEMANTICS, DP_WORKLOADS
 
 REPRODUCIBLE = ("table1", "fig4", "noise")
 
 
-def config_path(out: Path, folder: bool = False) -> Path:
-    """Where a command writes its resolved options: in its results folder, or beside its
-    results file (results/run.csv -> results/run.config.toml)."""
-    return out / "config.toml" if folder else out.with_name(out.stem + ".config.toml")
-
-
-def _workload(a: argparse.Namespace):
+def workload_from_args(a: argparse.Namespace):
     """The request lengths of `run`/`sweep`: a trace, or a named synthetic workload."""
     from ..workload import BivariateNormal, BurstGPTLike, read_trace
     if a.trace and a.workload:
@@ -80,7 +74,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     out = check_file(a.out, "--out")
     png = None if a.plot == "none" else check_file(a.plot, "--plot", image=True)
     params_kw = _predictor_params(a)
-    workload = _workload(a)
+    workload = workload_from_args(a)
     base = DPConfig(num_workers=a.G, slots_per_worker=a.B, pool_size=a.R, num_steps=a.steps,
                     semantics=a.semantics, workload=workload, predictor=a.predictor)
     for s in specs:  # validate every policy's config and params before compiling anything

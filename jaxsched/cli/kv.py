@@ -8,14 +8,12 @@ import argparse
 import math
 import sys
 import time
-from pathlib import Path
 
 from ..errors import ConfigError, require_int
 from ..outputs import check_dir, check_file, save
-from .base import command, require_what, write_resolved
+from .base import command, config_path, require_what, write_resolved
 from .catalog import (KV_CAPACITY_RULES, KV_DEFAULT_CAPACITY_TOKENS, KV_DEFAULT_D0_S,
                       KV_DEFAULT_D1_S_PER_TOKEN, KV_EXPERIMENTS, KV_POLICIES)
-from .dp import config_path
 
 
 def _kv_ints(text: str, flag: str) -> tuple[int, ...]:
@@ -68,10 +66,11 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
                    num_requests=require_int(a.num_requests, "--num-requests", lo=1),
                    table_size=require_int(a.table_size, "--table-size", lo=1))
     th = None if a.thresholds is None else _kv_ints(a.thresholds, "--thresholds")
-    params = make_params(cfg, rates=_floats(a.rates, "--rates"), d0_s=a.d0,
+    rates = _floats(a.rates, "--rates")
+    params = make_params(cfg, rates=rates, d0_s=a.d0,
                          d1_s_per_token=a.d1, capacity_tokens=a.capacity, thresholds=th)
     print(f"jaxsched kv run: policy={a.policy} prefill={list(cfg.prefill_tokens)} "
-          f"decode={list(cfg.decode_tokens)} rates={list(_floats(a.rates, '--rates'))} "
+          f"decode={list(cfg.decode_tokens)} rates={list(rates)} "
           f"thresholds={list(map(int, params.thresholds))} C={a.capacity} d0={a.d0} d1={a.d1} "
           f"N={a.num_requests} Q={a.table_size} seeds={n_seeds}", file=sys.stderr)
     conf = None if out is None else write_resolved(a, config_path(out))
@@ -85,7 +84,7 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
     if out is None:
         return 0
     columns = {"policy": a.policy, "prefill": a.prefill, "decode": a.decode,
-               "rates": "/".join(map(str, _floats(a.rates, "--rates"))),
+               "rates": "/".join(map(str, rates)),
                "thresholds": "/".join(map(str, map(int, params.thresholds))),
                "capacity_tokens": a.capacity, "d0_s": a.d0, "d1_s_per_token": a.d1,
                "num_requests": a.num_requests, "table_size": a.table_size}

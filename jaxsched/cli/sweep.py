@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import ConfigError, require_int
 from ..outputs import check_file
-from .base import command, write_resolved
+from .base import command, config_path, write_resolved
 from .catalog import DP_SEMANTICS, DP_WORKLOADS, SWEEP_FIELDS
 
 # Options that only the dp engine takes (kv sets its run length with --set max_epochs=N).
@@ -52,8 +52,8 @@ def _axes(items: list[str], fixed: set[str]) -> dict[str, list]:
 
 def _dp_base(a: argparse.Namespace, cfg: dict[str, Any]):
     from ..dp import DPConfig
-    from .dp import _workload
-    return DPConfig(**{"num_steps": 2000 if a.steps is None else a.steps, "workload": _workload(a),
+    from .dp import workload_from_args
+    return DPConfig(**{"num_steps": 2000 if a.steps is None else a.steps, "workload": workload_from_args(a),
                        "semantics": a.semantics or "paper", **cfg})
 
 
@@ -75,7 +75,6 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         from ..engine import get_engine
         base = get_engine(a.engine).Config(**cfg)
     from ..sweep import run_sweep
-    from .dp import config_path
     seeds = range(a.seed_start, a.seed_start + n_seeds)
     conf = write_resolved(a, config_path(out))
     out = run_sweep(base, axes, seeds, out, params=par, memory_budget_mb=a.memory_mb,

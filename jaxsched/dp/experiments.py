@@ -10,8 +10,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..progress import Progress
-from ..results import format_value, markdown_table, mean_ci_column, metric_value
-from ..stats import mean_ci
+from ..results import markdown_table, mean_ci_column, metric_value
 from ..workload import Trace, read_trace
 from ..run import simulate
 from .config import DPConfig, make_params

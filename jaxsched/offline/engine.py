@@ -14,6 +14,8 @@ raises it by s_r + c_j - p_r wherever c_j <= c_r.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -83,7 +85,7 @@ def _admit(state: OfflineState, params: OfflineParams, t) -> tuple[OfflineState,
         st, prefill, _ = carry
         r = st.order[st.head]
         ok, raised, own = _fits(st, M, r, t)
-        new = _replace(st, head=st.head + 1, p=st.p.at[r].set(t - 1),
+        new = replace(st, head=st.head + 1, p=st.p.at[r].set(t - 1),
                        c=st.c.at[r].set(t - 1 + st.o[r]), peak=raised.at[r].set(own),
                        last=jnp.maximum(st.last, t - 1 + st.o[r]))
         st = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, st)
@@ -91,11 +93,6 @@ def _admit(state: OfflineState, params: OfflineParams, t) -> tuple[OfflineState,
 
     state, prefill, _ = jax.lax.while_loop(cond, body, (state, jnp.int32(0), jnp.bool_(True)))
     return state, prefill
-
-
-def _replace(state: OfflineState, **kw) -> OfflineState:
-    return OfflineState(**{**{k: getattr(state, k) for k in OfflineState.__dataclass_fields__},
-                           **kw})
 
 
 def done(config: OfflineConfig, state: OfflineState) -> jnp.ndarray:
@@ -117,7 +114,7 @@ def step(config: OfflineConfig, params: OfflineParams, state: OfflineState, reco
     now = clock.add_f32(st.clock, dt)
     ends = st.c == t
     finish = DF(jnp.where(ends, now.hi, st.finish.hi), jnp.where(ends, now.lo, st.finish.lo))
-    new = _replace(st, t=t, clock=now, finish=finish,
+    new = replace(st, t=t, clock=now, finish=finish,
                    peak_memory=jnp.maximum(st.peak_memory, memory),
                    memory_sum=st.memory_sum.add(memory))
     new = jax.tree_util.tree_map(lambda a, b: jnp.where(finished, a, b), state, new)

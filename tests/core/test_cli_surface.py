@@ -25,7 +25,6 @@ def test_catalog_matches_the_live_registries():
     # The parsers list these names without importing JAX; they must be the engines' own.
     from kernels import BFIO_VARIANTS
     from jaxsched import dp, get_engine, kv
-    from jaxsched.cli.dp import _workload  # noqa: F401  (the names --workload maps)
     from jaxsched.kv import experiments as kx
     from jaxsched.kv.config import DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN
     from jaxsched.kv.experiments.setups import CAPACITY_RULES

@@ -219,19 +219,17 @@ def run_grid(points: Sequence[Point], out_csv: Path, *, kernel: str, t1_kernel: 
     seeds = [int(s) for s in seeds]
     kern = lambda pt: t1_kernel if pt.theorem == 1 else kernel
     jobs = [(pt, pol) for pt in points for pol in (("fcfs", "bfio") if pt.bfio else ("fcfs",))]
-    for pt, pol in jobs:                # validate every configuration before anything compiles
-        pt.config(pol, kern(pt), measured)
+    # Keying a job builds its configuration, so every one is validated before anything compiles.
+    keys = [pt.key(pol, kern(pt), measured, seeds) for pt, pol in jobs]
     results = ResultsFile(out_csv, "key")
-    todo = [(pt, pol) for pt, pol in jobs
-            if pt.key(pol, kern(pt), measured, seeds) not in results.done]
-    weights = [_eta_weight(pt, measured) for pt, _ in todo]
+    todo = [(pt, pol, key) for (pt, pol), key in zip(jobs, keys) if key not in results.done]
+    weights = [_eta_weight(pt, measured) for pt, _, _ in todo]
     bar = Progress("theorems, M slot-steps", sum(weights), enabled=progress)
-    for n, ((pt, pol), weight) in enumerate(zip(todo, weights), 1):
-        row = {"key": pt.key(pol, kern(pt), measured, seeds),
-               **run_point(pt, pol, kern(pt), measured, seeds)}
+    for n, ((pt, pol, key), weight) in enumerate(zip(todo, weights), 1):
+        row = {"key": key, **run_point(pt, pol, kern(pt), measured, seeds)}
         results.append(row)
         bar.advance(weight, f"{len(jobs) - len(todo) + n}/{len(jobs)} runs, last {pt.group} "
                             f"G={pt.G} B={pt.B} {pol} {row['wall_s']:.1f} s")
     bar.close()
-    keys = {pt.key(pol, kern(pt), measured, seeds) for pt, pol in jobs}
+    keys = set(keys)
     return [r for r in read_rows(out_csv) if r["key"] in keys]
