@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from ..run import Results, simulate
 from .config import (LINEAR_STEP_MODEL, PAPER_CAPACITY_TOKENS, UNIT_STEP_MODEL, OfflineConfig,
-                     OfflineParams, make_params)
-from .engine import ENGINE, done, init, jobs, step
+                     OfflineParams, instance_params, make_params)
+from .engine import ENGINE, done, init, jobs, start, step
+from .instances import draw, execute, orders
 from .metrics import METRICS
 from .policies import POLICIES
 from .state import OfflineState
 
 __all__ = ["OfflineConfig", "OfflineParams", "OfflineState", "make_params", "simulate", "Results",
-           "ENGINE", "init", "step", "done", "jobs", "METRICS", "POLICIES", "LINEAR_STEP_MODEL",
+           "ENGINE", "init", "start", "step", "done", "jobs", "instance_params", "draw", "orders",
+           "execute", "METRICS", "POLICIES", "LINEAR_STEP_MODEL",
            "UNIT_STEP_MODEL", "PAPER_CAPACITY_TOKENS"]

@@ -46,10 +46,24 @@ class OfflineConfig:
     policy: the order the executor admits requests in (`POLICIES`).
     max_steps: scan steps after which a run is cut (default: the sum of the largest possible
       outputs, which bounds any makespan since each request alone fits).
+    Options of Sorted-F's Phase-1 solvers (read only by the policy named; paper 002, §5):
+    dp_width: static table width of the exact DP (`sorted_f_dp`), tokens; M must not exceed
+      it. Memory per instance is about (n + 1)(dp_width + 1)(4 + 4 ceil(n / 32)) bytes.
+    epsilon, scale_b: the scaled DP's (`sorted_f_scaled`) accuracy and scale: weights are
+      divided by lambda = max(1, epsilon M / scale_b) and rounded up. The paper gives no
+      values; 0.1 and 100 are ASSUMED (notes/002.md §6).
+    quantile, sample_fraction: quantile greedy's (`sorted_f_quantile`) thresholds are the
+      `quantile`-quantiles of s + o and of o over a random sample of max(1, floor(
+      sample_fraction |I|)) remaining requests (the paper's 0.3 and 0.5).
     """
     workload: Any
     policy: str = "mcsf"
     max_steps: int | None = None
+    dp_width: int | None = None
+    epsilon: float = 0.1
+    scale_b: int = 100
+    quantile: float = 0.3
+    sample_fraction: float = 0.5
 
     def __post_init__(self):
         w = self.workload
@@ -61,6 +75,17 @@ class OfflineConfig:
         require_choice(self.policy, "policy", tuple(POLICIES))
         if self.max_steps is not None:
             require_int(self.max_steps, "max_steps", lo=1, hi=INT_LIMIT)
+        if self.dp_width is not None:
+            require_int(self.dp_width, "dp_width", lo=2, hi=1 << 20)
+        require(self.policy != "sorted_f_dp" or self.dp_width is not None, "dp_width",
+                "an int >= M (the exact DP's static table width, tokens) with policy "
+                "sorted_f_dp", self.dp_width)
+        require_float(self.epsilon, "epsilon", lo=1e-3, hi=1.0)
+        require_int(self.scale_b, "scale_b", lo=1, hi=100_000)
+        require(self.scale_b / self.epsilon <= 1 << 20, "scale_b / epsilon",
+                "<= 2^20 (the scaled DP's table width)", self.scale_b / self.epsilon)
+        require_float(self.quantile, "quantile", lo=0.0, hi=1.0)
+        require_float(self.sample_fraction, "sample_fraction", lo=1e-6, hi=1.0)
 
     @property
     def n(self) -> int:
@@ -110,6 +135,18 @@ def make_params(config: OfflineConfig, *, capacity_tokens: int = PAPER_CAPACITY_
         need = int((fixed[0] + fixed[1]).max())
         require(need <= M, "capacity_tokens (M)", f"at least the largest s + o of the instance "
                 f"({need}), so that every request fits alone", M)
+    if config.dp_width is not None and config.policy == "sorted_f_dp":
+        require(M <= config.dp_width, "capacity_tokens (M)", f"<= dp_width ({config.dp_width}), "
+                "the exact DP's table width", M)
+    return instance_params(M, step_const_s=step_const_s, per_decode_s=per_decode_s,
+                           per_prefill_token_s=per_prefill_token_s, per_kv_token_s=per_kv_token_s)
+
+
+def instance_params(capacity_tokens: int, *, step_const_s: float = 1.0, per_decode_s: float = 0.0,
+                    per_prefill_token_s: float = 0.0, per_kv_token_s: float = 0.0) -> OfflineParams:
+    """Validated params without a Config, for explicit instances (`instances.execute`): the KV
+    limit M (tokens) and the step-time model (module docstring; default unit steps)."""
+    M = require_int(capacity_tokens, "capacity_tokens (M)", lo=2, hi=INT_LIMIT // 4)
     coefs = dict(step_const_s=step_const_s, per_decode_s=per_decode_s,
                  per_prefill_token_s=per_prefill_token_s, per_kv_token_s=per_kv_token_s)
     for k, v in coefs.items():

@@ -41,7 +41,7 @@ def init(config: OfflineConfig, params: OfflineParams, seed) -> OfflineState:
     """Every request of run `seed` pending at t = 0, in the policy's order."""
     seed = jnp.asarray(seed, jnp.uint32)
     s, o = jobs(config, seed)
-    return start(s, o, POLICIES[config.policy].fn(s, o, seed, params.capacity_tokens), params)
+    return start(s, o, POLICIES[config.policy].fn(s, o, seed, params.capacity_tokens, config), params)
 
 
 def start(s: jnp.ndarray, o: jnp.ndarray, order: jnp.ndarray, params: OfflineParams) -> OfflineState:

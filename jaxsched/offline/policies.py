@@ -1,14 +1,16 @@
 """Orders for the offline executor: which request it tries to admit next (papers 002, 003).
 
-A policy is `fn(s, o, seed, M) -> int32[n]`, a permutation of the request indices computed
-once per run from the lengths (s: prompt, o: output, int32[n], tokens), the KV limit M and the
-run's seed (random
-choices hash (seed, request index), `jaxsched.rng`, so a plain-Python reference reproduces
-them). The executor
+A policy is `fn(s, o, seed, M, config) -> int32[n]`, a permutation of the request indices
+computed once per run from the lengths (s: prompt, o: output, int32[n], tokens), the KV limit M
+(traced), the run's seed (random choices hash (seed, request index), `jaxsched.rng`, so a
+plain-Python reference reproduces them) and the static `OfflineConfig`, whose solver options
+(`Policy.options`) it may read. The executor
 (`jaxsched.offline.engine`) admits requests in that order, stopping at the first that does not
 fit. Ties are broken by request index (stable sorts), as notes/002.md §2.1 suggests.
 """
 from __future__ import annotations
+
+import functools
 
 import jax.numpy as jnp
 
@@ -17,7 +19,7 @@ from ..engine import Policy
 from . import sorted_f
 
 
-def fcfs(s: jnp.ndarray, o: jnp.ndarray, seed, M) -> jnp.ndarray:
+def fcfs(s: jnp.ndarray, o: jnp.ndarray, seed, M, config=None) -> jnp.ndarray:
     """FCFS: the arrival order, which for a batch at t = 0 is a uniformly random permutation:
     requests sorted by hash3(seed, i, STREAM_ORDER) (ties, of probability ~n^2 / 2^33, by
     index)."""
@@ -25,20 +27,27 @@ def fcfs(s: jnp.ndarray, o: jnp.ndarray, seed, M) -> jnp.ndarray:
     return jnp.argsort(keys, stable=True).astype(jnp.int32)
 
 
-def mcsf(s: jnp.ndarray, o: jnp.ndarray, seed, M) -> jnp.ndarray:
+def mcsf(s: jnp.ndarray, o: jnp.ndarray, seed, M, config=None) -> jnp.ndarray:
     """MC-SF (Jaillet et al.): ascending output length o, ties by index."""
     return jnp.argsort(o, stable=True).astype(jnp.int32)
 
 
-def mcsf2(s: jnp.ndarray, o: jnp.ndarray, seed, M) -> jnp.ndarray:
+def mcsf2(s: jnp.ndarray, o: jnp.ndarray, seed, M, config=None) -> jnp.ndarray:
     """MC-SF2 (paper 002, EC.1): ascending s + o, ties by index."""
     return jnp.argsort(s + o, stable=True).astype(jnp.int32)
 
 
-def sorted_f_swap(s: jnp.ndarray, o: jnp.ndarray, seed, M) -> jnp.ndarray:
+def sorted_f_swap(s: jnp.ndarray, o: jnp.ndarray, seed, M, config=None) -> jnp.ndarray:
     """Sorted-F with the local swap search (paper 002, Algorithms 1 and 4): O(n^2) memory per
     swap round, meant for n up to about 500 as the paper recommends."""
     return sorted_f.order(s, o, M, sorted_f.local_swap)
+
+
+def sorted_f_dp(s: jnp.ndarray, o: jnp.ndarray, seed, M, config) -> jnp.ndarray:
+    """Sorted-F with the exact DP (paper 002, Algorithms 1 and 2): the exact argmin of F per
+    batch, ties to the larger batch; table width config.dp_width >= M. O(n^2 dp_width) work per
+    batch: meant for n up to about 100."""
+    return sorted_f.order(s, o, M, functools.partial(sorted_f.exact_dp, cap=config.dp_width))
 
 
 POLICIES = {
@@ -46,4 +55,6 @@ POLICIES = {
     "mcsf": Policy(mcsf, "MC-SF: shortest output first"),
     "mcsf2": Policy(mcsf2, "MC-SF2: smallest s + o first (paper 002, EC.1)"),
     "sorted_f_swap": Policy(sorted_f_swap, "Sorted-F, Phase 1 by local swap search (paper 002)"),
+    "sorted_f_dp": Policy(sorted_f_dp, "Sorted-F, Phase 1 by the exact DP (paper 002)",
+                          ("dp_width",)),
 }

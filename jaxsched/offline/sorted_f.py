@@ -49,14 +49,22 @@ def greedy_fill(w: jnp.ndarray, key: jnp.ndarray, avail: jnp.ndarray, M) -> tupl
 
 
 def local_swap(s: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, M) -> jnp.ndarray:
-    """Algorithm 4: greedy fill in ascending (s + o, index) order, then first-improvement
-    swaps: r_out scanned over the batch in list order, r_in over the other available requests
-    in index order; the first pair with memory + w_in - w_out <= M and o_in < o_out is applied
-    (r_in takes r_out's list position) and the scan restarts. Ends when no pair improves
-    (sum o falls with every swap). Each round looks at all pairs at once: O(n^2)."""
+    """Algorithm 4: greedy fill in ascending (s + o, index) order, then `swap_search`."""
+    w = s + o
+    chosen, pos = greedy_fill(w, w, avail, M)
+    return swap_search(s, o, avail, M, chosen, pos)
+
+
+def swap_search(s: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, M, chosen: jnp.ndarray,
+                pos: jnp.ndarray) -> jnp.ndarray:
+    """The swap loop of Algorithm 4 from the batch `chosen` (bool[n]) whose list positions are
+    `pos` (int32[n], from `greedy_fill`): first-improvement swaps, r_out scanned over the batch
+    in list order, r_in over the other available requests in index order; the first pair with
+    memory + w_in - w_out <= M and o_in < o_out is applied (r_in takes r_out's list position)
+    and the scan restarts. Ends when no pair improves (sum o falls with every swap). Each round
+    looks at all pairs at once: O(n^2). Also LP-Swap's (Algorithm 7) inner loop."""
     w = s + o
     n = s.shape[0]
-    chosen, pos = greedy_fill(w, w, avail, M)
     mem = jnp.sum(jnp.where(chosen, w, 0))
     ids = jnp.arange(n, dtype=jnp.int32)
 

@@ -82,9 +82,13 @@ def test_step_time_model_prices_each_step(inst):
     assert got.tolist() == [finish[i] for i in range(len(s))]     # dyadic: exact in float32
 
 
+REF_SOLVERS = {"sorted_f_swap": ref.local_swap, "sorted_f_dp": ref.exact_dp}
+
+
 @pytest.mark.parametrize("policy", list(POLICIES))
 def test_policies_give_permutations_and_the_runner_agrees(policy):
-    cfg = off.OfflineConfig(Batch(Independent(UniformInt(1, 30), UniformInt(1, 30)), 25), policy=policy)
+    cfg = off.OfflineConfig(Batch(Independent(UniformInt(1, 30), UniformInt(1, 30)), 25),
+                            policy=policy, dp_width=128)
     params = off.make_params(cfg, capacity_tokens=120)
     res = js.simulate(cfg, params, seeds=[0, 1, 2], record=True)
     for i, seed in enumerate([0, 1, 2]):
@@ -95,6 +99,8 @@ def test_policies_give_permutations_and_the_runner_agrees(policy):
             assert order == ref.order_mcsf(s, o)
         elif policy == "mcsf2":
             assert order == ref.order_mcsf2(s, o)
+        elif policy in REF_SOLVERS:
+            assert order == ref.sorted_f(s, o, 120, REF_SOLVERS[policy])[0]
         p, c = ref.execute(s, o, order, 120)
         assert res.metrics["tel_steps"][i] == ref.tel(c)
         assert res.metrics["makespan_steps"][i] == max(c)
