@@ -48,7 +48,7 @@ class OfflineConfig:
       outputs, which bounds any makespan since each request alone fits).
     Options of Sorted-F's Phase-1 solvers (read only by the policy named; paper 002, §5):
     dp_width: static table width of the exact DP (`sorted_f_dp`), tokens; M must not exceed
-      it. Memory per instance is about (n + 1)(dp_width + 1)(4 + 4 ceil(n / 32)) bytes.
+      it (default 256: the paper's synthetic M = 100 fits). Memory per instance is about (n + 1)(dp_width + 1)(4 + 4 ceil(n / 32)) bytes.
     epsilon, scale_b: the scaled DP's (`sorted_f_scaled`) accuracy and scale: weights are
       divided by lambda = max(1, epsilon M / scale_b) and rounded up. The paper gives no
       values; 0.1 and 100 are ASSUMED (notes/002.md §6).
@@ -59,7 +59,7 @@ class OfflineConfig:
     workload: Any
     policy: str = "mcsf"
     max_steps: int | None = None
-    dp_width: int | None = None
+    dp_width: int = 256
     epsilon: float = 0.1
     scale_b: int = 100
     quantile: float = 0.3
@@ -75,11 +75,7 @@ class OfflineConfig:
         require_choice(self.policy, "policy", tuple(POLICIES))
         if self.max_steps is not None:
             require_int(self.max_steps, "max_steps", lo=1, hi=INT_LIMIT)
-        if self.dp_width is not None:
-            require_int(self.dp_width, "dp_width", lo=2, hi=1 << 20)
-        require(self.policy != "sorted_f_dp" or self.dp_width is not None, "dp_width",
-                "an int >= M (the exact DP's static table width, tokens) with policy "
-                "sorted_f_dp", self.dp_width)
+        require_int(self.dp_width, "dp_width", lo=2, hi=1 << 20)
         require_float(self.epsilon, "epsilon", lo=1e-3, hi=1.0)
         require_int(self.scale_b, "scale_b", lo=1, hi=100_000)
         require(self.scale_b / self.epsilon <= 1 << 20, "scale_b / epsilon",
@@ -135,7 +131,7 @@ def make_params(config: OfflineConfig, *, capacity_tokens: int = PAPER_CAPACITY_
         need = int((fixed[0] + fixed[1]).max())
         require(need <= M, "capacity_tokens (M)", f"at least the largest s + o of the instance "
                 f"({need}), so that every request fits alone", M)
-    if config.dp_width is not None and config.policy == "sorted_f_dp":
+    if config.policy == "sorted_f_dp":
         require(M <= config.dp_width, "capacity_tokens (M)", f"<= dp_width ({config.dp_width}), "
                 "the exact DP's table width", M)
     return instance_params(M, step_const_s=step_const_s, per_decode_s=per_decode_s,
