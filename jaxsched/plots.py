@@ -295,3 +295,55 @@ def plot_tuning(history: Mapping[str, np.ndarray], path: str | Path, *, title: s
         ax2.set_yscale("log")
         ax2.set_ylabel("temperature (dotted)")
     return _finish(fig, ax, path)
+
+
+def plot_offline(report, path: str | Path) -> Path:
+    """The figure of a paper-002 experiment (`jaxsched.offline.experiments.Report.plot`):
+    - "ratio_hist": TEL / OPT per algorithm as box plots (opt);
+    - "loglog": ratio against M on log-log axes with fitted slopes (lower_bound);
+    - "curves": average latency against n per algorithm, one panel per (mix, step model), as
+      the paper's Fig. 8 (real), with 95% CI bands over the seeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plot = report.plot
+    if plot["kind"] == "ratio_hist":
+        labels = list(plot["ratios"])
+        fig, ax = _subplots(figsize=(8, 0.45 * len(labels) + 1.5))
+        ax.boxplot([plot["ratios"][k] for k in labels], vert=False, whis=(0, 100))
+        ax.set_yticks(np.arange(1, len(labels) + 1), labels)
+        ax.axvline(1.0, color="k", lw=0.8, ls=":")
+        ax.set(xlabel="TEL / OPT (whiskers: min and max)")
+        ax.set_title(report.title, fontsize=10)
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        return path
+    if plot["kind"] == "loglog":
+        fig, ax = _subplots(figsize=(7, 4.5))
+        for label, (M, ratio, slope, half) in plot["series"].items():
+            ax.plot(M, ratio, "o-", label=f"{label}: slope {slope:.3f} ± {half:.3f}")
+        ax.set(xscale="log", yscale="log", xlabel="KV limit M (tokens)",
+               ylabel="TEL(MC-SF or MC-SF2) / TEL(alternative order)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+        ax.set_title(report.title, fontsize=10)
+        return _finish(fig, ax, path)
+    panels = plot["panels"]              # {title: {label: (n[], mean[], half[])}}
+    cols = min(2, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = _subplots(rows, cols, figsize=(6 * cols, 3.6 * rows), squeeze=False)
+    for ax, (title, series) in zip(axes.ravel(), panels.items()):
+        for label, (n, mean, half) in series.items():
+            n, mean, half = (np.asarray(v, float) for v in (n, mean, half))
+            ax.plot(n, mean, "o-", ms=3, label=label)
+            ax.fill_between(n, mean - np.nan_to_num(half), mean + np.nan_to_num(half), alpha=0.2)
+        ax.set(xlabel="requests n", ylabel=plot.get("ylabel", "average latency"))
+        ax.set_title(title, fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in axes.ravel()[len(panels):]:
+        ax.set_visible(False)
+    fig.suptitle(report.title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path

@@ -20,7 +20,7 @@ from ..errors import ConfigError
 
 # Namespace entries that are plumbing, not options of a run; `quiet` may be set from a file
 # but is not written back (it changes no result).
-_INTERNAL = {"func", "command", "kv_command", "config", "_parser", "help", "version"}
+_INTERNAL = {"func", "command", "kv_command", "offline_command", "config", "_parser", "help", "version"}
 _NOT_WRITTEN = _INTERNAL | {"quiet"}
 
 
@@ -130,7 +130,8 @@ def write_resolved(args: argparse.Namespace, path: str | Path) -> Path:
     import tomli_w
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = (f"# jaxsched {args.command}{' ' + args.kv_command if getattr(args, 'kv_command', None) else ''}"
+    group = next((v for k, v in vars(args).items() if k.endswith("_command") and v), None)
+    text = (f"# jaxsched {args.command}{' ' + group if group else ''}"
             f": rerun with --config {path.name}\n" + tomli_w.dumps(resolved_options(args)))
     path.write_text(text)
     return path

@@ -22,6 +22,14 @@ KV_DEFAULT_CAPACITY_TOKENS = 110_000
 KV_DEFAULT_D0_S = 0.01
 KV_DEFAULT_D1_S_PER_TOKEN = 1e-6
 
+# jaxsched.offline.POLICIES, experiments, workloads.named, compare.STEP_MODELS
+OFFLINE_POLICIES = ("fcfs", "mcsf", "mcsf2", "sorted_f_swap", "sorted_f_dp", "sorted_f_scaled",
+                    "sorted_f_quantile")
+OFFLINE_EXPERIMENTS = ("example1", "example2", "lemma1", "opt", "lower_bound", "ec42", "real")
+OFFLINE_WORKLOADS = ("uniform", "normal", "binomial", "exponential", "mixed", "lmsys", "arxiv",
+                     "mix", "azure")
+OFFLINE_STEP_MODELS = ("unit", "linear")
+
 # Sweepable names per engine: (Config fields, make_params keywords) of `Engine.config_fields()`
 # and `Engine.params_fields()`.
 SWEEP_FIELDS = {
@@ -37,4 +45,8 @@ SWEEP_FIELDS = {
             "check_stability", "batch_limit", "token_limit", "d1_prefill_s_per_token",
             "burn_in_requests", "batch_size_cap", "max_tokens_in_batch", "block_size",
             "watermark", "chunk_size")),
+    "offline": (("workload", "policy", "max_steps", "num_requests", "dp_width", "epsilon",
+                 "scale_b", "quantile", "sample_fraction"),
+                ("capacity_tokens", "step_const_s", "per_decode_s", "per_prefill_token_s",
+                 "per_kv_token_s")),
 }

@@ -42,7 +42,10 @@ class OfflineConfig:
     """Static configuration of an offline run.
 
     workload: the n requests of each run: `Batch(base, n)` (lengths drawn per seed) or a
-      `Trace(prompt, output, order="sequential")` (the same instance for every seed).
+      `Trace(prompt, output, order="sequential")` (the same instance for every seed), or the
+      name of a request mix of `workloads.named` ("uniform", ..., "mix", "azure"; what a sweep's
+      `--set workload=NAME` gives), resolved to its Batch with `num_requests` requests.
+    num_requests: n for a workload given by name (default: the mix's own, e.g. 100).
     policy: the order the executor admits requests in (`POLICIES`).
     max_steps: scan steps after which a run is cut (default: the sum of the largest possible
       outputs, which bounds any makespan since each request alone fits).
@@ -59,6 +62,7 @@ class OfflineConfig:
     workload: Any
     policy: str = "mcsf"
     max_steps: int | None = None
+    num_requests: int | None = None
     dp_width: int = 256
     epsilon: float = 0.1
     scale_b: int = 100
@@ -66,6 +70,16 @@ class OfflineConfig:
     sample_fraction: float = 0.5
 
     def __post_init__(self):
+        if isinstance(self.workload, str):
+            from .workloads import named
+            try:
+                resolved = named(self.workload, self.num_requests)[0]
+            except FileNotFoundError as e:
+                raise ConfigError(f"workload: {e}") from None
+            object.__setattr__(self, "workload", resolved)
+        elif self.num_requests is not None:
+            raise ConfigError("num_requests applies only to a workload given by name; a Batch "
+                              "or Trace carries its own n")
         w = self.workload
         require(not isinstance(w, type) and hasattr(w, "sample") and
                 getattr(w, "num_requests", None) is not None, "workload",

@@ -44,16 +44,44 @@ def _orders(config: OfflineConfig, M, s, o, seeds):
     return jax.vmap(lambda s, o, seed: fn(s, o, seed, M, config))(s, o, seeds)
 
 
+def policy_config(policy: str, n: int, **options) -> OfflineConfig:
+    """A Config for explicit instances of n requests: only `policy` and its solver `options`
+    (OfflineConfig fields such as dp_width, epsilon) matter; the workload is a placeholder
+    that `orders` never samples."""
+    from ..workload import Batch, Independent, UniformInt
+    one = UniformInt(1, 1)
+    return OfflineConfig(Batch(Independent(one, one, name="explicit"), n), policy=policy,
+                         **options)
+
+
 def orders(config: OfflineConfig, params: OfflineParams, s, o, seeds) -> np.ndarray:
-    """int32[S, n]: config.policy's order of each instance (s, o: int[S, n])."""
+    """int32[S, n]: config.policy's order of each instance (s, o: int[S, n]); seeds (uint32[S]
+    or one) drive the random choices (FCFS's permutation, quantile greedy's samples)."""
+    return np.asarray(_orders(*_order_args(config, params, s, o, seeds)))
+
+
+def compiled_orders(config: OfflineConfig, params: OfflineParams, s, o, seeds):
+    """(compile seconds, a function () -> int32[S, n] running the compiled orders): separates
+    a solver's compilation from its run time for timing."""
+    import time
+    args = _order_args(config, params, s, o, seeds)
+    t0 = time.perf_counter()
+    fn = _orders.lower(*args).compile()
+    compile_s = time.perf_counter() - t0
+    return compile_s, lambda: np.asarray(fn(*args[1:]))
+
+
+def _order_args(config, params, s, o, seeds):
+    require(isinstance(config, OfflineConfig), "config", "an OfflineConfig (see policy_config)",
+            type(config).__name__)
     s, o = _as_batch(s, o)
+    require(s.shape[1] == config.n, "s, o", f"[S, {config.n}] (config.n requests)", s.shape)
     seeds = jnp.asarray(np.broadcast_to(np.asarray(seeds, np.uint32), (s.shape[0],)))
-    return np.asarray(_orders(config, params.capacity_tokens, jnp.asarray(s), jnp.asarray(o),
-                              seeds))
+    return config, params.capacity_tokens, jnp.asarray(s), jnp.asarray(o), seeds
 
 
-@functools.partial(jax.jit, static_argnums=4)
-def _execute(params: OfflineParams, s, o, order, max_steps: int):
+@jax.jit
+def _execute(params: OfflineParams, s, o, order, max_steps):
     def one(s, o, order):
         def cond(st):
             return ~done(None, st) & (st.t < max_steps)
@@ -75,8 +103,9 @@ def execute(params: OfflineParams, s, o, order, *, max_steps: int | None = None)
             f"shape {order.shape}")
     if max_steps is None:
         max_steps = int(min(INT_LIMIT, max(1, o.sum(axis=1).max())))
+    # max_steps is traced: instances of one shape share one compilation whatever their lengths.
     state = _execute(params, jnp.asarray(s), jnp.asarray(o), jnp.asarray(order, jnp.int32),
-                     max_steps)
+                     jnp.int32(max_steps))
     return finalize(_Shape(s.shape[1]), params, state)
 
 

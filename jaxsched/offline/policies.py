@@ -50,6 +50,28 @@ def sorted_f_dp(s: jnp.ndarray, o: jnp.ndarray, seed, M, config) -> jnp.ndarray:
     return sorted_f.order(s, o, M, functools.partial(sorted_f.exact_dp, cap=config.dp_width))
 
 
+def sorted_f_scaled(s: jnp.ndarray, o: jnp.ndarray, seed, M, config) -> jnp.ndarray:
+    """Sorted-F with the scaled DP (paper 002, Algorithms 1 and 3): weights s + o rounded up to
+    a unit lambda = max(1, M / W), W = floor(config.scale_b / config.epsilon) (exact; eps M / B
+    when B / eps is an integer), then a feasibility re-check. Any M works; the table width is
+    W + 1 (1001 by default). O(n^2 W) work and (n + 1)(W + 1)(4 + 4 ceil(n / 32)) bytes per
+    batch: meant for n up to about 200."""
+    return sorted_f.order(s, o, M, functools.partial(sorted_f.scaled_dp, eps=config.epsilon,
+                                                     B=config.scale_b))
+
+
+def sorted_f_quantile(s: jnp.ndarray, o: jnp.ndarray, seed, M, config) -> jnp.ndarray:
+    """Sorted-F with quantile greedy (paper 002, Algorithms 1 and 5): thresholds are the exact
+    config.quantile-quantiles (numpy "linear") of s + o and o over a sample of max(1, floor(
+    config.sample_fraction m)) of the m remaining requests, drawn by hash3(seed, round 2^16 + i,
+    sorted_f.STREAM_QUANTILE) afresh for every batch. O(n log n) per batch; the exact
+    o / (s + o) order is computed once per run. Meant for large n (the paper: n >= 1000)."""
+    ratios = sorted_f.ratio_rank(s, o)
+    return sorted_f.order(s, o, M, functools.partial(
+        sorted_f.quantile_greedy, seed=seed, q=config.quantile, frac=config.sample_fraction,
+        ratios=ratios))
+
+
 POLICIES = {
     "fcfs": Policy(fcfs, "arrival order: a random permutation per run"),
     "mcsf": Policy(mcsf, "MC-SF: shortest output first"),
@@ -57,4 +79,8 @@ POLICIES = {
     "sorted_f_swap": Policy(sorted_f_swap, "Sorted-F, Phase 1 by local swap search (paper 002)"),
     "sorted_f_dp": Policy(sorted_f_dp, "Sorted-F, Phase 1 by the exact DP (paper 002)",
                           ("dp_width",)),
+    "sorted_f_scaled": Policy(sorted_f_scaled, "Sorted-F, Phase 1 by the scaled DP (paper 002, "
+                              "Algorithm 3)", ("epsilon", "scale_b")),
+    "sorted_f_quantile": Policy(sorted_f_quantile, "Sorted-F, Phase 1 by quantile greedy "
+                                "(paper 002, Algorithm 5)", ("quantile", "sample_fraction")),
 }

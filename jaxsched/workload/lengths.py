@@ -16,6 +16,8 @@ before compiling, that no load can overflow int32.
 - `Independent(prompt, output)` from marginals: `Constant`, `UniformInt`, `Geometric`, and the
   rounded-and-clipped `RoundedNormal`, `RoundedExponential`, `RoundedLogNormal`, `Binomial`
   and `Mixture` of paper 002's synthetic experiment (EC.4.2).
+- `JointMixture(laws, weights)`: each request's (prompt, output) pair from one of several
+  whole laws (paper 002's 80% LMSYS-like / 20% arXiv-like real-data mix).
 - `Finite(base, n)`: the first n requests of an unbounded law (a run that drains).
 """
 from __future__ import annotations
@@ -395,6 +397,58 @@ class BurstGPTLike:
         mode = rng.uniform(seed, ids, rng.STREAM_MIX) < self.mode_prob
         o = jnp.where(mode, self.mode_output, o)
         return s.astype(jnp.int32), o.astype(jnp.int32)
+
+
+@dataclass(frozen=True)
+class JointMixture:
+    """A mixture of whole request laws: with probability weights[k], request i's (prompt,
+    output) pair is a draw of components[k] (paper 002's real-data mix: 80% LMSYS-like and 20%
+    arXiv-like requests, prompt and output from the same dataset).
+
+    `Mixture` mixes one marginal at a time, and prompt and output use different random streams,
+    so Independent(Mixture, Mixture) would pick the component of s and of o independently; here
+    one choice per request (its own stream, STREAM_MIX) selects both. Every component is
+    sampled and the chosen pair kept, so components may share streams: only one is ever used.
+    """
+    components: tuple
+    weights: tuple
+    name: str = "joint_mixture"
+    num_requests = None
+
+    def __post_init__(self):
+        f = "JointMixture."
+        require(isinstance(self.components, tuple) and len(self.components) >= 1 and all(
+            not isinstance(c, type) and getattr(c, "num_requests", 0) is None and all(
+                hasattr(c, a) for a in ("sample", "max_prompt", "max_output"))
+            for c in self.components), f + "components",
+            "a non-empty tuple of unbounded request laws (e.g. Independent(...))", self.components)
+        require(isinstance(self.weights, tuple) and len(self.weights) == len(self.components),
+                f + "weights", "a tuple with one weight per component", self.weights)
+        for w in self.weights:
+            require_float(w, f + "weights", lo=0.0, hi=1.0)
+        require(abs(sum(self.weights) - 1.0) < 1e-9, f + "weights", "weights summing to 1",
+                self.weights)
+        require(isinstance(self.name, str), f + "name", "a string", self.name)
+
+    @property
+    def max_prompt(self) -> int:
+        return max(int(c.max_prompt) for c in self.components)
+
+    @property
+    def max_output(self) -> int:
+        return max(int(c.max_output) for c in self.components)
+
+    def sample(self, seed, ids):
+        # sub=1 of STREAM_MIX: BurstGPTLike uses sub 0, so a BurstGPTLike component's own mode
+        # draw stays independent of the choice.
+        u = rng.uniform(seed, ids, rng.STREAM_MIX, sub=1)
+        edges = np.cumsum(np.asarray(self.weights, np.float64))[:-1].astype(np.float32)
+        which = jnp.searchsorted(jnp.asarray(edges), u, side="right").astype(jnp.int32)
+        draws = [c.sample(seed, ids) for c in self.components]
+        s = jnp.stack([d[0].astype(jnp.int32) for d in draws])
+        o = jnp.stack([d[1].astype(jnp.int32) for d in draws])
+        return (jnp.take_along_axis(s, which[None], axis=0)[0],
+                jnp.take_along_axis(o, which[None], axis=0)[0])
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,12 @@ def test_catalog_matches_the_live_registries():
     assert (catalog.KV_DEFAULT_CAPACITY_TOKENS, catalog.KV_DEFAULT_D0_S,
             catalog.KV_DEFAULT_D1_S_PER_TOKEN) == (DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S,
                                                    DEFAULT_D1_S_PER_TOKEN)
+    from jaxsched import offline
+    from jaxsched.offline import compare, experiments, workloads
+    assert catalog.OFFLINE_POLICIES == tuple(offline.POLICIES)
+    assert catalog.OFFLINE_EXPERIMENTS == tuple(experiments.EXPERIMENTS)
+    assert catalog.OFFLINE_WORKLOADS == workloads.NAMES
+    assert catalog.OFFLINE_STEP_MODELS == tuple(compare.STEP_MODELS)
     for name, (cfg, par) in catalog.SWEEP_FIELDS.items():
         eng = get_engine(name)
         assert (cfg, par) == (tuple(eng.config_fields()), tuple(eng.params_fields()))
@@ -47,7 +53,8 @@ def test_help_and_version_do_not_import_jax():
             "assert 'jax' not in sys.modules, 'help imported jax'\n")
     for argv in (["--help"], ["--version"], ["run", "--help"], ["sweep", "--help"],
                  ["kv", "run", "--help"], ["kv", "experiment", "--help"], ["tune", "--help"],
-                 ["check", "--help"]):
+                 ["check", "--help"], ["offline", "run", "--help"],
+                 ["offline", "experiment", "--help"]):
         p = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
         assert p.returncode == 0, (argv, p.stderr)
         assert p.stdout.strip()
@@ -71,6 +78,9 @@ def _help(*argv: str) -> str:
     (["kv", "run"], ["nested_wait", "sarathi", "(default: 110000)", "(default: 0.01)"]),
     (["kv", "experiment"], ["e1, e2, e3, e4, scaling", "mstar"]),
     (["tune"], ["(default: 200)", "(default: 1000)"]),
+    (["offline", "run"], ["sorted_f_quantile", "azure", "(default: sorted_f_swap)",
+                          "(default: unit)", "(default: 0.1)"]),
+    (["offline", "experiment"], ["example1", "lower_bound", "ec42", "(default: results/offline)"]),
 ])
 def test_help_lists_names_and_defaults(argv, needles, capsys):
     _help(*argv)

@@ -82,7 +82,11 @@ def test_step_time_model_prices_each_step(inst):
     assert got.tolist() == [finish[i] for i in range(len(s))]     # dyadic: exact in float32
 
 
-REF_SOLVERS = {"sorted_f_swap": ref.local_swap, "sorted_f_dp": ref.exact_dp}
+# policy -> (seed -> the reference Phase-1 solver); quantile greedy's sample depends on the seed.
+REF_SOLVERS = {"sorted_f_swap": lambda seed: ref.local_swap,
+               "sorted_f_dp": lambda seed: ref.exact_dp,
+               "sorted_f_scaled": lambda seed: ref.scaled_dp,
+               "sorted_f_quantile": ref.hash_quantile_solver}
 
 
 @pytest.mark.parametrize("policy", list(POLICIES))
@@ -100,7 +104,7 @@ def test_policies_give_permutations_and_the_runner_agrees(policy):
         elif policy == "mcsf2":
             assert order == ref.order_mcsf2(s, o)
         elif policy in REF_SOLVERS:
-            assert order == ref.sorted_f(s, o, 120, REF_SOLVERS[policy])[0]
+            assert order == ref.sorted_f(s, o, 120, REF_SOLVERS[policy](seed))[0]
         p, c = ref.execute(s, o, order, 120)
         assert res.metrics["tel_steps"][i] == ref.tel(c)
         assert res.metrics["makespan_steps"][i] == max(c)

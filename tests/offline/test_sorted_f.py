@@ -75,13 +75,24 @@ def test_exact_dp_batch_equals_the_reference(inst, data):
         assert sum(o[i] for i in want) * (2 * k - 1) >= k * k * max(o[i] for i in want)
 
 
+_dp_phase1 = jax.jit(lambda s, o, M: sf.phase1(s, o, M, functools.partial(sf.exact_dp, cap=CAP)))
+
+
 @settings(max_examples=80, deadline=None)
 @given(instances)
 def test_exact_dp_order_equals_the_reference(inst):
     s, o, extra = inst
     M = min(CAP, max(a + b for a, b in zip(s, o)) + extra)
-    want, _ = ref.sorted_f(s, o, M, ref.exact_dp)
+    want, batches = ref.sorted_f(s, o, M, ref.exact_dp)
     assert np.asarray(_dp_order(jnp.array(s), jnp.array(o), M)).tolist() == want
+    # phase1 labels each request with its batch, in selection order (n if never chosen).
+    order, label = (np.asarray(x) for x in _dp_phase1(jnp.array(s), jnp.array(o), M))
+    assert order.tolist() == want
+    want_label = [len(s)] * len(s)
+    for k, batch in enumerate(batches):
+        for i in batch:
+            want_label[i] = k
+    assert label.tolist() == want_label
 
 
 def test_exact_dp_breaks_an_exact_tie_in_f_toward_the_larger_batch():

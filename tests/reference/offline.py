@@ -11,16 +11,18 @@ Time convention (notes section 2.1, the paper's IP (6), Example 1):
 TEL (total end-to-end latency) is sum_i c_i, in steps.
 
 Everything here is Python ints and lists, written for clarity, not speed: the JAX engine is
-property-tested against it. Only `opt_ip` uses NumPy and SciPy (HiGHS through
-`scipy.optimize.milp`), imported inside the function, so the rest works without them.
+property-tested against it; it needs nothing beyond the standard library. The exact optimum
+(the OPT integer program) is `jaxsched.offline.lp.opt_ip`, checked against the brute force of
+tests/reference/offline_lp.py.
 
 Entry points:
 - `execute(s, o, order, M)`: the Phase-2 executor (future-peak check, strict prefix admission).
 - `memory_trajectory`, `tel`, `separate_tel` (Theorem 4's bound).
 - Orders: `order_fcfs`, `order_mcsf`, `order_mcsf2`, and `sorted_f` (Phase 1 of Algorithm 1).
-- Phase-1 solvers `exact_dp`, `brute_force`, `scaled_dp`, `local_swap`, `quantile_greedy`
-  (with `quantile_linear` and `quantile_solver`).
-- `opt_ip`: the exact OPT integer program; `best_order_tel`: the best executor order (tiny n).
+- Phase-1 solvers `exact_dp`, `brute_force`, `scaled_dp`, `local_swap` (its swap loop alone:
+  `swap_scan`), `quantile_greedy` (with `quantile_exact`, `quantile_linear`, and the solver
+  builders `quantile_solver` (any sampler) and `hash_quantile_solver` (jaxsched's sample)).
+- `best_order_tel`: the best executor order (tiny n).
 
 Every tie is broken by a stated rule, never by dictionary or set iteration order, so the engine
 can reproduce each choice exactly. "Index" always means the request's index in s and o.
@@ -33,10 +35,13 @@ import random
 from fractions import Fraction
 from typing import Callable, Optional, Sequence
 
+from .rng import _mix32
+
 __all__ = ["execute", "memory_trajectory", "tel", "order_fcfs", "order_mcsf", "order_mcsf2",
            "separate_tel", "fits_knapsack", "f_metric", "exact_dp", "brute_force", "scaled_dp",
-           "scaled_lambda", "local_swap", "quantile_linear", "quantile_greedy", "quantile_solver",
-           "stdlib_sampler", "sorted_f", "opt_ip", "best_order_tel", "Solver"]
+           "scaled_lambda", "scaled_width", "decimal", "local_swap", "quantile_linear",
+           "quantile_exact", "quantile_greedy", "quantile_solver", "stdlib_sampler", "hash3",
+           "hash_quantile_solver", "sorted_f", "swap_scan", "best_order_tel", "Solver"]
 
 # A Phase-1 solver: (remaining indices, s, o, M) -> chosen batch (request indices).
 Solver = Callable[[Sequence[int], Sequence[int], Sequence[int], int], list]
@@ -280,26 +285,41 @@ def brute_force(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int) 
     return best
 
 
-def scaled_lambda(M: int, eps: float, B: float) -> float:
-    """Algorithm 3's scale lambda = max(1, eps * M / B), as a float64 (eps * M first)."""
-    return max(1.0, eps * M / B)
+def decimal(x: float) -> Fraction:
+    """A float option read as the shortest decimal that round-trips (repr): 0.1 -> 1/10."""
+    return Fraction(x) if isinstance(x, int) else Fraction(repr(float(x)))
+
+
+def scaled_width(eps: float, B: float) -> int:
+    """W = floor(B / eps), eps and B read by `decimal` (1000 for the defaults)."""
+    return math.floor(decimal(B) / decimal(eps))
+
+
+def scaled_lambda(M: int, eps: float, B: float) -> Fraction:
+    """Algorithm 3's unit lambda = max(1, M / W), W = `scaled_width(eps, B)`, exactly: the
+    paper's eps * M / B whenever B / eps is an integer."""
+    return max(Fraction(1), Fraction(M, scaled_width(eps, B)))
 
 
 def scaled_dp(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int,
               eps: float = 0.1, B: float = 100) -> list[int]:
-    """Algorithm 3: exact_dp on weights rounded UP to multiples of lambda.
+    """Algorithm 3: exact_dp on weights rounded UP to multiples of lambda, then a re-check.
 
-    lambda = max(1.0, eps * M / B); w_hat_i = ceil((s_i + o_i) / lambda) and
-    M_hat = floor(M / lambda), each a single IEEE float64 division followed by ceil / floor
-    (what Python and NumPy float64 give; float32 would not match). Rounding up keeps every
-    returned set feasible: sum w_hat <= M_hat implies sum(s + o) <= M even with the float
-    roundings, as the relative error (1 + 2^-53)^2 cannot reach one token for M < 2^51. With
-    lambda = 1 (M <= B / eps) this is exactly exact_dp. eps and B are unspecified in the paper;
-    0.1 and 100 are this project's defaults. Tie rules are exact_dp's, on (|X|, sum w_hat).
+    lambda = `scaled_lambda(M, eps, B)` (a Fraction); w_hat_i = ceil((s_i + o_i) / lambda) and
+    M_hat = floor(M / lambda), in exact rational arithmetic (jaxsched.offline.sorted_f.scaled_dp
+    uses the same definition in integers). Rounding up keeps every returned set feasible:
+    sum w_hat <= M_hat implies sum(s + o) <= lambda M_hat <= M. The set is still re-checked on
+    the true weights; were it infeasible, the answer would be the single request of least
+    (o, index). With lambda = 1 (M <= B / eps) this is exactly exact_dp. eps and B are
+    unspecified in the paper; 0.1 and 100 are this project's defaults. Tie rules are
+    exact_dp's, on (|X|, sum w_hat).
     """
     lam = scaled_lambda(M, eps, B)
-    w = {i: math.ceil((s[i] + o[i]) / lam) for i in idx}
-    return _min_f_dp(list(idx), w, o, math.floor(M / lam))
+    w = {i: math.ceil(Fraction(s[i] + o[i]) / lam) for i in idx}
+    batch = _min_f_dp(list(idx), w, o, math.floor(M / lam))
+    if fits_knapsack(batch, s, o, M):
+        return batch
+    return [min(idx, key=lambda i: (o[i], i))]
 
 
 def local_swap(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int) -> list[int]:
@@ -321,6 +341,17 @@ def local_swap(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int) -
         if mem + s[i] + o[i] <= M:
             batch.append(i)
             mem += s[i] + o[i]
+    return swap_scan(batch, idx, s, o, M)
+
+
+def swap_scan(batch: Sequence[int], idx: Sequence[int], s: Sequence[int], o: Sequence[int],
+              M: int) -> list[int]:
+    """Step 2 of `local_swap` (Algorithm 4's swap loop) from a given batch (a list, in its
+    insertion order, of members of idx with sum(s + o) <= M); also LP-Swap's (Algorithm 7)
+    inner loop. First-improvement swaps exactly as `local_swap` describes; returns the new list.
+    """
+    batch = list(batch)
+    mem = sum(s[i] + o[i] for i in batch)
     improved = True
     while improved:
         improved = False
@@ -359,13 +390,29 @@ def quantile_linear(values: Sequence[float], q: float) -> float:
     return a + d * g if g < 0.5 else b - d * (1 - g)
 
 
+def quantile_exact(values: Sequence[int], q: float) -> Fraction:
+    """The numpy-"linear" q-quantile computed exactly: q read by `decimal`, sorted values v
+    (k of them), h = (k - 1) q, lo = floor(h); v[k - 1] if h >= k - 1, else
+    v[lo] + (h - lo) (v[lo + 1] - v[lo]), all as Fractions. Equal to `quantile_linear` up to
+    float64 rounding, which can flip x <= Q when Q is an integer."""
+    if not values:
+        raise ValueError("quantile of an empty sample")
+    v = sorted(values)
+    h = (len(v) - 1) * decimal(q)
+    lo = math.floor(h)
+    if lo >= len(v) - 1:
+        return Fraction(v[-1])
+    return v[lo] + (h - lo) * (v[lo + 1] - v[lo])
+
+
 def quantile_greedy(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int,
-                    sample: Sequence[int]) -> list[int]:
+                    sample: Sequence[int], q: float = QUANTILE_LEVEL) -> list[int]:
     """Algorithm 5 (quantile greedy) with its random sample given explicitly.
 
     `sample` holds positions into idx (the paper draws max(1, floor(0.5 |idx|)) of them without
-    replacement; see `stdlib_sampler`). Q_p and Q_o are the 0.3-quantiles (`quantile_linear`)
-    of s + o and of o over the sampled requests.
+    replacement; see `stdlib_sampler` and `hash_quantile_solver`). Q_p and Q_o are the exact
+    q-quantiles (`quantile_exact`, default 0.3) of s + o and of o over the sampled requests,
+    so w <= Q_p and o <= Q_o are decided exactly.
     Phase 1: walk idx in ascending (o, index) order; add r iff s_r + o_r <= Q_p, o_r <= Q_o
     and memory + s_r + o_r <= M.
     Phase 2: walk the others in ascending (o / (s + o), index) order, the ratio compared
@@ -377,9 +424,9 @@ def quantile_greedy(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: i
         return []
     if not sample:
         raise ValueError("the quantile sample must not be empty")
-    picked = [items[q] for q in sample]
-    q_p = quantile_linear([s[i] + o[i] for i in picked], QUANTILE_LEVEL)
-    q_o = quantile_linear([o[i] for i in picked], QUANTILE_LEVEL)
+    picked = [items[pos] for pos in sample]
+    q_p = quantile_exact([s[i] + o[i] for i in picked], q)
+    q_o = quantile_exact([o[i] for i in picked], q)
     batch: list[int] = []
     mem = 0
     for i in sorted(items, key=lambda i: (o[i], i)):
@@ -410,6 +457,41 @@ def quantile_solver(sampler: Callable[[int], Sequence[int]]) -> Solver:
     (given |idx|, it returns positions into idx)."""
     def solve(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int) -> list[int]:
         return quantile_greedy(idx, s, o, M, list(sampler(len(idx))) if idx else [])
+    return solve
+
+
+# jaxsched.offline.sorted_f.STREAM_QUANTILE: hash3's stream tag of the quantile sample.
+QUANTILE_STREAM = 11
+_MASK32 = 0xFFFFFFFF
+
+
+def hash3(seed: int, index: int, stream: int) -> int:
+    """jaxsched.rng.hash3 on Python ints: mix(mix(mix(seed * golden + stream) ^ index)
+    + mix(seed ^ salt)), every operation mod 2^32."""
+    seed &= _MASK32
+    h = _mix32(seed * 0x9E3779B9 + stream)
+    h = _mix32(h ^ (index & _MASK32))
+    return _mix32(h + _mix32(seed ^ 0x5BD1E995))
+
+
+def hash_quantile_solver(seed: int, q: float = QUANTILE_LEVEL,
+                         frac: float = SAMPLE_FRACTION) -> Solver:
+    """`quantile_greedy` with jaxsched's hashed sample, as a Solver for `sorted_f`.
+
+    A call on idx (m requests of n = len(s)) samples the max(1, floor(frac m)) requests i of
+    idx with the least (hash3(seed, r 2^16 + i, QUANTILE_STREAM), i), r = n - m (frac read by
+    `decimal`; r grows with every batch, so each call draws afresh). The JAX policy
+    sorted_f_quantile draws the same sample bit for bit.
+    """
+    def solve(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int) -> list[int]:
+        items = list(idx)
+        if not items:
+            return []
+        r = len(s) - len(items)
+        size = max(1, math.floor(decimal(frac) * len(items)))
+        ranked = sorted(range(len(items)),
+                        key=lambda p: (hash3(seed, r * 65536 + items[p], QUANTILE_STREAM), items[p]))
+        return quantile_greedy(items, s, o, M, ranked[:size], q)
     return solve
 
 
@@ -445,60 +527,10 @@ def sorted_f(s: Sequence[int], o: Sequence[int], M: int,
 
 
 # --------------------------------------------------------------------------------------------
-# The exact optimum
+# The best executor order
 # --------------------------------------------------------------------------------------------
-def opt_ip(s: Sequence[int], o: Sequence[int], M: int,
-           horizon: Optional[int] = None) -> tuple[int, list[int]]:
-    """The OPT integer program (notes 2.4) solved exactly with scipy.optimize.milp (HiGHS).
-
-    x[i, k] = 1 iff request i starts at p_i = k (the executor's convention: token j at step
-    k + j, done at k + o_i). Starts are restricted to k = 0..horizon - o_i, so every request is
-    done by the horizon, and memory is checked at every step t = 1..horizon:
-        sum_i sum_{k = max(0, t - o_i)}^{t - 1} (s_i + t - k) x[i, k] <= M.
-    Objective: sum_i (p_i + o_i), the TEL.
-
-    horizon defaults to the makespan of the MC-SF schedule, which keeps the program feasible;
-    the result is then the optimum over schedules of makespan <= horizon. horizon = sum(o)
-    gives the unrestricted optimum: a schedule with a step where nothing runs before its last
-    start is improved by moving every later start one step earlier, so an optimal one has
-    makespan <= sum(o).
-    Returns (TEL, p), TEL recomputed in exact integers from p, and p checked against M.
-    Raises RuntimeError if HiGHS does not prove optimality, ValueError on bad input.
-    """
-    import numpy as np
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
-    _check_instance(s, o, M)
-    n = len(s)
-    if n == 0:
-        return 0, []
-    if horizon is None:
-        _, c = execute(s, o, order_mcsf(s, o), M)
-        horizon = max(c)
-    if horizon < max(o):
-        raise ValueError(f"horizon {horizon} < max o = {max(o)}: no feasible schedule")
-    cols = [(i, k) for i in range(n) for k in range(horizon - o[i] + 1)]
-    cost = np.array([k for _, k in cols], dtype=float)
-    assign = np.zeros((n, len(cols)))
-    mem = np.zeros((horizon, len(cols)))
-    for col, (i, k) in enumerate(cols):
-        assign[i, col] = 1.0
-        for t in range(k + 1, k + o[i] + 1):
-            mem[t - 1, col] = s[i] + t - k
-    res = milp(cost, integrality=np.ones(len(cols)), bounds=Bounds(0, 1),
-               constraints=[LinearConstraint(assign, 1, 1), LinearConstraint(mem, -np.inf, M)],
-               options={"mip_rel_gap": 0.0})
-    if res.status != 0 or res.x is None:
-        raise RuntimeError(f"HiGHS did not prove optimality: {res.message}")
-    p = [-1] * n
-    for col, (i, k) in enumerate(cols):
-        if res.x[col] > 0.5:
-            p[i] = k
-    if min(p) < 0 or max(memory_trajectory(s, o, p)) > M:
-        raise RuntimeError("the MILP solution is not a valid schedule")
-    return sum(pi + oi for pi, oi in zip(p, o)), p
-
-
 def best_order_tel(s: Sequence[int], o: Sequence[int], M: int) -> int:
-    """Min executor TEL over every order (n! runs; tiny n only). Not OPT: see opt_ip."""
+    """Min executor TEL over every order (n! runs; tiny n only). Not OPT, which may start a
+    request later than any order's schedule would (jaxsched.offline.lp.opt_ip and
+    tests/reference/offline_lp.py's brute force)."""
     return min(tel(execute(s, o, perm, M)[1]) for perm in itertools.permutations(range(len(s))))

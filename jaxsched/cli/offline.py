@@ -1,0 +1,129 @@
+"""`jaxsched offline run | experiment`: n requests at t = 0 under a KV limit (paper 002).
+
+Engines are imported inside the commands, so that `--help` does not import JAX.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from ..errors import ConfigError, require_int
+from ..outputs import check_dir, check_file, save
+from .base import command, config_path, require_what, write_resolved
+from .catalog import (OFFLINE_EXPERIMENTS, OFFLINE_POLICIES, OFFLINE_STEP_MODELS,
+                      OFFLINE_WORKLOADS)
+
+
+def cmd_offline_run(a: argparse.Namespace) -> int:
+    """One configuration over several seeds: each metric's mean and 95% CI; --out writes one
+    CSV row per seed."""
+    from ..offline import OfflineConfig, make_params, simulate
+    from ..offline.compare import STEP_MODELS
+    from ..offline.workloads import named
+    from ..results import format_value, markdown_table, seed_rows, write_csv
+    from ..stats import mean_ci
+    n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
+    out = None if a.out is None else check_file(a.out, "--out")
+    try:
+        workload, default_m = named(a.workload, a.n, trace=a.trace)
+    except FileNotFoundError as e:
+        raise ConfigError(f"--trace: {e}") from None
+    M = default_m if a.capacity is None else a.capacity
+    cfg = OfflineConfig(workload, policy=a.policy, dp_width=a.dp_width, epsilon=a.epsilon,
+                        scale_b=a.scale_b, quantile=a.quantile, sample_fraction=a.sample_fraction)
+    params = make_params(cfg, capacity_tokens=M, **STEP_MODELS[a.step_model])
+    print(f"jaxsched offline run: policy={a.policy} workload={a.workload} n={cfg.n} M={M} "
+          f"step model={a.step_model} seeds={n_seeds}", file=sys.stderr)
+    conf = None if out is None else write_resolved(a, config_path(out))
+    res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
+    rows = []
+    for k, v in res.metrics.items():
+        m, _, half, _ = mean_ci(v)
+        rows.append([k, format_value(m), format_value(half)])
+    print(f"mean and 95% CI half-width over {n_seeds} seeds ({res.wall_s:.1f} s)\n")
+    print(markdown_table(["metric", "mean", "95% CI"], rows))
+    if out is None:
+        return 0
+    columns = {"policy": a.policy, "workload": a.workload, "n": cfg.n, "capacity_tokens": M,
+               "step_model": a.step_model}
+    written, ok = save(lambda p: write_csv(p, seed_rows(res, columns)), out, "--out")
+    print(f"\nresults: {written}\noptions: {conf}")
+    return 0 if ok else 1
+
+
+def cmd_offline_experiment(a: argparse.Namespace) -> int:
+    """A reproduction of paper 002 (`jaxsched.offline.experiments`): markdown on stdout, CSV,
+    markdown and (where there is one) a PNG in --out."""
+    what = require_what(a.what, "offline experiment: the experiment", OFFLINE_EXPERIMENTS)
+    seeds = None if a.seeds is None else require_int(a.seeds, "--seeds", lo=1, hi=100_000)
+    out = check_dir(a.out, "--out")
+    conf = write_resolved(a, out / f"{what}.config.toml")
+    from ..offline import experiments as ox
+    from ..plots import plot_offline
+    from ..progress import Progress
+    from ..results import write_csv
+    bar = Progress(f"offline {what}", enabled=not a.quiet)
+    t0 = time.perf_counter()
+    rep = ox.EXPERIMENTS[what](quick=a.quick, seeds=seeds, progress=bar)
+    bar.close()
+    print(f"{rep.title}\n\n{rep.markdown}\n")
+    csv, ok = save(lambda p: write_csv(p, rep.rows), out / f"{what}.csv", "--out")
+    save(lambda p: _write_text(p, f"# {rep.title}\n\n{rep.markdown}\n"), out / f"{what}.md", "--out")
+    png = plot_offline(rep, out / f"{what}.png") if rep.plot else None
+    print(f"results: {csv}" + (f"\nplot: {png}" if png else "") + f"\noptions: {conf}\n"
+          f"wall time: {time.perf_counter() - t0:.1f} s")
+    if not rep.ok:
+        print(f"offline experiment {what}: the check FAILED (see the table)", file=sys.stderr)
+        return 1
+    return 0 if ok else 1
+
+
+def _write_text(path, text: str):
+    path.write_text(text)
+    return path
+
+
+def add_parsers(sub) -> None:
+    """The `jaxsched offline` group."""
+    k = sub.add_parser("offline", help="paper 002's offline engine: n requests at t = 0 under a "
+                                       "KV limit; one run or the paper's reproductions",
+                       description="n requests present at t = 0 on one worker with a KV limit "
+                                   "M (paper 002): `offline run` (one configuration) or "
+                                   "`offline experiment` (the paper's examples, theorems and "
+                                   "experiments).")
+    ksub = k.add_subparsers(dest="offline_command", required=True, metavar="SUBCOMMAND")
+    r = command(ksub, "run", help="one configuration over several seeds, prints its metrics")
+    r.add_argument("--policy", default="sorted_f_swap", choices=OFFLINE_POLICIES,
+                   help="admission order")
+    r.add_argument("--workload", default="uniform", choices=OFFLINE_WORKLOADS,
+                   help="request mix: EC.4.2 synthetic laws, the section 7 LMSYS/arXiv-like "
+                        "mixes, or the Azure conversation trace")
+    r.add_argument("--trace", default=None, help="azure: path of azure_llm_2023_conv.csv "
+                   "(default: ../shared/data beside the checkout or the working directory)")
+    r.add_argument("--n", type=int, default=None,
+                   help="requests per instance (default: the workload's, e.g. 100 for EC.4.2)")
+    r.add_argument("--capacity", type=int, default=None,
+                   help="KV limit M, tokens (default: 100 for EC.4.2 laws, 16492 otherwise)")
+    r.add_argument("--step-model", default="unit", choices=OFFLINE_STEP_MODELS,
+                   help="step time: unit steps, or the linear model (assumed coefficients)")
+    r.add_argument("--dp-width", type=int, default=256, help="sorted_f_dp: table width >= M")
+    r.add_argument("--epsilon", type=float, default=0.1, help="sorted_f_scaled: epsilon (assumed)")
+    r.add_argument("--scale-b", type=int, default=100, help="sorted_f_scaled: B (assumed)")
+    r.add_argument("--quantile", type=float, default=0.3, help="sorted_f_quantile: quantile level")
+    r.add_argument("--sample-fraction", type=float, default=0.5,
+                   help="sorted_f_quantile: sample fraction")
+    r.add_argument("--seeds", type=int, default=16, help="number of seeds (instances)")
+    r.add_argument("--out", default=None, help="CSV file, one row per seed (default: none; the "
+                   "resolved options go beside it)")
+    r.add_argument("--quiet", action="store_true", help="no progress output")
+    r.set_defaults(func=cmd_offline_run)
+    e = command(ksub, "experiment", help="a reproduction of paper 002")
+    e.add_argument("what", nargs="?", help=f"one of {', '.join(OFFLINE_EXPERIMENTS)}")
+    e.add_argument("--quick", action="store_true", help="reduced sizes and seeds")
+    e.add_argument("--seeds", type=int, default=None,
+                   help="instances or seeds (default per experiment)")
+    e.add_argument("--out", default="results/offline", help="folder for the CSV, MD, PNG and "
+                   "options files")
+    e.add_argument("--quiet", action="store_true", help="no progress output")
+    e.set_defaults(func=cmd_offline_experiment)
