@@ -85,7 +85,11 @@ class OfflineConfig:
                 getattr(w, "num_requests", None) is not None, "workload",
                 "a Batch(base, n) or a Trace with order='sequential' (a fixed number of "
                 "requests, all at t = 0)", w)
-        require_int(w.num_requests, "workload.num_requests (n)", lo=1, hi=65_536)
+        require_int(w.num_requests, "workload.num_requests (n)", lo=1, hi=1 << 20)
+        # Quantile greedy hashes (round, request) as round * 2^16 + index (sorted_f.py).
+        require(self.policy != "sorted_f_quantile" or w.num_requests <= 1 << 16,
+                "workload.num_requests (n)", "<= 65536 with policy sorted_f_quantile",
+                w.num_requests)
         require_choice(self.policy, "policy", tuple(POLICIES))
         if self.max_steps is not None:
             require_int(self.max_steps, "max_steps", lo=1, hi=INT_LIMIT)

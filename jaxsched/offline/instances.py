@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import require
+from ..errors import ConfigError, require
 from .config import INT_LIMIT, OfflineConfig, OfflineParams
 from .engine import done, jobs, start, step
 from .metrics import finalize
@@ -93,14 +93,19 @@ def _execute(params: OfflineParams, s, o, order, max_steps):
 
 
 def execute(params: OfflineParams, s, o, order, *, max_steps: int | None = None) -> dict[str, np.ndarray]:
-    """The executor on each instance (s, o: int[S, n] tokens) in its `order` (int[S, n], a
-    permutation per row). Returns the engine's METRICS, float64[S] each. max_steps (default:
+    """The executor on each instance (s, o: int[S, n] tokens, s + o <= M) in its `order`
+    (int[S, n], a permutation per row). Returns the engine's METRICS, float64[S] each. max_steps (default:
     sum of o, which bounds any makespan) cuts a run; `done` says which finished."""
     s, o = _as_batch(s, o)
     order = np.asarray(order)
     require(order.shape == s.shape and (np.sort(order, axis=1) == np.arange(s.shape[1])).all(),
             "order", f"int[{s.shape[0]}, {s.shape[1]}], a permutation of 0..n-1 per row",
             f"shape {order.shape}")
+    M = int(params.capacity_tokens)
+    if (s + o > M).any():
+        row, i = map(int, np.argwhere(s + o > M)[0])
+        raise ConfigError(f"s + o must be <= M = {M} tokens for every request (each must fit "
+                          f"alone), got {int(s[row, i] + o[row, i])} for request {i} of row {row}")
     if max_steps is None:
         max_steps = int(min(INT_LIMIT, max(1, o.sum(axis=1).max())))
     # max_steps is traced: instances of one shape share one compilation whatever their lengths.

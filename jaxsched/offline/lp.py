@@ -123,8 +123,9 @@ def mcsf_makespans(s, o, M: int) -> np.ndarray:
 
 
 def memory_profile(s, o, p) -> np.ndarray:
-    """int64[makespan]: tokens held at steps t = 1..max(p + o) (entry t - 1), in exact integers,
-    for starts p (int[n]): request i holds s_i + t - p_i tokens at each step p_i < t <= p_i + o_i."""
+    """int64[makespan]: tokens held at steps t = 1..max(p + o) (entry t - 1), in exact
+    integers, for starts p (int[n]): request i holds s_i + t - p_i tokens at each step
+    p_i < t <= p_i + o_i."""
     s, o, p = (np.asarray(a, np.int64) for a in (s, o, p))
     mem = np.zeros(int((p + o).max()), np.int64)
     for si, oi, pi in zip(s, o, p):
@@ -174,9 +175,10 @@ def _chained_rows(s: np.ndarray, o: np.ndarray, cols: _Columns, horizon: int):
     t - 1 = k (start) and +1 at row k + o_i (it ran last at step k + o_i), so that
     n_t - n_{t-1} + (R x)_t = 0. The memory changes by n_t (one more token per running
     request), plus s_i at a start (its first step holds s_i + 1, one of which n_t counts),
-    minus the s_i + o_i freed after its last step: G has -s_i at row k and +(s_i + o_i) at row k + o_i, so that
-    m_t - m_{t-1} - n_t + (G x)_t = 0. Entries at rows >= T (steps past the horizon) are
-    dropped: they constrain nothing. 4 nonzeros per column against o_i for the ramp rows.
+    minus the s_i + o_i freed after its last step: G has -s_i at row k and +(s_i + o_i) at
+    row k + o_i, so that m_t - m_{t-1} - n_t + (G x)_t = 0. Entries at rows >= T (steps past
+    the horizon) are dropped: they constrain nothing. 4 nonzeros per column against o_i for
+    the ramp rows.
     """
     _, sp = _scipy()
     k, si, oi = cols.start, s[cols.request], o[cols.request]

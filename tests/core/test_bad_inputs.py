@@ -251,6 +251,33 @@ CLI_CASES = [
      r"--policies"),
     ("kv-exp-scaling-seeds-one", ["kv", "experiment", "scaling", "--seeds", "1"], r"--seeds"),
     ("kv-exp-out-is-a-file", ["kv", "experiment", "e1", "--out", "{good}"], r"--out"),
+    # --- jaxsched offline
+    ("offline-run-policy-unknown", ["offline", "run", "--policy", "nope"], r"--policy"),
+    ("offline-run-workload-unknown", ["offline", "run", "--workload", "zipf"], r"--workload"),
+    ("offline-run-n-zero", ["offline", "run", "--n", "0"], r"\bn\b"),
+    ("offline-run-n-huge", ["offline", "run", "--n", "100000"], r"\bn\b"),
+    ("offline-run-capacity-one", ["offline", "run", "--capacity", "1"], r"capacity"),
+    ("offline-run-dp-width-below-m", ["offline", "run", "--policy", "sorted_f_dp",
+                                      "--capacity", "300"], r"dp_width"),
+    ("offline-run-dp-width-one", ["offline", "run", "--dp-width", "1"], r"dp_width"),
+    ("offline-run-epsilon-zero", ["offline", "run", "--epsilon", "0"], r"epsilon"),
+    ("offline-run-scale-b-zero", ["offline", "run", "--scale-b", "0"], r"scale_b"),
+    ("offline-run-quantile-two", ["offline", "run", "--quantile", "2"], r"quantile"),
+    ("offline-run-sample-fraction-zero", ["offline", "run", "--sample-fraction", "0"],
+     r"sample_fraction"),
+    ("offline-run-seeds-zero", ["offline", "run", "--seeds", "0"], r"--seeds"),
+    ("offline-run-step-model-unknown", ["offline", "run", "--step-model", "vidur"],
+     r"--step-model"),
+    ("offline-run-trace-missing", ["offline", "run", "--workload", "azure", "--trace",
+                                   "/nonexistent/azure.csv"], r"--trace"),
+    ("offline-run-out-is-a-folder", ["offline", "run", "--out", "."], r"--out"),
+    ("offline-exp-unknown", ["offline", "experiment", "table9"], r"experiment"),
+    ("offline-exp-missing", ["offline", "experiment"], r"required"),
+    ("offline-exp-seeds-zero", ["offline", "experiment", "lemma1", "--seeds", "0"], r"--seeds"),
+    ("offline-exp-out-is-a-file", ["offline", "experiment", "lemma1", "--out", "{good}"],
+     r"--out"),
+    ("sweep-offline-workload-unknown", ["sweep", "--engine", "offline", "--set", "workload=zipf",
+                                        "--axis", "policy=mcsf"], r"workload"),
     # --- jaxsched tune
     ("tune-unknown", ["tune", "e9"], r"e9"),
     ("tune-steps-zero", ["tune", "e3", "--steps", "0"], r"--steps"),
@@ -288,6 +315,43 @@ def test_cli_corpus_is_large_enough():
 
 
 # ------------------------------------------------------------------------------ Python API
+
+def _off_cfg(n=4, **kw):
+    from jaxsched.offline import OfflineConfig
+    from jaxsched.workload import Batch, Independent
+    return OfflineConfig(Batch(Independent(), n), **kw)
+
+
+def _off_named(name):
+    from jaxsched.offline import OfflineConfig
+    return OfflineConfig(name)
+
+
+def _off_params(**kw):
+    from jaxsched.offline import instance_params
+    return instance_params(**{"capacity_tokens": 10, **kw})
+
+
+def _off_execute(s=((1, 2),), o=((1, 1),), order=((0, 1),)):
+    from jaxsched.offline import execute, instance_params
+    return execute(instance_params(10), np.array(s), np.array(o), np.array(order))
+
+
+def _off_evaluate(name, **kw):
+    from jaxsched.offline.compare import evaluate
+    return evaluate([name], np.array([[1, 2]]), np.array([[1, 1]]), 10, [0], **kw)
+
+
+def _family(fn, *args):
+    from jaxsched.offline import families
+    return getattr(families, fn)(*args)
+
+
+def _lp(fn, *args, **kw):
+    pytest.importorskip("scipy")
+    from jaxsched.offline import lp
+    return getattr(lp, fn)(*(np.asarray(a) if isinstance(a, list) else a for a in args), **kw)
+
 
 def _dp_cfg(**kw):
     from jaxsched.dp import DPConfig
@@ -526,6 +590,28 @@ API_CASES = [
     ("tune-out-dir-is-a-file", lambda c: _tune(c, out_dir=c["good"]), r"out_dir"),
     ("tune-burn-in-half", lambda c: _tune_setup(burn_in_fraction=0.6), r"burn_in_fraction"),
     ("tune-capacity-nan", lambda c: _tune_setup(capacity_factor=NAN), r"capacity_factor"),
+    # --- offline engine (paper 002)
+    ("offline-n-too-large", lambda c: _off_cfg(n=2_000_000), r"num_requests"),
+    ("offline-num-requests-with-batch", lambda c: _off_cfg(num_requests=5), r"num_requests"),
+    ("offline-workload-name-unknown", lambda c: _off_named("zipf"), r"workload"),
+    ("offline-epsilon-nan", lambda c: _off_cfg(epsilon=NAN), r"epsilon"),
+    ("offline-dp-width-float", lambda c: _off_cfg(dp_width=100.5), r"dp_width"),
+    ("offline-quantile-negative", lambda c: _off_cfg(quantile=-0.1), r"quantile"),
+    ("offline-capacity-zero", lambda c: _off_params(capacity_tokens=0), r"capacity_tokens"),
+    ("offline-per-kv-negative", lambda c: _off_params(per_kv_token_s=-1.0), r"per_kv_token_s"),
+    ("offline-instance-too-big", lambda c: _off_execute(s=[[5, 9]], o=[[5, 2]]), r"s \+ o"),
+    ("offline-instance-zero-length", lambda c: _off_execute(s=[[0, 1]]), r"lengths"),
+    ("offline-order-not-permutation", lambda c: _off_execute(order=[[0, 0]]), r"order"),
+    ("offline-algorithm-unknown", lambda c: _off_evaluate("sorted_f_magic"), r"algorithm"),
+    ("offline-step-model-unknown", lambda c: _off_evaluate("mcsf", models=("vidur",)),
+     r"step model"),
+    ("offline-family-m-not-power", lambda c: _family("theorem1", 80), r"M"),
+    ("offline-example2-unequal", lambda c: _family("example2", 2, 3, 1, 2, 2, 3), r"n2"),
+    ("offline-lower-bound-too-big", lambda c: _family("tel_lower_bound", [9], [5], 10),
+     r"s \+ o"),
+    ("offline-lp-time-step-zero", lambda c: _lp("relaxed_lp", [1, 2], [1, 1], 10, time_step=0),
+     r"time_step"),
+    ("offline-ip-too-big", lambda c: _lp("opt_ip", [9, 1], [5, 1], 10), r"s \+ o"),
     # --- theorems
     ("theorems-seeds-one", lambda c: _theorems(c, seeds=1), r"seeds"),
     ("theorems-measured-zero", lambda c: _theorems(c, measured=0), r"measured"),
