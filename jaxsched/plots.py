@@ -322,8 +322,18 @@ def plot_offline(report, path: str | Path) -> Path:
         fig, ax = _subplots(figsize=(7, 4.5))
         for label, (M, ratio, slope, half) in plot["series"].items():
             ax.plot(M, ratio, "o-", label=f"{label}: slope {slope:.3f} ± {half:.3f}")
+        top = max(plot["series"].values(), key=lambda v: v[1][-1])
+        M0, r0 = top[0][-1], top[1][-1]
+        Ms = np.array([min(v[0][0] for v in plot["series"].values()), M0], float)
+        ax.plot(Ms, r0 * (Ms / M0) ** 0.25, "k:", lw=1, label="reference slope 1/4")
         ax.set(xscale="log", yscale="log", xlabel="KV limit M (tokens)",
-               ylabel="TEL(MC-SF or MC-SF2) / TEL(alternative order)")
+               ylabel="TEL(MC-SF or MC-SF2) / TEL(type 2 first)")
+        lo = min(min(v[1]) for v in plot["series"].values())
+        hi = max(max(v[1]) for v in plot["series"].values())
+        ax.set_yticks([v for v in (0.5, 0.75, 1, 1.5, 2, 3, 5, 8, 13, 20, 30, 50)
+                       if lo / 1.2 <= v <= hi * 1.2])
+        ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
         ax.set_title(report.title, fontsize=10)

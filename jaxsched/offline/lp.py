@@ -33,8 +33,11 @@ the relaxed LP is by default written with the running count and the memory at ea
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import os
+import sys
 import time
 from typing import NamedTuple
 
@@ -74,6 +77,28 @@ def _scipy():
 # --------------------------------------------------------------------------------------------
 # Input checks
 # --------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _quiet_stdout():
+    """Silence file descriptor 1 for the duration: HiGHS's MIP solver prints internal trace
+    lines from C++ straight to stdout, which scipy's milp cannot turn off, and they would mix
+    with a command's tables. Python-level output is flushed first and goes through unchanged
+    afterwards."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:                     # no real stdout (some embedded environments)
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _check(s, o, M) -> tuple[np.ndarray, np.ndarray, int]:
     """(s, o as int64[n], M as int): one ConfigError naming the field unless s, o are integer
     arrays of one shape [n], n >= 1, with s, o >= 1 and s + o <= M tokens."""
@@ -465,11 +490,12 @@ def opt_ip(s, o, M: int, *, horizon: int | None = None,
     V = cols.start.size
     # The direct (ramp) memory rows, as the paper writes them: the IP is meant for small
     # instances, where their o_i nonzeros per column cost little.
-    res = opt.milp(cols.start.astype(np.float64), integrality=np.ones(V),
-                   bounds=opt.Bounds(0, 1),
-                   constraints=[opt.LinearConstraint(cols.assign, 1, 1),
-                                opt.LinearConstraint(_ramp_rows(s, o, cols, horizon), -np.inf, M)],
-                   options=options)
+    with _quiet_stdout():
+        res = opt.milp(cols.start.astype(np.float64), integrality=np.ones(V),
+                       bounds=opt.Bounds(0, 1),
+                       constraints=[opt.LinearConstraint(cols.assign, 1, 1),
+                                    opt.LinearConstraint(_ramp_rows(s, o, cols, horizon), -np.inf, M)],
+                       options=options)
     if res.status != 0 or res.x is None:
         raise RuntimeError(f"HiGHS did not prove optimality (status {res.status}, horizon "
                            f"{horizon}): {res.message}")
