@@ -326,7 +326,9 @@ REAL_LP_MAX_N = 400
 REAL_LP_GRID = 40
 
 
-def real(quick: bool = False, seeds: int | None = None, progress=None) -> Report:
+def real(quick: bool = False, seeds: int | None = None, progress=None, *,
+         ns: tuple[int, ...] | None = None, algorithms=REAL_ALGORITHMS,
+         mixes=REAL_MIXES) -> Report:
     """Section 7: average latency of each algorithm for n = 200, 400, ..., 2000 requests
     (quick: 200 and 400) of the LMSYS/arXiv-like mix and of the Azure conversation trace,
     M = 16,492, under unit steps and the linear step-time model (assumed coefficients), over
@@ -337,11 +339,11 @@ def real(quick: bool = False, seeds: int | None = None, progress=None) -> Report
     from .instances import draw
     from .workloads import named
     S = seeds or (2 if quick else 3)
-    ns = (200, 400) if quick else tuple(range(200, 2001, 200))
+    ns = ns or ((200, 400) if quick else tuple(range(200, 2001, 200)))
     M = PAPER_CAPACITY_TOKENS
     rows = []
     panels: dict[str, dict[str, tuple[list, list, list]]] = {}
-    for mix in REAL_MIXES:
+    for mix in mixes:
         try:
             named(mix, ns[0])
         except FileNotFoundError as e:                    # the Azure trace is not shipped
@@ -350,7 +352,7 @@ def real(quick: bool = False, seeds: int | None = None, progress=None) -> Report
         for n in ns:
             batch, _ = named(mix, n)
             s, o = draw(_config_for(batch), np.arange(S))
-            names = [a for a in REAL_ALGORITHMS if ALGORITHMS[a].kind == "policy"
+            names = [a for a in algorithms if ALGORITHMS[a].kind == "policy"
                      or (n <= REAL_LP_MAX_N and _have_scipy())]
             ev = evaluate(names, s, o, M, np.arange(S), models=("unit", "linear"),
                           lp_options=dict(time_step=max(1, n // REAL_LP_GRID)),

@@ -78,6 +78,19 @@ def test_opt_reduced_ratios_at_least_one():
         assert 1 <= r["mean"] <= r["max"] < 48
 
 
+def test_real_reduced_runs_both_step_models(tmp_path):
+    rep = ox.real(seeds=2, ns=(60,), algorithms=("fcfs", "sorted_f_quantile"), mixes=("mix",))
+    assert rep.ok and len(rep.rows) == 2
+    fcfs, quant = rep.rows
+    for r in rep.rows:
+        assert r["avg_latency_unit"] > 0 and r["avg_latency_linear"] > 0
+    # Sorted-F (Quantile) beats a random order on the mix, under both step-time models.
+    assert quant["avg_latency_unit"] < fcfs["avg_latency_unit"]
+    assert set(rep.plot["panels"]) == {"mix, unit steps", "mix, linear steps"}
+    from jaxsched.plots import plot_offline
+    assert plot_offline(rep, tmp_path / "real.png").stat().st_size > 0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["example2", "opt", "lower_bound", "ec42"])
 def test_full_experiments_hold(name):
