@@ -61,6 +61,8 @@ LP_ORDERS = ("sorted_lp", "lp_swap")
 # uniform LP (n = 100, M = 100, T = 1549) in 14 s; the real-data mix (n = 200, M = 16492,
 # T = 4369, starts every 5 steps) in 14 s against 41 s for dual simplex.
 DEFAULT_METHOD = "highs-ipm"
+# Used when the interior point method reports a solve error (HiGHS status 4).
+FALLBACK_METHOD = "highs-ds"
 
 
 def _scipy():
@@ -320,6 +322,11 @@ def _relaxed_lp(s: np.ndarray, o: np.ndarray, M: int, horizon: int, grow: bool, 
             s, o, M, horizon, time_step, formulation, method, options)
         if res.status == 2 and grow and horizon < enough:       # 2: infeasible
             horizon = min(enough, max(horizon + q, math.ceil(horizon * HORIZON_GROWTH)))
+            continue
+        if res.status == 4 and method == "highs-ipm":            # 4: numerical trouble
+            # The interior point method occasionally stalls on these degenerate programs;
+            # the dual simplex is slower but solves them (the same LP, so the same value).
+            method = FALLBACK_METHOD
             continue
         break
     if res.status != 0 or res.x is None:
