@@ -342,11 +342,14 @@ def plot_offline(report, path: str | Path) -> Path:
     cols = min(2, len(panels))
     rows = -(-len(panels) // cols)
     fig, axes = _subplots(rows, cols, figsize=(6 * cols, 3.6 * rows), squeeze=False)
+    labels = list(dict.fromkeys(k for series in panels.values() for k in series))
+    colour = {k: f"C{i % 10}" for i, k in enumerate(labels)}      # one colour per algorithm
     for ax, (title, series) in zip(axes.ravel(), panels.items()):
         for label, (n, mean, half) in series.items():
             n, mean, half = (np.asarray(v, float) for v in (n, mean, half))
-            ax.plot(n, mean, "o-", ms=3, label=label)
-            ax.fill_between(n, mean - np.nan_to_num(half), mean + np.nan_to_num(half), alpha=0.2)
+            ax.plot(n, mean, "o-", ms=3, label=label, color=colour[label])
+            ax.fill_between(n, mean - np.nan_to_num(half), mean + np.nan_to_num(half),
+                            alpha=0.15, color=colour[label])
         ax.set(xlabel="requests n", ylabel=plot.get("ylabel", "average latency"))
         ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
