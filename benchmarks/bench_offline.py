@@ -69,6 +69,7 @@ from jaxsched.offline.config import PAPER_CAPACITY_TOKENS, OfflineConfig, instan
 from jaxsched.offline.policies import POLICIES
 from jaxsched.workload import Batch
 
+from benchmarks.bench_dp import environment as dp_environment
 from benchmarks.numpy_offline import execute_numpy
 from tests.reference import offline as ref
 
@@ -193,21 +194,8 @@ def log(msg: str) -> None:
 
 
 def environment() -> dict[str, Any]:
-    """What the numbers depend on besides the code."""
-    return {
-        "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "numpy": np.__version__,
-        "backend": jax.default_backend(),
-        "devices": [str(d) for d in jax.devices()],
-        "machine": platform.machine(),
-        "processor": platform.processor(),
-        "cpu_count": os.cpu_count(),
-        "loadavg_at_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-        "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
-    }
+    """What the numbers depend on besides the code: bench_dp's record plus the platform."""
+    return {**dp_environment(), "platform": platform.platform()}
 
 
 # --------------------------------------------------------------------------- (b) Phase 1

@@ -150,3 +150,16 @@ def require_what(value: str | None, what: str, choices) -> str:
     if value.lower() not in choices:
         raise ConfigError(f"{what} must be one of {', '.join(choices)}, got {value!r}")
     return value.lower()
+
+
+def print_metrics(res, n_seeds: int) -> None:
+    """Each metric of a run's Results as mean and 95% CI half-width over its seeds, in a
+    markdown table on stdout."""
+    from ..results import format_value, markdown_table
+    from ..stats import mean_ci
+    rows = []
+    for k, v in res.metrics.items():
+        m, _, half, _ = mean_ci(v)
+        rows.append([k, format_value(m), format_value(half)])
+    print(f"mean and 95% CI half-width over {n_seeds} seeds ({res.wall_s:.1f} s)\n")
+    print(markdown_table(["metric", "mean", "95% CI"], rows))

@@ -11,7 +11,7 @@ import time
 
 from ..errors import ConfigError, require_int
 from ..outputs import check_dir, check_file, save
-from .base import command, config_path, require_what, write_resolved
+from .base import command, config_path, print_metrics, require_what, write_resolved
 from .catalog import (KV_CAPACITY_RULES, KV_DEFAULT_CAPACITY_TOKENS, KV_DEFAULT_D0_S,
                       KV_DEFAULT_D1_S_PER_TOKEN, KV_EXPERIMENTS, KV_POLICIES)
 
@@ -57,8 +57,7 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
     """One kv configuration over several seeds: prints each metric's mean and 95% CI and, with
     --out, writes one CSV row per seed."""
     from ..kv import KVConfig, make_params, simulate
-    from ..results import format_value, markdown_table, seed_rows, write_csv
-    from ..stats import mean_ci
+    from ..results import seed_rows, write_csv
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=4096)
     out = None if a.out is None else check_file(a.out, "--out")
     cfg = KVConfig(prefill_tokens=_kv_ints(a.prefill, "--prefill"),
@@ -75,12 +74,7 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
           f"N={a.num_requests} Q={a.table_size} seeds={n_seeds}", file=sys.stderr)
     conf = None if out is None else write_resolved(a, config_path(out))
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
-    rows = []
-    for k, v in res.metrics.items():
-        m, _, half, _ = mean_ci(v)
-        rows.append([k, format_value(m), format_value(half)])
-    print(f"mean and 95% CI half-width over {n_seeds} seeds ({res.wall_s:.1f} s)\n")
-    print(markdown_table(["metric", "mean", "95% CI"], rows))
+    print_metrics(res, n_seeds)
     if out is None:
         return 0
     columns = {"policy": a.policy, "prefill": a.prefill, "decode": a.decode,

@@ -10,7 +10,7 @@ import time
 
 from ..errors import ConfigError, require_int
 from ..outputs import check_dir, check_file, save
-from .base import command, config_path, require_what, write_resolved
+from .base import command, config_path, print_metrics, require_what, write_resolved
 from .catalog import (OFFLINE_EXPERIMENTS, OFFLINE_POLICIES, OFFLINE_STEP_MODELS,
                       OFFLINE_WORKLOADS)
 
@@ -21,8 +21,7 @@ def cmd_offline_run(a: argparse.Namespace) -> int:
     from ..offline import OfflineConfig, make_params, simulate
     from ..offline.compare import STEP_MODELS
     from ..offline.workloads import named
-    from ..results import format_value, markdown_table, seed_rows, write_csv
-    from ..stats import mean_ci
+    from ..results import seed_rows, write_csv
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
     try:
@@ -37,12 +36,7 @@ def cmd_offline_run(a: argparse.Namespace) -> int:
           f"step model={a.step_model} seeds={n_seeds}", file=sys.stderr)
     conf = None if out is None else write_resolved(a, config_path(out))
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
-    rows = []
-    for k, v in res.metrics.items():
-        m, _, half, _ = mean_ci(v)
-        rows.append([k, format_value(m), format_value(half)])
-    print(f"mean and 95% CI half-width over {n_seeds} seeds ({res.wall_s:.1f} s)\n")
-    print(markdown_table(["metric", "mean", "95% CI"], rows))
+    print_metrics(res, n_seeds)
     if out is None:
         return 0
     columns = {"policy": a.policy, "workload": a.workload, "n": cfg.n, "capacity_tokens": M,
