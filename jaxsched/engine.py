@@ -36,7 +36,8 @@ import numpy as np
 from .errors import ConfigError
 
 # name -> module holding `ENGINE`. Adding an engine adds one line here.
-ENGINE_MODULES = {"dp": "jaxsched.dp", "kv": "jaxsched.kv", "offline": "jaxsched.offline"}
+ENGINE_MODULES = {"dp": "jaxsched.dp", "kv": "jaxsched.kv", "offline": "jaxsched.offline",
+                  "interval": "jaxsched.interval"}
 
 
 # Units whose per-seed values are whole numbers (written as integers in results files).

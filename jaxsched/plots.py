@@ -298,11 +298,12 @@ def plot_tuning(history: Mapping[str, np.ndarray], path: str | Path, *, title: s
 
 
 def plot_offline(report, path: str | Path) -> Path:
-    """The figure of a paper-002 experiment (`jaxsched.offline.experiments.Report.plot`):
+    """The figure of a paper-002 or paper-003 experiment (`jaxsched.results.Report.plot`):
     - "ratio_hist": TEL / OPT per algorithm as box plots (opt);
     - "loglog": ratio against M on log-log axes with fitted slopes (lower_bound);
     - "curves": average latency against n per algorithm, one panel per (mix, step model), as
-      the paper's Fig. 8 (real), with 95% CI bands over the seeds."""
+      the paper's Fig. 8 (real), with 95% CI bands over the seeds; any other y against x with
+      the plot's "xlabel", "ylabel" and "xscale" (paper 003's figures)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     plot = report.plot
@@ -350,7 +351,8 @@ def plot_offline(report, path: str | Path) -> Path:
             ax.plot(n, mean, "o-", ms=3, label=label, color=colour[label])
             ax.fill_between(n, mean - np.nan_to_num(half), mean + np.nan_to_num(half),
                             alpha=0.15, color=colour[label])
-        ax.set(xlabel="requests n", ylabel=plot.get("ylabel", "average latency"))
+        ax.set(xlabel=plot.get("xlabel", "requests n"), ylabel=plot.get("ylabel", "average latency"),
+               xscale=plot.get("xscale", "linear"))
         ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+from dataclasses import dataclass, field
 import hashlib
 import json
 import math
@@ -20,6 +21,19 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .outputs import fallback_path, file_mode
+
+
+@dataclass
+class Report:
+    """What a paper's reproduction returns (`jaxsched offline | interval experiment NAME`):
+    rows (CSV), markdown, ok (the claim, or the project's correction of it, held) and the data
+    of its plot (`plots.plot_offline`)."""
+    name: str
+    title: str
+    rows: list[dict]
+    markdown: str
+    ok: bool
+    plot: dict[str, Any] = field(default_factory=dict)
 
 
 def write_csv(path: str | Path, rows: Iterable[Mapping[str, object]]) -> Path:

@@ -35,6 +35,10 @@ STREAM_KV_GAP = 8
 STREAM_KV_TYPE = 9
 # offline engine (papers 002, 003): index = request index; the random orders (FCFS) sort by it.
 STREAM_ORDER = 10
+# interval engine (paper 003, docs/interval-semantics.md): per-step random tie-breaks of the
+# admission and eviction orders, drawn by `hash_step` (index = job, step = t).
+STREAM_TIE_ADMIT = 12
+STREAM_TIE_EVICT = 13
 
 
 def mix32(x: jnp.ndarray) -> jnp.ndarray:
@@ -59,6 +63,12 @@ def hash3(seed: jnp.ndarray, index: jnp.ndarray, stream: int) -> jnp.ndarray:
     h = mix32(seed * _GOLDEN + np.uint32(stream))
     h = mix32(h ^ jnp.asarray(index, jnp.uint32).astype(jnp.uint32))
     return mix32(h + mix32(seed ^ _SALT))
+
+
+def hash_step(seed: jnp.ndarray, step: jnp.ndarray, index: jnp.ndarray, stream: int) -> jnp.ndarray:
+    """uint32 hash of (seed, step, index, stream): a fresh draw per index at every step,
+    hash3(hash3(seed, step, stream), index, stream)."""
+    return hash3(hash3(seed, step, stream), index, stream)
 
 
 def uniform(seed, index, stream: int, sub: int = 0) -> jnp.ndarray:

@@ -16,7 +16,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, require_int
+from ..outputs import check_dir, save
 
 # Namespace entries that are plumbing, not options of a run; `quiet` may be set from a file
 # but is not written back (it changes no result).
@@ -163,3 +164,39 @@ def print_metrics(res, n_seeds: int) -> None:
         rows.append([k, format_value(m), format_value(half)])
     print(f"mean and 95% CI half-width over {n_seeds} seeds ({res.wall_s:.1f} s)\n")
     print(markdown_table(["metric", "mean", "95% CI"], rows))
+
+
+def run_experiment(a: argparse.Namespace, group: str, names, module: str) -> int:
+    """`jaxsched GROUP experiment NAME`: run `module`.EXPERIMENTS[NAME] (a `results.Report`),
+    print its markdown, write CSV, markdown, options and (where it has one) a PNG to --out.
+    Exits 1 if the report's check failed."""
+    import importlib
+    import time
+    what = require_what(a.what, f"{group} experiment: the experiment", names)
+    seeds = None if a.seeds is None else require_int(a.seeds, "--seeds", lo=1, hi=100_000)
+    out = check_dir(a.out, "--out")
+    conf = write_resolved(a, out / f"{what}.config.toml")
+    from ..plots import plot_offline
+    from ..progress import Progress
+    from ..results import write_csv
+    experiments = importlib.import_module(module).EXPERIMENTS
+    bar = Progress(f"{group} {what}", enabled=not a.quiet)
+    t0 = time.perf_counter()
+    rep = experiments[what](quick=a.quick, seeds=seeds, progress=bar)
+    bar.close()
+    print(f"{rep.title}\n\n{rep.markdown}\n")
+    csv, ok = save(lambda p: write_csv(p, rep.rows), out / f"{what}.csv", "--out")
+    save(lambda p: _write_text(p, f"# {rep.title}\n\n{rep.markdown}\n"), out / f"{what}.md",
+         "--out")
+    png = plot_offline(rep, out / f"{what}.png") if rep.plot else None
+    print(f"results: {csv}" + (f"\nplot: {png}" if png else "") + f"\noptions: {conf}\n"
+          f"wall time: {time.perf_counter() - t0:.1f} s")
+    if not rep.ok:
+        print(f"{group} experiment {what}: the check FAILED (see the table)", file=sys.stderr)
+        return 1
+    return 0 if ok else 1
+
+
+def _write_text(path, text: str):
+    path.write_text(text)
+    return path

@@ -30,6 +30,12 @@ OFFLINE_WORKLOADS = ("uniform", "normal", "binomial", "exponential", "mixed", "l
                      "mix", "azure")
 OFFLINE_STEP_MODELS = ("unit", "linear")
 
+# jaxsched.interval.POLICIES, experiments, workloads.NAMES, intervals
+INTERVAL_POLICIES = ("hsf", "amax", "amin", "al", "arandom")
+INTERVAL_EXPERIMENTS = ("examples", "cor48", "two_point", "geometric", "lower_bound", "section6")
+INTERVAL_WORKLOADS = ("lmsys",)
+INTERVAL_KINDS = ("shared", "buckets", "relative", "exact")
+
 # Sweepable names per engine: (Config fields, make_params keywords) of `Engine.config_fields()`
 # and `Engine.params_fields()`.
 SWEEP_FIELDS = {
@@ -49,4 +55,8 @@ SWEEP_FIELDS = {
                  "scale_b", "quantile", "sample_fraction"),
                 ("capacity_tokens", "step_const_s", "per_decode_s", "per_prefill_token_s",
                  "per_kv_token_s")),
+    "interval": (("workload", "policy", "intervals", "num_requests", "eviction_key", "amax_order",
+                  "max_steps"),
+                 ("capacity_tokens", "step_const_s", "per_decode_s", "per_prefill_token_s",
+                  "per_kv_token_s")),
 }

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from ..errors import ConfigError, require_int
-from ..outputs import check_dir, check_file, save
-from .base import command, config_path, print_metrics, require_what, write_resolved
+from ..outputs import check_file, save
+from .base import command, config_path, print_metrics, run_experiment, write_resolved
 from .catalog import (OFFLINE_EXPERIMENTS, OFFLINE_POLICIES, OFFLINE_STEP_MODELS,
                       OFFLINE_WORKLOADS)
 
@@ -49,33 +48,7 @@ def cmd_offline_run(a: argparse.Namespace) -> int:
 def cmd_offline_experiment(a: argparse.Namespace) -> int:
     """A reproduction of paper 002 (`jaxsched.offline.experiments`): markdown on stdout, CSV,
     markdown and (where there is one) a PNG in --out."""
-    what = require_what(a.what, "offline experiment: the experiment", OFFLINE_EXPERIMENTS)
-    seeds = None if a.seeds is None else require_int(a.seeds, "--seeds", lo=1, hi=100_000)
-    out = check_dir(a.out, "--out")
-    conf = write_resolved(a, out / f"{what}.config.toml")
-    from ..offline import experiments as ox
-    from ..plots import plot_offline
-    from ..progress import Progress
-    from ..results import write_csv
-    bar = Progress(f"offline {what}", enabled=not a.quiet)
-    t0 = time.perf_counter()
-    rep = ox.EXPERIMENTS[what](quick=a.quick, seeds=seeds, progress=bar)
-    bar.close()
-    print(f"{rep.title}\n\n{rep.markdown}\n")
-    csv, ok = save(lambda p: write_csv(p, rep.rows), out / f"{what}.csv", "--out")
-    save(lambda p: _write_text(p, f"# {rep.title}\n\n{rep.markdown}\n"), out / f"{what}.md", "--out")
-    png = plot_offline(rep, out / f"{what}.png") if rep.plot else None
-    print(f"results: {csv}" + (f"\nplot: {png}" if png else "") + f"\noptions: {conf}\n"
-          f"wall time: {time.perf_counter() - t0:.1f} s")
-    if not rep.ok:
-        print(f"offline experiment {what}: the check FAILED (see the table)", file=sys.stderr)
-        return 1
-    return 0 if ok else 1
-
-
-def _write_text(path, text: str):
-    path.write_text(text)
-    return path
+    return run_experiment(a, "offline", OFFLINE_EXPERIMENTS, "jaxsched.offline.experiments")
 
 
 def add_parsers(sub) -> None:

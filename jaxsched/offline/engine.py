@@ -20,6 +20,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from kernels import admit_check
+
 from .. import clock
 from ..accumulate import WideInt
 from ..clock import DF
@@ -62,14 +64,9 @@ def start(s: jnp.ndarray, o: jnp.ndarray, order: jnp.ndarray, params: OfflinePar
 
 def _fits(state: OfflineState, M, r, t) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     """(fits, new peak[n], r's own peak) for candidate r starting at p_r = t - 1."""
-    p_r = t - 1
-    c_r = p_r + state.o[r]
     active = (state.p >= 0) & (state.c >= t)
-    raised = state.peak + jnp.where(active & (state.c <= c_r), state.s[r] + state.c - p_r, 0)
-    own = jnp.sum(jnp.where(active & (state.c >= c_r), state.s + c_r - state.p, 0)) \
-        + state.s[r] + state.o[r]
-    ok = (jnp.max(jnp.where(active, raised, 0)) <= M) & (own <= M)
-    return ok, raised, own
+    return admit_check(state.s, state.p, state.c, active, state.peak, state.s[r], t - 1,
+                       t - 1 + state.o[r], M)
 
 
 def _admit(state: OfflineState, params: OfflineParams, t) -> tuple[OfflineState, jnp.ndarray]:

@@ -17,27 +17,13 @@ the numbers measured are in the README ("Paper 002").
 """
 from __future__ import annotations
 
-import functools
 import math
-from dataclasses import dataclass, field
-from typing import Any, Callable
 
 import numpy as np
 
-from ..results import markdown_table, mean_ci_column
+from ..results import Report, markdown_table, mean_ci_column
 from ..stats import loglog_slope, mean_ci
 from .compare import ALGORITHMS, evaluate
-
-
-@dataclass
-class Report:
-    """What an experiment returns: rows (CSV), markdown, ok (the claim held) and plot data."""
-    name: str
-    title: str
-    rows: list[dict]
-    markdown: str
-    ok: bool
-    plot: dict[str, Any] = field(default_factory=dict)
 
 
 def _fmt(x: float, digits: int = 4) -> str:

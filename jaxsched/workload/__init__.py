@@ -18,14 +18,14 @@ and the arrival times come from one of three processes:
 """
 from .batch import Batch
 from .lengths import (INT32_MAX, Binomial, BivariateNormal, BurstGPTLike, Constant, Finite,
-                      Geometric, Independent, Mixture, RoundedExponential, RoundedLogNormal,
-                      RoundedNormal, UniformInt, materialize)
+                      Geometric, Independent, LinearGeometric, Mixture, RoundedExponential, RoundedLogNormal,
+                      RoundedNormal, TruncGeometric, TwoPoint, UniformInt, materialize)
 from .traces import Trace, read_trace
 
 Workload = Independent | BivariateNormal | BurstGPTLike | Trace | Finite | Batch
 """The length laws an engine config accepts."""
 
 __all__ = ["Batch", "Binomial", "BivariateNormal", "BurstGPTLike", "Constant", "Finite",
-           "Geometric", "Independent", "INT32_MAX", "Mixture", "RoundedExponential",
+           "Geometric", "Independent", "INT32_MAX", "LinearGeometric", "TruncGeometric", "TwoPoint", "Mixture", "RoundedExponential",
            "RoundedLogNormal", "RoundedNormal", "Trace", "UniformInt", "Workload", "materialize",
            "read_trace"]

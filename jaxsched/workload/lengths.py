@@ -15,7 +15,8 @@ before compiling, that no load can overflow int32.
   The default workload of `jaxsched run`.
 - `Independent(prompt, output)` from marginals: `Constant`, `UniformInt`, `Geometric`, and the
   rounded-and-clipped `RoundedNormal`, `RoundedExponential`, `RoundedLogNormal`, `Binomial`
-  and `Mixture` of paper 002's synthetic experiment (EC.4.2).
+  and `Mixture` of paper 002's synthetic experiment (EC.4.2); paper 003's `TwoPoint`,
+  `TruncGeometric` G(p) and `LinearGeometric` LG(p), which also give their `pmf()`.
 - `JointMixture(laws, weights)`: each request's (prompt, output) pair from one of several
   whole laws (paper 002's 80% LMSYS-like / 20% arXiv-like real-data mix).
 - `Finite(base, n)`: the first n requests of an unbounded law (a run that drains).
@@ -49,6 +50,10 @@ class Constant:
         require_int(self.value, "Constant.value", lo=1, hi=2**24)
 
     @property
+    def lower(self) -> int:
+        return self.value
+
+    @property
     def upper(self) -> int:
         return self.value
 
@@ -65,6 +70,10 @@ class UniformInt:
     def __post_init__(self):
         require_int(self.low, "UniformInt.low", lo=1, hi=2**24)
         require_int(self.high, "UniformInt.high", lo=self.low, hi=2**24)
+
+    @property
+    def lower(self) -> int:
+        return self.low
 
     @property
     def upper(self) -> int:
@@ -210,6 +219,104 @@ class Binomial:
         return self.shift + jnp.searchsorted(cdf, u, side="right").astype(jnp.int32)
 
 
+def _table_sample(pmf: np.ndarray, low: int, seed, ids, stream: int) -> jnp.ndarray:
+    """low + k with probability pmf[k] (float64, normalized), by inverting its CDF (a float32
+    table computed in float64)."""
+    cdf = jnp.asarray(np.cumsum(pmf)[:-1], jnp.float32)
+    u = rng.uniform(seed, ids, stream)
+    return low + jnp.searchsorted(cdf, u, side="right").astype(jnp.int32)
+
+
+@dataclass(frozen=True)
+class TwoPoint:
+    """`low` tokens with probability p_low, else `high` (paper 003, section 5.1: o in {l, u})."""
+    low: int
+    high: int
+    p_low: float
+
+    def __post_init__(self):
+        require_int(self.low, "TwoPoint.low", lo=1, hi=2**24)
+        require_int(self.high, "TwoPoint.high", lo=self.low, hi=2**24)
+        require_float(self.p_low, "TwoPoint.p_low", lo=0.0, hi=1.0)
+
+    @property
+    def lower(self) -> int:
+        return self.low
+
+    @property
+    def upper(self) -> int:
+        return self.high
+
+    def pmf(self) -> np.ndarray:
+        """float64[high - low + 1]: P(o = low + k)."""
+        x = np.zeros(self.high - self.low + 1)
+        x[0] += self.p_low
+        x[-1] += 1.0 - self.p_low
+        return x
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        u = rng.uniform(seed, ids, stream)
+        return jnp.where(u < np.float32(self.p_low), self.low, self.high).astype(jnp.int32)
+
+
+def _check_geometric(p: float, high: int, cls: str) -> None:
+    require_float(p, f"{cls}.p", lo=0.0, hi=1.0, lo_open=True)
+    require_int(high, f"{cls}.high", lo=1, hi=2**16)
+
+
+@dataclass(frozen=True)
+class TruncGeometric:
+    """Geometric G(p) on {1, ..., high}: P(o = k) proportional to p q^(k-1), q = 1 - p,
+    renormalized (paper 003, section 5.2). Unlike `Geometric`'s clip, truncation here
+    conditions on o <= high, the law whose competitive ratio Figure 3 plots."""
+    p: float
+    high: int
+
+    def __post_init__(self):
+        _check_geometric(self.p, self.high, "TruncGeometric")
+
+    lower = 1
+
+    @property
+    def upper(self) -> int:
+        return self.high
+
+    def pmf(self) -> np.ndarray:
+        """float64[high]: P(o = 1 + k)."""
+        k = np.arange(1, self.high + 1)
+        x = self.p * (1.0 - self.p) ** (k - 1)
+        return x / x.sum()
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        return _table_sample(self.pmf(), 1, seed, ids, stream)
+
+
+@dataclass(frozen=True)
+class LinearGeometric:
+    """Linearly weighted geometric LG(p) on {1, ..., high}: P(o = k) proportional to
+    k p^2 q^(k-1), renormalized (paper 003, Theorem 5.3)."""
+    p: float
+    high: int
+
+    def __post_init__(self):
+        _check_geometric(self.p, self.high, "LinearGeometric")
+
+    lower = 1
+
+    @property
+    def upper(self) -> int:
+        return self.high
+
+    def pmf(self) -> np.ndarray:
+        """float64[high]: P(o = 1 + k)."""
+        k = np.arange(1, self.high + 1)
+        x = k * self.p ** 2 * (1.0 - self.p) ** (k - 1)
+        return x / x.sum()
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        return _table_sample(self.pmf(), 1, seed, ids, stream)
+
+
 @dataclass(frozen=True)
 class Mixture:
     """With probability weights[k], a draw of components[k]; a draw above `cap` is replaced by
@@ -256,9 +363,9 @@ class Mixture:
 
 
 _SIMPLE = (Constant, UniformInt, Geometric, RoundedNormal, RoundedExponential, RoundedLogNormal,
-           Binomial)
+           Binomial, TwoPoint, TruncGeometric, LinearGeometric)
 Marginal = (Constant | UniformInt | Geometric | RoundedNormal | RoundedExponential
-            | RoundedLogNormal | Binomial | Mixture)
+            | RoundedLogNormal | Binomial | TwoPoint | TruncGeometric | LinearGeometric | Mixture)
 
 
 # --------------------------------------------------------------------------- workloads

@@ -1,0 +1,116 @@
+"""Configuration of the interval engine: n jobs at t = 0, hidden outputs, predicted intervals.
+
+`IntervalConfig` (static) names the job batch (`workload`, as in the offline engine), the
+prediction intervals (`intervals`, `intervals.py`), the policy and its options. The traced
+params are the offline engine's `OfflineParams` (the KV limit M and the step-time model), built
+by `make_params`, which also proves that every job fits alone at its upper bound (s + u <= M)
+and that no memory sum can overflow int32.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError, require, require_choice, require_int
+from ..offline.config import (INT_LIMIT, LINEAR_STEP_MODEL, PAPER_CAPACITY_TOKENS,
+                              UNIT_STEP_MODEL, OfflineParams, instance_params)
+from .intervals import Buckets, Exact, Relative, Shared, output_support
+from .policies import POLICIES
+
+EVICTION_KEYS = ("stale", "live")
+AMAX_ORDERS = ("sorted", "random")
+MAX_JOBS = 1 << 16
+__all__ = ["IntervalConfig", "make_params", "OfflineParams", "LINEAR_STEP_MODEL",
+           "UNIT_STEP_MODEL", "PAPER_CAPACITY_TOKENS"]
+
+
+@dataclass(frozen=True)
+class IntervalConfig:
+    """Static configuration of an interval run.
+
+    workload: the n jobs of each run: `Batch(base, n)` or a sequential `Trace`, or the name of
+      a request mix (`workloads.named`: "lmsys", "two_point", ...), resolved with
+      `num_requests` jobs.
+    intervals: the predictor (`Shared`, `Buckets`, `Relative`, `Exact`; default: one shared
+      interval [1, largest possible output], the uninformed predictor of Experiment 1).
+    policy: "hsf", "amax", "amin", "al" or "arandom" (`POLICIES`).
+    eviction_key: A_min's eviction order: "stale" (the estimate o~ as last updated, the paper's
+      literal reading; default) or "live" (max(o~, tokens generated)) (notes §5.3).
+    amax_order: A_max's waiting order with per-job intervals: "sorted" (ascending u_i, random
+      ties; default, notes §5.6) or "random" (Algorithm 1's uniform sample).
+    max_steps: scan steps after which a run is cut (default: 4 n u_max + 64; `done` and the
+      runner's check report a cut run).
+    """
+    workload: Any
+    policy: str = "amin"
+    intervals: Any = None
+    num_requests: int | None = None
+    eviction_key: str = "stale"
+    amax_order: str = "sorted"
+    max_steps: int | None = None
+
+    def __post_init__(self):
+        if isinstance(self.workload, str):
+            from .workloads import named
+            try:
+                resolved = named(self.workload, self.num_requests)
+            except FileNotFoundError as e:
+                raise ConfigError(f"workload: {e}") from None
+            object.__setattr__(self, "workload", resolved)
+        elif self.num_requests is not None:
+            raise ConfigError("num_requests applies only to a workload given by name; a Batch "
+                              "or Trace carries its own n")
+        w = self.workload
+        require(not isinstance(w, type) and hasattr(w, "sample") and
+                getattr(w, "num_requests", None) is not None, "workload",
+                "a Batch(base, n) or a Trace with order='sequential' (a fixed number of "
+                "jobs, all at t = 0)", w)
+        require_int(w.num_requests, "workload.num_requests (n)", lo=1, hi=MAX_JOBS)
+        require_choice(self.policy, "policy", tuple(POLICIES))
+        require_choice(self.eviction_key, "eviction_key", EVICTION_KEYS)
+        require_choice(self.amax_order, "amax_order", AMAX_ORDERS)
+        if self.intervals is None:
+            object.__setattr__(self, "intervals", Shared(1, int(w.max_output)))
+        require(isinstance(self.intervals, (Shared, Buckets, Relative, Exact)), "intervals",
+                "Shared(low, high), Buckets(edges), Relative(x) or Exact()", self.intervals)
+        self.intervals.check(*output_support(w))
+        if self.max_steps is not None:
+            require_int(self.max_steps, "max_steps", lo=1, hi=INT_LIMIT)
+
+    @property
+    def n(self) -> int:
+        return int(self.workload.num_requests)
+
+    @property
+    def max_upper(self) -> int:
+        """The largest u_i any job can get (tokens)."""
+        return int(self.intervals.max_upper(int(self.workload.max_output)))
+
+    @property
+    def steps(self) -> int:
+        if self.max_steps is not None:
+            return self.max_steps
+        return min(INT_LIMIT, 4 * self.n * self.max_upper + 64)
+
+
+def check_capacity(M: int, n: int, need: int) -> int:
+    """M validated against the jobs: every job fits alone at its upper bound (need = the
+    largest s + u), and n * M < 2^31 keeps every future-memory sum exact in int32."""
+    M = require_int(M, "capacity_tokens (M)", lo=2, hi=INT_LIMIT // 4)
+    require(need <= M, "capacity_tokens (M)", f"at least the largest s + u ({need}), so that "
+            "every job fits alone at its upper bound", M)
+    require((n + 2) * M < 2**31, "capacity_tokens (M)", f"< 2^31 / (n + 2) = "
+            f"{2**31 // (n + 2)} for n = {n} jobs (future-memory sums stay exact in int32)", M)
+    return M
+
+
+def make_params(config: IntervalConfig, *, capacity_tokens: int = PAPER_CAPACITY_TOKENS,
+                **step_model: float) -> OfflineParams:
+    """Validated params: the KV limit M (tokens; default the paper's 16,492) and the step-time
+    model of the offline engine (keywords step_const_s, per_decode_s, per_prefill_token_s,
+    per_kv_token_s; default unit steps)."""
+    if not isinstance(config, IntervalConfig):
+        raise ConfigError(f"config must be an IntervalConfig, got {type(config).__name__}")
+    need = int(config.workload.max_prompt) + config.max_upper
+    check_capacity(capacity_tokens, config.n, need)
+    return instance_params(capacity_tokens, **step_model)

@@ -1,0 +1,227 @@
+"""The interval engine: n jobs at t = 0 with hidden outputs and predicted intervals (paper 003).
+
+One scan step is one unit time step t = 1, 2, ... of docs/interval-semantics.md:
+1. promotion (A_l): a job that has produced l_i tokens without finishing is cancelled and
+   re-queued at u_i;
+2. overflow handling: if the active jobs would hold more than M tokens this step, cancel them
+   in ascending order of their estimate (random ties) until the rest fits; evicted jobs lose
+   their tokens, raise their estimate to what they had generated, and wait from step t + 1;
+3. admission: the waiting jobs in the policy's order, a strict prefix, each admitted if the
+   running set with it still fits at every future step under the policy's estimates (active
+   jobs at max(E_i, a_i + 1), the safe estimate of notes §5.2);
+4. every running job generates one token; jobs reaching o_i complete.
+The future-memory check is `kernels.future_peak`: peaks of the running set from scratch by
+sorting (the estimates change every step), then O(n) per candidate. Times in the check are
+relative to t so that its sums stay far from int32 overflow (`config.check_capacity`).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from kernels import admit_check, completion_peaks
+
+from .. import clock, rng
+from ..accumulate import WideInt
+from ..clock import DF
+from ..engine import Engine
+from ..offline.config import OfflineParams
+from .config import IntervalConfig, make_params
+from .metrics import METRICS, finalize as _finalize
+from .policies import POLICIES, Rule
+from .state import IntervalState
+
+_BIG = np.int32(2**31 - 1)
+
+
+def jobs(config: IntervalConfig, seed) -> tuple[jnp.ndarray, ...]:
+    """(s, o, l, u) int32[n] of run `seed`: the workload's first n jobs and their intervals."""
+    ids = jnp.arange(config.n, dtype=jnp.int32)
+    s, o = config.workload.sample(jnp.asarray(seed, jnp.uint32), ids)
+    s, o = s.astype(jnp.int32), o.astype(jnp.int32)
+    low, high = config.intervals.bounds(o)
+    return s, o, low.astype(jnp.int32), high.astype(jnp.int32)
+
+
+def init(config: IntervalConfig, params: OfflineParams, seed) -> IntervalState:
+    """Every job of run `seed` waiting at t = 0."""
+    return start(*jobs(config, seed), seed, config.policy)
+
+
+def start(s, o, low, high, seed, policy: str) -> IntervalState:
+    """The state at t = 0 of the instance (s, o, l, u) (int32[n], tokens, validated by
+    `intervals.check_instance`) under `policy`, whose ties hash `seed`."""
+    s, o, low, high = (jnp.asarray(x, jnp.int32) for x in (s, o, low, high))
+    rule: Rule = POLICIES[policy].fn
+    est = {"o": o, "high": high, "low": low}[rule.start]
+    n = s.shape[0]
+    none = jnp.full((n,), -1, jnp.int32)
+    zero = jnp.zeros((n,), jnp.int32)
+    zf = jnp.zeros((n,), jnp.float32)
+    z = jnp.int32(0)
+    return IntervalState(s, o, low, high, est, none, none, jnp.ones((n,), jnp.int32), zero, zero,
+                         zero, DF(zf, zf), jnp.asarray(seed, jnp.uint32), z, jnp.int32(n),
+                         DF.zeros(), z, WideInt.zeros(), z)
+
+
+def _cancel(st: IntervalState, mask, a, est, elig) -> IntervalState:
+    """Cancel the attempts in `mask`: their a tokens are wasted and they wait again."""
+    return replace(st, p=jnp.where(mask, -1, st.p), est=jnp.where(mask, est, st.est),
+                   elig=jnp.where(mask, elig, st.elig),
+                   evictions=st.evictions + mask.astype(jnp.int32),
+                   wasted=st.wasted + jnp.where(mask, a, 0))
+
+
+def _promote(st: IntervalState, t, a, active):
+    """A_l's step 1: jobs at estimate l_i that produced l_i tokens go back at u_i, re-queued
+    behind every job now waiting, and may restart this very step (Algorithm 6)."""
+    hit = active & (st.est == st.low) & (st.low < st.high) & (a == st.low)
+    st = _cancel(st, hit, a, st.high, t)
+    return replace(st, qkey=jnp.where(hit, t, st.qkey)), active & ~hit, hit
+
+
+def _overflow(config: IntervalConfig, M, st: IntervalState, t, a, active):
+    """Step 2: cancel the shortest prefix, by (estimate, random tie), that brings this step's
+    memory within M. Returns (state, still active, cancelled, whether any was)."""
+    use = jnp.where(active, st.s + a + 1, 0)
+    total = jnp.sum(use)
+    key = st.est if config.eviction_key == "stale" else jnp.maximum(st.est, a)
+    idx = jnp.arange(st.s.shape[0], dtype=jnp.int32)
+    tie = rng.hash_step(st.seed, t, idx, rng.STREAM_TIE_EVICT)
+    _, _, perm = jax.lax.sort((jnp.where(active, key, _BIG), tie, idx), num_keys=3)
+    before = jnp.cumsum(use[perm]) - use[perm]          # memory cancelled before each position
+    cut = jnp.zeros_like(active).at[perm].set(total - before > M) & active
+    st = _cancel(st, cut, a, jnp.maximum(st.est, a), t + 1)
+    return st, active & ~cut, cut, jnp.any(cut)
+
+
+def _admit(config: IntervalConfig, M, st: IntervalState, t, a, active):
+    """Step 3: the longest fitting prefix of the waiting order. Returns (state, admitted
+    bool[n], prompt tokens admitted)."""
+    rule: Rule = POLICIES[config.policy].fn
+    E, key = rule(st, config)
+    prel = jnp.where(active, st.p - t, 0)                 # times relative to t
+    crel = jnp.where(active, prel + jnp.maximum(E, a + 1), 0)
+    peak = completion_peaks(st.s, prel, crel, active)
+    idx = jnp.arange(st.s.shape[0], dtype=jnp.int32)
+    waiting = (st.p < 0) & (st.c < 0) & (st.elig <= t)
+    if rule.fixed_tie:
+        tie = rng.hash3(st.seed, idx, rng.STREAM_ORDER)
+    else:
+        tie = rng.hash_step(st.seed, t, idx, rng.STREAM_TIE_ADMIT)
+    _, _, order = jax.lax.sort((jnp.where(waiting, key, _BIG), tie, idx), num_keys=3)
+    count = jnp.sum(waiting)
+    prel = jnp.where(waiting, -1, prel)                   # a candidate's start, if admitted
+
+    def cond(carry):
+        k, go = carry[0], carry[1]
+        return go & (k < count)
+
+    def body(carry):
+        k, _, member, peak, crel, prefill = carry
+        r = order[k]
+        c_r = E[r] - 1                                    # p_r = t - 1, i.e. -1 relative
+        ok, raised, own = admit_check(st.s, prel, crel, member, peak, st.s[r], -1, c_r, M)
+        member = member.at[r].set(member[r] | ok)
+        peak = jnp.where(ok, raised.at[r].set(own), peak)
+        crel = crel.at[r].set(jnp.where(ok, c_r, crel[r]))
+        return k + 1, ok, member, peak, crel, prefill + jnp.where(ok, st.s[r], 0)
+
+    init = (jnp.int32(0), jnp.bool_(True), active, peak, crel, jnp.int32(0))
+    _, _, member, _, _, prefill = jax.lax.while_loop(cond, body, init)
+    admitted = member & ~active
+    return replace(st, p=jnp.where(admitted, t - 1, st.p)), admitted, prefill
+
+
+def done(config: IntervalConfig, state: IntervalState) -> jnp.ndarray:
+    """Every job completed."""
+    return state.remaining == 0
+
+
+def step(config: IntervalConfig, params: OfflineParams, state: IntervalState, record: bool):
+    """One unit step t = state.t + 1 (see the module docstring); a no-op once `done`."""
+    finished = done(config, state)
+    t = state.t + 1
+    M = params.capacity_tokens
+    active = (state.p >= 0) & (state.c < 0)
+    a = jnp.where(active, t - 1 - state.p, 0)             # tokens generated before step t
+    st, cancelled = state, jnp.zeros_like(active)
+    if POLICIES[config.policy].fn.promote:
+        st, active, cancelled = _promote(st, t, a, active)
+    st, active, cut, over = _overflow(config, M, st, t, a, active)
+    st, admitted, prefill = _admit(config, M, st, t, a, active)
+    running = active | admitted
+    a = jnp.where(admitted, 0, a)
+    decoding = jnp.sum(running).astype(jnp.int32)
+    memory = jnp.sum(jnp.where(running, st.s + a + 1, 0)).astype(jnp.int32)
+    dt = (params.step_const_s + params.per_decode_s * decoding.astype(jnp.float32)
+          + params.per_prefill_token_s * prefill.astype(jnp.float32)
+          + params.per_kv_token_s * memory.astype(jnp.float32))
+    now = clock.add_f32(st.clock, dt)
+    ends = running & (a + 1 == st.o)
+    finish = DF(jnp.where(ends, now.hi, st.finish.hi), jnp.where(ends, now.lo, st.finish.lo))
+    new = replace(st, t=t, c=jnp.where(ends, t, st.c), clock=now, finish=finish,
+                  remaining=st.remaining - jnp.sum(ends).astype(jnp.int32),
+                  peak_memory=jnp.maximum(st.peak_memory, memory),
+                  memory_sum=st.memory_sum.add(memory),
+                  overflow_steps=st.overflow_steps + over.astype(jnp.int32))
+    new = jax.tree_util.tree_map(lambda x, y: jnp.where(finished, x, y), state, new)
+    out = None
+    if record:
+        live = ~finished
+        out = {"memory": jnp.where(live, memory, 0), "decoding": jnp.where(live, decoding, 0),
+               "prefill_tokens": jnp.where(live, prefill, 0),
+               "evicted": jnp.where(live, jnp.sum(cancelled | cut), 0).astype(jnp.int32),
+               "time_s": now.hi, "live": live}
+    return new, out
+
+
+def finalize(config: IntervalConfig, params: OfflineParams, state: IntervalState) -> dict[str, np.ndarray]:
+    return _finalize(config, params, state)
+
+
+class IntervalEngine(Engine):
+    """n jobs at t = 0 with predicted output intervals, on one worker with a KV limit (paper 003)."""
+    name = "interval"
+    Config = IntervalConfig
+    Params = OfflineParams
+    METRICS = METRICS
+    POLICIES = POLICIES
+    # Runs of one chunk end at different steps; a step sorts the jobs twice.
+    skip_done_in_block = True
+    make_params = staticmethod(make_params)
+    init = staticmethod(init)
+    step = staticmethod(step)
+    done = staticmethod(done)
+    finalize = staticmethod(finalize)
+
+    def max_steps(self, config: IntervalConfig) -> int:
+        return config.steps
+
+    def trajectory_length(self, config: IntervalConfig, metrics) -> int:
+        return max(1, int(np.max(metrics["makespan_steps"])))
+
+    def working_set_bytes(self, config: IntervalConfig) -> int:
+        return 4 * 16 * config.n
+
+    def peak_bytes(self, config: IntervalConfig, record: bool) -> int:
+        per_seed = 4 * 48 * config.n
+        if record:
+            per_seed += 24 * min(config.steps, 1 << 20)
+        return per_seed
+
+    def check(self, config: IntervalConfig, metrics) -> list[str]:
+        cut = int((metrics["done"] == 0).sum())
+        if cut:
+            return [f"interval: {cut} seeds did not finish within max_steps (raise it)"]
+        return []
+
+    def describe(self, config: IntervalConfig) -> dict:
+        return dict(policy=config.policy, workload=config.workload.name, n=config.n,
+                    intervals=config.intervals.name)
+
+
+ENGINE = IntervalEngine()
