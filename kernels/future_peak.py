@@ -7,7 +7,8 @@ its completion steps:
 
     peak_j = sum_{l in X, c_l >= c_j} (s_l + c_j - p_l) <= M    for every j in X.
 
-`completion_peaks` computes every peak_j of a set from scratch by sorting (O(n log n));
+`completion_peaks` computes every peak_j of a set from scratch by sorting (O(n log n)), and
+`completion_peaks_binned` by a histogram over completion steps when they span few steps;
 `admit_check` tests one more job against those peaks in O(n) and returns the updated peaks,
 so a strict-prefix admission costs O(n) per candidate. Times may be given relative to any
 origin (the formulas only use differences): callers shift them to keep sums far from int32
@@ -20,6 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 
 _LOW = np.int32(-(2**30))
+_HIGH = np.int32(2**31 - 1)
+_UHIGH = np.uint32(2**32 - 1)
 
 
 def completion_peaks(s: jnp.ndarray, p: jnp.ndarray, c: jnp.ndarray,
@@ -39,6 +42,29 @@ def completion_peaks(s: jnp.ndarray, p: jnp.ndarray, c: jnp.ndarray,
     first = jnp.minimum(first, n - 1)
     peak = suf_w[first] + c * suf_n[first]
     return jnp.where(member, peak, 0)
+
+
+def completion_peaks_binned(s: jnp.ndarray, p: jnp.ndarray, c: jnp.ndarray,
+                            member: jnp.ndarray, width: int) -> jnp.ndarray:
+    """`completion_peaks` without sorting, for completion steps c in [0, width) (relative to
+    the caller's origin): per-step sums of s - p and of counts, reverse-cumulated. O(n + width).
+    """
+    b = jnp.where(member, c, width)                    # non-members land in a spare bin
+    w = jnp.zeros((width + 1,), jnp.int32).at[b].add(jnp.where(member, s - p, 0))
+    k = jnp.zeros((width + 1,), jnp.int32).at[b].add(member.astype(jnp.int32))
+    suf_w = jnp.cumsum(w[::-1])[::-1]
+    suf_n = jnp.cumsum(k[::-1])[::-1]
+    cj = jnp.clip(c, 0, width)
+    return jnp.where(member, suf_w[cj] + c * suf_n[cj], 0)
+
+
+def lex_argmin(key: jnp.ndarray, tie: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
+    """int32: the index i in mask with the smallest (key_i, tie_i, i) (key int32, tie uint32):
+    the first element of the sorted order, in O(n). Undefined (0) when mask is empty."""
+    k = jnp.min(jnp.where(mask, key, _HIGH))
+    cand = mask & (key == k)
+    m = jnp.min(jnp.where(cand, tie, _UHIGH))
+    return jnp.argmax(cand & (tie == m)).astype(jnp.int32)
 
 
 def admit_check(s: jnp.ndarray, p: jnp.ndarray, c: jnp.ndarray, member: jnp.ndarray,

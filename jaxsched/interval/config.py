@@ -105,7 +105,8 @@ def check_capacity(M: int, n: int, need: int) -> int:
 
 
 def make_params(config: IntervalConfig, *, capacity_tokens: int = PAPER_CAPACITY_TOKENS,
-                **step_model: float) -> OfflineParams:
+                step_const_s: float = 1.0, per_decode_s: float = 0.0,
+                per_prefill_token_s: float = 0.0, per_kv_token_s: float = 0.0) -> OfflineParams:
     """Validated params: the KV limit M (tokens; default the paper's 16,492) and the step-time
     model of the offline engine (keywords step_const_s, per_decode_s, per_prefill_token_s,
     per_kv_token_s; default unit steps)."""
@@ -113,4 +114,5 @@ def make_params(config: IntervalConfig, *, capacity_tokens: int = PAPER_CAPACITY
         raise ConfigError(f"config must be an IntervalConfig, got {type(config).__name__}")
     need = int(config.workload.max_prompt) + config.max_upper
     check_capacity(capacity_tokens, config.n, need)
-    return instance_params(capacity_tokens, **step_model)
+    return instance_params(capacity_tokens, step_const_s=step_const_s, per_decode_s=per_decode_s,
+                           per_prefill_token_s=per_prefill_token_s, per_kv_token_s=per_kv_token_s)

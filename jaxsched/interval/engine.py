@@ -10,8 +10,10 @@ One scan step is one unit time step t = 1, 2, ... of docs/interval-semantics.md:
    running set with it still fits at every future step under the policy's estimates (active
    jobs at max(E_i, a_i + 1), the safe estimate of notes §5.2);
 4. every running job generates one token; jobs reaching o_i complete.
-The future-memory check is `kernels.future_peak`: peaks of the running set from scratch by
-sorting (the estimates change every step), then O(n) per candidate. Times in the check are
+The future-memory check is `kernels.future_peak`: peaks of the running set from scratch (the
+estimates change every step) by a histogram over completion offsets 0..u_max - 1, then O(n)
+per candidate; candidates and evictions are taken one at a time in (key, tie, index) order by
+`lex_argmin` rather than by sorting, since a typical step admits or evicts only a few jobs. Times in the check are
 relative to t so that its sums stay far from int32 overflow (`config.check_capacity`).
 """
 from __future__ import annotations
@@ -22,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels import admit_check, completion_peaks
+from kernels import admit_check, completion_peaks_binned, lex_argmin
 
 from .. import clock, rng
 from ..accumulate import WideInt
@@ -85,53 +87,53 @@ def _promote(st: IntervalState, t, a, active):
 
 def _overflow(config: IntervalConfig, M, st: IntervalState, t, a, active):
     """Step 2: cancel the shortest prefix, by (estimate, random tie), that brings this step's
-    memory within M. Returns (state, still active, cancelled, whether any was)."""
+    memory within M, one job at a time (no sort: overflow is rare, and a step without one costs
+    a sum). Returns (state, still active, cancelled, whether any was)."""
     use = jnp.where(active, st.s + a + 1, 0)
-    total = jnp.sum(use)
     key = st.est if config.eviction_key == "stale" else jnp.maximum(st.est, a)
     idx = jnp.arange(st.s.shape[0], dtype=jnp.int32)
-    tie = rng.hash_step(st.seed, t, idx, rng.STREAM_TIE_EVICT)
-    _, _, perm = jax.lax.sort((jnp.where(active, key, _BIG), tie, idx), num_keys=3)
-    before = jnp.cumsum(use[perm]) - use[perm]          # memory cancelled before each position
-    cut = jnp.zeros_like(active).at[perm].set(total - before > M) & active
+
+    def body(carry):
+        total, cut = carry
+        tie = rng.hash_step(st.seed, t, idx, rng.STREAM_TIE_EVICT)
+        r = lex_argmin(key, tie, active & ~cut)
+        return total - use[r], cut.at[r].set(True)
+
+    _, cut = jax.lax.while_loop(lambda c: c[0] > M, body, (jnp.sum(use), jnp.zeros_like(active)))
     st = _cancel(st, cut, a, jnp.maximum(st.est, a), t + 1)
     return st, active & ~cut, cut, jnp.any(cut)
 
 
 def _admit(config: IntervalConfig, M, st: IntervalState, t, a, active):
-    """Step 3: the longest fitting prefix of the waiting order. Returns (state, admitted
-    bool[n], prompt tokens admitted)."""
+    """Step 3: the longest fitting prefix of the waiting order, taken one candidate at a time
+    (the next one is the smallest (key, tie, index) left: O(n) per candidate, and a step that
+    admits nothing costs one candidate). Returns (state, admitted bool[n], prompt tokens
+    admitted)."""
     rule: Rule = POLICIES[config.policy].fn
     E, key = rule(st, config)
     prel = jnp.where(active, st.p - t, 0)                 # times relative to t
-    crel = jnp.where(active, prel + jnp.maximum(E, a + 1), 0)
-    peak = completion_peaks(st.s, prel, crel, active)
+    crel = jnp.where(active, prel + jnp.maximum(E, a + 1), 0)   # in [0, u_max)
+    peak = completion_peaks_binned(st.s, prel, crel, active, config.max_upper)
     idx = jnp.arange(st.s.shape[0], dtype=jnp.int32)
     waiting = (st.p < 0) & (st.c < 0) & (st.elig <= t)
     if rule.fixed_tie:
         tie = rng.hash3(st.seed, idx, rng.STREAM_ORDER)
     else:
         tie = rng.hash_step(st.seed, t, idx, rng.STREAM_TIE_ADMIT)
-    _, _, order = jax.lax.sort((jnp.where(waiting, key, _BIG), tie, idx), num_keys=3)
-    count = jnp.sum(waiting)
     prel = jnp.where(waiting, -1, prel)                   # a candidate's start, if admitted
 
-    def cond(carry):
-        k, go = carry[0], carry[1]
-        return go & (k < count)
-
     def body(carry):
-        k, _, member, peak, crel, prefill = carry
-        r = order[k]
+        _, left, member, peak, crel, prefill = carry
+        r = lex_argmin(key, tie, left)
         c_r = E[r] - 1                                    # p_r = t - 1, i.e. -1 relative
         ok, raised, own = admit_check(st.s, prel, crel, member, peak, st.s[r], -1, c_r, M)
         member = member.at[r].set(member[r] | ok)
         peak = jnp.where(ok, raised.at[r].set(own), peak)
         crel = crel.at[r].set(jnp.where(ok, c_r, crel[r]))
-        return k + 1, ok, member, peak, crel, prefill + jnp.where(ok, st.s[r], 0)
+        return ok, left.at[r].set(False), member, peak, crel, prefill + jnp.where(ok, st.s[r], 0)
 
-    init = (jnp.int32(0), jnp.bool_(True), active, peak, crel, jnp.int32(0))
-    _, _, member, _, _, prefill = jax.lax.while_loop(cond, body, init)
+    init = (jnp.bool_(True), waiting, active, peak, crel, jnp.int32(0))
+    _, _, member, _, _, prefill = jax.lax.while_loop(lambda c: c[0] & jnp.any(c[1]), body, init)
     admitted = member & ~active
     return replace(st, p=jnp.where(admitted, t - 1, st.p)), admitted, prefill
 

@@ -21,19 +21,19 @@ import numpy as np
 
 from ..errors import require
 from ..offline.config import INT_LIMIT, OfflineParams
-from ..workload import Batch, Constant, Independent
+from ..workload import Batch, Constant, Independent, UniformInt
 from .config import IntervalConfig, check_capacity
 from .engine import done, start, step
 from .intervals import check_instance
 from .metrics import finalize
 
 
-def policy_config(policy: str, n: int, **options) -> IntervalConfig:
-    """A Config for explicit instances of n jobs: only `policy` and its options
-    (eviction_key, amax_order) matter; the workload is a placeholder never sampled."""
-    one = Constant(1)
-    return IntervalConfig(Batch(Independent(one, one, name="explicit"), n), policy=policy,
-                          **options)
+def policy_config(policy: str, n: int, max_upper: int = 1, **options) -> IntervalConfig:
+    """A Config for explicit instances of n jobs whose upper bounds u_i are <= max_upper: only
+    `policy`, its options (eviction_key, amax_order) and max_upper (the static width of the
+    engine's completion histogram) matter; the workload is a placeholder never sampled."""
+    return IntervalConfig(Batch(Independent(Constant(1), UniformInt(1, max_upper),
+                                            name="explicit"), n), policy=policy, **options)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 7))
@@ -72,7 +72,8 @@ def execute(params: OfflineParams, s, o, low, high, *, policy: str = "amin", see
     S, n = max(s.shape[0], len(seeds)), s.shape[1]
     s, o, low, high = (np.broadcast_to(a, (S, n)) for a in (s, o, low, high))
     check_capacity(M, n, int((s + high).max()))
-    config = policy_config(policy, n, eviction_key=eviction_key, amax_order=amax_order)
+    width = 1 << max(0, int(high.max()) - 1).bit_length()    # a power of 2: few compilations
+    config = policy_config(policy, n, width, eviction_key=eviction_key, amax_order=amax_order)
     require(isinstance(record_steps, int) and 0 <= record_steps <= 1 << 20, "record_steps",
             "an int in [0, 2^20]", record_steps)
     if max_steps is None:

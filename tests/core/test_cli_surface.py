@@ -42,6 +42,12 @@ def test_catalog_matches_the_live_registries():
     assert catalog.OFFLINE_EXPERIMENTS == tuple(experiments.EXPERIMENTS)
     assert catalog.OFFLINE_WORKLOADS == workloads.NAMES
     assert catalog.OFFLINE_STEP_MODELS == tuple(compare.STEP_MODELS)
+    from jaxsched import interval
+    from jaxsched.interval import config as iconfig, experiments as iexp, workloads as iwork
+    assert catalog.INTERVAL_POLICIES == tuple(interval.POLICIES)
+    assert catalog.INTERVAL_EXPERIMENTS == tuple(iexp.EXPERIMENTS)
+    assert catalog.INTERVAL_WORKLOADS == iwork.NAMES
+    assert (("stale", "live"), ("sorted", "random")) == (iconfig.EVICTION_KEYS, iconfig.AMAX_ORDERS)
     for name, (cfg, par) in catalog.SWEEP_FIELDS.items():
         eng = get_engine(name)
         assert (cfg, par) == (tuple(eng.config_fields()), tuple(eng.params_fields()))
@@ -54,7 +60,8 @@ def test_help_and_version_do_not_import_jax():
     for argv in (["--help"], ["--version"], ["run", "--help"], ["sweep", "--help"],
                  ["kv", "run", "--help"], ["kv", "experiment", "--help"], ["tune", "--help"],
                  ["check", "--help"], ["offline", "run", "--help"],
-                 ["offline", "experiment", "--help"]):
+                 ["offline", "experiment", "--help"], ["interval", "run", "--help"],
+                 ["interval", "experiment", "--help"]):
         p = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
         assert p.returncode == 0, (argv, p.stderr)
         assert p.stdout.strip()
