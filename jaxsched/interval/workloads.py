@@ -19,7 +19,7 @@
 """
 from __future__ import annotations
 
-from ..errors import require_choice
+from ..errors import require_choice, require_int
 from ..workload import (Batch, Constant, Independent, LinearGeometric, RoundedLogNormal,
                         TruncGeometric, TwoPoint)
 
@@ -48,4 +48,5 @@ def linear_geometric(p: float, high: int, s: int = 1) -> Independent:
 def named(name: str, n: int | None = None) -> Batch:
     """The batch of n jobs (default 2,000, the paper's largest load) of the mix `name`."""
     require_choice(name, "workload", NAMES)
-    return Batch(LMSYS, 2000 if n is None else n)
+    n = 2000 if n is None else require_int(n, "num_requests (n)", lo=1, hi=1 << 16)
+    return Batch(LMSYS, n)

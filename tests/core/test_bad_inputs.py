@@ -278,6 +278,40 @@ CLI_CASES = [
      r"--out"),
     ("sweep-offline-workload-unknown", ["sweep", "--engine", "offline", "--set", "workload=zipf",
                                         "--axis", "policy=mcsf"], r"workload"),
+    # --- jaxsched interval
+    ("interval-run-policy-unknown", ["interval", "run", "--policy", "amid"], r"--policy"),
+    ("interval-run-workload-unknown", ["interval", "run", "--workload", "zipf"], r"--workload"),
+    ("interval-run-n-zero", ["interval", "run", "--n", "0"], r"\bn\b"),
+    ("interval-run-n-huge", ["interval", "run", "--n", "100000"], r"\bn\b"),
+    ("interval-run-capacity-below-s-plus-u", ["interval", "run", "--capacity", "1000"],
+     r"capacity"),
+    ("interval-run-intervals-unknown", ["interval", "run", "--intervals", "fuzzy"],
+     r"--intervals"),
+    ("interval-run-low-above-high", ["interval", "run", "--low", "9", "--high", "5"],
+     r"intervals.high"),
+    ("interval-run-high-below-support", ["interval", "run", "--high", "500"], r"intervals"),
+    ("interval-run-low-zero", ["interval", "run", "--low", "0"], r"intervals.low"),
+    ("interval-run-x-above-one", ["interval", "run", "--intervals", "relative", "--x", "1.5"],
+     r"intervals.x"),
+    ("interval-run-x-nan", ["interval", "run", "--intervals", "relative", "--x", "nan"],
+     r"intervals.x"),
+    ("interval-run-x-too-fine", ["interval", "run", "--intervals", "relative", "--x",
+                                 "0.123456"], r"intervals.x"),
+    ("interval-run-buckets-too-narrow", ["interval", "run", "--intervals", "buckets",
+                                         "--bucket-width", "10"], r"intervals"),
+    ("interval-run-bucket-width-zero", ["interval", "run", "--intervals", "buckets",
+                                        "--bucket-width", "0"], r"intervals.width"),
+    ("interval-run-eviction-key-unknown", ["interval", "run", "--eviction-key", "fresh"],
+     r"--eviction-key"),
+    ("interval-run-seeds-zero", ["interval", "run", "--seeds", "0"], r"--seeds"),
+    ("interval-run-out-is-a-folder", ["interval", "run", "--out", "."], r"--out"),
+    ("interval-exp-unknown", ["interval", "experiment", "fig9"], r"experiment"),
+    ("interval-exp-missing", ["interval", "experiment"], r"required"),
+    ("interval-exp-seeds-zero", ["interval", "experiment", "two_point", "--seeds", "0"],
+     r"--seeds"),
+    ("sweep-interval-policy-unknown", ["sweep", "--engine", "interval", "--set",
+                                       "workload=lmsys", "--axis", "policy=amin,amid"],
+     r"policy"),
     # --- jaxsched tune
     ("tune-unknown", ["tune", "e9"], r"e9"),
     ("tune-steps-zero", ["tune", "e3", "--steps", "0"], r"--steps"),
@@ -351,6 +385,39 @@ def _lp(fn, *args, **kw):
     pytest.importorskip("scipy")
     from jaxsched.offline import lp
     return getattr(lp, fn)(*(np.asarray(a) if isinstance(a, list) else a for a in args), **kw)
+
+
+def _iv_execute(s=(1, 1), o=(1, 2), low=(1, 1), high=(2, 3), **kw):
+    from jaxsched.interval import execute
+    from jaxsched.offline import instance_params
+    return execute(instance_params(10), np.array(s), np.array(o), np.array(low),
+                   np.array(high), **kw)
+
+
+def _iv_cfg(**kw):
+    from jaxsched.interval import IntervalConfig
+    from jaxsched.workload import Batch, Independent
+    return IntervalConfig(Batch(Independent(), 4), **kw)
+
+
+def _iv_params(n, **kw):
+    from jaxsched.interval import IntervalConfig, make_params
+    return make_params(IntervalConfig("lmsys", num_requests=n), **kw)
+
+
+def _iv_buckets(edges):
+    from jaxsched.interval import Buckets
+    return Buckets(edges)
+
+
+def _iv_law(name, *args):
+    from jaxsched import workload
+    return getattr(workload, name)(*args)
+
+
+def _iv_theory(fn, *args):
+    from jaxsched.interval import theory
+    return getattr(theory, fn)(*args)
 
 
 def _dp_cfg(**kw):
@@ -612,6 +679,31 @@ API_CASES = [
     ("offline-lp-time-step-zero", lambda c: _lp("relaxed_lp", [1, 2], [1, 1], 10, time_step=0),
      r"time_step"),
     ("offline-ip-too-big", lambda c: _lp("opt_ip", [9, 1], [5, 1], 10), r"s \+ o"),
+    # --- interval engine (paper 003)
+    ("interval-l-above-u", lambda c: _iv_execute(low=[3, 1]), r"low \(l\) must be <= high"),
+    ("interval-o-outside", lambda c: _iv_execute(o=[1, 4]), r"o must lie in its promised"),
+    ("interval-o-zero", lambda c: _iv_execute(o=[0, 2]), r"o must be >= 1"),
+    ("interval-s-negative", lambda c: _iv_execute(s=[-1, 1]), r"s must be >= 0"),
+    ("interval-s-plus-u-above-m", lambda c: _iv_execute(high=[2, 12]), r"s \+ u"),
+    ("interval-float-lengths", lambda c: _iv_execute(o=[1.0, 2.0]), r"o must hold integers"),
+    ("interval-shape-mismatch", lambda c: _iv_execute(high=[2, 3, 3]), r"high \(u\) must have"),
+    ("interval-seeds-mismatch", lambda c: _iv_execute(s=[[1, 1]] * 3, o=[[1, 2]] * 3,
+                                                      low=[[1, 1]] * 3, high=[[2, 3]] * 3,
+                                                      seeds=[0, 1]), r"seeds"),
+    ("interval-policy-unknown", lambda c: _iv_execute(policy="amid"), r"policy"),
+    ("interval-eviction-key-unknown", lambda c: _iv_execute(eviction_key="x"), r"eviction_key"),
+    ("interval-m-too-big-for-n", lambda c: _iv_params(n=2000, capacity_tokens=2_000_000),
+     r"capacity_tokens"),
+    ("interval-intervals-not-a-spec", lambda c: _iv_cfg(intervals=(1, 1000)), r"intervals"),
+    ("interval-buckets-unsorted", lambda c: _iv_buckets((1, 50, 40)), r"intervals.edges"),
+    ("interval-num-requests-with-batch", lambda c: _iv_cfg(num_requests=5), r"num_requests"),
+    ("interval-two-point-high-below-low", lambda c: _iv_law("TwoPoint", 5, 3, 0.5),
+     r"TwoPoint.high"),
+    ("interval-geometric-p-zero", lambda c: _iv_law("TruncGeometric", 0.0, 100),
+     r"TruncGeometric.p"),
+    ("interval-lg-high-huge", lambda c: _iv_law("LinearGeometric", 0.5, 10**6),
+     r"LinearGeometric.high"),
+    ("interval-theory-alpha-zero", lambda c: _iv_theory("thm51_cr", 0.0, 1.0), r"alpha"),
     # --- theorems
     ("theorems-seeds-one", lambda c: _theorems(c, seeds=1), r"seeds"),
     ("theorems-measured-zero", lambda c: _theorems(c, measured=0), r"measured"),
