@@ -57,7 +57,9 @@ class IntervalConfig:
             except FileNotFoundError as e:
                 raise ConfigError(f"workload: {e}") from None
             object.__setattr__(self, "workload", resolved)
-        elif self.num_requests is not None:
+        elif self.num_requests is not None and self.num_requests != getattr(
+                self.workload, "num_requests", None):
+            # Equal is allowed: dataclasses.replace on a config built from a name passes both.
             raise ConfigError("num_requests applies only to a workload given by name; a Batch "
                               "or Trace carries its own n")
         w = self.workload
