@@ -135,7 +135,7 @@ def cor48(quick: bool = False, seeds: int | None = None, progress=None) -> Repor
 # --------------------------------------------------------------------------------------------
 # Simulation helpers: ratio to H-SF on given instances
 # --------------------------------------------------------------------------------------------
-def _ratios(s, o, low, high, M: int, policies, seeds: np.ndarray, **options) -> dict:
+def ratios_to_hsf(s, o, low, high, M: int, policies, seeds: np.ndarray, **options) -> dict:
     """{policy: TEL / TEL(H-SF) float[S]} on instances [S, n] (H-SF's TEL does not depend on its
     tie-breaks when s is constant, so one H-SF run per instance)."""
     P = _params(M)
@@ -154,7 +154,7 @@ TWO_POINT_U = 40
 TWO_POINT_ALPHAS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.7)
 
 
-def _two_point_instances(alpha: float, t: float, n: int, S: int):
+def two_point_instances(alpha: float, t: float, n: int, S: int):
     """S copies of n jobs (s = 0): round(n t / (1 + t)) of length l = alpha u, the rest u."""
     u = TWO_POINT_U
     lo = int(round(alpha * u))
@@ -180,7 +180,7 @@ def two_point(quick: bool = False, seeds: int | None = None, progress=None) -> R
     for M in capacities:
         for alpha in alphas:
             for t in (1.0, 1.0 / alpha):
-                r = _ratios(*_two_point_instances(alpha, t, n, S), M, ("amin", "al"),
+                r = ratios_to_hsf(*two_point_instances(alpha, t, n, S), M, ("amin", "al"),
                             np.arange(S))
                 (m1, h1), (m2, h2) = _ci(r["amin"]), _ci(r["al"])
                 rows.append(dict(n=n, M=M, n_over_M=n / M, alpha=alpha, t=t, amin=m1,
@@ -253,7 +253,7 @@ def geometric(quick: bool = False, seeds: int | None = None, progress=None) -> R
                 M = max(GEOMETRIC_U + 1, int(n * mean_o / div))
                 o = _draw_lengths(pmf, S, n, seed=int(q * 1000) + div)
                 z = np.zeros_like(o)
-                r = _ratios(z, o, np.ones_like(o), np.full_like(o, GEOMETRIC_U), M, ("amin",),
+                r = ratios_to_hsf(z, o, np.ones_like(o), np.full_like(o, GEOMETRIC_U), M, ("amin",),
                             np.arange(S))
                 lem = theory.lemma46_cr(pmf, 1, 0)
                 closed = theory.thm53_cr(q) if law == "LG" else math.nan
@@ -306,7 +306,7 @@ def lower_bound(quick: bool = False, seeds: int | None = None, progress=None) ->
             o = np.array([lo] * n_l + [u] * n_u)
             n = o.size
             tile = lambda v: np.broadcast_to(v, (S, n)).copy()
-            res = _ratios(tile(np.zeros(n, int)), tile(o), tile(np.full(n, lo)),
+            res = ratios_to_hsf(tile(np.zeros(n, int)), tile(o), tile(np.full(n, lo)),
                           tile(np.full(n, u)), lo * u, ("amax",), np.arange(S))
             m, h = _ci(res["amax"])
             e_tel, h_tel = theory.thm34_tels(lo, u, a, b)
