@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import ConfigError, require, require_choice, require_int
 from ..offline.config import (INT_LIMIT, LINEAR_STEP_MODEL, PAPER_CAPACITY_TOKENS,
-                              UNIT_STEP_MODEL, OfflineParams, instance_params)
+                              UNIT_STEP_MODEL, OfflineParams, instance_params, resolve_batch)
 from .intervals import Buckets, Exact, Relative, Shared, output_support
 from .policies import POLICIES
 
@@ -50,23 +50,8 @@ class IntervalConfig:
     max_steps: int | None = None
 
     def __post_init__(self):
-        if isinstance(self.workload, str):
-            from .workloads import named
-            try:
-                resolved = named(self.workload, self.num_requests)
-            except FileNotFoundError as e:
-                raise ConfigError(f"workload: {e}") from None
-            object.__setattr__(self, "workload", resolved)
-        elif self.num_requests is not None and self.num_requests != getattr(
-                self.workload, "num_requests", None):
-            # Equal is allowed: dataclasses.replace on a config built from a name passes both.
-            raise ConfigError("num_requests applies only to a workload given by name; a Batch "
-                              "or Trace carries its own n")
-        w = self.workload
-        require(not isinstance(w, type) and hasattr(w, "sample") and
-                getattr(w, "num_requests", None) is not None, "workload",
-                "a Batch(base, n) or a Trace with order='sequential' (a fixed number of "
-                "jobs, all at t = 0)", w)
+        from .workloads import named
+        w = resolve_batch(self, named)
         require_int(w.num_requests, "workload.num_requests (n)", lo=1, hi=MAX_JOBS)
         require_choice(self.policy, "policy", tuple(POLICIES))
         require_choice(self.eviction_key, "eviction_key", EVICTION_KEYS)

@@ -26,11 +26,11 @@ import numpy as np
 
 from kernels import admit_check, completion_peaks_binned, lex_argmin
 
-from .. import clock, rng
+from .. import rng
 from ..accumulate import WideInt
 from ..clock import DF
-from ..engine import Engine
 from ..offline.config import OfflineParams
+from ..offline.engine import OfflineEngine, step_clock
 from .config import IntervalConfig, make_params
 from .metrics import METRICS, finalize as _finalize
 from .policies import POLICIES, Rule
@@ -159,12 +159,8 @@ def step(config: IntervalConfig, params: OfflineParams, state: IntervalState, re
     a = jnp.where(admitted, 0, a)
     decoding = jnp.sum(running).astype(jnp.int32)
     memory = jnp.sum(jnp.where(running, st.s + a + 1, 0)).astype(jnp.int32)
-    dt = (params.step_const_s + params.per_decode_s * decoding.astype(jnp.float32)
-          + params.per_prefill_token_s * prefill.astype(jnp.float32)
-          + params.per_kv_token_s * memory.astype(jnp.float32))
-    now = clock.add_f32(st.clock, dt)
     ends = running & (a + 1 == st.o)
-    finish = DF(jnp.where(ends, now.hi, st.finish.hi), jnp.where(ends, now.lo, st.finish.lo))
+    now, finish = step_clock(params, st.clock, st.finish, ends, decoding, prefill, memory)
     new = replace(st, t=t, c=jnp.where(ends, t, st.c), clock=now, finish=finish,
                   remaining=st.remaining - jnp.sum(ends).astype(jnp.int32),
                   peak_memory=jnp.maximum(st.peak_memory, memory),
@@ -185,26 +181,20 @@ def finalize(config: IntervalConfig, params: OfflineParams, state: IntervalState
     return _finalize(config, params, state)
 
 
-class IntervalEngine(Engine):
-    """n jobs at t = 0 with predicted output intervals, on one worker with a KV limit (paper 003)."""
+class IntervalEngine(OfflineEngine):
+    """n jobs at t = 0 with predicted output intervals, on one worker with a KV limit (paper 003).
+    A batch engine like the offline one, whose runner hints (max_steps, trajectory_length) it
+    inherits."""
     name = "interval"
     Config = IntervalConfig
     Params = OfflineParams
     METRICS = METRICS
     POLICIES = POLICIES
-    # Runs of one chunk end at different steps; a step sorts the jobs twice.
-    skip_done_in_block = True
     make_params = staticmethod(make_params)
     init = staticmethod(init)
     step = staticmethod(step)
     done = staticmethod(done)
     finalize = staticmethod(finalize)
-
-    def max_steps(self, config: IntervalConfig) -> int:
-        return config.steps
-
-    def trajectory_length(self, config: IntervalConfig, metrics) -> int:
-        return max(1, int(np.max(metrics["makespan_steps"])))
 
     def working_set_bytes(self, config: IntervalConfig) -> int:
         return 4 * 16 * config.n

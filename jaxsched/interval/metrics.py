@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Metric
+from ..offline.metrics import batch_metrics
 
 METRICS = {
     "tel_steps": Metric("steps", "total end-to-end latency sum_i c_i (the paper's TEL)"),
@@ -31,29 +32,11 @@ METRICS = {
 
 def finalize(config, params, state) -> dict[str, np.ndarray]:
     """Metrics per run (arrays with the state's batch shape) as float64."""
-    c = np.asarray(state.c, np.int64)
-    served = c >= 0
-    n_served = served.sum(-1).astype(np.float64)
-    tel = np.where(served, c, 0).sum(-1).astype(np.float64)
-    tel_s = np.where(served, state.finish.to_numpy(), 0.0).sum(-1)
-    makespan = np.asarray(state.t, np.float64)
-    mean_mem = state.memory_sum.to_numpy() / np.maximum(makespan, 1.0)
-    M = np.asarray(params.capacity_tokens, np.float64)
     ev = np.asarray(state.evictions, np.int64)
-    return {
-        "tel_steps": tel,
-        "avg_latency_steps": tel / np.maximum(n_served, 1.0),
-        "makespan_steps": makespan,
-        "tel_s": tel_s,
-        "avg_latency_s": tel_s / np.maximum(n_served, 1.0),
-        "makespan_s": state.clock.to_numpy(),
-        "peak_memory_tokens": np.asarray(state.peak_memory, np.float64),
-        "mean_memory_tokens": mean_mem,
-        "memory_utilization": mean_mem / M,
-        "num_served": n_served,
-        "evictions": ev.sum(-1).astype(np.float64),
-        "evicted_jobs": (ev > 0).sum(-1).astype(np.float64),
-        "wasted_tokens": np.asarray(state.wasted, np.int64).sum(-1).astype(np.float64),
-        "overflow_steps": np.asarray(state.overflow_steps, np.float64),
-        "done": (np.asarray(state.remaining) == 0).astype(np.float64),
-    }
+    return {**batch_metrics(params, state.c, state.finish, state.clock, state.t,
+                            state.peak_memory, state.memory_sum),
+            "evictions": ev.sum(-1).astype(np.float64),
+            "evicted_jobs": (ev > 0).sum(-1).astype(np.float64),
+            "wasted_tokens": np.asarray(state.wasted, np.int64).sum(-1).astype(np.float64),
+            "overflow_steps": np.asarray(state.overflow_steps, np.float64),
+            "done": (np.asarray(state.remaining) == 0).astype(np.float64)}

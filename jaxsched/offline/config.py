@@ -70,23 +70,8 @@ class OfflineConfig:
     sample_fraction: float = 0.5
 
     def __post_init__(self):
-        if isinstance(self.workload, str):
-            from .workloads import named
-            try:
-                resolved = named(self.workload, self.num_requests)[0]
-            except FileNotFoundError as e:
-                raise ConfigError(f"workload: {e}") from None
-            object.__setattr__(self, "workload", resolved)
-        elif self.num_requests is not None and self.num_requests != getattr(
-                self.workload, "num_requests", None):
-            # Equal is allowed: dataclasses.replace on a config built from a name passes both.
-            raise ConfigError("num_requests applies only to a workload given by name; a Batch "
-                              "or Trace carries its own n")
-        w = self.workload
-        require(not isinstance(w, type) and hasattr(w, "sample") and
-                getattr(w, "num_requests", None) is not None, "workload",
-                "a Batch(base, n) or a Trace with order='sequential' (a fixed number of "
-                "requests, all at t = 0)", w)
+        from .workloads import named
+        w = resolve_batch(self, lambda name, n: named(name, n)[0])
         require_int(w.num_requests, "workload.num_requests (n)", lo=1, hi=1 << 20)
         # Quantile greedy hashes (round, request) as round * 2^16 + index (sorted_f.py).
         require(self.policy != "sorted_f_quantile" or w.num_requests <= 1 << 16,
@@ -117,6 +102,29 @@ class OfflineConfig:
         if fixed is not None:
             return max(1, int(fixed[1].sum()))
         return min(INT_LIMIT, self.n * int(self.workload.max_output))
+
+
+def resolve_batch(config, named):
+    """The batch workload of an offline or interval config, set on the (frozen) config: a name
+    is resolved by `named(name, num_requests)`; anything else must be a Batch or a sequential
+    Trace (a fixed number of jobs, all at t = 0), and `num_requests` then applies only if it
+    equals the batch's n (as `dataclasses.replace` passes it back)."""
+    if isinstance(config.workload, str):
+        try:
+            resolved = named(config.workload, config.num_requests)
+        except FileNotFoundError as e:
+            raise ConfigError(f"workload: {e}") from None
+        object.__setattr__(config, "workload", resolved)
+    elif config.num_requests is not None and config.num_requests != getattr(
+            config.workload, "num_requests", None):
+        raise ConfigError("num_requests applies only to a workload given by name; a Batch "
+                          "or Trace carries its own n")
+    w = config.workload
+    require(not isinstance(w, type) and hasattr(w, "sample") and
+            getattr(w, "num_requests", None) is not None, "workload",
+            "a Batch(base, n) or a Trace with order='sequential' (a fixed number of "
+            "jobs, all at t = 0)", w)
+    return w
 
 
 def fixed_instance(config: OfflineConfig) -> tuple[np.ndarray, np.ndarray] | None:

@@ -92,6 +92,19 @@ def _admit(state: OfflineState, params: OfflineParams, t) -> tuple[OfflineState,
     return state, prefill
 
 
+def step_clock(params: OfflineParams, now: DF, finish: DF, ends, decoding, prefill,
+               memory) -> tuple[DF, DF]:
+    """(clock at the end of this step, finish times with the jobs in `ends` stamped) under the
+    step-time model: duration = step_const_s + per_decode_s * decoding + per_prefill_token_s *
+    prefill + per_kv_token_s * memory (int32 counts of this step). Shared with the interval
+    engine."""
+    dt = (params.step_const_s + params.per_decode_s * decoding.astype(jnp.float32)
+          + params.per_prefill_token_s * prefill.astype(jnp.float32)
+          + params.per_kv_token_s * memory.astype(jnp.float32))
+    now = clock.add_f32(now, dt)
+    return now, DF(jnp.where(ends, now.hi, finish.hi), jnp.where(ends, now.lo, finish.lo))
+
+
 def done(config: OfflineConfig, state: OfflineState) -> jnp.ndarray:
     """Every servable request admitted and completed."""
     return (state.head >= state.live) & (state.t >= state.last)
@@ -105,12 +118,7 @@ def step(config: OfflineConfig, params: OfflineParams, state: OfflineState, reco
     active = (st.p >= 0) & (st.c >= t)
     decoding = jnp.sum(active).astype(jnp.int32)
     memory = jnp.sum(jnp.where(active, st.s + t - st.p, 0)).astype(jnp.int32)
-    dt = (params.step_const_s + params.per_decode_s * decoding.astype(jnp.float32)
-          + params.per_prefill_token_s * prefill.astype(jnp.float32)
-          + params.per_kv_token_s * memory.astype(jnp.float32))
-    now = clock.add_f32(st.clock, dt)
-    ends = st.c == t
-    finish = DF(jnp.where(ends, now.hi, st.finish.hi), jnp.where(ends, now.lo, st.finish.lo))
+    now, finish = step_clock(params, st.clock, st.finish, st.c == t, decoding, prefill, memory)
     new = replace(st, t=t, clock=now, finish=finish,
                    peak_memory=jnp.maximum(st.peak_memory, memory),
                    memory_sum=st.memory_sum.add(memory))

@@ -27,29 +27,36 @@ METRICS = {
 }
 
 
-def finalize(config, params, state) -> dict[str, np.ndarray]:
-    """Metrics per run (arrays with the state's batch shape) as float64."""
-    c = np.asarray(state.c, np.int64)
+def batch_metrics(params, c, finish, clock, makespan, peak_memory, memory_sum) -> dict:
+    """The latency and memory metrics of a batch run (offline and interval engines): c int[...,
+    n] completion steps (-1: not served), finish DF [..., n] their times, clock DF the run's
+    end, makespan steps, peak_memory, memory_sum WideInt; float64 arrays."""
+    c = np.asarray(c, np.int64)
     served = c >= 0
     n_served = served.sum(-1).astype(np.float64)
     tel = np.where(served, c, 0).sum(-1).astype(np.float64)
-    finish = state.finish.to_numpy()
-    tel_s = np.where(served, finish, 0.0).sum(-1)
-    makespan = np.asarray(state.last, np.float64)
-    mean_mem = state.memory_sum.to_numpy() / np.maximum(makespan, 1.0)
+    tel_s = np.where(served, finish.to_numpy(), 0.0).sum(-1)
+    makespan = np.asarray(makespan, np.float64)
+    mean_mem = memory_sum.to_numpy() / np.maximum(makespan, 1.0)
     M = np.asarray(params.capacity_tokens, np.float64)
-    done = (np.asarray(state.head) >= np.asarray(state.live)) & (np.asarray(state.t) >= np.asarray(state.last))
     return {
         "tel_steps": tel,
         "avg_latency_steps": tel / np.maximum(n_served, 1.0),
         "makespan_steps": makespan,
         "tel_s": tel_s,
         "avg_latency_s": tel_s / np.maximum(n_served, 1.0),
-        "makespan_s": state.clock.to_numpy(),
-        "peak_memory_tokens": np.asarray(state.peak_memory, np.float64),
+        "makespan_s": clock.to_numpy(),
+        "peak_memory_tokens": np.asarray(peak_memory, np.float64),
         "mean_memory_tokens": mean_mem,
         "memory_utilization": mean_mem / M,
         "num_served": n_served,
-        "num_dropped": (config.n - np.asarray(state.live)).astype(np.float64),
-        "done": done.astype(np.float64),
     }
+
+
+def finalize(config, params, state) -> dict[str, np.ndarray]:
+    """Metrics per run (arrays with the state's batch shape) as float64."""
+    done = (np.asarray(state.head) >= np.asarray(state.live)) & (np.asarray(state.t) >= np.asarray(state.last))
+    return {**batch_metrics(params, state.c, state.finish, state.clock, state.last,
+                            state.peak_memory, state.memory_sum),
+            "num_dropped": (config.n - np.asarray(state.live)).astype(np.float64),
+            "done": done.astype(np.float64)}

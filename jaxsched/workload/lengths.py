@@ -259,62 +259,50 @@ class TwoPoint:
         return jnp.where(u < np.float32(self.p_low), self.low, self.high).astype(jnp.int32)
 
 
-def _check_geometric(p: float, high: int, cls: str) -> None:
-    require_float(p, f"{cls}.p", lo=0.0, hi=1.0, lo_open=True)
-    require_int(high, f"{cls}.high", lo=1, hi=2**16)
+@dataclass(frozen=True)
+class _GeometricFamily:
+    """A length law on {1, ..., high} with parameter p, given by its renormalized pmf
+    (subclasses define `_weights(k)`), sampled by inverting the CDF."""
+    p: float
+    high: int
+
+    def __post_init__(self):
+        cls = type(self).__name__
+        require_float(self.p, f"{cls}.p", lo=0.0, hi=1.0, lo_open=True)
+        require_int(self.high, f"{cls}.high", lo=1, hi=2**16)
+
+    lower = 1
+
+    @property
+    def upper(self) -> int:
+        return self.high
+
+    def pmf(self) -> np.ndarray:
+        """float64[high]: P(o = 1 + k)."""
+        x = self._weights(np.arange(1, self.high + 1))
+        return x / x.sum()
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        return _table_sample(self.pmf(), 1, seed, ids, stream)
 
 
 @dataclass(frozen=True)
-class TruncGeometric:
+class TruncGeometric(_GeometricFamily):
     """Geometric G(p) on {1, ..., high}: P(o = k) proportional to p q^(k-1), q = 1 - p,
     renormalized (paper 003, section 5.2). Unlike `Geometric`'s clip, truncation here
     conditions on o <= high, the law whose competitive ratio Figure 3 plots."""
-    p: float
-    high: int
 
-    def __post_init__(self):
-        _check_geometric(self.p, self.high, "TruncGeometric")
-
-    lower = 1
-
-    @property
-    def upper(self) -> int:
-        return self.high
-
-    def pmf(self) -> np.ndarray:
-        """float64[high]: P(o = 1 + k)."""
-        k = np.arange(1, self.high + 1)
-        x = self.p * (1.0 - self.p) ** (k - 1)
-        return x / x.sum()
-
-    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
-        return _table_sample(self.pmf(), 1, seed, ids, stream)
+    def _weights(self, k: np.ndarray) -> np.ndarray:
+        return self.p * (1.0 - self.p) ** (k - 1)
 
 
 @dataclass(frozen=True)
-class LinearGeometric:
+class LinearGeometric(_GeometricFamily):
     """Linearly weighted geometric LG(p) on {1, ..., high}: P(o = k) proportional to
     k p^2 q^(k-1), renormalized (paper 003, Theorem 5.3)."""
-    p: float
-    high: int
 
-    def __post_init__(self):
-        _check_geometric(self.p, self.high, "LinearGeometric")
-
-    lower = 1
-
-    @property
-    def upper(self) -> int:
-        return self.high
-
-    def pmf(self) -> np.ndarray:
-        """float64[high]: P(o = 1 + k)."""
-        k = np.arange(1, self.high + 1)
-        x = k * self.p ** 2 * (1.0 - self.p) ** (k - 1)
-        return x / x.sum()
-
-    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
-        return _table_sample(self.pmf(), 1, seed, ids, stream)
+    def _weights(self, k: np.ndarray) -> np.ndarray:
+        return k * self.p ** 2 * (1.0 - self.p) ** (k - 1)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 runs with `-m slow`. Each report's own check (`ok`) is what the command's exit status says."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from jaxsched.interval import experiments as ix
