@@ -13,8 +13,9 @@ One scan step is one unit time step t = 1, 2, ... of docs/interval-semantics.md:
 The future-memory check is `kernels.future_peak`: peaks of the running set from scratch (the
 estimates change every step) by a histogram over completion offsets 0..u_max - 1, then O(n)
 per candidate; candidates and evictions are taken one at a time in (key, tie, index) order by
-`lex_argmin` rather than by sorting, since a typical step admits or evicts only a few jobs. Times in the check are
-relative to t so that its sums stay far from int32 overflow (`config.check_capacity`).
+`lex_argmin` rather than by sorting, since a typical step admits or evicts only a few jobs.
+Times in the check are relative to t so that its sums stay far from int32 overflow
+(`config.check_capacity`).
 """
 from __future__ import annotations
 
@@ -35,8 +36,6 @@ from .config import IntervalConfig, make_params
 from .metrics import METRICS, finalize as _finalize
 from .policies import POLICIES, Rule
 from .state import IntervalState
-
-_BIG = np.int32(2**31 - 1)
 
 
 def jobs(config: IntervalConfig, seed) -> tuple[jnp.ndarray, ...]:
