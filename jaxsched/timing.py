@@ -6,6 +6,8 @@ iteration_time_s: one iteration (batch) of the kv engine lasts d0 + d1 * tokens 
 paper, eq. (1)), tokens = prefill tokens plus decode context tokens of the batch; a double-float
 (jaxsched.clock) computed from exact products only. priced_iteration_time_s: the same with
 prefill tokens at a price of their own (restarts are recomputation, dearer than decoding).
+budget_batch_time_s: a batch of token load b' lasts c + a * max(0, b' - b0) seconds (paper 004,
+eq. (2.3)): flat until the GPU is compute-bound at b0 tokens, linear after.
 """
 from __future__ import annotations
 
@@ -57,3 +59,11 @@ def priced_iteration_time_s(decode_tokens: jnp.ndarray, prefill_tokens: jnp.ndar
     zero = jnp.zeros(jnp.shape(decode_tokens), jnp.float32)
     x = _add_products(DF(jnp.asarray(d0_s, jnp.float32) + zero, zero), decode_tokens, d1_hi, d1_lo)
     return _add_products(x, prefill_tokens, p_hi, p_lo)
+
+
+def budget_batch_time_s(token_load: jnp.ndarray, c_s, a_hi, a_lo, b0) -> DF:
+    """Duration (s, double-float) of a batch of `token_load` tokens (int32 >= 0) under paper
+    004's eq. (2.3): c + a * max(0, b' - b0), with a = a_hi + a_lo split in 12-bit halves
+    (`jaxsched.clock.split12`) as in `iteration_time_s`, whose exact products it reuses."""
+    excess = jnp.maximum(jnp.asarray(token_load, jnp.int32) - jnp.asarray(b0, jnp.int32), 0)
+    return iteration_time_s(excess, c_s, a_hi, a_lo)

@@ -146,3 +146,19 @@ def test_priced_iteration_time_matches_the_reference_and_reduces_to_eq1():
         same = priced_iteration_time_s(jnp.int32(dec), jnp.int32(pre), d0, *split12(d1), *split12(d1))
         exact = float(d0) + float(d1) * (dec + pre)
         assert float(same.hi) + float(same.lo) == pytest.approx(exact, rel=2e-13)
+
+
+def test_budget_batch_time_is_eq_2_3():
+    # Paper 004's t(b') = c + a max(0, b' - b0): flat below b0, then eq. (1)'s exact products
+    # on the excess tokens, bit for bit as the NumPy mirror; the paper's Llama-3-70B constants.
+    from jaxsched.timing import budget_batch_time_s
+    c, a, b0 = f32(0.0455), f32(0.30e-3), 64
+    hi, lo = clock.split12(a)
+    loads = np.array([0, 1, 63, 64, 65, 128, 512, 4096, 100_000], np.int32)
+    got = jax.jit(jax.vmap(lambda x: budget_batch_time_s(x, c, hi, lo, b0)))(jnp.asarray(loads))
+    for i, b in enumerate(loads):
+        want = np_iteration_time(max(0, int(b) - b0), c, a)
+        assert (np.asarray(got.hi)[i], np.asarray(got.lo)[i]) == want
+        exact = float(c) + float(a) * max(0, int(b) - b0)
+        assert abs(float(np.asarray(got.hi)[i]) + float(np.asarray(got.lo)[i]) - exact) < 1e-12
+    assert np.all(np.asarray(got.hi)[:4] == c)
