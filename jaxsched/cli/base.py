@@ -21,7 +21,7 @@ from ..outputs import check_dir, save
 
 # Namespace entries that are plumbing, not options of a run; `quiet` may be set from a file
 # but is not written back (it changes no result).
-_INTERNAL = {"func", "command", "kv_command", "offline_command", "config", "_parser", "help", "version"}
+_INTERNAL = {"func", "command", "config", "_parser", "help", "version"}
 _NOT_WRITTEN = _INTERNAL | {"quiet"}
 
 
@@ -70,7 +70,8 @@ def load_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
         raise ConfigError(f"--config must name a TOML file, got the directory {path!r}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"--config {path!r} is not valid TOML: {e}") from None
-    actions = {a.dest: a for a in parser._actions if a.dest not in _INTERNAL}
+    actions = {a.dest: a for a in parser._actions
+               if a.dest not in _INTERNAL and not a.dest.endswith("_command")}
     out = {}
     for key, value in data.items():
         dest = key.replace("-", "_")
@@ -121,9 +122,11 @@ def resolve(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse
 
 
 def resolved_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The options of a parsed command, without plumbing and unset (None) values."""
+    """The options of a parsed command, without plumbing (including every group's
+    `<group>_command` subcommand name) and unset (None) values."""
     return {k: v for k, v in sorted(vars(args).items())
-            if k not in _NOT_WRITTEN and v is not None and not (isinstance(v, list) and not v)}
+            if k not in _NOT_WRITTEN and not k.endswith("_command") and v is not None
+            and not (isinstance(v, list) and not v)}
 
 
 def write_resolved(args: argparse.Namespace, path: str | Path) -> Path:
