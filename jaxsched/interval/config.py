@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import ConfigError, require, require_choice, require_int
 from ..offline.config import (INT_LIMIT, LINEAR_STEP_MODEL, PAPER_CAPACITY_TOKENS,
                               UNIT_STEP_MODEL, OfflineParams, instance_params, resolve_batch)
-from .intervals import Buckets, Exact, Relative, Shared, output_support
+from .intervals import Buckets, Exact, Relative, Shared, output_support, parse
 from .policies import POLICIES
 
 EVICTION_KEYS = ("stale", "live")
@@ -31,8 +31,9 @@ class IntervalConfig:
     workload: the n jobs of each run: `Batch(base, n)` or a sequential `Trace`, or the name of
       a request mix (`workloads.named`: "lmsys", "two_point", ...), resolved with
       `num_requests` jobs.
-    intervals: the predictor (`Shared`, `Buckets`, `Relative`, `Exact`; default: one shared
-      interval [1, largest possible output], the uninformed predictor of Experiment 1).
+    intervals: the predictor (`Shared`, `Buckets`, `Relative`, `Exact`, or the short forms
+      "shared:L:U", "buckets:WIDTH:COUNT", "relative:X", "exact"; default: one shared interval
+      [1, largest possible output], the uninformed predictor of Experiment 1).
     policy: "hsf", "amax", "amin", "al" or "arandom" (`POLICIES`).
     eviction_key: A_min's eviction order: "stale" (the estimate o~ as last updated, the paper's
       literal reading; default) or "live" (max(o~, tokens generated)) (notes §5.3).
@@ -58,6 +59,8 @@ class IntervalConfig:
         require_choice(self.amax_order, "amax_order", AMAX_ORDERS)
         if self.intervals is None:
             object.__setattr__(self, "intervals", Shared(1, int(w.max_output)))
+        elif isinstance(self.intervals, str):
+            object.__setattr__(self, "intervals", parse(self.intervals))
         require(isinstance(self.intervals, (Shared, Buckets, Relative, Exact)), "intervals",
                 "Shared(low, high), Buckets(edges), Relative(x) or Exact()", self.intervals)
         self.intervals.check(*output_support(w))

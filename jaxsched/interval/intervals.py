@@ -143,6 +143,24 @@ class Exact:
 IntervalSpec = Shared | Buckets | Relative | Exact
 
 
+def parse(text: str) -> IntervalSpec:
+    """An interval spec from its short form (what `jaxsched sweep --set intervals=...` passes):
+    "shared:L:U", "buckets:WIDTH:COUNT", "relative:X" or "exact"."""
+    kind, *args = text.strip().split(":")
+    forms = {"shared": (Shared, (int, int)), "buckets": (Buckets.uniform, (int, int)),
+             "relative": (Relative, (float,)), "exact": (Exact, ())}
+    if kind not in forms or len(args) != len(forms[kind][1]):
+        raise ConfigError("intervals must be one of shared:L:U, buckets:WIDTH:COUNT, "
+                          f"relative:X or exact, got {text!r}")
+    make, types = forms[kind]
+    try:
+        values = [t(v) for t, v in zip(types, args)]
+    except ValueError:
+        raise ConfigError(f"intervals must be one of shared:L:U, buckets:WIDTH:COUNT, "
+                          f"relative:X or exact (numbers after the colons), got {text!r}") from None
+    return make(*values)
+
+
 def output_support(workload) -> tuple[int, int]:
     """[low, high]: the smallest and largest output a workload can produce (tokens). The lower
     end is known for marginals that state it (`lower`); otherwise 1."""

@@ -167,3 +167,17 @@ def test_bad_instances_name_the_field(change, field):
     args.update(change)
     with pytest.raises(ConfigError, match=field):
         execute(instance_params(10), **args)
+
+
+def test_intervals_short_forms():
+    from jaxsched.interval.intervals import parse
+    assert parse("shared:1:1000") == Shared(1, 1000)
+    assert parse("buckets:100:10") == Buckets.uniform(100, 10)
+    assert parse("relative:0.95") == Relative(0.95)
+    assert IntervalConfig("lmsys", num_requests=10, intervals="relative:0.5").intervals == \
+        Relative(0.5)
+    for bad in ("bucket:1", "shared:1", "relative:x", "exact:3"):
+        with pytest.raises(ConfigError, match="intervals must be one of"):
+            parse(bad)
+    with pytest.raises(ConfigError, match="intervals.low"):
+        parse("shared:0:10")
