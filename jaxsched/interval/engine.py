@@ -211,7 +211,7 @@ class IntervalEngine(OfflineEngine):
         return []
 
     def describe(self, config: IntervalConfig) -> dict:
-        return dict(policy=config.policy, workload=config.workload.name, n=config.n,
+        return dict(policy=config.policy, workload=config.workload.name, num_requests=config.n,
                     intervals=config.intervals.name)
 
 

@@ -178,7 +178,7 @@ class OfflineEngine(Engine):
         return out
 
     def describe(self, config: OfflineConfig) -> dict:
-        return dict(policy=config.policy, workload=config.workload.name, n=config.n)
+        return dict(policy=config.policy, workload=config.workload.name, num_requests=config.n)
 
 
 ENGINE = OfflineEngine()
