@@ -67,3 +67,20 @@ def budget_batch_time_s(token_load: jnp.ndarray, c_s, a_hi, a_lo, b0) -> DF:
     (`jaxsched.clock.split12`) as in `iteration_time_s`, whose exact products it reuses."""
     excess = jnp.maximum(jnp.asarray(token_load, jnp.int32) - jnp.asarray(b0, jnp.int32), 0)
     return iteration_time_s(excess, c_s, a_hi, a_lo)
+
+
+def budget_attention_s(tau: DF, sq_prefill: jnp.ndarray, context_decode: jnp.ndarray,
+                       prefix_prefill: jnp.ndarray, alpha, beta, fence_word) -> DF:
+    """tau + the long-context attention term of paper 004's (A.1) (s, double-float):
+    alpha * sum_i dp_i^2 + beta * sum_i (P_i + D_i) dd_i, plus alpha * sum_i dp_i P_i (the
+    chunk-against-earlier-chunks term, notes/004.md section 4; pass 0 to leave it out).
+
+    The sums are int32 (sq_prefill = sum dp^2, context_decode = sum (P + D) dd, prefix_prefill =
+    sum dp P, with P, D the prompt and decode tokens loaded before the batch); each product is
+    rounded to float32 on its own (`clock.fence`, no FMA) and added in that order, so a NumPy
+    float32 reference reproduces the result bitwise.
+    """
+    for coef, total in ((alpha, sq_prefill), (beta, context_decode), (alpha, prefix_prefill)):
+        term = jnp.asarray(coef, jnp.float32) * jnp.asarray(total, jnp.int32).astype(jnp.float32)
+        tau = clock.add_f32(tau, clock.fence(term, fence_word))
+    return tau

@@ -18,7 +18,7 @@ and the arrival times come from one of three processes:
 """
 from .batch import Batch
 from .lengths import (INT32_MAX, Binomial, BivariateNormal, BurstGPTLike, Constant, Finite,
-                      Geometric, Independent, LinearGeometric, Mixture, RoundedExponential, RoundedLogNormal,
+                      Geometric, Independent, LinearGeometric, Mixture, Poisson, RoundedExponential, RoundedLogNormal,
                       RoundedNormal, TruncGeometric, TwoPoint, UniformInt, materialize)
 from .traces import Trace, read_trace
 
@@ -26,6 +26,6 @@ Workload = Independent | BivariateNormal | BurstGPTLike | Trace | Finite | Batch
 """The length laws an engine config accepts."""
 
 __all__ = ["Batch", "Binomial", "BivariateNormal", "BurstGPTLike", "Constant", "Finite",
-           "Geometric", "Independent", "INT32_MAX", "LinearGeometric", "TruncGeometric", "TwoPoint", "Mixture", "RoundedExponential",
+           "Geometric", "Independent", "INT32_MAX", "LinearGeometric", "TruncGeometric", "TwoPoint", "Mixture", "Poisson", "RoundedExponential",
            "RoundedLogNormal", "RoundedNormal", "Trace", "UniformInt", "Workload", "materialize",
            "read_trace"]

@@ -88,6 +88,34 @@ def advance(config, params, seed, gen: ArrivalState) -> ArrivalState:
     return candidate(config, params, seed, gen.index + 1, gen.time, n)
 
 
+def collect_due(config, params, seed, gen: ArrivalState, now: DF, active, max_take: int):
+    """Examine the due candidates (a_i <= now) in order, up to `max_take` of them.
+
+    Returns (gen after them, buf, more_due): buf {"ok": bool, "id", "type": int32, "hi", "lo":
+    float32} arrays [max_take], one row per examined candidate (ok: accepted; id: its request
+    id = num_arrived before it), rows past the examined ones with ok False; more_due: a due
+    candidate is left for the next step. The loop carries only the generator and these [A]
+    buffers; engines place the accepted rows in their own tables.
+    """
+    A = max_take
+    due = lambda g: active & ~g.exhausted & clock.le(g.time, now)
+
+    def cond(c):
+        return (c[1] < A) & due(c[0])
+
+    def body(c):
+        g, k, buf = c
+        row = dict(ok=g.accepted, id=g.num_arrived, type=g.type, hi=g.time.hi, lo=g.time.lo)
+        buf = {key: buf[key].at[k].set(v) for key, v in row.items()}
+        return advance(config, params, seed, g), k + 1, buf
+
+    zi = jnp.zeros((A,), jnp.int32)
+    zf = jnp.zeros((A,), jnp.float32)
+    buf = dict(ok=jnp.zeros((A,), bool), id=zi, type=zi, hi=zf, lo=zf)
+    gen, _, buf = jax.lax.while_loop(cond, body, (gen, jnp.int32(0), buf))
+    return gen, buf, due(gen)
+
+
 @functools.partial(jax.jit, static_argnums=(0, 3))
 def _stream(config, params, seed, n: int):
     def body(gen, _):

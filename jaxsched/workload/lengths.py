@@ -16,7 +16,8 @@ before compiling, that no load can overflow int32.
 - `Independent(prompt, output)` from marginals: `Constant`, `UniformInt`, `Geometric`, and the
   rounded-and-clipped `RoundedNormal`, `RoundedExponential`, `RoundedLogNormal`, `Binomial`
   and `Mixture` of paper 002's synthetic experiment (EC.4.2); paper 003's `TwoPoint`,
-  `TruncGeometric` G(p) and `LinearGeometric` LG(p), which also give their `pmf()`.
+  `TruncGeometric` G(p) and `LinearGeometric` LG(p), which also give their `pmf()`; paper
+  004's `Poisson` token sizes (clipped at 1).
 - `JointMixture(laws, weights)`: each request's (prompt, output) pair from one of several
   whole laws (paper 002's 80% LMSYS-like / 20% arXiv-like real-data mix).
 - `Finite(base, n)`: the first n requests of an unbounded law (a run that drains).
@@ -350,10 +351,42 @@ class Mixture:
         return x.astype(jnp.int32)
 
 
+@dataclass(frozen=True)
+class Poisson:
+    """max(1, Poisson(mean)) tokens (paper 004's "Poisson token sizes", clipped at 1 since a
+    request has at least one token: notes/004.md section 6), by the inverse of its CDF (a
+    float32 table computed in float64), truncated where the upper tail is below 1e-12."""
+    mean: float
+
+    def __post_init__(self):
+        require_float(self.mean, "Poisson.mean", lo=0.0, hi=2.0**20, lo_open=True)
+
+    @property
+    def lower(self) -> int:
+        return 1
+
+    @property
+    def upper(self) -> int:
+        return int(math.ceil(self.mean + 8.0 * math.sqrt(self.mean) + 30.0))
+
+    def pmf(self) -> np.ndarray:
+        """float64[upper]: P(X = 1 + k), the mass of 0 moved to 1, renormalized after the cut."""
+        k = np.arange(0, self.upper + 1, dtype=np.float64)
+        logp = k * math.log(self.mean) - self.mean - np.array([math.lgamma(x + 1.0) for x in k])
+        p = np.exp(logp)
+        p[1] += p[0]
+        p = p[1:]
+        return p / p.sum()
+
+    def sample(self, seed, ids, stream: int) -> jnp.ndarray:
+        return _table_sample(self.pmf(), 1, seed, ids, stream)
+
+
 _SIMPLE = (Constant, UniformInt, Geometric, RoundedNormal, RoundedExponential, RoundedLogNormal,
-           Binomial, TwoPoint, TruncGeometric, LinearGeometric)
+           Binomial, TwoPoint, TruncGeometric, LinearGeometric, Poisson)
 Marginal = (Constant | UniformInt | Geometric | RoundedNormal | RoundedExponential
-            | RoundedLogNormal | Binomial | TwoPoint | TruncGeometric | LinearGeometric | Mixture)
+            | RoundedLogNormal | Binomial | TwoPoint | TruncGeometric | LinearGeometric | Mixture
+            | Poisson)
 
 
 # --------------------------------------------------------------------------- workloads
@@ -370,7 +403,8 @@ class Independent:
             m = getattr(self, f)
             require(isinstance(m, (*_SIMPLE, Mixture)), f"Independent.{f}",
                     "a length marginal: Constant, UniformInt, Geometric, RoundedNormal, "
-                    "RoundedExponential, RoundedLogNormal, Binomial or Mixture", m)
+                    "RoundedExponential, RoundedLogNormal, Binomial, TwoPoint, TruncGeometric, "
+                    "LinearGeometric, Poisson or Mixture", m)
         require(isinstance(self.name, str), "Independent.name", "a string", self.name)
 
     @property

@@ -1,0 +1,323 @@
+"""Validated configuration of the budget engine: static `BudgetConfig` and traced `BudgetParams`.
+
+`BudgetConfig` fixes shapes and code paths (changing it recompiles): the request types' length
+laws, the policy and its static options, the horizon, the table size. `BudgetParams` holds the
+numbers a sweep may vary without recompiling: arrival rates, the token budget b, the caps M and
+prefill_cap, K_p and K_d, and the batch-time constants (c, a, b0, alpha, beta). Every invalid
+value raises one `ConfigError` naming the field and the allowed range, before anything
+compiles. Semantics: docs/budget-semantics.md.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from ..clock import split12
+from ..errors import (ConfigError, require, require_bool, require_choice, require_float,
+                      require_int)
+from ..histogram import bit_num_bins
+from ..workload import BivariateNormal, BurstGPTLike, Constant, Independent, Trace
+from .policies import POLICIES
+
+# Paper 004's batch-time constants (notes/004.md sections 1 and 6): c = 45.5 ms and b0 = 64
+# tokens are the paper's Llama-3-70B fit; a = 0.18 ms/token is assumed (the paper's 0.30 puts
+# Fig. 1's load above capacity for every budget; 0.18 gives rho = 0.85 at b = 512, 14.3 qps).
+DEFAULT_C_S = 0.0455
+DEFAULT_A_S_PER_TOKEN = 0.00018
+DEFAULT_B0 = 64
+DEFAULT_BUDGET = 512
+# vLLM's max_num_seqs, the suggested M of notes/004.md section 6 (the paper gives none).
+DEFAULT_MAX_REQUESTS = 256
+# Default offered load rho = lambda (m_p + m_d) t_b / b of `default_rates` (assumed).
+DEFAULT_LOAD = 0.85
+# Fig. 1's requests: 129 prefill and 112 decode tokens (notes/004.md section 5).
+FIG1_WORKLOAD = Independent(Constant(129), Constant(112), name="fig1")
+MAX_BUDGET = 2**15
+# int32 headroom for sums over the table (tokens in system, attention sums).
+INT_LIMIT = 2**30
+PHASES = ("decode", "prefill")
+INNER_ORDERS = ("fcfs", "srpt")
+_LAWS = (Independent, BivariateNormal, BurstGPTLike, Trace)
+
+
+def _laws(workload) -> tuple:
+    """The per-type length laws as a tuple (one law: one type)."""
+    laws = workload if isinstance(workload, tuple) else (workload,)
+    require(len(laws) >= 1, "workload", "a length law or a non-empty tuple of them (one per type)",
+            workload)
+    for j, law in enumerate(laws):
+        require(isinstance(law, _LAWS) and not (isinstance(law, Trace) and law.order != "resample"),
+                f"workload[{j}]", "a length law: Independent, BivariateNormal, BurstGPTLike or a "
+                "Trace with order='resample'", law)
+    return laws
+
+
+@dataclass(frozen=True)
+class BudgetConfig:
+    """Static configuration of a budget run (docs/budget-semantics.md).
+
+    workload: a length law per request type (a single law: one type); type j's requests draw
+    (v_p, v_d) from workload[j] at their request id. policy: a name in
+    jaxsched.budget.policies.POLICIES. horizon_s: the run ends at the first epoch at or after it
+    (s). burn_in_s: metrics cover [burn_in_s, horizon_s). num_requests: optional cap on the
+    arrivals. table_size Q: ring slots (docs §4). arrivals_per_step: arrivals inserted per scan
+    step. max_steps: bound on the scan steps (make_params checks it suffices for the horizon).
+    hist_octave_bits: latency histograms with 2^b bins per octave. snapshots G: grid points of
+    the growth-rate fit. attention, attention_prefix: the (A.1) long-context term and its
+    chunk-against-earlier-chunks extension. phase_first, inner_order: `wc` only.
+    type_order: `priority` only, the types from highest to lowest priority (None: 0, 1, ...).
+    record_members: recorded trajectories also hold the per-slot batch (tests).
+    """
+    workload: tuple = (FIG1_WORKLOAD,)
+    policy: str = "sarathi"
+    horizon_s: float = 600.0
+    burn_in_s: float = 0.0
+    num_requests: int | None = None
+    table_size: int = 4096
+    arrivals_per_step: int = 8
+    max_steps: int = 200_000
+    hist_octave_bits: int = 4
+    snapshots: int = 32
+    attention: bool = False
+    attention_prefix: bool = False
+    phase_first: str = "decode"
+    inner_order: str = "fcfs"
+    type_order: tuple[int, ...] | None = None
+    record_members: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "workload", _laws(self.workload))
+        require_choice(self.policy, "policy", POLICIES)
+        h = require_float(self.horizon_s, "horizon_s", lo=0.0, hi=1e7, lo_open=True)
+        object.__setattr__(self, "horizon_s", h)
+        burn = require_float(self.burn_in_s, "burn_in_s", lo=0.0)
+        require(burn < h, "burn_in_s", f"in [0, horizon_s = {h:g}) s", self.burn_in_s)
+        object.__setattr__(self, "burn_in_s", burn)
+        if self.num_requests is not None:
+            require_int(self.num_requests, "num_requests", lo=1, hi=INT_LIMIT)
+        Q = require_int(self.table_size, "table_size (Q)", lo=1, hi=2**20)
+        require_int(self.arrivals_per_step, "arrivals_per_step", lo=1, hi=min(4096, Q))
+        require_int(self.max_steps, "max_steps", lo=1, hi=INT_LIMIT)
+        require_int(self.hist_octave_bits, "hist_octave_bits", lo=0, hi=8)
+        require_int(self.snapshots, "snapshots", lo=2, hi=4096)
+        for f in ("attention", "attention_prefix", "record_members"):
+            require_bool(getattr(self, f), f)
+        require(self.attention or not self.attention_prefix, "attention_prefix",
+                "False unless attention is True", self.attention_prefix)
+        require_choice(self.phase_first, "phase_first", PHASES)
+        require_choice(self.inner_order, "inner_order", INNER_ORDERS)
+        self._check_type_order()
+        if Q * self.max_len > INT_LIMIT:
+            raise ConfigError(
+                f"table_size (Q) * max (prefill + decode) = {Q} * {self.max_len} could overflow "
+                f"int32 token sums; it must be <= {INT_LIMIT}")
+
+    def _check_type_order(self) -> None:
+        m = self.m
+        if self.type_order is None:
+            object.__setattr__(self, "type_order", tuple(range(m)))
+        order = self.type_order
+        require(isinstance(order, (tuple, list)) and sorted(order) == list(range(m)),
+                "type_order", f"a permutation of the types 0..{m - 1}", order)
+        object.__setattr__(self, "type_order", tuple(int(j) for j in order))
+
+    @property
+    def m(self) -> int:
+        """Number of request types."""
+        return len(self.workload)
+
+    @property
+    def max_prompt(self) -> int:
+        return max(law.max_prompt for law in self.workload)
+
+    @property
+    def max_decode(self) -> int:
+        return max(law.max_output for law in self.workload)
+
+    @property
+    def max_len(self) -> int:
+        """Largest v_p + v_d any law can produce (tokens)."""
+        return self.max_prompt + self.max_decode
+
+    @property
+    def hist_bins(self) -> int:
+        return bit_num_bins(self.hist_octave_bits)
+
+    def snapshot_times(self) -> np.ndarray:
+        """float64[G]: the snapshot grid g_k = burn_in + k (horizon - burn_in) / G (s)."""
+        G = self.snapshots
+        return self.burn_in_s + np.arange(G) * (self.horizon_s - self.burn_in_s) / G
+
+
+class BudgetParams(eqx.Module):
+    """Traced parameters of a budget run (build with `make_params`, which validates them).
+
+    budget: int32 b (tokens per batch). max_requests: int32 M. prefill_cap: int32 tokens of a
+    whole-prompt batch (vllm, ft). K_p, K_d: int32 FCFS windows of `wc` (INT_LIMIT: none).
+    c_s: float32 c (s); a_hi + a_lo: a (s/token) in 12-bit halves (jaxsched.clock.split12);
+    b0: int32 tokens. alpha, beta: float32 (s/token^2) of the attention term (A.1).
+    rate_max, inv_rate_max, type_cdf [P, m], period_s, inv_period_s: the arrival stream
+    (jaxsched.workload.arrivals). fence: int32 -1 (jaxsched.clock.fence).
+    """
+    budget: jnp.ndarray
+    max_requests: jnp.ndarray
+    prefill_cap: jnp.ndarray
+    K_p: jnp.ndarray
+    K_d: jnp.ndarray
+    c_s: jnp.ndarray
+    a_hi: jnp.ndarray
+    a_lo: jnp.ndarray
+    b0: jnp.ndarray
+    alpha: jnp.ndarray
+    beta: jnp.ndarray
+    rate_max: jnp.ndarray
+    inv_rate_max: jnp.ndarray
+    type_cdf: jnp.ndarray
+    period_s: jnp.ndarray
+    inv_period_s: jnp.ndarray
+    fence: jnp.ndarray
+
+
+def _marginal_mean(m) -> float | None:
+    """Exact mean of a length marginal when it has a closed form or a pmf."""
+    if isinstance(m, Constant):
+        return float(m.value)
+    if hasattr(m, "pmf") and hasattr(m, "lower"):
+        p = m.pmf()
+        return float(np.dot(p, m.lower + np.arange(p.size)))
+    return None
+
+
+def mean_lengths(config: BudgetConfig) -> np.ndarray:
+    """float64[m, 2]: (m_p, m_d) per type, exact for Constant / Poisson / tabled marginals of an
+    `Independent` law, else the mean of 2^16 draws (seed 0) of the law."""
+    out = np.zeros((config.m, 2))
+    for j, law in enumerate(config.workload):
+        exact = ([_marginal_mean(law.prompt), _marginal_mean(law.output)]
+                 if isinstance(law, Independent) else [None, None])
+        if None in exact:
+            ids = jnp.arange(2**16, dtype=jnp.int32)
+            p, d = law.sample(jnp.uint32(0), ids)
+            drawn = [float(np.mean(np.asarray(p, np.float64))), float(np.mean(np.asarray(d, np.float64)))]
+            exact = [e if e is not None else s for e, s in zip(exact, drawn)]
+        out[j] = exact
+    return out
+
+
+def batch_time_s(tokens: float, c_s: float, a_s_per_token: float, b0: int) -> float:
+    """Host float64 t(b') = c + a max(0, b' - b0) (eq. (2.3)), s."""
+    return c_s + a_s_per_token * max(0.0, tokens - b0)
+
+
+def capacity_tokens_per_s(budget: int, c_s: float = DEFAULT_C_S,
+                          a_s_per_token: float = DEFAULT_A_S_PER_TOKEN, b0: int = DEFAULT_B0) -> float:
+    """The token capacity b / t_b (tokens/s) of one engine (notes/004.md section 1)."""
+    return budget / batch_time_s(budget, c_s, a_s_per_token, b0)
+
+
+def rates_for_load(config: BudgetConfig, load: float, budget: int = DEFAULT_BUDGET,
+                   c_s: float = DEFAULT_C_S, a_s_per_token: float = DEFAULT_A_S_PER_TOKEN,
+                   b0: int = DEFAULT_B0, weights=None) -> np.ndarray:
+    """(m,) requests/s at offered load rho = sum_j lambda_j (m_p^j + m_d^j) t_b / b = `load`,
+    split over the types by `weights` (default equal)."""
+    w = np.full(config.m, 1.0 / config.m) if weights is None else np.asarray(weights, float)
+    work = float(np.dot(w, mean_lengths(config).sum(axis=1)))
+    return w * load * capacity_tokens_per_s(budget, c_s, a_s_per_token, b0) / work
+
+
+def offered_load(config: BudgetConfig, rates, budget: int, c_s: float, a_s_per_token: float,
+                 b0: int) -> float:
+    """rho = sum_j mean lambda_j (m_p^j + m_d^j) / (b / t_b) at the time-averaged rates."""
+    r = np.atleast_2d(np.asarray(rates, float)).mean(axis=0)
+    work = float(np.dot(r, mean_lengths(config).sum(axis=1)))
+    return work / capacity_tokens_per_s(budget, c_s, a_s_per_token, b0)
+
+
+def _rates(config: BudgetConfig, rates) -> np.ndarray:
+    allowed = f"an array [m] or [P, m] of numbers with m = {config.m} (requests/s)"
+    require(not isinstance(rates, (str, bytes)), "rates", allowed, rates)
+    try:
+        r = np.asarray(rates, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError(f"rates must be {allowed}, got {rates!r}") from None
+    if r.ndim == 1:
+        r = r[None, :]
+    require(r.ndim == 2 and r.shape[1] == config.m and r.shape[0] >= 1, "rates", allowed,
+            np.asarray(rates).shape)
+    require(bool(np.all(np.isfinite(r)) and np.all(r > 0)), "rates", "finite and > 0 (requests/s)",
+            r.tolist())
+    return r
+
+
+def steps_needed(config: BudgetConfig, mean_rate: float, min_batch_s: float) -> int:
+    """Scan steps a run may need to reach its horizon (docs §5): horizon / t(1) batches plus two
+    steps per expected arrival, with a 10% margin."""
+    arrivals = mean_rate * config.horizon_s
+    if config.num_requests is not None:
+        arrivals = min(arrivals, config.num_requests)
+    return int(math.ceil(1.1 * (config.horizon_s / min_batch_s + 2 * arrivals) + 16))
+
+
+def make_params(config: BudgetConfig, *, rates=None, budget: int = DEFAULT_BUDGET,
+                max_requests: int = DEFAULT_MAX_REQUESTS, prefill_cap: int | None = None,
+                K_p: int | None = None, K_d: int | None = None, c_s: float = DEFAULT_C_S,
+                a_s_per_token: float = DEFAULT_A_S_PER_TOKEN, b0: int = DEFAULT_B0,
+                alpha: float = 0.0, beta: float = 0.0, period_s: float = 1.0) -> BudgetParams:
+    """Validated BudgetParams (docs/budget-semantics.md §5).
+
+    rates: [m] or [P, m] requests/s (P periods of period_s seconds, cyclic); None: equal rates
+    at load DEFAULT_LOAD = 0.85 of b / t_b (`rates_for_load`). budget: b tokens per batch.
+    max_requests: M requests per batch. prefill_cap: tokens of a whole-prompt batch (vllm, ft;
+    None: b). K_p, K_d: `wc`'s FCFS windows (None: unlimited). c_s (s), a_s_per_token
+    (s/token), b0 (tokens): eq. (2.3), defaults c = 45.5 ms, a = 0.18 ms/token (assumed),
+    b0 = 64. alpha, beta (s/token^2): the attention term (A.1), used when config.attention.
+    """
+    require(isinstance(config, BudgetConfig), "config", "a BudgetConfig (budget.make_params "
+            "builds the budget engine's params)", type(config).__name__)
+    b = require_int(budget, "budget", lo=1, hi=MAX_BUDGET)
+    M = require_int(max_requests, "max_requests", lo=1, hi=INT_LIMIT)
+    c = require_float(c_s, "c_s", lo=0.0)
+    a = require_float(a_s_per_token, "a_s_per_token", lo=0.0)
+    b0 = require_int(b0, "b0", lo=0, hi=INT_LIMIT)
+    t1 = batch_time_s(1, c, a, b0)
+    require(t1 > 0, "c_s", "> 0, or a_s_per_token > 0 with b0 = 0 (a batch must take time)", c)
+    cap = b if prefill_cap is None else require_int(prefill_cap, "prefill_cap", lo=1, hi=INT_LIMIT)
+    if config.policy in ("vllm", "ft"):
+        require(cap >= config.max_prompt, "prefill_cap",
+                f">= the largest prompt the workload can produce ({config.max_prompt} tokens), or "
+                f"such a prompt could never start under {config.policy}", cap)
+    kp = INT_LIMIT if K_p is None else require_int(K_p, "K_p", lo=1, hi=INT_LIMIT)
+    kd = INT_LIMIT if K_d is None else require_int(K_d, "K_d", lo=1, hi=INT_LIMIT)
+    al = require_float(alpha, "alpha", lo=0.0)
+    be = require_float(beta, "beta", lo=0.0)
+    require(config.attention or (al == 0.0 and be == 0.0), "alpha",
+            "0 (and beta 0) unless BudgetConfig.attention is True", (alpha, beta))
+    if config.attention:
+        # Attention sums in int32: sum dp^2 <= b^2, sum (P + D) dd <= min(b, M) max_len.
+        need = max(b * b, min(b, M) * config.max_len, b * config.max_prompt)
+        require(need <= INT_LIMIT, "budget", f"with b^2 and min(b, M) * max length <= {INT_LIMIT} "
+                "(int32 attention sums)", b)
+    period = require_float(period_s, "period_s", lo=0.0, lo_open=True)
+    r = _rates(config, rates_for_load(config, DEFAULT_LOAD, b, c, a, b0) if rates is None else rates)
+    cum = np.cumsum(r, axis=1, dtype=np.float64)
+    lam_max = float(cum[:, -1].max())
+    require(config.horizon_s * lam_max <= INT_LIMIT / 2, "horizon_s",
+            f"<= {INT_LIMIT / 2 / lam_max:.6g} s (int32 candidate counter at {lam_max:.6g}/s)",
+            config.horizon_s)
+    need = steps_needed(config, float(cum[:, -1].mean()), t1)
+    require(config.max_steps >= need, "max_steps",
+            f">= {need} (horizon_s / t(1) = {config.horizon_s / t1:.0f} batches plus two steps per "
+            f"expected arrival, +10%), or the run cannot reach its horizon", config.max_steps)
+    a_hi, a_lo = split12(a)
+    i32 = lambda v: jnp.int32(v)
+    return BudgetParams(
+        budget=i32(b), max_requests=i32(M), prefill_cap=i32(cap), K_p=i32(kp), K_d=i32(kd),
+        c_s=jnp.float32(c), a_hi=jnp.float32(a_hi), a_lo=jnp.float32(a_lo), b0=i32(b0),
+        alpha=jnp.float32(al), beta=jnp.float32(be), rate_max=jnp.float32(lam_max),
+        inv_rate_max=jnp.float32(1.0 / lam_max),
+        type_cdf=jnp.asarray((cum / lam_max).astype(np.float32)), period_s=jnp.float32(period),
+        inv_period_s=jnp.float32(1.0 / period), fence=jnp.int32(-1))

@@ -1,0 +1,307 @@
+"""The budget engine: one LLM engine with a token budget per batch (paper 004).
+
+Pure functions in the gymnax style: `init(config, params, seed) -> state` and
+`step(config, params, state) -> (state, out)`; one step is one decision epoch (a batch, an
+idle jump to the next arrival, or an insert-only step when more arrivals are due than one step
+inserts), a run is `lax.scan(step)`, seeds are `vmap`ped (jaxsched.run). The exact semantics
+are in docs/budget-semantics.md.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from .. import clock
+from ..clock import DF
+from ..engine import Engine
+from ..errors import ConfigError
+from ..histogram import bit_bins
+from ..run import Results
+from ..timing import budget_attention_s, budget_batch_time_s
+from ..workload import arrivals
+from .config import BudgetConfig, BudgetParams, make_params
+from .metrics import METRICS, finalize as _finalize
+from .policies import POLICIES, View
+from .state import BudgetState, Table, Totals
+
+# Kinds of step in the recorded trajectories.
+KIND_NONE, KIND_INSERT, KIND_BATCH, KIND_IDLE, KIND_END = 0, 1, 2, 3, 4
+
+
+def init(config: BudgetConfig, params: BudgetParams, seed) -> BudgetState:
+    """Empty system at t = 0 of run `seed` (uint32 scalar), the first arrival precomputed."""
+    seed = jnp.asarray(seed, jnp.uint32)
+    return BudgetState(seed, DF.zeros(), jnp.bool_(False), arrivals.first(config, params, seed),
+                       Table.empty(config.table_size), jnp.int32(0),
+                       Totals.zeros(config.hist_bins, config.snapshots))
+
+
+def request_lengths(config: BudgetConfig, seed, ids, types) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """(v_p, v_d) int32 (shape of ids) of requests `ids` of types `types`: type j's law drawn at
+    the request id (docs §1)."""
+    vp = jnp.zeros(jnp.shape(ids), jnp.int32)
+    vd = jnp.zeros(jnp.shape(ids), jnp.int32)
+    for j, law in enumerate(config.workload):
+        p, d = law.sample(seed, ids)
+        vp = jnp.where(types == j, p, vp)
+        vd = jnp.where(types == j, d, vd)
+    return vp, vd
+
+
+def _insert(config: BudgetConfig, params: BudgetParams, state: BudgetState, active):
+    """Insert the due arrivals (up to arrivals_per_step). Returns (gen, table, entries, rejected
+    now, more_due, inserted now). Accepted arrivals take consecutive entry numbers; the first
+    whose slot is still held is rejected, and so is every later one of this step (each would
+    try the same slot, and nothing departs within a step: docs §4)."""
+    Q = config.table_size
+    gen, buf, more_due = arrivals.collect_due(config, params, state.seed, state.gen, state.clock,
+                                              active, config.arrivals_per_step)
+    ok = buf["ok"]
+    oki = ok.astype(jnp.int32)
+    slot = (state.entries + jnp.cumsum(oki) - oki) % Q
+    t = state.table
+    bad = ok & (t.entry[slot] >= 0)
+    put = ok & (jnp.cumsum(bad.astype(jnp.int32)) == 0)
+    vp, vd = request_lengths(config, state.seed, buf["id"], buf["type"])
+    at = jnp.where(put, slot, Q)
+    s = lambda a, v: a.at[at].set(v, mode="drop")
+    arrival = DF(s(t.arrival.hi, buf["hi"]), s(t.arrival.lo, buf["lo"]))
+    table = Table(s(t.entry, state.entries + jnp.cumsum(oki) - oki), s(t.id, buf["id"]),
+                  s(t.type, buf["type"]), arrival, s(t.p, vp), s(t.d, vd), s(t.vp, vp), s(t.vd, vd),
+                  arrival, s(t.ttft, 0.0))
+    n_put = jnp.sum(put, dtype=jnp.int32)
+    return (gen, table, state.entries + n_put, jnp.sum(ok & ~put, dtype=jnp.int32), more_due,
+            n_put)
+
+
+def batch_time(config: BudgetConfig, params: BudgetParams, table: Table, dp, dd, load) -> DF:
+    """Duration (s, double-float) of the batch (dp, dd): eq. (2.3), plus the attention term
+    (A.1) when config.attention (jaxsched.timing)."""
+    tau = budget_batch_time_s(load, params.c_s, params.a_hi, params.a_lo, params.b0)
+    if not config.attention:
+        return tau
+    P = table.vp - table.p
+    D = table.vd - table.d
+    s1 = jnp.sum(dp * dp, dtype=jnp.int32)
+    s2 = jnp.sum(jnp.where(dd, P + D, 0), dtype=jnp.int32)
+    s3 = jnp.sum(dp * P, dtype=jnp.int32) if config.attention_prefix else jnp.int32(0)
+    return budget_attention_s(tau, s1, s2, s3, params.alpha, params.beta, params.fence)
+
+
+class _Window(eqx.Module):
+    """The measurement window [burn_in, horizon) as double-floats."""
+    start: DF
+    end: DF
+
+    @staticmethod
+    def of(config: BudgetConfig) -> "_Window":
+        return _Window(DF.from_float64(config.burn_in_s), DF.from_float64(config.horizon_s))
+
+    def contains(self, t: DF) -> jnp.ndarray:
+        return clock.le(self.start, t) & ~clock.le(self.end, t)
+
+    def overlap_s(self, a: DF, b: DF) -> jnp.ndarray:
+        """float32 length of [a, b) within the window (s, >= 0)."""
+        lo = clock.where(clock.le(self.start, a), a, self.start)
+        hi = clock.where(clock.le(b, self.end), b, self.end)
+        return jnp.maximum(clock.sub(hi, lo), 0.0)
+
+
+def _hist_add(hist, x_s, mask, config: BudgetConfig):
+    return hist.at[bit_bins(x_s, mask, config.hist_octave_bits)].add(1, mode="drop")
+
+
+def _snapshots(config: BudgetConfig, totals: Totals, t0: DF, now, fill, n_in, x_pre) -> Totals:
+    """Record the snapshots whose grid time g_k <= t0 at a deciding step (`now`), and (g_k, 0,
+    0) for every later one when the run ends early with an empty system (`fill`)."""
+    G = config.snapshots
+    g = config.snapshot_times()
+    g_hi = g.astype(np.float32)
+    g_lo = (g - g_hi.astype(np.float64)).astype(np.float32)
+    passed = clock.le(DF(jnp.asarray(g_hi), jnp.asarray(g_lo)), t0)
+    k = jnp.arange(G, dtype=jnp.int32)
+    new = now & passed & (k >= totals.snap_next)
+    nxt = jnp.where(now, jnp.maximum(totals.snap_next, jnp.sum(passed, dtype=jnp.int32)),
+                    totals.snap_next)
+    rest = fill & (k >= nxt)
+    snap_t = jnp.where(new, clock.to_f32(t0), jnp.where(rest, jnp.asarray(g_hi), totals.snap_t))
+    snap_n = jnp.where(new, n_in, jnp.where(rest, 0, totals.snap_n))
+    snap_x = jnp.where(new, x_pre, jnp.where(rest, 0, totals.snap_x))
+    return replace(totals, snap_t=snap_t, snap_n=snap_n, snap_x=snap_x,
+                   snap_next=jnp.where(fill, G, nxt))
+
+
+def step(config: BudgetConfig, params: BudgetParams, state: BudgetState, record: bool = False):
+    """One decision epoch (docs/budget-semantics.md §2). Returns (state, the step's trajectory
+    row when `record`, else None)."""
+    w = _Window.of(config)
+    t0 = state.clock
+    active = ~state.done
+    hit = clock.le(w.end, t0)
+    gen, table, entries, rejected, more_due, inserted = _insert(config, params, state, active & ~hit)
+    decide = active & ~hit & ~more_due
+    valid = table.valid
+    view = View(valid, table.p, table.type, table.entry, entries % config.table_size)
+    dp, dd = POLICIES[config.policy].fn(config, params, view)
+    dp = jnp.where(decide & valid, jnp.minimum(dp, table.p), 0)
+    dd = decide & valid & dd & (table.p == 0)
+    load = jnp.sum(dp, dtype=jnp.int32) + jnp.sum(dd, dtype=jnp.int32)
+    batch = decide & (load > 0)
+    n_in = jnp.sum(valid, dtype=jnp.int32)
+    x_pre = jnp.sum(jnp.where(valid, table.p + table.d, 0), dtype=jnp.int32)
+    empty = decide & (load == 0)
+    idle = empty & (n_in == 0) & ~gen.exhausted
+    ends = (active & hit) | (empty & ~idle)
+    tau = batch_time(config, params, table, dp, dd, load)
+    t_end = clock.add(t0, tau)
+    new_table, totals = _apply(config, table, state.totals, dp, dd, batch, t_end, w)
+    available = jnp.sum(jnp.where(valid, table.p, 0)) + jnp.sum(valid & (table.p == 0))
+    starts_in = batch & w.contains(t0)
+    span = w.overlap_s(t0, t_end)
+    quiet_until = clock.where(idle, gen.time, w.end)
+    totals = replace(
+        totals,
+        area_requests=totals.area_requests.add(jnp.where(batch, n_in.astype(jnp.float32) * span, 0.0)),
+        area_tokens=totals.area_tokens.add(
+            jnp.where(batch, (x_pre - load).astype(jnp.float32) * span, 0.0)),
+        idle_s=totals.idle_s.add(jnp.where((idle | (ends & ~hit & (n_in == 0))),
+                                           w.overlap_s(t0, quiet_until), 0.0)),
+        batches=totals.batches + batch.astype(jnp.int32),
+        window_batches=totals.window_batches + starts_in.astype(jnp.int32),
+        partial=totals.partial + (starts_in & (load < params.budget)
+                                  & (available >= params.budget)).astype(jnp.int32),
+        rejected=totals.rejected + rejected,
+        stalled=totals.stalled | (empty & (n_in > 0)),
+        steps=totals.steps + active.astype(jnp.int32))
+    totals = _snapshots(config, totals, t0, decide | (active & hit),
+                        ends & ~hit & (n_in == 0), n_in, x_pre)
+    new_clock = clock.where(batch, t_end, clock.where(idle, gen.time, t0))
+    new = BudgetState(state.seed, new_clock, state.done | ends, gen, new_table, entries, totals)
+    if not record:
+        return new, None
+    kind = jnp.where(~active, KIND_NONE, jnp.where(ends, KIND_END, jnp.where(
+        more_due, KIND_INSERT, jnp.where(batch, KIND_BATCH, KIND_IDLE))))
+    zb = lambda x: jnp.where(batch, x, jnp.zeros_like(x))
+    row = dict(kind=kind.astype(jnp.int32), t_hi=t0.hi, t_lo=t0.lo, tau_hi=zb(tau.hi),
+               tau_lo=zb(tau.lo), load=zb(load), prefill=zb(jnp.sum(dp, dtype=jnp.int32)),
+               decode=zb(jnp.sum(dd, dtype=jnp.int32)), requests=n_in, tokens=x_pre - load,
+               inserted=inserted)
+    if config.record_members:
+        row.update(entry=table.entry, id=table.id, dp=dp, dd=dd.astype(jnp.int32))
+    return new, row
+
+
+def _apply(config: BudgetConfig, table: Table, totals: Totals, dp, dd, batch, t_end: DF,
+           w: _Window) -> tuple[Table, Totals]:
+    """Load the batch (p -= dp, d -= dd) and record its completions at t_end (docs §2 step 6):
+    first tokens, decode tokens (TBT) and departures, counted when t_end is in the window."""
+    p = table.p - dp
+    d = table.d - dd.astype(jnp.int32)
+    first = (dp > 0) & (p == 0)
+    depart = dd & (d == 0)
+    end = DF(jnp.broadcast_to(t_end.hi, table.arrival.hi.shape),
+             jnp.broadcast_to(t_end.lo, table.arrival.lo.shape))
+    since = clock.sub(end, table.arrival)
+    gap = clock.sub(end, table.last)
+    ttft = jnp.where(first, since, table.ttft)
+    counted = batch & w.contains(t_end)
+    m_dep = depart & counted
+    m_tok = dd & counted
+    totals = replace(
+        totals,
+        departed=totals.departed + jnp.sum(m_dep, dtype=jnp.int32),
+        departed_tokens=totals.departed_tokens.add(
+            jnp.sum(jnp.where(m_dep, table.vp + table.vd, 0), dtype=jnp.int32)),
+        latency_s=totals.latency_s.add(jnp.sum(jnp.where(m_dep, since, 0.0))),
+        ttft_s=totals.ttft_s.add(jnp.sum(jnp.where(m_dep, ttft, 0.0))),
+        tbt_s=totals.tbt_s.add(jnp.sum(jnp.where(m_tok, gap, 0.0))),
+        tbt_count=totals.tbt_count + jnp.sum(m_tok, dtype=jnp.int32),
+        latency_hist=_hist_add(totals.latency_hist, since, m_dep, config),
+        ttft_hist=_hist_add(totals.ttft_hist, ttft, m_dep, config),
+        tbt_hist=_hist_add(totals.tbt_hist, gap, m_tok, config))
+    new = replace(table, entry=jnp.where(depart, -1, table.entry), p=p, d=d,
+                  last=clock.where(first | dd, end, table.last), ttft=ttft)
+    return new, totals
+
+
+def done(config: BudgetConfig, state: BudgetState) -> jnp.ndarray:
+    """bool (batch shape): the run has ended."""
+    return state.done
+
+
+def finalize(config: BudgetConfig, params: BudgetParams, state: BudgetState) -> dict[str, np.ndarray]:
+    """Metrics per run (docs §6), float64 on the host."""
+    return _finalize(config, state)
+
+
+def batches(results: Results, s: int) -> dict[str, np.ndarray]:
+    """The batch steps of seed index s of a recorded run: trajectory rows plus start_s and
+    tau_s (float64 values of the double-floats)."""
+    if results.trajectories is None:
+        raise ConfigError("batches() needs simulate(..., record=True)")
+    rows = results.trajectories["kind"][s] == KIND_BATCH
+    out = {k: v[s][rows] for k, v in results.trajectories.items()}
+    out["start_s"] = DF(out["t_hi"], out["t_lo"]).to_numpy()
+    out["tau_s"] = DF(out["tau_hi"], out["tau_lo"]).to_numpy()
+    return out
+
+
+class BudgetEngine(Engine):
+    """One engine with a token budget per batch (paper 004); see the module docstring."""
+    name = "budget"
+    step_unit = "epoch"
+    Config = BudgetConfig
+    Params = BudgetParams
+    METRICS = METRICS
+    POLICIES = POLICIES
+    # Runs end at different steps (an unstable run has more batches per second of horizon).
+    skip_done_in_block = True
+    make_params = staticmethod(make_params)
+    init = staticmethod(init)
+    step = staticmethod(step)
+    done = staticmethod(done)
+    finalize = staticmethod(finalize)
+
+    def max_steps(self, config: BudgetConfig) -> int:
+        return config.max_steps
+
+    def trajectory_length(self, config: BudgetConfig, metrics) -> int:
+        return int(np.max(metrics["num_steps"]))
+
+    def working_set_bytes(self, config: BudgetConfig) -> int:
+        # About 44 bytes per slot (entry, id, type, arrival, p, d, vp, vd, last, ttft) and three
+        # histograms; the policies' prefix sums read the table a few times per step.
+        return 4 * 44 * config.table_size + 12 * config.hist_bins
+
+    def peak_bytes(self, config: BudgetConfig, record: bool) -> int:
+        per_seed = 16 * 44 * config.table_size + 12 * config.hist_bins
+        if record:
+            per_seed += config.max_steps * (48 + (16 * config.table_size if config.record_members
+                                                  else 0))
+        return per_seed
+
+    def check(self, config: BudgetConfig, metrics) -> list[str]:
+        out = []
+        bad = int((metrics["overflowed"] > 0).sum())
+        if bad:
+            out.append(f"budget: {bad} seeds rejected arrivals (table_size {config.table_size} "
+                       "full): unstable at this horizon, or raise table_size")
+        open_ = int((metrics["done"] == 0).sum())
+        if open_:
+            out.append(f"budget: {open_} seeds did not reach the horizon within max_steps")
+        stalled = int(metrics["stalled"].sum())
+        if stalled:
+            out.append(f"budget: {stalled} seeds stalled with requests no batch would take")
+        return out
+
+    def describe(self, config: BudgetConfig) -> dict:
+        return dict(policy=config.policy, workload="/".join(getattr(w, "name", type(w).__name__)
+                                                            for w in config.workload),
+                    horizon_s=config.horizon_s, burn_in_s=config.burn_in_s,
+                    table_size=config.table_size, attention=config.attention)
+
+
+ENGINE = BudgetEngine()

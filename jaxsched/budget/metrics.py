@@ -1,0 +1,108 @@
+"""Summary metrics of budget runs, finalized on the host in float64 from the streaming sums
+(docs/budget-semantics.md §6), and the growth-rate fit of the stability check.
+
+Every metric name carries its unit or is a count; "window" is [burn_in_s, horizon_s).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine import Metric
+from ..histogram import bit_quantile
+from .config import BudgetConfig
+from .state import BudgetState
+
+QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
+
+
+def _latency_metrics(name: str, what: str) -> dict[str, Metric]:
+    out = {f"{name}_mean_s": Metric("s", f"mean {what}")}
+    out.update({f"{name}_{tag}_s": Metric("s", f"{tag} of {what} (float-bit histogram)")
+                for tag, _ in QUANTILES})
+    return out
+
+
+METRICS = {
+    "throughput_tokens_per_s": Metric("tokens/s", "v_p + v_d of the requests departing in the "
+                                      "window, per second of window"),
+    "throughput_requests_per_s": Metric("requests/s", "departures in the window per second"),
+    "num_departed": Metric("count", "departures in the window"),
+    "mean_requests_in_system": Metric("requests", "time average of N(t) over the window"),
+    "mean_tokens_in_system": Metric("tokens", "time average of the unprocessed tokens |X(t)|"),
+    **_latency_metrics("ttft", "time to first token of the window's departures"),
+    **_latency_metrics("tbt", "time between tokens of the window's decode tokens"),
+    **_latency_metrics("latency", "end-to-end latency of the window's departures"),
+    "idle_fraction": Metric("fraction", "idle time in the window / window length"),
+    "partial_batch_fraction": Metric("fraction", "batches starting in the window with b' < b "
+                                     "while >= b tokens were available, over those batches"),
+    "num_batches": Metric("count", "batches starting in the window"),
+    "token_growth_per_s": Metric("tokens/s", "least-squares slope of the tokens in system over "
+                                 "the snapshots (the stability statistic)"),
+    "request_growth_per_s": Metric("requests/s", "least-squares slope of the requests in system "
+                                   "over the snapshots"),
+    "requests_end": Metric("count", "requests in system at the end of the run"),
+    "tokens_end": Metric("tokens", "unprocessed tokens in system at the end of the run"),
+    "num_rejected": Metric("count", "arrivals rejected by a full table slot"),
+    "overflowed": Metric("flag", "1 if any arrival was rejected (unstable, or Q too small)"),
+    "stalled": Metric("flag", "1 if requests were left that no batch would take"),
+    "done": Metric("flag", "1 if the run reached its end within max_steps"),
+    "num_steps": Metric("steps", "scan steps until the run ended"),
+    "end_time_s": Metric("s", "clock at the end of the run"),
+}
+
+
+def _div(a, b) -> np.ndarray:
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    return np.divide(a, b, out=np.zeros(np.broadcast(a, b).shape), where=b > 0)
+
+
+def growth_slopes(t: np.ndarray, y: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Least-squares slopes of y against t over the first count[...] points of each row
+    ([..., G] arrays, float64); nan with fewer than 2 points."""
+    t = np.asarray(t, np.float64)
+    y = np.asarray(y, np.float64)
+    mask = np.arange(t.shape[-1]) < np.asarray(count)[..., None]
+    n = mask.sum(-1)
+    tm = _div(np.where(mask, t, 0).sum(-1), n)[..., None]
+    ym = _div(np.where(mask, y, 0).sum(-1), n)[..., None]
+    sxx = np.where(mask, (t - tm) ** 2, 0).sum(-1)
+    sxy = np.where(mask, (t - tm) * (y - ym), 0).sum(-1)
+    out = _div(sxy, sxx)
+    return np.where(n >= 2, out, np.nan)
+
+
+def finalize(config: BudgetConfig, state: BudgetState) -> dict[str, np.ndarray]:
+    """Metrics per run (arrays with the state's batch shape) as float64."""
+    t = state.totals
+    f = lambda x: np.asarray(x, np.float64)
+    window = config.horizon_s - config.burn_in_s
+    valid = np.asarray(state.table.entry) >= 0
+    left = np.asarray(state.table.p) + np.asarray(state.table.d)
+    out = {
+        "throughput_tokens_per_s": t.departed_tokens.to_numpy() / window,
+        "throughput_requests_per_s": f(t.departed) / window,
+        "num_departed": f(t.departed),
+        "mean_requests_in_system": t.area_requests.to_numpy() / window,
+        "mean_tokens_in_system": t.area_tokens.to_numpy() / window,
+        "ttft_mean_s": _div(t.ttft_s.to_numpy(), f(t.departed)),
+        "tbt_mean_s": _div(t.tbt_s.to_numpy(), f(t.tbt_count)),
+        "latency_mean_s": _div(t.latency_s.to_numpy(), f(t.departed)),
+        "idle_fraction": t.idle_s.to_numpy() / window,
+        "partial_batch_fraction": _div(f(t.partial), f(t.window_batches)),
+        "num_batches": f(t.window_batches),
+        "token_growth_per_s": growth_slopes(t.snap_t, t.snap_x, t.snap_next),
+        "request_growth_per_s": growth_slopes(t.snap_t, t.snap_n, t.snap_next),
+        "requests_end": f(valid.sum(-1)),
+        "tokens_end": f(np.where(valid, left, 0).sum(-1)),
+        "num_rejected": f(t.rejected),
+        "overflowed": f(np.asarray(t.rejected) > 0),
+        "stalled": f(t.stalled),
+        "done": f(state.done),
+        "num_steps": f(t.steps),
+        "end_time_s": state.clock.to_numpy(),
+    }
+    for name, hist in (("ttft", t.ttft_hist), ("tbt", t.tbt_hist), ("latency", t.latency_hist)):
+        for tag, q in QUANTILES:
+            out[f"{name}_{tag}_s"] = bit_quantile(hist, q)
+    return out
