@@ -50,42 +50,32 @@ def _insert(config, params, state: KVState, active):
     overflow, inserted count, more_due: a due candidate is left for the next epoch, [A] ids of
     the requests inserted (-1: none)).
 
-    The loop carries only the generator and [A] buffers of the accepted requests (a loop over
-    the whole table would select all of it per iteration under vmap); one scatter then writes
-    them to their slots id mod Q (distinct: ids are consecutive and A <= Q). An accepted
-    request whose slot is still held by request id - Q is lost (table_overflow).
+    `arrivals.collect_due` examines the candidates; one scatter then writes the accepted ones
+    to their slots id mod Q (distinct: ids are consecutive and A <= Q). An accepted request
+    whose slot is still held by request id - Q is lost (table_overflow). Its per-type sequence
+    number counts the requests of its type inserted before it, earlier ones of this step
+    included.
     """
-    A, Q = config.arrivals_per_step, config.table_size
-    due = lambda g: active & ~g.exhausted & clock.le(g.time, state.clock)
+    Q = config.table_size
+    gen, buf, more_due = arrivals.collect_due(config, params, state.seed, state.gen, state.clock,
+                                              active, config.arrivals_per_step)
     held = state.table.id >= 0
-
-    def cond(c):
-        return (c[2] < A) & due(c[0])
-
-    def body(c):
-        g, ti, k, buf = c
-        slot = g.num_arrived % Q
-        put = g.accepted & ~held[slot]
-        row = dict(slot=jnp.where(put, slot, Q), id=g.num_arrived, type=g.type, seq=ti[g.type],
-                   hi=g.time.hi, lo=g.time.lo, lost=(g.accepted & ~put).astype(jnp.int32))
-        buf = {key: buf[key].at[k].set(v) for key, v in row.items()}
-        ti = ti.at[g.type].add(put.astype(jnp.int32))
-        return arrivals.advance(config, params, state.seed, g), ti, k + 1, buf
-
-    zi = jnp.zeros((A,), jnp.int32)
-    zf = jnp.zeros((A,), jnp.float32)
-    buf = dict(slot=zi + Q, id=zi, type=zi, seq=zi, hi=zf, lo=zf, lost=zi)
-    gen, ti, _, buf = jax.lax.while_loop(cond, body, (state.gen, state.type_inserted, jnp.int32(0),
-                                                      buf))
+    slot = buf["id"] % Q
+    put = buf["ok"] & ~held[slot]
+    typ = buf["type"]
+    k = jnp.arange(typ.shape[0])
+    earlier = (typ[None, :] == typ[:, None]) & put[None, :] & (k[None, :] < k[:, None])
+    seq = state.type_inserted[typ] + jnp.sum(earlier, axis=1, dtype=jnp.int32)
+    ti = state.type_inserted.at[typ].add(put.astype(jnp.int32))
     t = state.table
-    at = buf["slot"]
+    at = jnp.where(put, slot, Q)
     set_ = lambda a, v: a.at[at].set(v, mode="drop")
-    table = Table(set_(t.id, buf["id"]), set_(t.type, buf["type"]), set_(t.seq, buf["seq"]),
+    table = Table(set_(t.id, buf["id"]), set_(t.type, typ), set_(t.seq, seq),
                   DF(set_(t.arrival.hi, buf["hi"]), set_(t.arrival.lo, buf["lo"])),
                   set_(t.stage, 0), set_(t.resident, False), set_(t.prefilled, 0))
-    inserted = jnp.sum(at < Q, dtype=jnp.int32)
-    overflow = state.totals.table_overflow + jnp.sum(buf["lost"])
-    return gen, table, ti, overflow, inserted, due(gen), jnp.where(at < Q, buf["id"], -1)
+    inserted = jnp.sum(put, dtype=jnp.int32)
+    overflow = state.totals.table_overflow + jnp.sum(buf["ok"] & ~put, dtype=jnp.int32)
+    return gen, table, ti, overflow, inserted, more_due, jnp.where(put, buf["id"], -1)
 
 
 # --------------------------------------------------------------------------- metrics helpers
