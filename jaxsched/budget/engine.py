@@ -69,9 +69,10 @@ def _insert(config: BudgetConfig, params: BudgetParams, state: BudgetState, acti
     at = jnp.where(put, slot, Q)
     s = lambda a, v: a.at[at].set(v, mode="drop")
     arrival = DF(s(t.arrival.hi, buf["hi"]), s(t.arrival.lo, buf["lo"]))
+    last = DF(s(t.last.hi, buf["hi"]), s(t.last.lo, buf["lo"]))
     table = Table(s(t.entry, state.entries + jnp.cumsum(oki) - oki), s(t.id, buf["id"]),
                   s(t.type, buf["type"]), arrival, s(t.p, vp), s(t.d, vd), s(t.vp, vp), s(t.vd, vd),
-                  arrival, s(t.ttft, 0.0))
+                  last, s(t.ttft, 0.0))
     n_put = jnp.sum(put, dtype=jnp.int32)
     return (gen, table, state.entries + n_put, jnp.sum(ok & ~put, dtype=jnp.int32), more_due,
             n_put)
@@ -188,7 +189,7 @@ def step(config: BudgetConfig, params: BudgetParams, state: BudgetState, record:
     row = dict(kind=kind.astype(jnp.int32), t_hi=t0.hi, t_lo=t0.lo, tau_hi=zb(tau.hi),
                tau_lo=zb(tau.lo), load=zb(load), prefill=zb(jnp.sum(dp, dtype=jnp.int32)),
                decode=zb(jnp.sum(dd, dtype=jnp.int32)), requests=n_in, tokens=x_pre - load,
-               inserted=inserted)
+               available=available.astype(jnp.int32), inserted=inserted)
     if config.record_members:
         row.update(entry=table.entry, id=table.id, dp=dp, dd=dd.astype(jnp.int32))
     return new, row
