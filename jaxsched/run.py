@@ -15,6 +15,10 @@ changes again (the protocol of `jaxsched.engine`).
   divides evenly.
 - Steps run in jitted blocks of `block_steps` (`lax.scan`); after each block the runner reports
   progress and stops the chunk early once `engine.done` holds for every run in it.
+
+`simulate_points(config, [params, ...], seeds)` vmaps over parameter points too: every
+(point, seed) pair is one run of the same compiled step, each point's results equal to its own
+`simulate` call.
 """
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .engine import Engine, engine_of
-from .errors import require, require_bool, require_float, require_int
+from .errors import ConfigError, require, require_bool, require_float, require_int
 from .progress import Progress
 from .rng import check_seeds
 
@@ -70,21 +74,23 @@ def seeds_for_budget(engine: Engine, config: Any, memory_budget_mb: float, recor
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled(engine: Engine, config: Any, block: int, record: bool):
+def _compiled(engine: Engine, config: Any, block: int, record: bool, per_run: bool = False):
     """Jitted vmapped init and block-of-steps functions for one static config.
 
     Two layouts, chosen by the engine (`Engine.skip_done_in_block`): a vmap of a plain scan
     (seed-major outputs [S, block, ...]), or a scan whose body skips the vmapped step once every
-    run of the chunk is done (step-major outputs [block, S, ...]).
+    run of the chunk is done (step-major outputs [block, S, ...]). per_run: params carry the
+    run axis too (one parameter point per run, `simulate_points`); else they are shared.
     """
-    init = jax.jit(jax.vmap(lambda seed, params: engine.init(config, params, seed), in_axes=(0, None)))
+    pa = 0 if per_run else None
+    init = jax.jit(jax.vmap(lambda seed, params: engine.init(config, params, seed), in_axes=(0, pa)))
     if not engine.skip_done_in_block:
         def run_block(state, params):
             return jax.lax.scan(lambda s, _: engine.step(config, params, s, record), state, None,
                                 length=block)
-        return init, jax.jit(jax.vmap(run_block, in_axes=(0, None)), donate_argnums=0)
+        return init, jax.jit(jax.vmap(run_block, in_axes=(0, pa)), donate_argnums=0)
 
-    step = jax.vmap(lambda s, params: engine.step(config, params, s, record), in_axes=(0, None))
+    step = jax.vmap(lambda s, params: engine.step(config, params, s, record), in_axes=(0, pa))
 
     def idle(state, params):
         # The record's shapes come from tracing `step` abstractly (no computation).
@@ -185,13 +191,31 @@ def simulate(config: Any, params: Any = None, seeds: Sequence[int] = (0,), *,
     require(progress is None or isinstance(progress, bool) or callable(progress), "progress",
             "None, True, False or a callable progress(done_blocks, total_blocks)", progress)
     seeds = check_seeds(seeds)
-    n_seeds = len(seeds)
-    chunk = (default_seed_chunk(engine, config, n_seeds) if seed_chunk is None
-             else min(n_seeds, require_int(seed_chunk, "seed_chunk", lo=1)))
-    padded = np.concatenate([seeds, np.repeat(seeds[-1:], -n_seeds % chunk)])
+    merged, traj, wall = _simulate_runs(engine, config, params, seeds, None, record, seed_chunk,
+                                        block_steps, progress, shard)
+    if warn:
+        for msg in engine.check(config, merged):
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+    return Results(engine.name, config, seeds, merged, traj, wall)
+
+
+def _simulate_runs(engine: Engine, config: Any, params: Any, seeds: np.ndarray,
+                   points: np.ndarray | None, record: bool, seed_chunk, block_steps, progress,
+                   shard: bool):
+    """Runs seeds[i] (with params point points[i] of the stacked `params` when points is not
+    None, else the shared `params`) in vmapped chunks; (metrics, trajectories, wall_s)."""
+    n_runs = len(seeds)
+    per_run = points is not None
+    chunk = (default_seed_chunk(engine, config, n_runs) if seed_chunk is None
+             else min(n_runs, require_int(seed_chunk, "seed_chunk", lo=1)))
+    pad = -n_runs % chunk
+    padded = np.concatenate([seeds, np.repeat(seeds[-1:], pad)])
+    if per_run:
+        index = np.concatenate([points, np.repeat(points[-1:], pad)])
+        params = jax.tree_util.tree_map(lambda a: a[index], params)
     K = engine.max_steps(config)
     block = min(K, DEFAULT_BLOCK if block_steps is None else require_int(block_steps, "block_steps", lo=1))
-    fns = _compiled(engine, config, block, bool(record))
+    fns = _compiled(engine, config, block, bool(record), per_run)
     report = _progress_callback(progress, engine, config)
     n_blocks = -(-K // block)
     total, done = n_blocks * (len(padded) // chunk), [0]
@@ -201,21 +225,69 @@ def simulate(config: Any, params: Any = None, seeds: Sequence[int] = (0,), *,
         if report is not None:
             report(done[0], total)
 
+    def chunk_params(c0: int):
+        if not per_run:
+            return params
+        return jax.tree_util.tree_map(lambda a: a[c0:c0 + chunk], params)
+
     if report is not None:
         report(0, total)            # the bar appears before the first block compiles and runs
     t0 = time.perf_counter()
-    parts = [_run_chunk(engine, config, params, padded[c0:c0 + chunk], fns, n_blocks, record,
-                        shard, on_block) for c0 in range(0, len(padded), chunk)]
+    parts = [_run_chunk(engine, config, chunk_params(c0), padded[c0:c0 + chunk], fns, n_blocks,
+                        record, shard, on_block) for c0 in range(0, len(padded), chunk)]
     wall = time.perf_counter() - t0
     if isinstance(report, Progress):
         report.close(f"done in {wall:.1f} s")
-    merged = {k: np.concatenate([m[k] for m, _ in parts])[:n_seeds] for k in parts[0][0]}
+    merged = {k: np.concatenate([m[k] for m, _ in parts])[:n_runs] for k in parts[0][0]}
     traj = None
     if record:
         K_out = engine.trajectory_length(config, merged)
-        traj = {k: np.concatenate([_fit_rows(t[k], K_out) for _, t in parts])[:n_seeds]
+        traj = {k: np.concatenate([_fit_rows(t[k], K_out) for _, t in parts])[:n_runs]
                 for k in parts[0][1]}
-    if warn:
-        for msg in engine.check(config, merged):
-            warnings.warn(msg, RuntimeWarning, stacklevel=2)
-    return Results(engine.name, config, seeds, merged, traj, wall)
+    return merged, traj, wall
+
+
+def simulate_points(config: Any, params_list: Sequence[Any], seeds: Sequence[int] = (0,), *,
+                    engine: Engine | None = None, record: bool = False,
+                    seed_chunk: int | None = None, block_steps: int | None = None,
+                    progress: Callable[[int, int], None] | bool | None = None,
+                    shard: bool = True, warn: bool = True) -> list[Results]:
+    """Run every (params point, seed) pair of one static `config` in the same vmapped chunks:
+    a grid of arrival rates or budgets costs one compilation and fills the vector lanes even
+    with few seeds. Returns one `Results` per point, each equal to `simulate(config, point,
+    seeds)` (runs are independent, so the grouping changes no result; wall_s is the shared
+    wall time). seed_chunk counts (point, seed) runs."""
+    if engine is None:
+        engine = engine_of(config)
+    require(isinstance(config, engine.Config), "config",
+            f"a {engine.Config.__name__} (the Config of engine {engine.name!r})",
+            type(config).__name__)
+    require(isinstance(params_list, (list, tuple)) and len(params_list) >= 1, "params_list",
+            "a non-empty list of Params", params_list)
+    for i, p in enumerate(params_list):
+        require(isinstance(p, engine.Params), f"params_list[{i}]",
+                f"a {engine.Params.__name__} of engine {engine.name!r}", type(p).__name__)
+    for flag, name in ((record, "record"), (shard, "shard"), (warn, "warn")):
+        require_bool(flag, name)
+    require(progress is None or isinstance(progress, bool) or callable(progress), "progress",
+            "None, True, False or a callable progress(done_blocks, total_blocks)", progress)
+    seeds = check_seeds(seeds)
+    P, S = len(params_list), len(seeds)
+    try:
+        stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *params_list)
+    except ValueError:
+        raise ConfigError("params_list must share every array shape (the same number of types "
+                          "and rate periods)") from None
+    points = np.repeat(np.arange(P), S)
+    merged, traj, wall = _simulate_runs(engine, config, stacked, np.tile(seeds, P), points,
+                                        record, seed_chunk, block_steps, progress, shard)
+    out = []
+    for i in range(P):
+        rows = slice(i * S, (i + 1) * S)
+        m = {k: v[rows] for k, v in merged.items()}
+        if warn:
+            for msg in engine.check(config, m):
+                warnings.warn(f"point {i}: {msg}", RuntimeWarning, stacklevel=2)
+        t = None if traj is None else {k: v[rows] for k, v in traj.items()}
+        out.append(Results(engine.name, config, seeds, m, t, wall))
+    return out
