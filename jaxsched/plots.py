@@ -303,7 +303,8 @@ def plot_offline(report, path: str | Path) -> Path:
     - "loglog": ratio against M on log-log axes with fitted slopes (lower_bound);
     - "curves": average latency against n per algorithm, one panel per (mix, step model), as
       the paper's Fig. 8 (real), with 95% CI bands over the seeds; any other y against x with
-      the plot's "xlabel", "ylabel" and "xscale" (paper 003's figures)."""
+      the plot's "xlabel", "ylabel" and "xscale" (paper 003's figures), or per-panel labels
+      in "axes" {title: (xlabel, ylabel)} (paper 004's figures)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     plot = report.plot
@@ -348,11 +349,13 @@ def plot_offline(report, path: str | Path) -> Path:
     for ax, (title, series) in zip(axes.ravel(), panels.items()):
         for label, (n, mean, half) in series.items():
             n, mean, half = (np.asarray(v, float) for v in (n, mean, half))
-            ax.plot(n, mean, "o-", ms=3, label=label, color=colour[label])
+            ax.plot(n, mean, "o-" if n.size <= 80 else "-", ms=3, label=label,
+                    color=colour[label])
             ax.fill_between(n, mean - np.nan_to_num(half), mean + np.nan_to_num(half),
                             alpha=0.15, color=colour[label])
-        ax.set(xlabel=plot.get("xlabel", "requests n"), ylabel=plot.get("ylabel", "average latency"),
-               xscale=plot.get("xscale", "linear"))
+        xlabel, ylabel = plot.get("axes", {}).get(title, (plot.get("xlabel", "requests n"),
+                                                          plot.get("ylabel", "average latency")))
+        ax.set(xlabel=xlabel, ylabel=ylabel, xscale=plot.get("xscale", "linear"))
         ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)

@@ -9,6 +9,7 @@ compiles. Semantics: docs/budget-semantics.md.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -260,6 +261,17 @@ def steps_needed(config: BudgetConfig, mean_rate: float, min_batch_s: float) -> 
     if config.num_requests is not None:
         arrivals = min(arrivals, config.num_requests)
     return int(math.ceil(1.1 * (config.horizon_s / min_batch_s + 2 * arrivals) + 16))
+
+
+def enough_steps(config: BudgetConfig, rates, c_s: float = DEFAULT_C_S,
+                 a_s_per_token: float = DEFAULT_A_S_PER_TOKEN, b0: int = DEFAULT_B0) -> BudgetConfig:
+    """`config` with max_steps = `steps_needed` at the time-averaged total rate of `rates`
+    ([m] or [P, m] requests/s): the smallest bound make_params accepts."""
+    r = _rates(config, rates)
+    t1 = batch_time_s(1, c_s, a_s_per_token, b0)
+    require(t1 > 0, "c_s", "> 0, or a_s_per_token > 0 with b0 = 0 (a batch must take time)", c_s)
+    need = steps_needed(config, float(r.sum(axis=1).mean()), t1)
+    return dataclasses.replace(config, max_steps=need)
 
 
 def make_params(config: BudgetConfig, *, rates=None, budget: int = DEFAULT_BUDGET,

@@ -36,6 +36,10 @@ INTERVAL_EXPERIMENTS = ("examples", "cor48", "two_point", "geometric", "lower_bo
 INTERVAL_WORKLOADS = ("lmsys",)
 INTERVAL_KINDS = ("shared", "buckets", "relative", "exact")
 
+# jaxsched.budget.POLICIES, experiments
+BUDGET_POLICIES = ("sarathi", "orca", "vllm", "ft", "wc", "priority")
+BUDGET_EXPERIMENTS = ("stability",)
+
 # Sweepable names per engine: (Config fields, make_params keywords) of `Engine.config_fields()`
 # and `Engine.params_fields()`.
 SWEEP_FIELDS = {
@@ -59,4 +63,9 @@ SWEEP_FIELDS = {
                   "max_steps"),
                  ("capacity_tokens", "step_const_s", "per_decode_s", "per_prefill_token_s",
                   "per_kv_token_s")),
+    "budget": (("workload", "policy", "horizon_s", "burn_in_s", "num_requests", "table_size",
+                "arrivals_per_step", "max_steps", "hist_octave_bits", "snapshots", "attention",
+                "attention_prefix", "phase_first", "inner_order", "type_order", "record_members"),
+               ("rates", "budget", "max_requests", "prefill_cap", "K_p", "K_d", "c_s",
+                "a_s_per_token", "b0", "alpha", "beta", "period_s")),
 }

@@ -20,6 +20,7 @@ from .base import command, config_path, require_what, write_resolved
 from .catalog import BFIO_KERNELS, DP_POLICIES, DP_PREDICTORS, DP_SEMANTICS, DP_WORKLOADS
 
 REPRODUCIBLE = ("table1", "fig4", "noise")
+CHECKS = ("theorems", "stability")
 
 
 def workload_from_args(a: argparse.Namespace):
@@ -168,7 +169,14 @@ def _reproduce_noise(n_seeds: int, png: Path, quiet: bool):
 
 
 def cmd_check(a: argparse.Namespace) -> int:
-    require_what(a.what, "check: the check", ("theorems",))
+    what = require_what(a.what, "check: the check", CHECKS)
+    if what == "stability":          # paper 004's check, run by the budget engine's experiment
+        from .base import run_experiment
+        from .catalog import BUDGET_EXPERIMENTS
+        a.out = a.out or "results/budget"
+        return run_experiment(a, "check", BUDGET_EXPERIMENTS, "jaxsched.budget.experiments")
+    a.out = a.out or "results/theorems"
+    a.seeds = 4 if a.seeds is None else a.seeds
     for flag, name in (("--kernel", a.kernel), ("--t1-kernel", a.t1_kernel)):
         if name not in BFIO_KERNELS:
             raise ConfigError(f"{flag} must be one of {', '.join(BFIO_KERNELS)}, got {name!r}")
@@ -232,19 +240,24 @@ def add_parsers(sub) -> None:
     q.add_argument("--quiet", action="store_true", help="no progress output")
     q.set_defaults(func=cmd_reproduce)
 
-    c = command(sub, "check", help="check the BF-IO paper's theorems in the theory semantics")
-    c.add_argument("what", nargs="?", help="theorems (Theorems 1-3: FCFS prediction, BF-IO bounds, "
-                                           "ratio growth)")
-    c.add_argument("--quick", action="store_true", help="the reduced grid (8 runs, about 30 CPU seconds)")
-    c.add_argument("--out", default="results/theorems",
-                   help="folder for report.md, results.csv (resumed if present) and the plots")
+    c = command(sub, "check", help="check a paper's claims: the BF-IO theorems (paper 000) or "
+                                   "the stability of token-budget schedulers (paper 004)")
+    c.add_argument("what", nargs="?", help="theorems (BF-IO Theorems 1-3: FCFS prediction, BF-IO "
+                                           "bounds, ratio growth) or stability (paper 004's "
+                                           "Fig. 1 and Theorem 1: growth against the load)")
+    c.add_argument("--quick", action="store_true", help="the reduced grid (theorems: 8 runs, "
+                   "about 30 CPU seconds; stability: 3 loads, 200 s runs, about a minute)")
+    c.add_argument("--out", default=None,
+                   help="folder for the report, results (resumed if present) and the plots "
+                        "(default results/theorems or results/budget)")
     c.add_argument("--kernel", default="window", choices=BFIO_KERNELS, metavar="KERNEL",
                    help=f"BF-IO kernel of Theorems 2 and 3, one of {', '.join(BFIO_KERNELS)} "
                         "(window: the proofs' max-min minimizing BF-IO; vf: valley fill, the IO "
                         "objective)")
     c.add_argument("--t1-kernel", default="round_lpt", choices=BFIO_KERNELS, metavar="KERNEL",
                    help="BF-IO kernel of Theorem 1's rounds (round_lpt: max - min <= s_max - 1)")
-    c.add_argument("--seeds", type=int, default=4, help="seeds per point")
+    c.add_argument("--seeds", type=int, default=None,
+                   help="seeds per point (default: theorems 4, stability 8, quick 4)")
     c.add_argument("--measured", type=int, default=None,
                    help="measured rounds (Theorem 1) or slot lifetimes 1/p (default 48; quick 20)")
     c.add_argument("--quiet", action="store_true", help="no progress output")

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 

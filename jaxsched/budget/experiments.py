@@ -1,0 +1,155 @@
+"""Paper 004's checks and experiments, one function each (`jaxsched budget experiment NAME`;
+`jaxsched check stability` runs `stability`).
+
+Each returns a `jaxsched.results.Report` (CSV rows, markdown, whether the claim held, plot
+data). Reading guide: notes/004.md; the numbers are in the README ("Paper 004").
+
+- stability: Fig. 1 and Theorem 1. For each policy, the growth rate of the tokens in system
+  over a sweep of the load rho = lambda (m_p + m_d) t_b / b, with 95% CIs over seeds: Sarathi
+  and Orca (work-conserving) bounded below capacity, vanilla vLLM and FasterTransformer growing
+  at Fig. 1's 14.3 qps, every policy growing above capacity.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import require_int
+from ..results import Report, markdown_table
+from ..run import simulate, simulate_points
+from ..stats import mean_ci
+from .config import (DEFAULT_A_S_PER_TOKEN, DEFAULT_B0, DEFAULT_C_S, BudgetConfig, make_params,
+                     enough_steps, mean_lengths, rates_for_load)
+from .engine import batches
+
+# Fig. 1's engine (notes/004.md sections 5 and 6): b = 512, M = 256 (vLLM's max_num_seqs),
+# prefill cap = b, c = 45.5 ms, b0 = 64, a = 0.18 ms/token (assumed; rho = 0.85 at 14.3 qps).
+FIG1 = dict(budget=512, max_requests=256, prefill_cap=512, c_s=DEFAULT_C_S,
+            a_s_per_token=DEFAULT_A_S_PER_TOKEN, b0=DEFAULT_B0)
+FIG1_LOAD = 0.85
+STABILITY_POLICIES = ("sarathi", "orca", "vllm", "ft")
+# A run "grows" when the tokens in system rise by more than this fraction of the offered token
+# rate lambda (m_p + m_d) (assumed: a bounded queue's fitted slope is noise around 0, an
+# unstable one keeps (offered - served) / offered, tens of percent).
+GROWTH_THRESHOLD = 0.02
+
+
+def _tick(progress, detail: str) -> None:
+    """One unit of work done (a `jaxsched.progress.Progress`, or None)."""
+    if progress is not None:
+        progress.advance(1.0, detail)
+
+
+def verdict(fractions: np.ndarray, overflowed: np.ndarray,
+            threshold: float = GROWTH_THRESHOLD) -> tuple[str, float, float]:
+    """("grows" | "bounded" | "unclear", mean, 95% CI half-width) of per-seed growth fractions:
+    grows when the CI lies above `threshold` (or every seed overflowed its table), bounded when
+    it lies below, unclear otherwise."""
+    mean, _, half, n = mean_ci(fractions)
+    half = 0.0 if n == 1 or not math.isfinite(half) else half
+    if np.all(overflowed > 0) or mean - half > threshold:
+        return "grows", mean, half
+    if mean + half < threshold:
+        return "bounded", mean, half
+    return "unclear", mean, half
+
+
+def _fig1_config(policy: str, horizon: float, burn_in: float, table_size: int,
+                 max_load: float) -> BudgetConfig:
+    """Fig. 1's engine and requests (129 / 112 tokens) for `policy`, with enough scan steps for
+    the largest load of the sweep."""
+    base = BudgetConfig(policy=policy, horizon_s=horizon, burn_in_s=burn_in, table_size=table_size)
+    rates = rates_for_load(base, max_load, **_time_kw())
+    return enough_steps(base, rates, FIG1["c_s"], FIG1["a_s_per_token"], FIG1["b0"])
+
+
+def _time_kw() -> dict:
+    return {k: FIG1[k] for k in ("budget", "c_s", "a_s_per_token", "b0")}
+
+
+def stability(quick: bool = False, seeds: int | None = None, progress=None) -> Report:
+    """Growth of the tokens in system against the load, per policy (module docstring)."""
+    S = seeds or (4 if quick else 8)
+    require_int(S, "--seeds (the growth CI needs at least 3 seeds)", lo=3, hi=4096)
+    loads = (0.7, 0.85, 1.1) if quick else (0.5, 0.7, 0.85, 0.95, 1.05, 1.2)
+    horizon, burn_in = (200.0, 40.0) if quick else (600.0, 100.0)
+    Q = 8192 if quick else 16384
+    rows, growth_panel, traj_panel, verdicts = [], {}, {}, {}
+    for policy in STABILITY_POLICIES:
+        cfg = _fig1_config(policy, horizon, burn_in, Q, max(loads))
+        work = float(mean_lengths(cfg).sum())
+        rates = [rates_for_load(cfg, rho, **_time_kw()) for rho in loads]
+        params = [make_params(cfg, rates=r, **FIG1) for r in rates]
+        results = simulate_points(cfg, params, range(S), warn=False)
+        series = ([], [], [])
+        for rho, r, res in zip(loads, rates, results):
+            m = res.metrics
+            offered = float(r.sum()) * work
+            frac = m["token_growth_per_s"] / offered
+            v, mean, half = verdict(frac, m["overflowed"])
+            verdicts[(policy, rho)] = v
+            g_mean, _, g_half, _ = mean_ci(m["token_growth_per_s"])
+            rows.append(dict(policy=policy, load=rho, rate_qps=float(r.sum()), seeds=S,
+                             growth_tokens_per_s=g_mean, growth_ci95=g_half,
+                             growth_fraction=mean, growth_fraction_ci95=half, verdict=v,
+                             overflowed_seeds=int(np.sum(m["overflowed"] > 0)),
+                             throughput_tokens_per_s=float(m["throughput_tokens_per_s"].mean()),
+                             offered_tokens_per_s=offered,
+                             mean_tokens_in_system=float(m["mean_tokens_in_system"].mean()),
+                             requests_end=float(m["requests_end"].mean()),
+                             latency_mean_s=float(m["latency_mean_s"].mean()),
+                             partial_batch_fraction=float(m["partial_batch_fraction"].mean())))
+            for lst, val in zip(series, (rho, mean, half)):
+                lst.append(val)
+            _tick(progress, f"{policy} rho={rho}")
+        growth_panel[policy] = series
+        # Fig. 1: tokens in system over time at 14.3 qps, one seed.
+        p = make_params(cfg, rates=rates_for_load(cfg, FIG1_LOAD, **_time_kw()), **FIG1)
+        b = batches(simulate(cfg, p, [0], record=True, warn=False), 0)
+        keep = np.unique(np.linspace(0, len(b["start_s"]) - 1, 1500).astype(int))
+        traj_panel[policy] = (b["start_s"][keep], b["tokens"][keep].astype(float),
+                              np.zeros(keep.size))
+    return _stability_report(rows, loads, verdicts, growth_panel, traj_panel, horizon, S)
+
+
+def _stability_report(rows, loads, verdicts, growth_panel, traj_panel, horizon, S) -> Report:
+    below = [rho for rho in loads if rho < 1]
+    above = [rho for rho in loads if rho > 1]
+    checks = [
+        ("Sarathi and Orca bounded at every load below capacity",
+         all(verdicts[(p, rho)] == "bounded" for p in ("sarathi", "orca") for rho in below)),
+        (f"vLLM and FasterTransformer grow at Fig. 1's load rho = {FIG1_LOAD} (14.3 qps)",
+         all(verdicts[(p, FIG1_LOAD)] == "grows" for p in ("vllm", "ft"))),
+        ("every policy grows above capacity (Theorem 1(b))",
+         all(verdicts[(p, rho)] == "grows" for p in STABILITY_POLICIES for rho in above)),
+    ]
+    table = markdown_table(
+        ["policy", "rho", "qps", "growth (tokens/s)", "growth / offered", "verdict",
+         "overflowed", "throughput (tokens/s)", "mean tokens in system", "partial batches"],
+        [[r["policy"], f"{r['load']:.2f}", f"{r['rate_qps']:.2f}",
+          f"{r['growth_tokens_per_s']:.1f} ± {r['growth_ci95']:.1f}",
+          f"{r['growth_fraction']:.3f} ± {r['growth_fraction_ci95']:.3f}", r["verdict"],
+          f"{r['overflowed_seeds']}/{S}", f"{r['throughput_tokens_per_s']:.0f}",
+          f"{r['mean_tokens_in_system']:.0f}", f"{r['partial_batch_fraction']:.2f}"]
+         for r in rows])
+    largest = {p: max([rho for rho in loads if verdicts[(p, rho)] == "bounded"], default=None)
+               for p in STABILITY_POLICIES}
+    md = (f"Fig. 1's engine: b = 512, M = 256, prefill cap 512, t(b') = 45.5 ms + 0.18 ms/token "
+          f"x (b' - 64)^+ (a assumed), requests of 129 prefill + 112 decode tokens, Poisson "
+          f"arrivals; {horizon:.0f} s per run, {S} seeds; growth = least-squares slope of the "
+          f"tokens in system after the burn-in, 'grows' when its 95% CI lies above "
+          f"{GROWTH_THRESHOLD:.0%} of the offered tokens/s.\n\n" + table + "\n\n"
+          + "\n".join(f"- {'PASS' if ok else 'FAIL'}: {name}" for name, ok in checks) + "\n"
+          + "- largest bounded load per policy: " + ", ".join(
+              f"{p} {('none' if v is None else f'{v:.2f}')}" for p, v in largest.items()))
+    plot = dict(kind="curves", panels={
+        "growth of tokens in system / offered tokens (95% CI)": growth_panel,
+        f"tokens in system at rho = {FIG1_LOAD} (14.3 qps), seed 0": traj_panel},
+        axes={"growth of tokens in system / offered tokens (95% CI)": ("load rho", "growth / offered"),
+              f"tokens in system at rho = {FIG1_LOAD} (14.3 qps), seed 0": ("time (s)", "tokens")})
+    return Report("stability", "Paper 004, Fig. 1 and Theorem 1: stability against the load",
+                  rows, md, all(ok for _, ok in checks), plot)
+
+
+EXPERIMENTS = {f.__name__: f for f in (stability,)}
