@@ -142,8 +142,11 @@ def step(config: BudgetConfig, params: BudgetParams, state: BudgetState, record:
     t0 = state.clock
     active = ~state.done
     hit = clock.le(w.end, t0)
-    gen, table, entries, rejected, more_due, inserted = _insert(config, params, state, active & ~hit)
-    decide = active & ~hit & ~more_due
+    # Arrivals due at the clock join even at the end epoch (they are in the end state).
+    gen, table, entries, rejected, more_due, inserted = _insert(config, params, state, active)
+    settled = active & ~more_due
+    hit = hit & settled
+    decide = settled & ~hit
     valid = table.valid
     view = View(valid, table.p, table.type, table.entry, entries % config.table_size)
     dp, dd = POLICIES[config.policy].fn(config, params, view)
@@ -155,7 +158,7 @@ def step(config: BudgetConfig, params: BudgetParams, state: BudgetState, record:
     x_pre = jnp.sum(jnp.where(valid, table.p + table.d, 0), dtype=jnp.int32)
     empty = decide & (load == 0)
     idle = empty & (n_in == 0) & ~gen.exhausted
-    ends = (active & hit) | (empty & ~idle)
+    ends = hit | (empty & ~idle)
     tau = batch_time(config, params, table, dp, dd, load)
     t_end = clock.add(t0, tau)
     new_table, totals = _apply(config, table, state.totals, dp, dd, batch, t_end, w)
@@ -177,7 +180,7 @@ def step(config: BudgetConfig, params: BudgetParams, state: BudgetState, record:
         rejected=totals.rejected + rejected,
         stalled=totals.stalled | (empty & (n_in > 0)),
         steps=totals.steps + active.astype(jnp.int32))
-    totals = _snapshots(config, totals, t0, decide | (active & hit),
+    totals = _snapshots(config, totals, t0, decide | hit,
                         ends & ~hit & (n_in == 0), n_in, x_pre)
     new_clock = clock.where(batch, t_end, clock.where(idle, gen.time, t0))
     new = BudgetState(state.seed, new_clock, state.done | ends, gen, new_table, entries, totals)
