@@ -38,6 +38,8 @@ DEFAULT_LOAD = 0.85
 # Fig. 1's requests: 129 prefill and 112 decode tokens (notes/004.md section 5).
 FIG1_WORKLOAD = Independent(Constant(129), Constant(112), name="fig1")
 MAX_BUDGET = 2**15
+# Request ids of the initial backlog start here (the arrival stream's ids start at 0).
+BACKLOG_ID = 2**30
 # int32 headroom for sums over the table (tokens in system, attention sums).
 INT_LIMIT = 2**30
 PHASES = ("decode", "prefill")
@@ -72,6 +74,10 @@ class BudgetConfig:
     chunk-against-earlier-chunks extension. phase_first, inner_order: `wc` only.
     type_order: `priority` only, the types from highest to lowest priority (None: 0, 1, ...).
     record_members: recorded trajectories also hold the per-slot batch (tests).
+    initial_requests: a backlog, (n_j) requests of each type present at t = 0 (entry order:
+    type 0's first; lengths drawn at ids BACKLOG_ID + b), for the fluid drain time; None: none.
+    drain_fraction: the run is "drained" at the first deciding epoch whose unprocessed tokens
+    are <= this fraction of the backlog's (metric drain_time_s).
     """
     workload: tuple = (FIG1_WORKLOAD,)
     policy: str = "sarathi"
@@ -89,6 +95,8 @@ class BudgetConfig:
     inner_order: str = "fcfs"
     type_order: tuple[int, ...] | None = None
     record_members: bool = False
+    initial_requests: tuple[int, ...] | None = None
+    drain_fraction: float = 0.02
 
     def __post_init__(self):
         object.__setattr__(self, "workload", _laws(self.workload))
@@ -112,6 +120,14 @@ class BudgetConfig:
         require_choice(self.phase_first, "phase_first", PHASES)
         require_choice(self.inner_order, "inner_order", INNER_ORDERS)
         self._check_type_order()
+        if self.initial_requests is not None:
+            n = self.initial_requests
+            require(isinstance(n, (tuple, list)) and len(n) == self.m, "initial_requests",
+                    f"None or a tuple of m = {self.m} request counts", n)
+            n = tuple(require_int(x, f"initial_requests[{j}]", lo=0, hi=Q) for j, x in enumerate(n))
+            require(sum(n) <= Q, "initial_requests", f"summing to <= table_size = {Q}", n)
+            object.__setattr__(self, "initial_requests", n)
+        require_float(self.drain_fraction, "drain_fraction", lo=0.0, hi=1.0, lo_open=True)
         if Q * self.max_len > INT_LIMIT:
             raise ConfigError(
                 f"table_size (Q) * max (prefill + decode) = {Q} * {self.max_len} could overflow "
@@ -147,6 +163,11 @@ class BudgetConfig:
     @property
     def hist_bins(self) -> int:
         return bit_num_bins(self.hist_octave_bits)
+
+    @property
+    def backlog(self) -> int:
+        """Requests present at t = 0."""
+        return 0 if self.initial_requests is None else sum(self.initial_requests)
 
     def snapshot_times(self) -> np.ndarray:
         """float64[G]: the snapshot grid g_k = burn_in + k (horizon - burn_in) / G (s)."""

@@ -22,7 +22,7 @@ from ..histogram import bit_bins
 from ..run import Results
 from ..timing import budget_attention_s, budget_batch_time_s
 from ..workload import arrivals
-from .config import BudgetConfig, BudgetParams, make_params
+from .config import BACKLOG_ID, BudgetConfig, BudgetParams, make_params
 from .metrics import METRICS, finalize as _finalize
 from .policies import POLICIES, View
 from .state import BudgetState, Table, Totals
@@ -34,9 +34,27 @@ KIND_NONE, KIND_INSERT, KIND_BATCH, KIND_IDLE, KIND_END = 0, 1, 2, 3, 4
 def init(config: BudgetConfig, params: BudgetParams, seed) -> BudgetState:
     """Empty system at t = 0 of run `seed` (uint32 scalar), the first arrival precomputed."""
     seed = jnp.asarray(seed, jnp.uint32)
+    table, totals = Table.empty(config.table_size), Totals.zeros(config.hist_bins, config.snapshots)
+    n0 = config.backlog
+    if n0:
+        table, tokens = _backlog(config, seed, table)
+        totals = replace(totals, backlog_tokens=tokens)
     return BudgetState(seed, DF.zeros(), jnp.bool_(False), arrivals.first(config, params, seed),
-                       Table.empty(config.table_size), jnp.int32(0),
-                       Totals.zeros(config.hist_bins, config.snapshots))
+                       table, jnp.int32(n0), totals)
+
+
+def _backlog(config: BudgetConfig, seed, table: Table) -> tuple[Table, jnp.ndarray]:
+    """The table holding config.initial_requests at t = 0 (entries 0.., type 0's first, ids
+    BACKLOG_ID + b), and their unprocessed tokens."""
+    n0 = config.backlog
+    types = jnp.asarray(np.repeat(np.arange(config.m), config.initial_requests), jnp.int32)
+    ids = BACKLOG_ID + jnp.arange(n0, dtype=jnp.int32)
+    vp, vd = request_lengths(config, seed, ids, types)
+    put = lambda a, v: a.at[:n0].set(v)
+    table = replace(table, entry=put(table.entry, jnp.arange(n0, dtype=jnp.int32)),
+                    id=put(table.id, ids), type=put(table.type, types), p=put(table.p, vp),
+                    d=put(table.d, vd), vp=put(table.vp, vp), vd=put(table.vd, vd))
+    return table, jnp.sum(vp + vd, dtype=jnp.int32)
 
 
 def request_lengths(config: BudgetConfig, seed, ids, types) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -180,6 +198,11 @@ def step(config: BudgetConfig, params: BudgetParams, state: BudgetState, record:
         rejected=totals.rejected + rejected,
         stalled=totals.stalled | (empty & (n_in > 0)),
         steps=totals.steps + active.astype(jnp.int32))
+    drains = decide & ~totals.drained & (totals.backlog_tokens > 0) & (
+        x_pre.astype(jnp.float32) <= np.float32(config.drain_fraction)
+        * totals.backlog_tokens.astype(jnp.float32))
+    totals = replace(totals, drained=totals.drained | drains,
+                     drain_s=clock.where(drains, t0, totals.drain_s))
     totals = _snapshots(config, totals, t0, decide | hit,
                         ends & ~hit & (n_in == 0), n_in, x_pre)
     new_clock = clock.where(batch, t_end, clock.where(idle, gen.time, t0))

@@ -8,6 +8,11 @@ data). Reading guide: notes/004.md; the numbers are in the README ("Paper 004").
   over a sweep of the load rho = lambda (m_p + m_d) t_b / b, with 95% CIs over seeds: Sarathi
   and Orca (work-conserving) bounded below capacity, vanilla vLLM and FasterTransformer growing
   at Fig. 1's 14.3 qps, every policy growing above capacity.
+- two_type: section 4.2 and Prop. 2(a). Two request types on one engine start from a backlog;
+  the time until the unprocessed tokens fall to 2% of the backlog's, against the fluid drain
+  time (1 - 0.02) f(0) / delta with the corrected workload f = (m_p + m_d) Z_p + m_d Z_d and
+  delta = b / t_b - sum_j lambda_j (m_p^j + m_d^j); and the two-type load (4.2) at 0.9 kept
+  bounded by the work-conserving policies.
 """
 from __future__ import annotations
 
@@ -19,8 +24,11 @@ from ..errors import require_int
 from ..results import Report, markdown_table
 from ..run import simulate, simulate_points
 from ..stats import mean_ci
-from .config import (DEFAULT_A_S_PER_TOKEN, DEFAULT_B0, DEFAULT_C_S, BudgetConfig, make_params,
-                     enough_steps, mean_lengths, rates_for_load)
+from ..fluid import budget_drain_time_s
+from ..workload import Independent, Poisson
+from .config import (DEFAULT_A_S_PER_TOKEN, DEFAULT_B0, DEFAULT_C_S, BudgetConfig,
+                     capacity_tokens_per_s, enough_steps, make_params, mean_lengths,
+                     rates_for_load)
 from .engine import batches
 
 # Fig. 1's engine (notes/004.md sections 5 and 6): b = 512, M = 256 (vLLM's max_num_seqs),
@@ -152,4 +160,99 @@ def _stability_report(rows, loads, verdicts, growth_panel, traj_panel, horizon, 
                   rows, md, all(ok for _, ok in checks), plot)
 
 
-EXPERIMENTS = {f.__name__: f for f in (stability,)}
+# Section 4.2's two types (assumed: the paper gives no numbers): chat-like 129 / 112 tokens and
+# summarization-like 512 / 32 tokens, Poisson, equal rates; M = b so Orca is work-conserving.
+TWO_TYPES = (Independent(Poisson(129.0), Poisson(112.0), name="chat"),
+             Independent(Poisson(512.0), Poisson(32.0), name="summarize"))
+TWO_TYPE_POLICIES = (("sarathi", {}), ("orca", {}), ("wc_srpt", dict(inner_order="srpt")),
+                     ("vllm", {}))
+DRAIN_FRACTION = 0.02
+
+
+def _policy_of(label: str) -> str:
+    return "wc" if label.startswith("wc") else label
+
+
+def two_type(quick: bool = False, seeds: int | None = None, progress=None) -> Report:
+    """Drain time from a backlog against the fluid model, two types (module docstring)."""
+    S = seeds or (3 if quick else 8)
+    require_int(S, "--seeds (the drain CI needs at least 3 seeds)", lo=3, hi=4096)
+    loads = (0.5,) if quick else (0.5, 0.8)
+    n0, horizon = (250, 300.0) if quick else (500, 700.0)
+    ml = None
+    rows, ok = [], True
+    cap = capacity_tokens_per_s(FIG1["budget"], FIG1["c_s"], FIG1["a_s_per_token"], FIG1["b0"])
+    for label, static in TWO_TYPE_POLICIES:
+        policy = _policy_of(label)
+        base = BudgetConfig(workload=TWO_TYPES, policy=policy, horizon_s=horizon, table_size=8192,
+                            initial_requests=(n0, n0), drain_fraction=DRAIN_FRACTION, **static)
+        ml = mean_lengths(base)
+        rates = [rates_for_load(base, rho, **_time_kw()) for rho in loads]
+        cfg = enough_steps(base, rates[-1], FIG1["c_s"], FIG1["a_s_per_token"], FIG1["b0"])
+        kw = dict(FIG1, max_requests=FIG1["budget"], prefill_cap=1024)
+        results = simulate_points(cfg, [make_params(cfg, rates=r, **kw) for r in rates], range(S),
+                                  warn=False)
+        for rho, r, res in zip(loads, rates, results):
+            m = res.metrics
+            fluid = np.array([budget_drain_time_s((1 - DRAIN_FRACTION) * x0, r, ml[:, 0], ml[:, 1], cap)
+                              for x0 in m["backlog_tokens"]])
+            ratio = m["drain_time_s"] / fluid
+            drained = np.isfinite(ratio)
+            mean, _, half, _ = mean_ci(ratio[drained]) if drained.sum() else (math.nan,) * 4
+            wc = policy != "vllm"
+            good = bool(drained.all()) and abs(mean - 1) <= 0.1 if wc else True
+            ok &= good
+            rows.append(dict(policy=label, load=rho, seeds=S, backlog_per_type=n0,
+                             fluid_drain_s=float(fluid.mean()),
+                             drain_s=float(np.nanmean(m["drain_time_s"])) if drained.any() else math.nan,
+                             ratio=mean, ratio_ci95=half, drained_seeds=int(drained.sum()),
+                             work_conserving=wc, check="PASS" if good else "FAIL"))
+            _tick(progress, f"{label} rho={rho}")
+    steady = [] if quick else _two_type_steady(S, progress)
+    ok &= all(r["verdict"] == "bounded" for r in steady)
+    return _two_type_report(rows, steady, ml, ok, S)
+
+
+def _two_type_steady(S: int, progress) -> list[dict]:
+    """Load (4.2) = 0.9 with two types, no backlog: the growth verdict per work-conserving
+    policy."""
+    out = []
+    for label, static in TWO_TYPE_POLICIES[:3]:
+        base = BudgetConfig(workload=TWO_TYPES, policy=_policy_of(label), horizon_s=600.0,
+                            burn_in_s=100.0, table_size=8192, **static)
+        r = rates_for_load(base, 0.9, **_time_kw())
+        cfg = enough_steps(base, r, FIG1["c_s"], FIG1["a_s_per_token"], FIG1["b0"])
+        m = simulate(cfg, make_params(cfg, rates=r, **dict(FIG1, max_requests=FIG1["budget"])),
+                     range(S), warn=False).metrics
+        offered = float(np.dot(r, mean_lengths(cfg).sum(axis=1)))
+        v, mean, half = verdict(m["token_growth_per_s"] / offered, m["overflowed"])
+        out.append(dict(policy=label, load=0.9, growth_fraction=mean, growth_fraction_ci95=half,
+                        verdict=v))
+        _tick(progress, f"{label} steady")
+    return out
+
+
+def _two_type_report(rows, steady, ml, ok, S) -> Report:
+    table = markdown_table(
+        ["policy", "rho", "fluid drain (s)", "simulated (s)", "simulated / fluid", "drained",
+         "check"],
+        [[r["policy"], f"{r['load']:.2f}", f"{r['fluid_drain_s']:.1f}", f"{r['drain_s']:.1f}",
+          f"{r['ratio']:.3f} ± {r['ratio_ci95']:.3f}", f"{r['drained_seeds']}/{S}", r["check"]]
+         for r in rows])
+    md = (f"Two types on Fig. 1's engine with M = b = 512: chat (m_p, m_d) = ({ml[0, 0]:.1f}, "
+          f"{ml[0, 1]:.1f}) and summarize ({ml[1, 0]:.1f}, {ml[1, 1]:.1f}) tokens, Poisson, equal "
+          f"rates. Each run starts with a backlog of {rows[0]['backlog_per_type']} requests per "
+          f"type; simulated = first batch with unprocessed tokens <= {DRAIN_FRACTION:.0%} of the "
+          f"backlog's; fluid = (1 - {DRAIN_FRACTION}) f(0) / delta per seed, f(0) its realized "
+          "backlog tokens (the corrected workload (m_p + m_d) Z_p + m_d Z_d with every request in "
+          "prefill). Work-conserving policies must be within 10% of the fluid time.\n\n" + table)
+    if steady:
+        md += "\n\nSteady state at two-type load (4.2) = 0.9, no backlog:\n\n" + markdown_table(
+            ["policy", "growth / offered", "verdict"],
+            [[r["policy"], f"{r['growth_fraction']:.3f} ± {r['growth_fraction_ci95']:.3f}",
+              r["verdict"]] for r in steady])
+    return Report("two_type", "Paper 004, section 4.2 and Prop. 2: two types, fluid drain time",
+                  rows + steady, md, bool(ok))
+
+
+EXPERIMENTS = {f.__name__: f for f in (stability, two_type)}

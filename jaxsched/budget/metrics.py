@@ -42,6 +42,9 @@ METRICS = {
                                    "over the snapshots"),
     "requests_end": Metric("count", "requests in system at the end of the run"),
     "tokens_end": Metric("tokens", "unprocessed tokens in system at the end of the run"),
+    "drain_time_s": Metric("s", "first deciding epoch with unprocessed tokens <= drain_fraction "
+                           "of the initial backlog's (nan: no backlog, or never)"),
+    "backlog_tokens": Metric("tokens", "unprocessed tokens of the initial backlog at t = 0"),
     "num_rejected": Metric("count", "arrivals rejected by a full table slot"),
     "overflowed": Metric("flag", "1 if any arrival was rejected (unstable, or Q too small)"),
     "stalled": Metric("flag", "1 if requests were left that no batch would take"),
@@ -95,6 +98,8 @@ def finalize(config: BudgetConfig, state: BudgetState) -> dict[str, np.ndarray]:
         "request_growth_per_s": growth_slopes(t.snap_t, t.snap_n, t.snap_next),
         "requests_end": f(valid.sum(-1)),
         "tokens_end": f(np.where(valid, left, 0).sum(-1)),
+        "drain_time_s": np.where(np.asarray(t.drained), t.drain_s.to_numpy(), np.nan),
+        "backlog_tokens": f(t.backlog_tokens),
         "num_rejected": f(t.rejected),
         "overflowed": f(np.asarray(t.rejected) > 0),
         "stalled": f(t.stalled),

@@ -70,6 +70,9 @@ class Totals(eqx.Module):
     snap_n: jnp.ndarray             # int32 [G] requests in system
     snap_x: jnp.ndarray             # int32 [G] tokens in system (pre-decision)
     snap_next: jnp.ndarray          # int32 snapshots recorded so far
+    backlog_tokens: jnp.ndarray     # int32 unprocessed tokens of the initial backlog
+    drained: jnp.ndarray            # bool: tokens fell to drain_fraction of the backlog's
+    drain_s: DF                     # time of the deciding epoch where that first held (s)
 
     @staticmethod
     def zeros(nbins: int, G: int) -> "Totals":
@@ -78,7 +81,7 @@ class Totals(eqx.Module):
         K = Kahan.zeros
         return Totals(z, WideInt.zeros(), K(), K(), K(), z, h, h, h, K(), K(), K(), z, z, z, z,
                       jnp.bool_(False), z, jnp.zeros((G,), jnp.float32), jnp.zeros((G,), jnp.int32),
-                      jnp.zeros((G,), jnp.int32), z)
+                      jnp.zeros((G,), jnp.int32), z, z, jnp.bool_(False), DF.zeros())
 
 
 class BudgetState(eqx.Module):

@@ -38,7 +38,7 @@ INTERVAL_KINDS = ("shared", "buckets", "relative", "exact")
 
 # jaxsched.budget.POLICIES, experiments
 BUDGET_POLICIES = ("sarathi", "orca", "vllm", "ft", "wc", "priority")
-BUDGET_EXPERIMENTS = ("stability",)
+BUDGET_EXPERIMENTS = ("stability", "two_type")
 
 # Sweepable names per engine: (Config fields, make_params keywords) of `Engine.config_fields()`
 # and `Engine.params_fields()`.

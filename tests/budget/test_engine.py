@@ -240,3 +240,42 @@ def test_simulate_points_equals_simulate():
             np.testing.assert_array_equal(ref.metrics[k], r.metrics[k], err_msg=k)
     with pytest.raises(ConfigError, match="params_list must be a non-empty list"):
         simulate_points(cfg, [], range(2))
+
+
+def test_backlog_drains_in_the_fluid_time():
+    # Prop. 2(a) / section 4.2: a work-conserving engine drains f(0) in f(0) / delta, with the
+    # corrected workload f = (m_p + m_d) Z_p + m_d Z_d (every backlog request is in prefill).
+    from jaxsched.budget.config import capacity_tokens_per_s
+    from jaxsched.budget.experiments import TWO_TYPES
+    from jaxsched.fluid import budget_drain_time_s, budget_workload
+    cfg = BudgetConfig(workload=TWO_TYPES, horizon_s=300.0, table_size=4096,
+                       initial_requests=(250, 250), drain_fraction=0.02)
+    rates = rates_for_load(cfg, 0.5)
+    res = simulate(cfg, make_params(cfg, rates=rates, max_requests=512), range(3))
+    from jaxsched.budget import mean_lengths
+    ml = mean_lengths(cfg)
+    x0 = res.metrics["backlog_tokens"]
+    assert np.mean(x0) == pytest.approx(budget_workload(ml[:, 0], ml[:, 1], [250, 250], [0, 0]),
+                                        rel=0.02)
+    fluid = np.array([budget_drain_time_s(0.98 * x, rates, ml[:, 0], ml[:, 1],
+                                          capacity_tokens_per_s(512)) for x in x0])
+    assert np.mean(res.metrics["drain_time_s"] / fluid) == pytest.approx(1.0, abs=0.1)
+    # The paper's swapped coefficients m_p Z_p + (m_p + m_d) Z_d give f(0) = m_p Z_p here, a
+    # drain time the simulation exceeds by more than the tolerance.
+    swapped = budget_workload(ml[:, 0], np.zeros(2), [250, 250], [0, 0])
+    t_swapped = budget_drain_time_s(0.98 * swapped, rates, ml[:, 0], ml[:, 1],
+                                    capacity_tokens_per_s(512))
+    assert np.mean(res.metrics["drain_time_s"]) / t_swapped > 1.15
+
+
+def test_fluid_drain_time_is_infinite_at_capacity():
+    from jaxsched.fluid import budget_drain_time_s
+    assert budget_drain_time_s(1e6, [10.0], [100.0], [100.0], 2000.0) == float("inf")
+    assert budget_drain_time_s(1e6, [5.0], [100.0], [100.0], 2000.0) == pytest.approx(1e3)
+
+
+def test_backlog_validation():
+    with pytest.raises(ConfigError, match=re.escape("initial_requests must be None or a tuple of m = 1")):
+        BudgetConfig(initial_requests=(1, 2))
+    with pytest.raises(ConfigError, match=re.escape("initial_requests[0] must be an integer >= 0 and <= 64")):
+        BudgetConfig(initial_requests=(65,), table_size=64)

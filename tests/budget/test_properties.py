@@ -130,3 +130,28 @@ def test_engine_matches_reference_many(policy, m, static, data, seed):
         kw["alpha"] = data.draw(st.floats(0.0, 1e-2))
         kw["beta"] = data.draw(st.floats(0.0, 1e-2))
     compare(cfg, kw, seed)
+
+
+def test_backlog_matches_reference():
+    # A backlog present at t = 0 is the reference's requests arriving at time 0, in entry order.
+    from jaxsched.budget import request_lengths
+    from jaxsched.budget.config import BACKLOG_ID
+    import jax.numpy as jnp
+    cfg = BudgetConfig(workload=LAWS, policy="wc", horizon_s=HORIZON, table_size=32,
+                       max_steps=6000, record_members=True, initial_requests=(5, 4),
+                       inner_order="srpt")
+    kw = dict(rates=[0.5, 0.5], budget=9, max_requests=4, c_s=0.3, a_s_per_token=0.01, b0=2)
+    params = make_params(cfg, **kw)
+    types = np.repeat([0, 1], [5, 4])
+    vp, vd = request_lengths(cfg, jnp.uint32(11), jnp.asarray(BACKLOG_ID + np.arange(9)),
+                             jnp.asarray(types))
+    backlog = [(DF(np.float32(0), np.float32(0)), int(t), int(p), int(d))
+               for t, p, d in zip(types, np.asarray(vp), np.asarray(vd))]
+    res = simulate(cfg, params, [11], record=True, warn=False)
+    eng = batches(res, 0)
+    out = ref.simulate(backlog + _requests(cfg, params, 11), "wc", budget=9, max_requests=4,
+                       c=0.3, a=0.01, b0=2, inner_order="srpt", horizon=HORIZON, table_size=32)
+    assert len(out["batches"]) == len(eng["load"])
+    for k, b in enumerate(out["batches"]):
+        assert (eng["t_hi"][k], eng["t_lo"][k]) == (b["t0"].hi, b["t0"].lo)
+        assert eng["load"][k] == b["load"]
