@@ -2,10 +2,13 @@
 
 Engines, one package each, all behind one protocol (`jaxsched.engine`):
 - `jaxsched.dp`: data-parallel decode workers behind a barrier (BF-IO paper),
-- `jaxsched.kv`: one engine under a KV-memory limit (WAIT paper).
+- `jaxsched.kv`: one engine under a KV-memory limit (WAIT paper),
+- `jaxsched.offline`, `jaxsched.interval`: batches present at t = 0 under a KV limit, with
+  known (paper 002) or interval-predicted (paper 003) output lengths,
+- `jaxsched.budget`: one engine with a token budget per batch (paper 004).
 
-Shared by every engine: `simulate` (the runner: seed chunks, devices, progress, early stop) and
-its `Results`, `run_sweep` (grids x seeds, resumable), `multihost`, request workloads
+Shared by every engine: `simulate` (the runner: seed chunks, devices, progress, early stop),
+`simulate_points` (a grid of parameter points in one vmapped run) and its `Results`, `run_sweep` (grids x seeds, resumable), `multihost`, request workloads
 (`workload`), `fluid` models, `timing` and `energy` models, `stats`, `histogram`, `results`
 files, `plots` and the optax `tune`r.
 
@@ -31,6 +34,7 @@ _LAZY = {
     "engine_of": ("jaxsched.engine", "engine_of"), "get_engine": ("jaxsched.engine", "get_engine"),
     "ConfigError": ("jaxsched.errors", "ConfigError"),
     "Results": ("jaxsched.run", "Results"), "simulate": ("jaxsched.run", "simulate"),
+    "simulate_points": ("jaxsched.run", "simulate_points"),
     "run_sweep": ("jaxsched.sweep", "run_sweep"),
     **{name: ("jaxsched.workload", name) for name in (
         "BivariateNormal", "BurstGPTLike", "Constant", "Geometric", "Independent", "Trace",

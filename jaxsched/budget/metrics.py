@@ -110,4 +110,4 @@ def finalize(config: BudgetConfig, state: BudgetState) -> dict[str, np.ndarray]:
     for name, hist in (("ttft", t.ttft_hist), ("tbt", t.tbt_hist), ("latency", t.latency_hist)):
         for tag, q in QUANTILES:
             out[f"{name}_{tag}_s"] = bit_quantile(hist, q)
-    return out
+    return {k: out[k] for k in METRICS}

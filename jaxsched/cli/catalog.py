@@ -65,7 +65,8 @@ SWEEP_FIELDS = {
                   "per_kv_token_s")),
     "budget": (("workload", "policy", "horizon_s", "burn_in_s", "num_requests", "table_size",
                 "arrivals_per_step", "max_steps", "hist_octave_bits", "snapshots", "attention",
-                "attention_prefix", "phase_first", "inner_order", "type_order", "record_members"),
+                "attention_prefix", "phase_first", "inner_order", "type_order", "record_members",
+                "initial_requests", "drain_fraction"),
                ("rates", "budget", "max_requests", "prefill_cap", "K_p", "K_d", "c_s",
                 "a_s_per_token", "b0", "alpha", "beta", "period_s")),
 }

@@ -79,7 +79,7 @@ def _help(*argv: str) -> str:
 @pytest.mark.parametrize("argv, needles", [
     (["run"], ["fcfs_alg2", "round_robin", "(default: 3000)", "(default: 16)",
                "(default: results/run.csv)", "(default: oracle)"]),
-    (["check"], ["ms_lf", "round_lpt", "(default: window)", "(default: 4)"]),
+    (["check"], ["ms_lf", "round_lpt", "(default: window)", "theorems 4, stability 8", "stability"]),
     (["sweep"], ["num_workers", "step_const_s", "capacity_tokens", "burn_in_requests",
                  "(default: 64)", "(default: 1024.0)"]),
     (["kv", "run"], ["nested_wait", "sarathi", "(default: 110000)", "(default: 0.01)"]),
