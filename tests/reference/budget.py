@@ -343,6 +343,7 @@ def simulate(requests, policy, *, budget, max_requests=256, prefill_cap=None, c=
         "idle_fraction": idle / window_s,
         "partial_batch_fraction": w_partial / w_batches if w_batches else 0.0,
         "num_batches": float(len(batches)),
+        "num_departed": float(dep_reqs),
         "num_rejected": float(num_rejected),
         "overflowed": float(num_rejected > 0),
         "requests_end": float(len(queue)),
