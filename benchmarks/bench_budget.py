@@ -32,7 +32,7 @@ from tests.reference import budget as ref
 from tests.reference.kv import DF
 
 _HERE = Path(__file__).resolve().parent
-HORIZON_S = 120.0
+HORIZON_S = 60.0
 QUICK_HORIZON_S = 30.0
 RATE = 14.3
 Q = 1024
