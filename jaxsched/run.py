@@ -291,3 +291,17 @@ def simulate_points(config: Any, params_list: Sequence[Any], seeds: Sequence[int
         t = None if traj is None else {k: v[rows] for k, v in traj.items()}
         out.append(Results(engine.name, config, seeds, m, t, wall))
     return out
+
+
+def trajectory_rows(results: Results, s: int, kind: int) -> dict[str, np.ndarray]:
+    """The recorded steps of seed index s whose "kind" is `kind` (e.g. an engine's batch
+    steps), with start_s and tau_s: float64 values of the double-float words t_hi / t_lo and
+    tau_hi / tau_lo (engines with a continuous clock record them)."""
+    if results.trajectories is None:
+        raise ConfigError("batches() needs simulate(..., record=True)")
+    from .clock import DF
+    rows = results.trajectories["kind"][s] == kind
+    out = {k: v[s][rows] for k, v in results.trajectories.items()}
+    out["start_s"] = DF(out["t_hi"], out["t_lo"]).to_numpy()
+    out["tau_s"] = DF(out["tau_hi"], out["tau_lo"]).to_numpy()
+    return out

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..clock import split12
+from ..workload.arrivals import check_rates
 from ..errors import (ConfigError, require, require_bool, require_choice, require_float,
                       require_int)
 from ..histogram import bit_num_bins
@@ -260,19 +261,7 @@ def offered_load(config: BudgetConfig, rates, budget: int, c_s: float, a_s_per_t
 
 
 def _rates(config: BudgetConfig, rates) -> np.ndarray:
-    allowed = f"an array [m] or [P, m] of numbers with m = {config.m} (requests/s)"
-    require(not isinstance(rates, (str, bytes)), "rates", allowed, rates)
-    try:
-        r = np.asarray(rates, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ConfigError(f"rates must be {allowed}, got {rates!r}") from None
-    if r.ndim == 1:
-        r = r[None, :]
-    require(r.ndim == 2 and r.shape[1] == config.m and r.shape[0] >= 1, "rates", allowed,
-            np.asarray(rates).shape)
-    require(bool(np.all(np.isfinite(r)) and np.all(r > 0)), "rates", "finite and > 0 (requests/s)",
-            r.tolist())
-    return r
+    return check_rates(rates, config.m)
 
 
 def steps_needed(config: BudgetConfig, mean_rate: float, min_batch_s: float) -> int:

@@ -17,9 +17,8 @@ import numpy as np
 from .. import clock
 from ..clock import DF
 from ..engine import Engine
-from ..errors import ConfigError
 from ..histogram import bit_bins
-from ..run import Results
+from ..run import Results, trajectory_rows
 from ..timing import budget_attention_s, budget_batch_time_s
 from ..workload import arrivals
 from .config import BACKLOG_ID, BudgetConfig, BudgetParams, make_params
@@ -267,13 +266,7 @@ def finalize(config: BudgetConfig, params: BudgetParams, state: BudgetState) -> 
 def batches(results: Results, s: int) -> dict[str, np.ndarray]:
     """The batch steps of seed index s of a recorded run: trajectory rows plus start_s and
     tau_s (float64 values of the double-floats)."""
-    if results.trajectories is None:
-        raise ConfigError("batches() needs simulate(..., record=True)")
-    rows = results.trajectories["kind"][s] == KIND_BATCH
-    out = {k: v[s][rows] for k, v in results.trajectories.items()}
-    out["start_s"] = DF(out["t_hi"], out["t_lo"]).to_numpy()
-    out["tau_s"] = DF(out["tau_hi"], out["tau_lo"]).to_numpy()
-    return out
+    return trajectory_rows(results, s, KIND_BATCH)
 
 
 class BudgetEngine(Engine):

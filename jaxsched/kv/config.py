@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..clock import split12
+from ..workload.arrivals import check_rates
 from .policies import POLICIES
 from ..histogram import bit_num_bins
 from ..errors import (ConfigError, require, require_bool, require_choice, require_float,
@@ -201,20 +202,7 @@ class KVParams(eqx.Module):
 
 
 def _rates(config: KVConfig, rates) -> np.ndarray:
-    allowed = f"an array [m] or [P, m] of numbers with m = {config.m}"
-    # Strings would parse as numbers one by one; ragged nesting does not make an array.
-    require(not isinstance(rates, (str, bytes)), "rates", allowed, rates)
-    try:
-        r = np.asarray(rates, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ConfigError(f"rates must be {allowed} (requests/s), got {rates!r}") from None
-    if r.ndim == 1:
-        r = r[None, :]
-    require(r.ndim == 2 and r.shape[1] == config.m and r.shape[0] >= 1, "rates",
-            f"an array [m] or [P, m] with m = {config.m}", np.asarray(rates).shape)
-    require(bool(np.all(np.isfinite(r)) and np.all(r > 0)), "rates",
-            "finite and > 0 (requests/s)", r.tolist())
-    return r
+    return check_rates(rates, config.m)
 
 
 def work_per_request(config: KVConfig) -> np.ndarray:

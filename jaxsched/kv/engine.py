@@ -16,9 +16,8 @@ import numpy as np
 from .. import clock
 from ..clock import DF
 from ..engine import Engine
-from ..errors import ConfigError
 from ..histogram import bit_bins
-from ..run import Results
+from ..run import Results, trajectory_rows
 from ..timing import iteration_time_s, priced_iteration_time_s
 from ..workload import arrivals
 from .config import INT_LIMIT, KVConfig, KVParams, make_params
@@ -280,13 +279,7 @@ def finalize(config: KVConfig, params: KVParams, state: KVState) -> dict[str, np
 def batches(results: Results, s: int) -> dict[str, np.ndarray]:
     """The batch epochs (kind 2) of seed index s of a recorded run: trajectory rows plus
     start_s and tau_s (float64 values of the double-floats)."""
-    if results.trajectories is None:
-        raise ConfigError("batches() needs simulate(..., record=True)")
-    rows = results.trajectories["kind"][s] == KIND_BATCH
-    out = {k: v[s][rows] for k, v in results.trajectories.items()}
-    out["start_s"] = DF(out["t_hi"], out["t_lo"]).to_numpy()
-    out["tau_s"] = DF(out["tau_hi"], out["tau_lo"]).to_numpy()
-    return out
+    return trajectory_rows(results, s, KIND_BATCH)
 
 
 class KVEngine(Engine):

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import clock, rng
 from ..clock import DF
+from ..errors import ConfigError, require
 
 
 class ArrivalState(eqx.Module):
@@ -35,6 +36,25 @@ class ArrivalState(eqx.Module):
     type: jnp.ndarray
     num_arrived: jnp.ndarray
     exhausted: jnp.ndarray
+
+
+def check_rates(rates, m: int) -> np.ndarray:
+    """Host: per-type arrival rates as float64 [P, m] (P >= 1 periods), from [m] or [P, m]
+    numbers that are finite and > 0 (requests/s); one ConfigError naming `rates` otherwise."""
+    allowed = f"an array [m] or [P, m] of numbers with m = {m} (requests/s)"
+    # Strings would parse as numbers one by one; ragged nesting does not make an array.
+    require(not isinstance(rates, (str, bytes)), "rates", allowed, rates)
+    try:
+        r = np.asarray(rates, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError(f"rates must be {allowed}, got {rates!r}") from None
+    if r.ndim == 1:
+        r = r[None, :]
+    require(r.ndim == 2 and r.shape[1] == m and r.shape[0] >= 1, "rates", allowed,
+            np.asarray(rates).shape)
+    require(bool(np.all(np.isfinite(r)) and np.all(r > 0)), "rates",
+            "finite and > 0 (requests/s)", r.tolist())
+    return r
 
 
 def gap_s(params, seed, index) -> jnp.ndarray:

@@ -332,7 +332,7 @@ CLI_CASES = [
     ("budget-run-seeds-zero", ["budget", "run", "--seeds", "0"], r"--seeds"),
     ("budget-exp-unknown", ["budget", "experiment", "fig99"], r"experiment"),
     ("check-stability-seeds-two", ["check", "stability", "--seeds", "2"], r"--seeds"),
-    ("check-unknown", ["check", "lemmas"], r"check"),
+    ("check-unknown-names-stability", ["check", "lemmas"], r"stability"),
     # --- jaxsched tune
     ("tune-unknown", ["tune", "e9"], r"e9"),
     ("tune-steps-zero", ["tune", "e3", "--steps", "0"], r"--steps"),
