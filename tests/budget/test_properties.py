@@ -108,7 +108,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("policy,m,static", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), seed=st.integers(0, 2**31 - 1))
 def test_engine_matches_reference(policy, m, static, data, seed):
     cfg = _config(policy, m, **static)
