@@ -273,14 +273,19 @@ def steps_needed(config: BudgetConfig, mean_rate: float, min_batch_s: float) -> 
     return int(math.ceil(1.1 * (config.horizon_s / min_batch_s + 2 * arrivals) + 16))
 
 
+def min_batch_s(c_s: float, a_s_per_token: float, b0: int) -> float:
+    """t(1) (s), the shortest batch; ConfigError unless it is > 0 (a batch must take time)."""
+    t1 = batch_time_s(1, c_s, a_s_per_token, b0)
+    require(t1 > 0, "c_s", "> 0, or a_s_per_token > 0 with b0 = 0 (a batch must take time)", c_s)
+    return t1
+
+
 def enough_steps(config: BudgetConfig, rates, c_s: float = DEFAULT_C_S,
                  a_s_per_token: float = DEFAULT_A_S_PER_TOKEN, b0: int = DEFAULT_B0) -> BudgetConfig:
     """`config` with max_steps = `steps_needed` at the time-averaged total rate of `rates`
     ([m] or [P, m] requests/s): the smallest bound make_params accepts."""
     r = _rates(config, rates)
-    t1 = batch_time_s(1, c_s, a_s_per_token, b0)
-    require(t1 > 0, "c_s", "> 0, or a_s_per_token > 0 with b0 = 0 (a batch must take time)", c_s)
-    need = steps_needed(config, float(r.sum(axis=1).mean()), t1)
+    need = steps_needed(config, float(r.sum(axis=1).mean()), min_batch_s(c_s, a_s_per_token, b0))
     return dataclasses.replace(config, max_steps=need)
 
 
@@ -305,8 +310,7 @@ def make_params(config: BudgetConfig, *, rates=None, budget: int = DEFAULT_BUDGE
     c = require_float(c_s, "c_s", lo=0.0)
     a = require_float(a_s_per_token, "a_s_per_token", lo=0.0)
     b0 = require_int(b0, "b0", lo=0, hi=INT_LIMIT)
-    t1 = batch_time_s(1, c, a, b0)
-    require(t1 > 0, "c_s", "> 0, or a_s_per_token > 0 with b0 = 0 (a batch must take time)", c)
+    t1 = min_batch_s(c, a, b0)
     cap = b if prefill_cap is None else require_int(prefill_cap, "prefill_cap", lo=1, hi=INT_LIMIT)
     if config.policy in ("vllm", "ft"):
         require(cap >= config.max_prompt, "prefill_cap",

@@ -78,7 +78,8 @@ def _insert(config: BudgetConfig, params: BudgetParams, state: BudgetState, acti
                                               active, config.arrivals_per_step)
     ok = buf["ok"]
     oki = ok.astype(jnp.int32)
-    slot = (state.entries + jnp.cumsum(oki) - oki) % Q
+    entry = state.entries + jnp.cumsum(oki) - oki        # entry number of each accepted row
+    slot = entry % Q
     t = state.table
     bad = ok & (t.entry[slot] >= 0)
     put = ok & (jnp.cumsum(bad.astype(jnp.int32)) == 0)
@@ -87,7 +88,7 @@ def _insert(config: BudgetConfig, params: BudgetParams, state: BudgetState, acti
     s = lambda a, v: a.at[at].set(v, mode="drop")
     arrival = DF(s(t.arrival.hi, buf["hi"]), s(t.arrival.lo, buf["lo"]))
     last = DF(s(t.last.hi, buf["hi"]), s(t.last.lo, buf["lo"]))
-    table = Table(s(t.entry, state.entries + jnp.cumsum(oki) - oki), s(t.id, buf["id"]),
+    table = Table(s(t.entry, entry), s(t.id, buf["id"]),
                   s(t.type, buf["type"]), arrival, s(t.p, vp), s(t.d, vd), s(t.vp, vp), s(t.vd, vd),
                   last, s(t.ttft, 0.0))
     n_put = jnp.sum(put, dtype=jnp.int32)

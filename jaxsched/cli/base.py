@@ -156,6 +156,15 @@ def require_what(value: str | None, what: str, choices) -> str:
     return value.lower()
 
 
+def save_seed_rows(res, columns: dict, out, conf) -> int:
+    """Write one CSV row per seed of `res` (the run's `columns` first) to `out`, print where the
+    results and options went; the exit status (1 if the file had to go elsewhere)."""
+    from ..results import seed_rows, write_csv
+    written, ok = save(lambda p: write_csv(p, seed_rows(res, columns)), out, "--out")
+    print(f"\nresults: {written}\noptions: {conf}")
+    return 0 if ok else 1
+
+
 def print_metrics(res, n_seeds: int) -> None:
     """Each metric of a run's Results as mean and 95% CI half-width over its seeds, in a
     markdown table on stdout."""

@@ -9,8 +9,9 @@ import argparse
 import sys
 
 from ..errors import require_float, require_int
-from ..outputs import check_file, save
-from .base import command, config_path, print_metrics, run_experiment, write_resolved
+from ..outputs import check_file
+from .base import (command, config_path, print_metrics, run_experiment, save_seed_rows,
+                   write_resolved)
 from .catalog import BUDGET_EXPERIMENTS, BUDGET_POLICIES
 
 
@@ -50,12 +51,9 @@ def cmd_budget_run(a: argparse.Namespace) -> int:
     print_metrics(res, n_seeds)
     if out is None:
         return 0
-    from ..results import seed_rows, write_csv
     columns = {"policy": a.policy, "lengths": workload.name, "rate_qps": float(sum(rates)),
                "budget": a.budget, "max_requests": a.max_requests, "horizon_s": a.horizon}
-    written, ok = save(lambda p: write_csv(p, seed_rows(res, columns)), out, "--out")
-    print(f"\nresults: {written}\noptions: {conf}")
-    return 0 if ok else 1
+    return save_seed_rows(res, columns, out, conf)
 
 
 def cmd_budget_experiment(a: argparse.Namespace) -> int:

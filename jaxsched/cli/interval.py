@@ -9,8 +9,9 @@ import argparse
 import sys
 
 from ..errors import require_int
-from ..outputs import check_file, save
-from .base import command, config_path, print_metrics, run_experiment, write_resolved
+from ..outputs import check_file
+from .base import (command, config_path, print_metrics, run_experiment, save_seed_rows,
+                   write_resolved)
 from .catalog import (INTERVAL_EXPERIMENTS, INTERVAL_KINDS, INTERVAL_POLICIES, INTERVAL_WORKLOADS,
                       OFFLINE_STEP_MODELS)
 
@@ -31,7 +32,6 @@ def cmd_interval_run(a: argparse.Namespace) -> int:
     CSV row per seed."""
     from ..interval import IntervalConfig, make_params, simulate
     from ..offline.compare import STEP_MODELS
-    from ..results import seed_rows, write_csv
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
     spec = _intervals(a)
@@ -49,9 +49,7 @@ def cmd_interval_run(a: argparse.Namespace) -> int:
     columns = {"policy": a.policy, "workload": a.workload, "n": cfg.n, "intervals": spec.name,
                "capacity_tokens": a.capacity, "step_model": a.step_model,
                "eviction_key": a.eviction_key, "amax_order": a.amax_order}
-    written, ok = save(lambda p: write_csv(p, seed_rows(res, columns)), out, "--out")
-    print(f"\nresults: {written}\noptions: {conf}")
-    return 0 if ok else 1
+    return save_seed_rows(res, columns, out, conf)
 
 
 def cmd_interval_experiment(a: argparse.Namespace) -> int:

@@ -11,7 +11,8 @@ import time
 
 from ..errors import ConfigError, require_int
 from ..outputs import check_dir, check_file, save
-from .base import command, config_path, print_metrics, require_what, write_resolved
+from .base import (command, config_path, print_metrics, require_what, save_seed_rows,
+                   write_resolved)
 from .catalog import (KV_CAPACITY_RULES, KV_DEFAULT_CAPACITY_TOKENS, KV_DEFAULT_D0_S,
                       KV_DEFAULT_D1_S_PER_TOKEN, KV_EXPERIMENTS, KV_POLICIES)
 
@@ -57,7 +58,6 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
     """One kv configuration over several seeds: prints each metric's mean and 95% CI and, with
     --out, writes one CSV row per seed."""
     from ..kv import KVConfig, make_params, simulate
-    from ..results import seed_rows, write_csv
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=4096)
     out = None if a.out is None else check_file(a.out, "--out")
     cfg = KVConfig(prefill_tokens=_kv_ints(a.prefill, "--prefill"),
@@ -82,9 +82,7 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
                "thresholds": "/".join(map(str, map(int, params.thresholds))),
                "capacity_tokens": a.capacity, "d0_s": a.d0, "d1_s_per_token": a.d1,
                "num_requests": a.num_requests, "table_size": a.table_size}
-    written, ok = save(lambda p: write_csv(p, seed_rows(res, columns)), out, "--out")
-    print(f"\nresults: {written}\noptions: {conf}")
-    return 0 if ok else 1
+    return save_seed_rows(res, columns, out, conf)
 
 
 def cmd_kv_experiment(a: argparse.Namespace) -> int:

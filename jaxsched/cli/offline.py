@@ -8,8 +8,9 @@ import argparse
 import sys
 
 from ..errors import ConfigError, require_int
-from ..outputs import check_file, save
-from .base import command, config_path, print_metrics, run_experiment, write_resolved
+from ..outputs import check_file
+from .base import (command, config_path, print_metrics, run_experiment, save_seed_rows,
+                   write_resolved)
 from .catalog import (OFFLINE_EXPERIMENTS, OFFLINE_POLICIES, OFFLINE_STEP_MODELS,
                       OFFLINE_WORKLOADS)
 
@@ -20,7 +21,6 @@ def cmd_offline_run(a: argparse.Namespace) -> int:
     from ..offline import OfflineConfig, make_params, simulate
     from ..offline.compare import STEP_MODELS
     from ..offline.workloads import named
-    from ..results import seed_rows, write_csv
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
     try:
@@ -40,9 +40,7 @@ def cmd_offline_run(a: argparse.Namespace) -> int:
         return 0
     columns = {"policy": a.policy, "workload": a.workload, "n": cfg.n, "capacity_tokens": M,
                "step_model": a.step_model}
-    written, ok = save(lambda p: write_csv(p, seed_rows(res, columns)), out, "--out")
-    print(f"\nresults: {written}\noptions: {conf}")
-    return 0 if ok else 1
+    return save_seed_rows(res, columns, out, conf)
 
 
 def cmd_offline_experiment(a: argparse.Namespace) -> int:
