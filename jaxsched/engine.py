@@ -37,7 +37,8 @@ from .errors import ConfigError
 
 # name -> module holding `ENGINE`. Adding an engine adds one line here.
 ENGINE_MODULES = {"dp": "jaxsched.dp", "kv": "jaxsched.kv", "offline": "jaxsched.offline",
-                  "interval": "jaxsched.interval", "budget": "jaxsched.budget"}
+                  "interval": "jaxsched.interval", "budget": "jaxsched.budget",
+                  "network": "jaxsched.network"}
 
 
 # Units whose per-seed values are whole numbers (written as integers in results files).

@@ -39,6 +39,13 @@ STREAM_ORDER = 10
 # admission and eviction orders, drawn by `hash_step` (index = job, step = t).
 STREAM_TIE_ADMIT = 12
 STREAM_TIE_EVICT = 13
+# network engine (paper 004 §4, docs/network-semantics.md): the sizes of stage s >= 1 are drawn
+# with the stage seed hash3(seed, s, STREAM_STAGE); the random router's draw per request id.
+STREAM_STAGE = 14
+STREAM_ROUTE = 15
+# trace-driven arrivals (docs/budget-semantics.md): the replay's starting row, hash3(seed, 0,
+# tag) mod n. 63 keeps it clear of the sequential tags above and of `uniform`'s stream * 64 + sub.
+STREAM_TRACE_START = 63
 
 
 def mix32(x: jnp.ndarray) -> jnp.ndarray:

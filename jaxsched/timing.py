@@ -7,7 +7,9 @@ paper, eq. (1)), tokens = prefill tokens plus decode context tokens of the batch
 (jaxsched.clock) computed from exact products only. priced_iteration_time_s: the same with
 prefill tokens at a price of their own (restarts are recomputation, dearer than decoding).
 budget_batch_time_s: a batch of token load b' lasts c + a * max(0, b' - b0) seconds (paper 004,
-eq. (2.3)): flat until the GPU is compute-bound at b0 tokens, linear after.
+eq. (2.3)): flat until the GPU is compute-bound at b0 tokens, linear after; budget_attention_s
+adds its long-context term (A.1), kv_excess_tokens and budget_memory_overhead_s its KV-memory
+overhead (A.2) (docs/budget-semantics.md §2 step 5).
 """
 from __future__ import annotations
 
@@ -82,5 +84,51 @@ def budget_attention_s(tau: DF, sq_prefill: jnp.ndarray, context_decode: jnp.nda
     """
     for coef, total in ((alpha, sq_prefill), (beta, context_decode), (alpha, prefix_prefill)):
         term = jnp.asarray(coef, jnp.float32) * jnp.asarray(total, jnp.int32).astype(jnp.float32)
+        tau = clock.add_f32(tau, clock.fence(term, fence_word))
+    return tau
+
+
+def kv_excess_tokens(kv: jnp.ndarray, older: jnp.ndarray, limit) -> jnp.ndarray:
+    """int32[Q] x_i: the KV tokens of each batch member beyond the memory limit (A.2).
+
+    kv: int32[Q] KV tokens each member holds after the batch (P_i + D_i + its batch tokens; 0
+    for non-members). older: int32[Q] sum of kv over the members that entered before it (an
+    FCFS exclusive prefix sum). limit: int32 L (tokens). The excess E = max(0, sum kv - L) is
+    charged to the newest members first (reverse FCFS: the requests a scheduler would swap out
+    or preempt first), x_i = clip(E - newer_i, 0, kv_i), newer_i = the kv of later members;
+    so sum x_i = E and at most one member is charged in part. All int32 (sum kv <= 2^30 is the
+    caller's bound).
+    """
+    kv = jnp.asarray(kv, jnp.int32)
+    total = jnp.sum(kv, dtype=jnp.int32)
+    newer = total - jnp.asarray(older, jnp.int32) - kv
+    excess = jnp.maximum(total - jnp.asarray(limit, jnp.int32), 0)
+    return jnp.clip(excess - newer, 0, kv)
+
+
+def budget_memory_overhead_s(tau: DF, x: jnp.ndarray, quadratic: bool, c1, c2, fence_word) -> DF:
+    """tau + sum over the requests with x_i > 0 of o(x_i) (s, double-float), paper 004's (A.3):
+    o(x) = c1 x + c2 (swapping: a1, a2) or, with `quadratic`, c1 x^2 + c2 (recomputation: b1,
+    b2). x: int32[Q] excess KV tokens (`kv_excess_tokens`; x_i^2 < 2^31 for quadratic).
+
+    Exact int32 sums, then one float32 product each, fenced (no FMA) and added to tau in this
+    order, so a NumPy float32 reference reproduces the result bitwise: linear, c1 * X then
+    c2 * N (X = sum x_i <= 2^30, N = #{x_i > 0}); quadratic, (c1 2^16) * S_hi, c1 * S_lo,
+    c2 * N, with S_hi = sum (x_i^2 >> 16) and S_lo = sum (x_i^2 & 0xFFFF) (sum x_i^2 = S_hi
+    2^16 + S_lo; each half stays below 2^31 for at most 2^15 members). int32 -> float32 rounds
+    to nearest even, as NumPy does.
+    """
+    x = jnp.asarray(x, jnp.int32)
+    n = jnp.sum(x > 0, dtype=jnp.int32)
+    c1 = jnp.asarray(c1, jnp.float32)
+    if quadratic:
+        sq = x * x
+        s_hi = jnp.sum(sq >> 16, dtype=jnp.int32)
+        s_lo = jnp.sum(sq & 0xFFFF, dtype=jnp.int32)
+        terms = ((c1 * np.float32(65536.0), s_hi), (c1, s_lo), (c2, n))
+    else:
+        terms = ((c1, jnp.sum(x, dtype=jnp.int32)), (c2, n))
+    for coef, total in terms:
+        term = jnp.asarray(coef, jnp.float32) * total.astype(jnp.float32)
         tau = clock.add_f32(tau, clock.fence(term, fence_word))
     return tau

@@ -1,9 +1,11 @@
 """Validated configuration of the budget engine: static `BudgetConfig` and traced `BudgetParams`.
 
 `BudgetConfig` fixes shapes and code paths (changing it recompiles): the request types' length
-laws, the policy and its static options, the horizon, the table size. `BudgetParams` holds the
-numbers a sweep may vary without recompiling: arrival rates, the token budget b, the caps M and
-prefill_cap, K_p and K_d, and the batch-time constants (c, a, b0, alpha, beta). Every invalid
+laws, the policy and its static options, the horizon, the table size, the arrival mode (Poisson
+or a replayed trace) and the batch-time terms switched on. `BudgetParams` holds the numbers a
+sweep may vary without recompiling: arrival rates or the trace's rate_scale (and the trace's
+arrays), the token budget b, the caps M and prefill_cap, K_p and K_d, and the batch-time
+constants (c, a, b0, alpha, beta, the KV limit and the A.2 overhead coefficients). Every invalid
 value raises one `ConfigError` naming the field and the allowed range, before anything
 compiles. Semantics: docs/budget-semantics.md.
 """
@@ -18,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..clock import split12
-from ..workload.arrivals import check_rates
+from ..workload.arrivals import check_rates, trace_gaps_s, trace_max_arrivals
 from ..errors import (ConfigError, require, require_bool, require_choice, require_float,
                       require_int)
 from ..histogram import bit_num_bins
@@ -45,7 +47,29 @@ BACKLOG_ID = 2**30
 INT_LIMIT = 2**30
 PHASES = ("decode", "prefill")
 INNER_ORDERS = ("fcfs", "srpt")
+ARRIVAL_MODES = ("poisson", "trace")
+MEMORY_OVERHEADS = ("off", "swap", "recompute")
+# recompute's x_i^2 is an int32 (docs §2 step 5): requests may hold at most this many tokens.
+MAX_RECOMPUTE_LEN = 46340
+# Bounds of the trace's time scale (arrival times are divided by it).
+RATE_SCALE_RANGE = (1e-6, 1e6)
 _LAWS = (Independent, BivariateNormal, BurstGPTLike, Trace)
+
+
+def _trace_law(workload) -> tuple:
+    """The one timed `Trace` a trace-mode config replays, as a 1-tuple: >= 2 rows whose
+    timestamps span > 0 s (the replay's mean gap must be > 0, or every arrival would fall at
+    t = 0)."""
+    law = workload[0] if isinstance(workload, tuple) and len(workload) == 1 else workload
+    require(isinstance(law, Trace) and law.arrival_s is not None, "workload",
+            "a Trace with arrival times (read_trace(path, times=True)) when arrival_mode is "
+            "'trace'", workload if not isinstance(law, Trace) else f"Trace {law.name} without "
+            "arrival_s")
+    t = law.arrival_s
+    require(t.size >= 2 and t[-1] > t[0], "workload", "a Trace with >= 2 rows whose arrival "
+            "times span > 0 s when arrival_mode is 'trace' (its mean gap sets the wrap-around)",
+            f"Trace {law.name}: {t.size} rows spanning {t[-1] - t[0] if t.size else 0.0} s")
+    return (law,)
 
 
 def _laws(workload) -> tuple:
@@ -79,6 +103,12 @@ class BudgetConfig:
     type 0's first; lengths drawn at ids BACKLOG_ID + b), for the fluid drain time; None: none.
     drain_fraction: the run is "drained" at the first deciding epoch whose unprocessed tokens
     are <= this fraction of the backlog's (metric drain_time_s).
+    arrival_mode: "poisson" (the typed Poisson stream at make_params' rates) or "trace" (replay
+    the timestamps of the one law in `workload`, a `Trace` read with times=True, at
+    make_params' rate_scale; each request's lengths are its row's; docs §1). One type, no
+    backlog.
+    memory_overhead: the KV-memory overhead term of (A.2) in the batch time (docs §2 step 5):
+    "off", "swap" (a1 x + a2 per request over the limit) or "recompute" (b1 x^2 + b2).
     """
     workload: tuple = (FIG1_WORKLOAD,)
     policy: str = "sarathi"
@@ -98,9 +128,14 @@ class BudgetConfig:
     record_members: bool = False
     initial_requests: tuple[int, ...] | None = None
     drain_fraction: float = 0.02
+    arrival_mode: str = "poisson"
+    memory_overhead: str = "off"
 
     def __post_init__(self):
-        object.__setattr__(self, "workload", _laws(self.workload))
+        require_choice(self.arrival_mode, "arrival_mode", ARRIVAL_MODES)
+        require_choice(self.memory_overhead, "memory_overhead", MEMORY_OVERHEADS)
+        laws = _trace_law(self.workload) if self.trace else _laws(self.workload)
+        object.__setattr__(self, "workload", laws)
         require_choice(self.policy, "policy", POLICIES)
         h = require_float(self.horizon_s, "horizon_s", lo=0.0, hi=1e7, lo_open=True)
         object.__setattr__(self, "horizon_s", h)
@@ -121,6 +156,9 @@ class BudgetConfig:
         require_choice(self.phase_first, "phase_first", PHASES)
         require_choice(self.inner_order, "inner_order", INNER_ORDERS)
         self._check_type_order()
+        require(not (self.trace and self.initial_requests is not None), "initial_requests",
+                "None when arrival_mode is 'trace' (the replay is the only source of requests)",
+                self.initial_requests)
         if self.initial_requests is not None:
             n = self.initial_requests
             require(isinstance(n, (tuple, list)) and len(n) == self.m, "initial_requests",
@@ -147,6 +185,11 @@ class BudgetConfig:
     def m(self) -> int:
         """Number of request types."""
         return len(self.workload)
+
+    @property
+    def trace(self) -> bool:
+        """Arrivals replay a trace's timestamps (arrival_mode "trace")."""
+        return self.arrival_mode == "trace"
 
     @property
     def max_prompt(self) -> int:
@@ -185,6 +228,12 @@ class BudgetParams(eqx.Module):
     b0: int32 tokens. alpha, beta: float32 (s/token^2) of the attention term (A.1).
     rate_max, inv_rate_max, type_cdf [P, m], period_s, inv_period_s: the arrival stream
     (jaxsched.workload.arrivals). fence: int32 -1 (jaxsched.clock.fence).
+    rate_scale, inv_rate_scale: float32 time scale of a replayed trace and its reciprocal (1 in
+    Poisson mode). trace_gap_s: float32[n] replay gaps (s, `arrivals.trace_gaps_s`);
+    trace_prompt, trace_output: int32[n] the rows' lengths (tokens); [1] zeros in Poisson mode.
+    kv_limit: int32 KV tokens the batch may hold before (A.2) charges (INT_LIMIT when off).
+    mem_c1, mem_c2: float32 coefficients of the selected overhead, swap (a1 s/token, a2 s) or
+    recompute (b1 s/token^2, b2 s); 0 when off.
     """
     budget: jnp.ndarray
     max_requests: jnp.ndarray
@@ -203,6 +252,14 @@ class BudgetParams(eqx.Module):
     period_s: jnp.ndarray
     inv_period_s: jnp.ndarray
     fence: jnp.ndarray
+    rate_scale: jnp.ndarray
+    inv_rate_scale: jnp.ndarray
+    trace_gap_s: jnp.ndarray
+    trace_prompt: jnp.ndarray
+    trace_output: jnp.ndarray
+    kv_limit: jnp.ndarray
+    mem_c1: jnp.ndarray
+    mem_c2: jnp.ndarray
 
 
 def _marginal_mean(m) -> float | None:
@@ -217,8 +274,15 @@ def _marginal_mean(m) -> float | None:
 
 def mean_lengths(config: BudgetConfig) -> np.ndarray:
     """float64[m, 2]: (m_p, m_d) per type, exact for Constant / Poisson / tabled marginals of an
-    `Independent` law, else the mean of 2^16 draws (seed 0) of the law."""
+    `Independent` law and for a replayed trace (its row means), else the mean of 2^16 draws
+    (seed 0) of the law."""
     out = np.zeros((config.m, 2))
+    if config.trace:
+        # The replay visits every row once per period: the row means are exact.
+        law = config.workload[0]
+        out[0] = [float(np.mean(law.prompt, dtype=np.float64)),
+                  float(np.mean(law.output, dtype=np.float64))]
+        return out
     for j, law in enumerate(config.workload):
         exact = ([_marginal_mean(law.prompt), _marginal_mean(law.output)]
                  if isinstance(law, Independent) else [None, None])
@@ -264,6 +328,42 @@ def _rates(config: BudgetConfig, rates) -> np.ndarray:
     return check_rates(rates, config.m)
 
 
+def trace_token_rate(config: BudgetConfig, rate_scale: float = 1.0) -> float:
+    """Offered tokens/s of a replayed trace: sum over rows of (v_p + v_d) per replay period
+    (n mean gaps of trace time), times rate_scale."""
+    law = config.workload[0]
+    period = float(trace_gaps_s(law.arrival_s).sum())
+    work = float(np.sum(law.prompt, dtype=np.float64) + np.sum(law.output, dtype=np.float64))
+    return rate_scale * work / period
+
+
+def trace_load(config: BudgetConfig, rate_scale: float, budget: int = DEFAULT_BUDGET,
+               c_s: float = DEFAULT_C_S, a_s_per_token: float = DEFAULT_A_S_PER_TOKEN,
+               b0: int = DEFAULT_B0) -> float:
+    """rho = offered tokens/s / (b / t_b) of a replayed trace at `rate_scale` (eq. (2.3) only:
+    the attention and memory terms make the real capacity smaller)."""
+    capacity = capacity_tokens_per_s(budget, c_s, a_s_per_token, b0)
+    return trace_token_rate(config, rate_scale) / capacity
+
+
+def _check_rate_scale(config: BudgetConfig, rate_scale) -> float:
+    """rate_scale as a float: in RATE_SCALE_RANGE in trace mode (None: 1), None otherwise."""
+    if not config.trace:
+        require(rate_scale is None, "rate_scale", "None unless BudgetConfig.arrival_mode is "
+                "'trace' (Poisson arrivals are set by rates)", rate_scale)
+        return 1.0
+    if rate_scale is None:
+        return 1.0
+    lo, hi = RATE_SCALE_RANGE
+    return require_float(rate_scale, "rate_scale", lo=lo, hi=hi)
+
+
+def _trace_arrivals(config: BudgetConfig, rate_scale: float) -> int:
+    """The most requests a replay at rate_scale can bring within the horizon (any seed)."""
+    n = trace_max_arrivals(config.workload[0].arrival_s, config.horizon_s * rate_scale)
+    return n if config.num_requests is None else min(n, config.num_requests)
+
+
 def steps_needed(config: BudgetConfig, mean_rate: float, min_batch_s: float) -> int:
     """Scan steps a run may need to reach its horizon (docs §5): horizon / t(1) batches plus two
     steps per expected arrival, with a 10% margin."""
@@ -280,12 +380,22 @@ def min_batch_s(c_s: float, a_s_per_token: float, b0: int) -> float:
     return t1
 
 
-def enough_steps(config: BudgetConfig, rates, c_s: float = DEFAULT_C_S,
-                 a_s_per_token: float = DEFAULT_A_S_PER_TOKEN, b0: int = DEFAULT_B0) -> BudgetConfig:
+def enough_steps(config: BudgetConfig, rates=None, c_s: float = DEFAULT_C_S,
+                 a_s_per_token: float = DEFAULT_A_S_PER_TOKEN, b0: int = DEFAULT_B0,
+                 rate_scale: float | None = None) -> BudgetConfig:
     """`config` with max_steps = `steps_needed` at the time-averaged total rate of `rates`
-    ([m] or [P, m] requests/s): the smallest bound make_params accepts."""
-    r = _rates(config, rates)
-    need = steps_needed(config, float(r.sum(axis=1).mean()), min_batch_s(c_s, a_s_per_token, b0))
+    ([m] or [P, m] requests/s), or in trace mode at the most arrivals a replay at
+    `rate_scale` (None: 1) can bring within the horizon: the smallest bound make_params
+    accepts."""
+    t1 = min_batch_s(c_s, a_s_per_token, b0)
+    if config.trace:
+        require(rates is None, "rates", "None when arrival_mode is 'trace' (the trace's "
+                "timestamps set the arrivals; scale them with rate_scale)", rates)
+        arrivals = _trace_arrivals(config, _check_rate_scale(config, rate_scale))
+        need = steps_needed(config, arrivals / config.horizon_s, t1)
+    else:
+        r = _rates(config, rates)
+        need = steps_needed(config, float(r.sum(axis=1).mean()), t1)
     return dataclasses.replace(config, max_steps=need)
 
 
@@ -293,7 +403,11 @@ def make_params(config: BudgetConfig, *, rates=None, budget: int = DEFAULT_BUDGE
                 max_requests: int = DEFAULT_MAX_REQUESTS, prefill_cap: int | None = None,
                 K_p: int | None = None, K_d: int | None = None, c_s: float = DEFAULT_C_S,
                 a_s_per_token: float = DEFAULT_A_S_PER_TOKEN, b0: int = DEFAULT_B0,
-                alpha: float = 0.0, beta: float = 0.0, period_s: float = 1.0) -> BudgetParams:
+                alpha: float = 0.0, beta: float = 0.0, period_s: float = 1.0,
+                rate_scale: float | None = None, kv_limit_tokens: int | None = None,
+                swap_a1_s_per_token: float = 0.0, swap_a2_s: float = 0.0,
+                recompute_b1_s_per_token2: float = 0.0,
+                recompute_b2_s: float = 0.0) -> BudgetParams:
     """Validated BudgetParams (docs/budget-semantics.md §5).
 
     rates: [m] or [P, m] requests/s (P periods of period_s seconds, cyclic); None: equal rates
@@ -302,6 +416,12 @@ def make_params(config: BudgetConfig, *, rates=None, budget: int = DEFAULT_BUDGE
     None: b). K_p, K_d: `wc`'s FCFS windows (None: unlimited). c_s (s), a_s_per_token
     (s/token), b0 (tokens): eq. (2.3), defaults c = 45.5 ms, a = 0.18 ms/token (assumed),
     b0 = 64. alpha, beta (s/token^2): the attention term (A.1), used when config.attention.
+    rate_scale: trace mode only (None: 1): the trace's arrival times are divided by it (2.0 =
+    twice the trace's rate); rates must then be None.
+    kv_limit_tokens: the KV memory limit L (tokens) of (A.2), required when
+    config.memory_overhead is "swap" or "recompute" (None otherwise). swap_a1_s_per_token,
+    swap_a2_s: o(x) = a1 x + a2 ("swap"); recompute_b1_s_per_token2, recompute_b2_s:
+    o(x) = b1 x^2 + b2 ("recompute"); the other mode's coefficients must stay 0.
     """
     require(isinstance(config, BudgetConfig), "config", "a BudgetConfig (budget.make_params "
             "builds the budget engine's params)", type(config).__name__)
@@ -328,8 +448,25 @@ def make_params(config: BudgetConfig, *, rates=None, budget: int = DEFAULT_BUDGE
         require(need <= INT_LIMIT, "budget", f"with b^2 and min(b, M) * max length <= {INT_LIMIT} "
                 "(int32 attention sums)", b)
     period = require_float(period_s, "period_s", lo=0.0, lo_open=True)
-    r = _rates(config, rates_for_load(config, DEFAULT_LOAD, b, c, a, b0) if rates is None else rates)
-    cum = np.cumsum(r, axis=1, dtype=np.float64)
+    scale = _check_rate_scale(config, rate_scale)
+    kv_limit, mem_c1, mem_c2 = _memory_params(config, b, M, kv_limit_tokens, swap_a1_s_per_token,
+                                              swap_a2_s, recompute_b1_s_per_token2, recompute_b2_s)
+    if config.trace:
+        require(rates is None, "rates", "None when arrival_mode is 'trace' (the trace's "
+                "timestamps set the arrivals; scale them with rate_scale)", rates)
+        arrivals = _trace_arrivals(config, scale)
+        require(arrivals <= INT_LIMIT / 2, "horizon_s", f"such that the replay brings <= "
+                f"{INT_LIMIT // 2} requests (int32 counter), got {arrivals} at rate_scale "
+                f"{scale:g}", config.horizon_s)
+        # The stream's Poisson fields are unused; they hold the replay's worst-case mean rate.
+        cum = np.array([[max(arrivals, 1) / config.horizon_s]])
+        law = config.workload[0]
+        trace_arrays = (trace_gaps_s(law.arrival_s).astype(np.float32), law.prompt, law.output)
+    else:
+        r = _rates(config, rates_for_load(config, DEFAULT_LOAD, b, c, a, b0) if rates is None
+                   else rates)
+        cum = np.cumsum(r, axis=1, dtype=np.float64)
+        trace_arrays = (np.zeros(1, np.float32), np.zeros(1, np.int32), np.zeros(1, np.int32))
     lam_max = float(cum[:, -1].max())
     require(config.horizon_s * lam_max <= INT_LIMIT / 2, "horizon_s",
             f"<= {INT_LIMIT / 2 / lam_max:.6g} s (int32 candidate counter at {lam_max:.6g}/s)",
@@ -346,4 +483,43 @@ def make_params(config: BudgetConfig, *, rates=None, budget: int = DEFAULT_BUDGE
         alpha=jnp.float32(al), beta=jnp.float32(be), rate_max=jnp.float32(lam_max),
         inv_rate_max=jnp.float32(1.0 / lam_max),
         type_cdf=jnp.asarray((cum / lam_max).astype(np.float32)), period_s=jnp.float32(period),
-        inv_period_s=jnp.float32(1.0 / period), fence=jnp.int32(-1))
+        inv_period_s=jnp.float32(1.0 / period), fence=jnp.int32(-1),
+        rate_scale=jnp.float32(scale), inv_rate_scale=jnp.float32(1.0 / scale),
+        trace_gap_s=jnp.asarray(trace_arrays[0], jnp.float32),
+        trace_prompt=jnp.asarray(trace_arrays[1], jnp.int32),
+        trace_output=jnp.asarray(trace_arrays[2], jnp.int32),
+        kv_limit=i32(kv_limit), mem_c1=jnp.float32(mem_c1), mem_c2=jnp.float32(mem_c2))
+
+
+def _memory_params(config: BudgetConfig, b: int, M: int, kv_limit_tokens, a1, a2, b1,
+                   b2) -> tuple[int, float, float]:
+    """(kv_limit, c1, c2) of the (A.2) overhead selected by config.memory_overhead, validated:
+    the limit is required when the term is on and None when off; the coefficients of the mode
+    not selected must be 0; the int32 sums of docs §2 step 5 must not overflow."""
+    mode = config.memory_overhead
+    coef = {"swap_a1_s_per_token": a1, "swap_a2_s": a2, "recompute_b1_s_per_token2": b1,
+            "recompute_b2_s": b2}
+    mine = {"swap": ("swap_a1_s_per_token", "swap_a2_s"),
+            "recompute": ("recompute_b1_s_per_token2", "recompute_b2_s")}.get(mode, ())
+    vals = {}
+    for name, v in coef.items():
+        x = require_float(v, name, lo=0.0)
+        require(name in mine or x == 0.0, name, f"0 unless BudgetConfig.memory_overhead is "
+                f"'{name.split('_')[0]}' (it is {mode!r})", v)
+        vals[name] = x
+    if mode == "off":
+        require(kv_limit_tokens is None, "kv_limit_tokens", "None unless BudgetConfig."
+                "memory_overhead is 'swap' or 'recompute'", kv_limit_tokens)
+        return INT_LIMIT, 0.0, 0.0
+    require(kv_limit_tokens is not None, "kv_limit_tokens", f"an integer >= 0 (the KV memory "
+            f"limit, tokens) when BudgetConfig.memory_overhead is {mode!r}", kv_limit_tokens)
+    L = require_int(kv_limit_tokens, "kv_limit_tokens", lo=0, hi=INT_LIMIT)
+    # The batch's KV sum and the charged x_i are int32: min(b, M) members of <= max_len each.
+    require(min(b, M) * config.max_len <= INT_LIMIT, "budget", f"with min(b, M) * max length "
+            f"<= {INT_LIMIT} (int32 KV sums of memory_overhead)", b)
+    if mode == "recompute":
+        require(config.max_len <= MAX_RECOMPUTE_LEN, "memory_overhead", f"'swap' or 'off' when "
+                f"a request can hold more than {MAX_RECOMPUTE_LEN} tokens (recompute's x^2 is "
+                f"an int32)", f"recompute with max length {config.max_len}")
+    c1, c2 = (vals[k] for k in mine)
+    return L, c1, c2

@@ -19,7 +19,10 @@ from ..clock import DF
 from ..engine import Engine
 from ..histogram import bit_bins
 from ..run import Results, trajectory_rows
-from ..timing import budget_attention_s, budget_batch_time_s
+from kernels import prefix_by_id
+
+from ..timing import (budget_attention_s, budget_batch_time_s, budget_memory_overhead_s,
+                      kv_excess_tokens)
 from ..workload import arrivals
 from .config import BACKLOG_ID, BudgetConfig, BudgetParams, make_params
 from .metrics import METRICS, finalize as _finalize
@@ -56,9 +59,16 @@ def _backlog(config: BudgetConfig, seed, table: Table) -> tuple[Table, jnp.ndarr
     return table, jnp.sum(vp + vd, dtype=jnp.int32)
 
 
-def request_lengths(config: BudgetConfig, seed, ids, types) -> tuple[jnp.ndarray, jnp.ndarray]:
+def request_lengths(config: BudgetConfig, seed, ids, types,
+                    params: BudgetParams | None = None) -> tuple[jnp.ndarray, jnp.ndarray]:
     """(v_p, v_d) int32 (shape of ids) of requests `ids` of types `types`: type j's law drawn at
-    the request id (docs §1)."""
+    the request id, or in trace mode the lengths of the replayed row of each id
+    (`arrivals.trace_row`; needs `params`) (docs §1)."""
+    if config.trace:
+        if params is None:
+            raise TypeError("request_lengths: trace mode reads the lengths from params")
+        row = arrivals.trace_row(params, seed, ids)
+        return params.trace_prompt[row], params.trace_output[row]
     vp = jnp.zeros(jnp.shape(ids), jnp.int32)
     vd = jnp.zeros(jnp.shape(ids), jnp.int32)
     for j, law in enumerate(config.workload):
@@ -83,7 +93,7 @@ def _insert(config: BudgetConfig, params: BudgetParams, state: BudgetState, acti
     t = state.table
     bad = ok & (t.entry[slot] >= 0)
     put = ok & (jnp.cumsum(bad.astype(jnp.int32)) == 0)
-    vp, vd = request_lengths(config, state.seed, buf["id"], buf["type"])
+    vp, vd = request_lengths(config, state.seed, buf["id"], buf["type"], params)
     at = jnp.where(put, slot, Q)
     s = lambda a, v: a.at[at].set(v, mode="drop")
     arrival = DF(s(t.arrival.hi, buf["hi"]), s(t.arrival.lo, buf["lo"]))
@@ -97,17 +107,28 @@ def _insert(config: BudgetConfig, params: BudgetParams, state: BudgetState, acti
 
 
 def batch_time(config: BudgetConfig, params: BudgetParams, table: Table, dp, dd, load) -> DF:
-    """Duration (s, double-float) of the batch (dp, dd): eq. (2.3), plus the attention term
-    (A.1) when config.attention (jaxsched.timing)."""
+    """Duration (s, double-float) of the batch (dp int32[Q], dd bool[Q]) on the pre-loading
+    `table`: eq. (2.3), plus the attention term (A.1) when config.attention, plus the
+    KV-memory overhead (A.2) when config.memory_overhead is on (jaxsched.timing; docs §2
+    step 5, in that order)."""
     tau = budget_batch_time_s(load, params.c_s, params.a_hi, params.a_lo, params.b0)
-    if not config.attention:
-        return tau
     P = table.vp - table.p
     D = table.vd - table.d
-    s1 = jnp.sum(dp * dp, dtype=jnp.int32)
-    s2 = jnp.sum(jnp.where(dd, P + D, 0), dtype=jnp.int32)
-    s3 = jnp.sum(dp * P, dtype=jnp.int32) if config.attention_prefix else jnp.int32(0)
-    return budget_attention_s(tau, s1, s2, s3, params.alpha, params.beta, params.fence)
+    if config.attention:
+        s1 = jnp.sum(dp * dp, dtype=jnp.int32)
+        s2 = jnp.sum(jnp.where(dd, P + D, 0), dtype=jnp.int32)
+        s3 = jnp.sum(dp * P, dtype=jnp.int32) if config.attention_prefix else jnp.int32(0)
+        tau = budget_attention_s(tau, s1, s2, s3, params.alpha, params.beta, params.fence)
+    if config.memory_overhead != "off":
+        member = (dp > 0) | dd
+        kv = jnp.where(member, P + D + dp + dd.astype(jnp.int32), 0)
+        # FCFS prefix sums from the oldest member's slot: members are valid entries, all
+        # within Q consecutive entry numbers, so ring order from there is entry order.
+        base = jnp.argmin(jnp.where(member, table.entry, jnp.iinfo(jnp.int32).max))
+        x = kv_excess_tokens(kv, prefix_by_id(kv, base.astype(jnp.int32)), params.kv_limit)
+        tau = budget_memory_overhead_s(tau, x, config.memory_overhead == "recompute",
+                                       params.mem_c1, params.mem_c2, params.fence)
+    return tau
 
 
 class _Window(eqx.Module):

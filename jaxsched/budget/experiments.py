@@ -13,6 +13,11 @@ data). Reading guide: notes/004.md; the numbers are in the README ("Paper 004").
   time (1 - 0.02) f(0) / delta with the corrected workload f = (m_p + m_d) Z_p + m_d Z_d and
   delta = b / t_b - sum_j lambda_j (m_p^j + m_d^j); and the two-type load (4.2) at 0.9 kept
   bounded by the work-conserving policies.
+- fig9: section 5, Fig. 9. Sarathi-Serve with token budgets 128, 512 and 1024 on the Azure
+  LLM inference 2023 conversation trace, replayed at its timestamps (time-scaled) with each
+  request's lengths from its row, the attention term (A.1) with the chunk-against-earlier-chunks
+  extension on; TTFT and end-to-end latency quantiles per budget over seeds (each seed replays
+  the trace from its own starting row), and whether the paper's three findings hold here.
 """
 from __future__ import annotations
 
@@ -20,15 +25,15 @@ import math
 
 import numpy as np
 
-from ..errors import require_int
-from ..results import Report, markdown_table
+from ..errors import require, require_float, require_int
+from ..results import Report, markdown_table, mean_ci_column
 from ..run import simulate, simulate_points
 from ..stats import mean_ci
 from ..fluid import budget_drain_time_s
-from ..workload import Independent, Poisson
+from ..workload import Independent, Poisson, read_trace
 from .config import (DEFAULT_A_S_PER_TOKEN, DEFAULT_B0, DEFAULT_C_S, BudgetConfig,
                      capacity_tokens_per_s, enough_steps, make_params, mean_lengths,
-                     rates_for_load)
+                     rates_for_load, trace_load, trace_token_rate)
 from .engine import batches
 
 # Fig. 1's engine (notes/004.md sections 5 and 6): b = 512, M = 256 (vLLM's max_num_seqs),
@@ -255,4 +260,212 @@ def _two_type_report(rows, steady, ml, ok, S) -> Report:
                   rows + steady, md, bool(ok))
 
 
-EXPERIMENTS = {f.__name__: f for f in (stability, two_type)}
+# ------------------------------------------------------------------------------------- Fig. 9
+# The paper names the model (CodeLlama-34B) and the trace ("real production conversation
+# traces", "high arrival rate") but gives no batch-time constants, attention coefficients or
+# rate. Every number below is assumed; each is a parameter of `fig9`.
+FIG9_BUDGETS = (128, 512, 1024)
+# alpha: attention per (query, key) pair relative to the linear layers' per-token cost a. For
+# CodeLlama-34B (48 layers, d_model 8192) a pair costs 4 d 48 = 1.6 MFLOP against 2 * 34e9 =
+# 68 GFLOP per token, so alpha = a * 1.6e6 / 68e9 = 4e-9 s at a = 0.18 ms/token.
+FIG9_ALPHA_S = 4e-9
+# beta: decode attention is memory-bound: each context token's KV (2 x 48 layers x 8 KV heads
+# x 128 x 2 bytes = 196 KB) read once per decode step at ~4 TB/s (two A100s) = 5e-8 s.
+# At the trace's lengths (m_p = 1155, m_d = 211) the attention terms add ~0.023 s per request
+# to the ~0.25 s of eq. (2.3): ~9%, a modest fraction of the batch time.
+FIG9_BETA_S = 5e-8
+# rate_scale: the trace offers 7554 tokens/s at its own rate (5.5 requests/s); 0.40 gives
+# rho = 0.74 of b / t_b at b = 512 (c = 45.5 ms, a = 0.18 ms/token, b0 = 64), ~0.81 with the
+# attention terms: high but below capacity on average, while the trace's bursts (a minute can
+# bring 1.6x the mean) overload it for a while. b = 1024 has more capacity (rho = 0.64) and
+# b = 128 less (rho = 1.35: overloaded, its queue grows through the run).
+FIG9_RATE_SCALE = 0.40
+# M = b: Sarathi takes one decode token per decoding request with no request cap (the paper's
+# policy; vLLM's max_num_seqs would bind at b = 512 and 1024 only in bursts).
+# A budget's median latency is "much worse" when it is at least this many times the best
+# other budget's (assumed; the paper's red line is several times the others).
+MUCH_WORSE = 2.0
+# Sizes: (horizon s, burn-in s, seeds, table slots); the table holds every request a run can
+# have in system at b = 128 without rejecting one at the default rate.
+FIG9_FULL = (1200.0, 120.0, 12, 2048)
+FIG9_QUICK = (400.0, 60.0, 3, 1024)
+_FIG9_QUANTILES = ("p50", "p90", "p99")
+
+
+def fig9_trace_path():
+    """../shared/data/azure_llm_2023_conv.csv beside the checkout or the working directory
+    (`jaxsched.offline.workloads.azure_default_path`)."""
+    from ..offline.workloads import azure_default_path
+    return azure_default_path()
+
+
+def fig9(quick: bool = False, seeds: int | None = None, progress=None, *, trace_path=None,
+         budgets=FIG9_BUDGETS, rate_scale: float = FIG9_RATE_SCALE, alpha: float = FIG9_ALPHA_S,
+         beta: float = FIG9_BETA_S, c_s: float = DEFAULT_C_S,
+         a_s_per_token: float = DEFAULT_A_S_PER_TOKEN, b0: int = DEFAULT_B0,
+         horizon_s: float | None = None, burn_in_s: float | None = None,
+         table_size: int | None = None) -> Report:
+    """Sarathi's token budget against TTFT and end-to-end latency on the Azure conversation
+    trace (module docstring; constants FIG9_*). One static config (the budgets are traced), so
+    the budgets x seeds runs share one compilation (`simulate_points`). Seed s replays the
+    trace from its own starting row (docs/budget-semantics.md §1); every budget sees the same
+    requests per seed, so differences between budgets are paired."""
+    H, burn, S0, Q = FIG9_QUICK if quick else FIG9_FULL
+    H = H if horizon_s is None else horizon_s
+    burn = burn if burn_in_s is None else burn_in_s
+    Q = Q if table_size is None else table_size
+    S = seeds or S0
+    require_int(S, "--seeds (the latency CIs need at least 2 seeds)", lo=2, hi=4096)
+    budgets = tuple(require_int(b, "budgets", lo=1) for b in budgets)
+    require(len(budgets) >= 2 and len(set(budgets)) == len(budgets), "budgets",
+            "at least two distinct token budgets", budgets)
+    rate_scale = require_float(rate_scale, "rate_scale", lo=0.0, lo_open=True)
+    trace = read_trace(fig9_trace_path() if trace_path is None else trace_path, times=True)
+    base = BudgetConfig(workload=(trace,), arrival_mode="trace", policy="sarathi", horizon_s=H,
+                        burn_in_s=burn, table_size=Q, attention=True, attention_prefix=True,
+                        hist_octave_bits=6)
+    cfg = enough_steps(base, None, c_s, a_s_per_token, b0, rate_scale=rate_scale)
+    timing = dict(c_s=c_s, a_s_per_token=a_s_per_token, b0=b0)
+    params = [make_params(cfg, rate_scale=rate_scale, budget=b, max_requests=b, alpha=alpha,
+                          beta=beta, **timing) for b in budgets]
+    results = simulate_points(cfg, params, range(S), warn=False, progress=progress)
+    rows = []
+    for b, res in zip(budgets, results):
+        m = res.metrics
+        row = dict(budget=b, seeds=S, rate_scale=rate_scale,
+                   load=trace_load(cfg, rate_scale, b, **timing),
+                   offered_tokens_per_s=trace_token_rate(cfg, rate_scale))
+        for name in ("ttft", "latency"):
+            for tag in _FIG9_QUANTILES:
+                mean, _, half, _ = mean_ci(m[f"{name}_{tag}_s"])
+                row[f"{name}_{tag}_s"] = mean
+                row[f"{name}_{tag}_ci95"] = half
+        row.update(tbt_mean_s=float(m["tbt_mean_s"].mean()),
+                   throughput_tokens_per_s=float(m["throughput_tokens_per_s"].mean()),
+                   mean_requests_in_system=float(m["mean_requests_in_system"].mean()),
+                   requests_end=float(m["requests_end"].mean()),
+                   num_departed=float(m["num_departed"].mean()),
+                   overflowed_seeds=int(np.sum(m["overflowed"] > 0)),
+                   unfinished_seeds=int(np.sum(m["done"] == 0)))
+        rows.append(row)
+    return _fig9_report(rows, results, budgets, cfg, trace, alpha, beta, timing, S)
+
+
+def _paired(results, budgets, metric: str, b: int, other: int) -> tuple[float, float]:
+    """Mean and 95% CI half-width over seeds of metric(other) - metric(b) (same requests)."""
+    i, j = budgets.index(b), budgets.index(other)
+    d = results[j].metrics[metric] - results[i].metrics[metric]
+    mean, _, half, _ = mean_ci(d)
+    return mean, half
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """Two-sided exact sign-test p-value of `wins` against `losses` (ties left out): under no
+    difference each untied pair is a fair coin."""
+    n, k = wins + losses, min(wins, losses)
+    if n == 0:
+        return 1.0
+    return min(1.0, 2.0 * sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n)
+
+
+# Significance level of the sign tests behind fig9's verdicts.
+FIG9_LEVEL = 0.05
+
+
+def _lowest(results, budgets, metric: str, b: int) -> tuple[str, str]:
+    """("yes" | "no" | "unclear", detail): is budget b's `metric` the lowest? Paired over the
+    seeds (every budget replays the same requests per seed), by a two-sided sign test at
+    FIG9_LEVEL: "yes" when b is lower than every other budget significantly often, "no" when
+    some other budget is lower than b significantly often, "unclear" otherwise. A sign test,
+    not a t interval: a few seeds replaying a burst dominate the differences' variance."""
+    means = {x: float(np.mean(r.metrics[metric])) for x, r in zip(budgets, results)}
+    mine = results[budgets.index(b)].metrics[metric]
+    parts, beats, beaten = [], [], []
+    for o in budgets:
+        if o == b:
+            continue
+        theirs = results[budgets.index(o)].metrics[metric]
+        # The log-histogram quantiles resolve ~1%, so close runs often read the same: ties.
+        w, l = int(np.sum(mine < theirs)), int(np.sum(mine > theirs))
+        p = sign_test_p(w, l)
+        beats.append(w > l and p < FIG9_LEVEL)
+        beaten.append(l > w and p < FIG9_LEVEL)
+        d, h = _paired(results, budgets, metric, b, o)
+        parts.append(f"b = {o}: {means[o]:.3g} s, {d:+.3g} ± {h:.2g} s paired; b = {b} lower "
+                     f"in {w}, higher in {l}, equal in {mine.size - w - l} of {mine.size} "
+                     f"seeds, sign test p = {p:.2g}")
+    detail = f"b = {b}: {means[b]:.3g} s; " + "; ".join(parts)
+    verdict = "yes" if all(beats) else ("no" if any(beaten) else "unclear")
+    return verdict, detail
+
+
+def _fig9_report(rows, results, budgets, cfg, trace, alpha, beta, timing, S) -> Report:
+    cols = [f"{n}_{t}_s" for n in ("latency", "ttft") for t in _FIG9_QUANTILES]
+    cells = {c: mean_ci_column([r.metrics[c] for r in results]) for c in cols}
+    table = markdown_table(
+        ["b", "rho", "E2E p50 (s)", "E2E p90 (s)", "E2E p99 (s)", "TTFT p50 (s)", "TTFT p90 (s)",
+         "TTFT p99 (s)", "mean TBT (s)", "throughput (tokens/s)", "requests at end",
+         "overflowed"],
+        [[str(r["budget"]), f"{r['load']:.2f}", *(cells[c][k] for c in cols),
+          f"{r['tbt_mean_s']:.3f}", f"{r['throughput_tokens_per_s']:.0f}",
+          f"{r['requests_end']:.0f}", f"{r['overflowed_seeds']}/{S}"]
+         for k, r in enumerate(rows)])
+    findings = []                       # (CSV column, finding, verdict, detail)
+    if 512 in budgets:
+        v, detail = _lowest(results, budgets, "latency_p50_s", 512)
+        findings.append(("moderate_lowest_e2e", "a moderate budget (512) gives the lowest "
+                         "median E2E latency", v, detail))
+    top = max(budgets)
+    v, detail = _lowest(results, budgets, "ttft_p50_s", top)
+    findings.append(("largest_lowest_ttft", f"the largest budget ({top}) gives the lowest "
+                     "median TTFT", v, detail))
+    low = min(budgets)
+    p50 = {b: float(np.mean(r.metrics["latency_p50_s"])) for b, r in zip(budgets, results)}
+    best_other = min(v for b, v in p50.items() if b != low)
+    ratio = p50[low] / best_other
+    findings.append(("smallest_much_worse", f"the smallest budget ({low}) is much worse "
+                     f"(median E2E >= {MUCH_WORSE:g}x the best other budget's)",
+                     "yes" if ratio >= MUCH_WORSE else "no",
+                     f"{p50[low]:.3g} s = {ratio:.2f}x {best_other:.3g} s"))
+    c_ms, a_ms = timing["c_s"] * 1e3, timing["a_s_per_token"] * 1e3
+    span = trace.arrival_s[-1] - trace.arrival_s[0]
+    md = (f"Sarathi-Serve (decode first, chunked prefill, M = b) on `{trace.name}` "
+          f"({trace.prompt.size} requests over {span:.0f} s; m_p = "
+          f"{trace.prompt.mean():.0f}, m_d = {trace.output.mean():.0f} tokens), replayed at "
+          f"rate_scale {rows[0]['rate_scale']:g} ({rows[0]['offered_tokens_per_s']:.0f} tokens/s "
+          f"offered), each seed from its own starting row. t(b') = {c_ms:g} ms + {a_ms:g} "
+          f"ms/token x (b' - {timing['b0']})^+ + alpha sum dp (dp + P) + beta sum_decode (P + D), "
+          f"alpha = {alpha:g} s, beta = {beta:g} s (assumed). {cfg.horizon_s:.0f} s per run, "
+          f"metrics after {cfg.burn_in_s:.0f} s, {S} seeds; quantiles are per seed "
+          f"(log-histograms, 64 bins per octave), shown as mean ± 95% CI over seeds; rho = "
+          f"offered tokens/s / (b / t_b) without the attention terms.\n\n" + table
+          + "\n\nThe paper's findings (section 5), judged from these numbers: the budgets "
+          f"compared seed by seed (same requests), two-sided sign test at {FIG9_LEVEL:g} "
+          "(unclear: not significant either way); differences as mean ± 95% CI over seeds:\n\n"
+          + "\n".join(f"- {v.upper()}: {name} ({detail})" for _, name, v, detail in findings))
+    over = [r["budget"] for r in rows if r["load"] >= 1]
+    if over:
+        md += ("\n\nb = " + ", ".join(map(str, over)) + " is above capacity at this rate "
+               "(rho >= 1): its queue grows through the run, so its latencies grow with the "
+               "horizon.")
+    ok = all(r["overflowed_seeds"] == 0 and r["unfinished_seeds"] == 0 for r in rows)
+    if not ok:
+        md += ("\n\nSome runs overflowed their table or did not reach the horizon: raise "
+               "table_size (the numbers above leave rejected requests out).")
+    x = list(budgets)
+    panel = lambda name: {tag: (x, [r[f"{name}_{tag}_s"] for r in rows],
+                                [r[f"{name}_{tag}_ci95"] for r in rows])
+                          for tag in _FIG9_QUANTILES}
+    ylabel = "seconds (mean over seeds, 95% CI)"
+    plot = dict(kind="curves",
+                panels={"end-to-end latency": panel("latency"),
+                        "time to first token": panel("ttft")},
+                axes={"end-to-end latency": ("token budget b", ylabel),
+                      "time to first token": ("token budget b", ylabel)})
+    for r in rows:
+        r.update({key: v for key, _, v, _ in findings})
+    return Report("fig9", "Paper 004, Fig. 9: Sarathi's token budget against latency (Azure "
+                  "conversation trace)", rows, md, ok, plot)
+
+
+EXPERIMENTS = {f.__name__: f for f in (stability, two_type, fig9)}

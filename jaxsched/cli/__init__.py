@@ -1,7 +1,8 @@
 """The command line: `jaxsched run | sweep | reproduce | check | kv | tune | offline | interval |
-budget`.
+budget | network`.
 
-One module per engine adds its commands (`dp`, `kv`, `offline`, `interval`, `budget`); `sweep` works for every engine; `base`
+One module per engine adds its commands (`dp`, `kv`, `offline`, `interval`, `budget`,
+`network`); `sweep` works for every engine; `base`
 holds what they share (one-line errors, defaults in help, `--config FILE.toml`). Parsers import
 no engine (and so no JAX): `--help` and `--version` answer at once, and a command imports
 what it runs when it runs. Every invalid input prints one `jaxsched: error: ...` line naming the
@@ -14,7 +15,7 @@ import sys
 
 from .. import __version__
 from ..errors import ConfigError
-from . import budget, dp, interval, kv, offline, sweep
+from . import budget, dp, interval, kv, network, offline, sweep
 from .base import HelpFormatter, Parser, resolve
 
 
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     offline.add_parsers(sub)
     interval.add_parsers(sub)
     budget.add_parsers(sub)
+    network.add_parsers(sub)
     return p
 
 

@@ -38,7 +38,11 @@ INTERVAL_KINDS = ("shared", "buckets", "relative", "exact")
 
 # jaxsched.budget.POLICIES, experiments
 BUDGET_POLICIES = ("sarathi", "orca", "vllm", "ft", "wc", "priority")
-BUDGET_EXPERIMENTS = ("stability", "two_type")
+BUDGET_EXPERIMENTS = ("stability", "two_type", "fig9")
+
+# jaxsched.network.ROUTERS, experiments
+NETWORK_ROUTERS = ("random", "fewest_requests", "fewest_tokens")
+NETWORK_EXPERIMENTS = ("routing", "rybko_stolyar")
 
 # Sweepable names per engine: (Config fields, make_params keywords) of `Engine.config_fields()`
 # and `Engine.params_fields()`.
@@ -66,7 +70,14 @@ SWEEP_FIELDS = {
     "budget": (("workload", "policy", "horizon_s", "burn_in_s", "num_requests", "table_size",
                 "arrivals_per_step", "max_steps", "hist_octave_bits", "snapshots", "attention",
                 "attention_prefix", "phase_first", "inner_order", "type_order", "record_members",
-                "initial_requests", "drain_fraction"),
+                "initial_requests", "drain_fraction", "arrival_mode", "memory_overhead"),
                ("rates", "budget", "max_requests", "prefill_cap", "K_p", "K_d", "c_s",
-                "a_s_per_token", "b0", "alpha", "beta", "period_s")),
+                "a_s_per_token", "b0", "alpha", "beta", "period_s", "rate_scale",
+                "kv_limit_tokens", "swap_a1_s_per_token", "swap_a2_s",
+                "recompute_b1_s_per_token2", "recompute_b2_s")),
+    "network": (("topology", "agents", "workload", "routes", "router", "policy", "type_orders",
+                 "phase_first", "inner_order", "horizon_s", "burn_in_s", "num_requests",
+                 "table_size", "max_steps", "hist_octave_bits", "snapshots", "record_members"),
+                ("rates", "budget", "max_requests", "prefill_cap", "K_p", "K_d", "c_s",
+                 "a_s_per_token", "b0", "period_s")),
 }

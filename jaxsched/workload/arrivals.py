@@ -8,6 +8,15 @@ the rate of the period holding a_i), and its type is the first j with v_i < cdf_
 Any engine with arrivals uses it: `config` needs `num_requests` and `horizon_s` (either may be
 None: no bound), `params` needs `inv_rate_max` (s), `type_cdf` (float32[P, m], cumulative rates
 over Lambda_max per period), `inv_period_s` and the `fence` word (jaxsched.clock.fence).
+
+Trace replay (docs/budget-semantics.md §1), selected by a static `config.arrival_mode ==
+"trace"` (a config without that field is Poisson, so the kv engine compiles the code it always
+did): candidate k of run `seed` is trace row r_k = (start(seed) + k) mod n, start(seed) =
+hash3(seed, 0, rng.STREAM_TRACE_START) mod n; every candidate is accepted with type 0; a_0 = 0
+and a_k = a_{k-1} + fl(g[r_k] * inv_rate_scale), g = `trace_gaps_s` of the trace's times
+(float32, the gap across the wrap = the trace's mean gap). `params` then needs `trace_gap_s`
+(float32[n]), `inv_rate_scale` (float32 1 / rate_scale) and `fence`; `trace_row` gives the row
+whose lengths the engine loads.
 """
 from __future__ import annotations
 
@@ -84,10 +93,65 @@ def classify(params, seed, index, time: DF) -> tuple[jnp.ndarray, jnp.ndarray]:
     return accepted, typ
 
 
+def trace_mode(config) -> bool:
+    """Static: the config replays a trace (`arrival_mode == "trace"`) instead of Poisson."""
+    return getattr(config, "arrival_mode", "poisson") == "trace"
+
+
+def trace_gaps_s(arrival_s) -> np.ndarray:
+    """Host float64[n] replay gaps of trace times t (s, nondecreasing, n >= 2): g[r] = t[r] -
+    t[r - 1] for r >= 1, and g[0] = (t[n-1] - t[0]) / (n - 1), the trace's mean gap, which
+    the replay uses when it wraps from the last row to the first."""
+    t = np.asarray(arrival_s, np.float64)
+    g = np.empty_like(t)
+    g[1:] = np.diff(t)
+    g[0] = (t[-1] - t[0]) / (t.size - 1)
+    return g
+
+
+def trace_max_arrivals(arrival_s, window_s: float) -> int:
+    """Host: the most replayed rows any run can have in [0, window_s] (s of trace time, i.e.
+    simulated time * rate_scale), over every starting row: a bound for scan steps."""
+    g = trace_gaps_s(arrival_s)
+    n = g.size
+    # The replay repeats every n rows, one period P = sum(g) later: a window W holds
+    # floor(W / P) whole periods (n rows each) plus what its remainder W' < P holds. The
+    # 1e-6 margin covers the float32 rounding of the gaps and of 1 / rate_scale.
+    W = float(window_s) * (1 + 1e-6)
+    period = float(g.sum())
+    full = int(W // period)
+    rest = W - full * period
+    # Replay times from row 0 over three periods; a run starting at row r < n arrives at
+    # T[r + k] - T[r], k >= 0.
+    T = np.concatenate([[0.0], np.cumsum(np.tile(np.roll(g, -1), 3))])[:3 * n]
+    ends = np.searchsorted(T, T[:n] + rest, side="right")
+    return full * n + int((ends - np.arange(n)).max())
+
+
+def trace_row(params, seed, index) -> jnp.ndarray:
+    """int32 trace row (start(seed) + index) mod n of replayed requests `index` (int32 >= 0,
+    any shape; make_params keeps start + index below 2^31)."""
+    n = params.trace_gap_s.shape[-1]
+    start = (rng.hash3(seed, jnp.uint32(0), rng.STREAM_TRACE_START) % np.uint32(n)).astype(jnp.int32)
+    return (start + jnp.asarray(index, jnp.int32)) % np.int32(n)
+
+
+def trace_gap_s(params, seed, index) -> jnp.ndarray:
+    """float32 gap of replayed candidate `index` (s): fl(g[row] * inv_rate_scale), fenced like
+    `gap_s` so a NumPy float32 reference reproduces it; 0 for candidate 0 (a_0 = 0)."""
+    g = params.trace_gap_s[trace_row(params, seed, index)]
+    g = clock.fence(g * params.inv_rate_scale, params.fence)
+    return jnp.where(jnp.asarray(index) == 0, np.float32(0.0), g)
+
+
 def candidate(config, params, seed, index, prev: DF, num_arrived):
     """The stream positioned at candidate `index`, whose predecessor arrived at `prev`."""
-    t = clock.add_f32(prev, gap_s(params, seed, index))
-    accepted, typ = classify(params, seed, index, t)
+    if trace_mode(config):
+        t = clock.add_f32(prev, trace_gap_s(params, seed, index))
+        accepted, typ = jnp.bool_(True), jnp.int32(0)
+    else:
+        t = clock.add_f32(prev, gap_s(params, seed, index))
+        accepted, typ = classify(params, seed, index, t)
     exhausted = jnp.bool_(False)
     if config.num_requests is not None:
         exhausted = num_arrived >= config.num_requests
@@ -138,8 +202,10 @@ def collect_due(config, params, seed, gen: ArrivalState, now: DF, active, max_ta
 
 @functools.partial(jax.jit, static_argnums=(0, 3))
 def _stream(config, params, seed, n: int):
+    gap = trace_gap_s if trace_mode(config) else gap_s
+
     def body(gen, _):
-        out = (gen.index, gap_s(params, seed, gen.index), gen.time.hi, gen.time.lo,
+        out = (gen.index, gap(params, seed, gen.index), gen.time.hi, gen.time.lo,
                gen.accepted, gen.type, gen.exhausted)
         return advance(config, params, seed, gen), out
     return jax.lax.scan(body, first(config, params, seed), None, length=n)[1]
@@ -148,7 +214,8 @@ def _stream(config, params, seed, n: int):
 def arrival_stream(config, params, seed: int, n_candidates: int) -> dict:
     """The first n_candidates candidates of run `seed` as host numpy arrays [n].
 
-    Keys: index, gap_s (float32 e_i), t_hi, t_lo (float32 a_i), accepted, type, exhausted
+    Keys: index, gap_s (float32 e_i; the scaled trace gap in trace mode), t_hi, t_lo
+    (float32 a_i), accepted, type, exhausted
     (the stream had ended before this candidate: it is never examined). Computed by the same
     jitted functions as the engine.
     """

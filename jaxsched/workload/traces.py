@@ -3,7 +3,9 @@
 `Trace` holds the arrays; `order="resample"` draws request i of seed s uniformly with
 replacement (index = hash(s, i) mod n), `order="sequential"` reveals the rows in file order (the
 same for every seed) and has a finite number of requests. `read_trace` reads BurstGPT, the
-BurstGPT sample, Azure LLM inference 2023 or any two-column file.
+BurstGPT sample, Azure LLM inference 2023 or any two-column file; with `times=True` it also
+keeps each row's arrival time (`Trace.arrival_s`), which the budget engine's trace-driven
+arrivals replay (`jaxsched.workload.arrivals`, docs/budget-semantics.md §1).
 """
 from __future__ import annotations
 
@@ -28,11 +30,16 @@ class Trace:
     order="resample": request i of seed s is row hash(s, i) mod n (i.i.d. with replacement;
     an unbounded stream). order="sequential": request i is row i for every seed, and the run
     has exactly n requests.
+
+    arrival_s: optional float64[n] arrival time of each row (s, nondecreasing, the first row at
+    0 when read from a file); None for a lengths-only trace. Length laws ignore it; the budget
+    engine's `arrival_mode="trace"` replays it (rows in file order, lengths from the same row).
     """
     prompt: np.ndarray
     output: np.ndarray
     name: str = "trace"
     order: str = "resample"
+    arrival_s: np.ndarray | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str):
@@ -52,6 +59,8 @@ class Trace:
             raise ConfigError(f"Trace.order must be 'resample' or 'sequential', got {self.order!r}")
         object.__setattr__(self, "prompt", p.astype(np.int32))
         object.__setattr__(self, "output", o.astype(np.int32))
+        if self.arrival_s is not None:
+            object.__setattr__(self, "arrival_s", _check_times(self.arrival_s, p.size, self.name))
 
     @property
     def max_prompt(self) -> int:
@@ -74,12 +83,39 @@ class Trace:
         return jnp.asarray(self.prompt)[row], jnp.asarray(self.output)[row]
 
     def __hash__(self):
-        return hash((self.name, self.order, self.prompt.size, self.prompt.tobytes()[:4096]))
+        return hash((self.name, self.order, self.prompt.size, self.prompt.tobytes()[:4096],
+                     None if self.arrival_s is None else self.arrival_s.tobytes()[:4096]))
 
     def __eq__(self, other):
-        return (isinstance(other, Trace) and self.order == other.order
+        if not (isinstance(other, Trace) and self.order == other.order
                 and np.array_equal(self.prompt, other.prompt)
-                and np.array_equal(self.output, other.output))
+                and np.array_equal(self.output, other.output)):
+            return False
+        if self.arrival_s is None or other.arrival_s is None:
+            return self.arrival_s is None and other.arrival_s is None
+        return np.array_equal(self.arrival_s, other.arrival_s)
+
+
+def _check_times(t, n: int, name: str) -> np.ndarray:
+    """Arrival times as float64[n]: finite, nondecreasing (s); one ConfigError otherwise."""
+    what = f"trace {name} arrival_s"
+    try:
+        a = np.asarray(t, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{what} must be a 1-d array of {n} finite times (s), one per row, "
+                          f"got {type(t).__name__}") from None
+    if a.shape != (n,):
+        raise ConfigError(f"{what} must be a 1-d array of {n} times (s), one per row, got shape "
+                          f"{a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ConfigError(f"{what} must be finite; row {int(np.argmax(~np.isfinite(a)))} is "
+                          f"{a[~np.isfinite(a)][0]}")
+    back = np.diff(a) < 0
+    if back.any():
+        i = int(np.argmax(back)) + 1
+        raise ConfigError(f"{what} must be nondecreasing (rows in arrival order); row {i} "
+                          f"({a[i]!r} s) is before row {i - 1} ({a[i - 1]!r} s)")
+    return a
 
 
 def _check_lengths(a: np.ndarray, what: str) -> None:
@@ -111,9 +147,12 @@ _COLUMN_SETS = (
     ("burstgpt_sample", "input_tokens", "output_tokens"),
     ("azure", "ContextTokens", "GeneratedTokens"),
 )
+# Arrival-time columns (read with times=True): Azure's TIMESTAMP (date-times), BurstGPT's
+# Timestamp (seconds).
+_TIME_COLUMNS = ("TIMESTAMP", "Timestamp")
 
 
-def read_trace(path: str | Path, order: str = "resample") -> Trace:
+def read_trace(path: str | Path, order: str = "resample", times: bool = False) -> Trace:
     """Read a request-length trace from CSV.
 
     Recognized layouts: BurstGPT (`Request tokens`, `Response tokens` columns), the BurstGPT
@@ -122,10 +161,18 @@ def read_trace(path: str | Path, order: str = "resample") -> Trace:
     with or without a header. Raises ConfigError naming the file, row and column of the first
     problem (missing file, empty file, missing columns, malformed or non-integer values, NaN,
     lengths < 1).
+
+    times=True also reads each row's arrival time into `Trace.arrival_s` (float64 s since the
+    first row, exact to the nanosecond for date-times): from a `TIMESTAMP` or `Timestamp`
+    column holding ISO date-times ("2023-11-16 18:15:46.6805900") or numbers (seconds). A
+    file without such a column, an unparsable time, or rows out of time order raise one
+    ConfigError naming the file and line.
     """
     if order not in ("resample", "sequential"):
         # Checked before the file is read, so a bad order is named even on a bad file.
         raise ConfigError(f"Trace.order must be 'resample' or 'sequential', got {order!r}")
+    if not isinstance(times, (bool, np.bool_)):
+        raise ConfigError(f"times must be True or False, got {times!r}")
     path = _trace_path(path)
     text = _read_text(path)
     # (line number, fields) of the non-blank lines, so errors name the file's own lines.
@@ -167,7 +214,53 @@ def read_trace(path: str | Path, order: str = "resample") -> Trace:
             if col >= len(r):
                 raise ConfigError(f"trace file {str(path)!r} line {line}: missing {what} column")
             dst[n] = _parse_length(r[col], f"trace file {str(path)!r} line {line} {what} length")
-    return Trace(prompt, output, name=path.stem, order=order)
+    arrival = _read_times(path, header, body, lines) if times else None
+    return Trace(prompt, output, name=path.stem, order=order, arrival_s=arrival)
+
+
+def _read_times(path: Path, header: list[str], body: list[list[str]], lines: list[int]) -> np.ndarray:
+    """float64 arrival times (s since the first row) of the data rows, from the first column of
+    _TIME_COLUMNS in the header: all ISO date-times (to the nanosecond) or all numbers (s)."""
+    where = f"trace file {str(path)!r}"
+    col = next((header.index(c) for c in _TIME_COLUMNS if c in header), None)
+    if col is None:
+        raise ConfigError(f"{where}: times=True needs an arrival-time column (one of "
+                          f"{', '.join(_TIME_COLUMNS)}), got header {header}")
+    cells = []
+    for n, r in enumerate(body):
+        if col >= len(r) or not r[col].strip():
+            raise ConfigError(f"{where} line {lines[n]}: missing arrival time")
+        cells.append(r[col].strip())
+    if _is_number(cells[0]):
+        out = np.empty(len(cells), np.float64)
+        for n, c in enumerate(cells):
+            x = float(c) if _is_number(c) else math.nan
+            if not math.isfinite(x):
+                raise ConfigError(f"{where} line {lines[n]}: arrival time must be a finite number "
+                                  f"of seconds like the first row's, got {c!r}")
+            out[n] = x
+        t = out - out[0]
+    else:
+        ns = np.empty(len(cells), np.int64)
+        for n, c in enumerate(cells):
+            try:
+                v = np.datetime64(c.replace(" ", "T"), "ns")
+                if np.isnat(v):                     # "NaT" parses; it is no time
+                    raise ValueError(c)
+                ns[n] = v.astype(np.int64)
+            except ValueError:
+                raise ConfigError(f"{where} line {lines[n]}: arrival time must be an ISO "
+                                  f"date-time like the first row's ('2023-11-16 18:15:46.68'), "
+                                  f"got {c!r}") from None
+        # Differences in integer nanoseconds are exact; one rounding to float64 seconds.
+        t = (ns - ns[0]).astype(np.float64) / 1e9
+    back = np.diff(t) < 0
+    if back.any():
+        i = int(np.argmax(back)) + 1
+        raise ConfigError(f"{where} line {lines[i]}: arrival times must be nondecreasing (rows "
+                          f"in arrival order); {cells[i]!r} is before the previous row's "
+                          f"{cells[i - 1]!r}")
+    return t
 
 
 def _trace_path(path) -> Path:

@@ -485,6 +485,11 @@ def _budget(value):
     return seeds_for_budget(dp.ENGINE, _dp_cfg(), value)
 
 
+def _bd_params(cfg_kw=None, **kw):
+    from jaxsched.budget import BudgetConfig, make_params
+    return make_params(BudgetConfig(horizon_s=10.0, **(cfg_kw or {})), **kw)
+
+
 def _sweep(ctx, **kw):
     from jaxsched import run_sweep
     return run_sweep(_dp_cfg(), kw.pop("axes", {"policy": ["fcfs"]}), kw.pop("seeds", [0]),
@@ -725,6 +730,24 @@ API_CASES = [
     ("interval-lg-high-huge", lambda c: _iv_law("LinearGeometric", 0.5, 10**6),
      r"LinearGeometric.high"),
     ("interval-theory-alpha-zero", lambda c: _iv_theory("thm51_cr", 0.0, 1.0), r"alpha"),
+    # --- budget engine: arrival mode and the (A.2) memory overhead
+    ("budget-arrival-mode-unknown", lambda c: _bd_params(dict(arrival_mode="replay")),
+     r"arrival_mode must be one of"),
+    ("budget-rate-scale-poisson", lambda c: _bd_params(rate_scale=2.0), r"rate_scale must be None"),
+    ("budget-memory-overhead-unknown", lambda c: _bd_params(dict(memory_overhead="evict")),
+     r"memory_overhead must be one of"),
+    ("budget-kv-limit-missing", lambda c: _bd_params(dict(memory_overhead="swap")),
+     r"kv_limit_tokens must be an integer >= 0"),
+    ("budget-kv-limit-negative", lambda c: _bd_params(dict(memory_overhead="swap"),
+                                                      kv_limit_tokens=-1), r"kv_limit_tokens"),
+    ("budget-kv-limit-when-off", lambda c: _bd_params(kv_limit_tokens=100),
+     r"kv_limit_tokens must be None unless"),
+    ("budget-swap-coef-in-recompute", lambda c: _bd_params(
+        dict(memory_overhead="recompute"), kv_limit_tokens=10, swap_a1_s_per_token=1e-3),
+     r"swap_a1_s_per_token must be 0 unless"),
+    ("budget-recompute-b1-nan", lambda c: _bd_params(
+        dict(memory_overhead="recompute"), kv_limit_tokens=10, recompute_b1_s_per_token2=NAN),
+     r"recompute_b1_s_per_token2"),
     # --- theorems
     ("theorems-seeds-one", lambda c: _theorems(c, seeds=1), r"seeds"),
     ("theorems-measured-zero", lambda c: _theorems(c, measured=0), r"measured"),

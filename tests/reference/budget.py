@@ -6,6 +6,9 @@ of `tests/reference/kv.py` for every clock operation, so its batch times are bit
 engine must produce. Written for clarity, not speed.
 
 Entry point: `simulate(requests, policy, *, budget, horizon, ...)`; see its docstring.
+`trace_requests(prompt, output, arrival_s, seed, ...)` builds the request list of a replayed
+trace (docs §1) on its own, from the trace's arrays: the offset hash, the float32 gaps and the
+double-float sums, so a test can check `jaxsched.budget.request_stream` against it.
 
 Readings of the contract fixed here (where it leaves a choice):
 - Each epoch first inserts every input request with A_i <= t (a rejected arrival takes no entry
@@ -19,6 +22,9 @@ Readings of the contract fixed here (where it leaves a choice):
   whose batch end is in the window.
 - `num_batches` counts every batch of the run (not only those in the window); the partial-batch
   fraction is over the batches starting in the window.
+- Memory overhead (A.2, docs §2 step 5): the batch members' KV after the batch (P + D before
+  it plus their batch tokens) in excess of kv_limit is charged newest member first; the terms
+  are added after the attention terms.
 """
 from __future__ import annotations
 
@@ -28,8 +34,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from tests.reference.kv import DF, add, add_f32, from_float64, iteration_time, le, sub, to_float64
+from tests.reference.rng import _mix32
 
-__all__ = ["simulate", "POLICIES", "choose"]
+__all__ = ["simulate", "POLICIES", "choose", "trace_requests", "memory_overhead_terms"]
 
 POLICIES: tuple[str, ...] = ("sarathi", "orca", "vllm", "ft", "wc", "priority")
 F32 = np.float32
@@ -159,6 +166,66 @@ def choose(queue: Sequence[_Req], policy: str, *, budget: int, max_requests: int
 
 
 # --------------------------------------------------------------------------------------------
+# Trace replay (docs §1) and the memory overhead (docs §2 step 5)
+# --------------------------------------------------------------------------------------------
+STREAM_TRACE_START = 63  # the hash tag of the replay's starting row (jaxsched's arrivals.py)
+
+
+def _hash3(seed: int, index: int, tag: int) -> int:
+    """jaxsched.rng.hash3(seed, index, tag) on Python ints (mod 2^32)."""
+    seed &= 0xFFFFFFFF
+    h = _mix32(seed * 0x9E3779B9 + tag)
+    h = _mix32(h ^ (index & 0xFFFFFFFF))
+    return _mix32(h + _mix32(seed ^ 0x5BD1E995))
+
+
+def trace_requests(prompt, output, arrival_s, seed: int, *, rate_scale: float = 1.0,
+                   horizon: float, num_requests: int | None = None) -> tuple[list, list[int]]:
+    """The requests of run `seed` replaying a trace, and their rows: ([(A_k DF, 0, v_p, v_d)],
+    [row]) for every k with A_k <= horizon (and k < num_requests).
+
+    Row r_k = (start + k) mod n with start = hash3(seed, 0, 63) mod n; gaps g[r] = t[r] -
+    t[r-1] (float64), g[0] = (t[n-1] - t[0]) / (n - 1), rounded to float32; A_0 = 0 and
+    A_k = A_{k-1} + fl32(g[r_k] * fl32(1 / rate_scale)) on the double-float clock.
+    """
+    t = [float(x) for x in arrival_s]
+    n = len(t)
+    gaps = [F32((t[-1] - t[0]) / (n - 1))] + [F32(t[r] - t[r - 1]) for r in range(1, n)]
+    inv = F32(1.0 / rate_scale)
+    H = from_float64(horizon)
+    start = _hash3(seed, 0, STREAM_TRACE_START) % n
+    out, rows = [], []
+    a = ZERO
+    k = 0
+    while num_requests is None or k < num_requests:
+        r = (start + k) % n
+        if k > 0:
+            a = add_f32(a, F32(gaps[r] * inv))
+        if not le(a, H):
+            break
+        out.append((a, 0, int(prompt[r]), int(output[r])))
+        rows.append(r)
+        k += 1
+    return out, rows
+
+
+def memory_overhead_terms(members: Sequence[tuple[int, int]], kv_limit: int,
+                          mode: str) -> tuple[list[int], int, int, int, int]:
+    """(x per member, X = sum x, N = #{x > 0}, S_hi, S_lo) of (A.2) for the batch members
+    [(entry, KV tokens after the batch)]: the excess over kv_limit charged newest first;
+    S_hi, S_lo: sum (x^2 >> 16), sum (x^2 & 0xFFFF) (recompute)."""
+    assert mode in ("swap", "recompute")
+    excess = max(0, sum(kv for _, kv in members) - kv_limit)
+    x = {}
+    for entry, kv in sorted(members, reverse=True):      # newest first
+        x[entry] = min(kv, excess)
+        excess -= x[entry]
+    xs = [x[e] for e, _ in members]
+    return (xs, sum(xs), sum(1 for v in xs if v > 0), sum((v * v) >> 16 for v in xs),
+            sum((v * v) & 0xFFFF for v in xs))
+
+
+# --------------------------------------------------------------------------------------------
 # The run
 # --------------------------------------------------------------------------------------------
 def _overlap(a: float, b: float, lo: float, hi: float) -> float:
@@ -177,7 +244,8 @@ def _mean(xs: Sequence[np.float32]) -> float:
 def simulate(requests, policy, *, budget, max_requests=256, prefill_cap=None, c=0.0455,
              a=0.00018, b0=64, alpha=0.0, beta=0.0, attention=False, attention_prefix=False,
              K_p=None, K_d=None, phase_first="decode", inner_order="fcfs", type_order=None,
-             horizon, burn_in=0.0, table_size=1 << 20, snapshots=16) -> dict:
+             horizon, burn_in=0.0, table_size=1 << 20, snapshots=16, memory_overhead="off",
+             kv_limit=None, c1=0.0, c2=0.0) -> dict:
     """Run the budget engine of docs/budget-semantics.md on a given request list.
 
     requests: [(arrival (float s or DF), type, v_p, v_d)] in arrival order. budget: b tokens;
@@ -185,6 +253,8 @@ def simulate(requests, policy, *, budget, max_requests=256, prefill_cap=None, c=
     batch time c + a max(0, b' - b0) (float32 params); alpha, beta, attention, attention_prefix:
     the (A.1) terms; K_p, K_d (None: unlimited), phase_first, inner_order: wc; type_order:
     priority (None: 0..m-1); horizon, burn_in: seconds; table_size: Q of §4; snapshots: G.
+    memory_overhead: "off", "swap" or "recompute" with kv_limit (tokens) and the coefficients
+    c1, c2 of o(x) = c1 x + c2 or c1 x^2 + c2 (float32 params).
 
     Returns {"batches", "requests", "snapshots", "metrics"} (see the module docs / brief):
     batches: [{t0, tau, t_end, load, members {input index: (dp, dd)}, available, partial,
@@ -196,6 +266,7 @@ def simulate(requests, policy, *, budget, max_requests=256, prefill_cap=None, c=
     b, M = int(budget), int(max_requests)
     cap = b if prefill_cap is None else int(prefill_cap)
     c32, a32, al32, be32 = F32(c), F32(a), F32(alpha), F32(beta)
+    m1, m2 = F32(c1), F32(c2)
     arrivals = [_as_df(r[0]) for r in requests]
     m = max((int(r[1]) for r in requests), default=-1) + 1
     order = tuple(range(m)) if type_order is None else tuple(type_order)
@@ -281,6 +352,15 @@ def simulate(requests, policy, *, budget, max_requests=256, prefill_cap=None, c=
             if attention_prefix:
                 S3 = sum(dp * r.P for r, (dp, _) in chosen.items())
                 tau = add_f32(tau, F32(al32 * F32(S3)))
+        if memory_overhead != "off":
+            kv = [(r.entry, r.P + r.D + dp + dd) for r, (dp, dd) in chosen.items()]
+            _, X, N, s_hi, s_lo = memory_overhead_terms(kv, int(kv_limit), memory_overhead)
+            if memory_overhead == "swap":
+                terms = ((m1, X), (m2, N))
+            else:
+                terms = ((F32(m1 * F32(65536.0)), s_hi), (m1, s_lo), (m2, N))
+            for coef, total in terms:
+                tau = add_f32(tau, F32(coef * F32(total)))
         # 4. Loading.
         for r, (dp, dd) in chosen.items():
             r.p -= dp
