@@ -291,6 +291,24 @@ def batches(results: Results, s: int) -> dict[str, np.ndarray]:
     return trajectory_rows(results, s, KIND_BATCH)
 
 
+def run_warnings(engine: str, what: str, where: str, config, metrics) -> list[str]:
+    """The warnings of token-budget runs (this engine and jaxsched.network): seeds whose table
+    rejected `what` (unstable, or the table is too small), that did not reach the horizon
+    within max_steps, or that stalled."""
+    out = []
+    bad = int((metrics["overflowed"] > 0).sum())
+    if bad:
+        out.append(f"{engine}: {bad} seeds rejected {what} (table_size {config.table_size} "
+                   f"full{where}): unstable at this horizon, or raise table_size")
+    open_ = int((metrics["done"] == 0).sum())
+    if open_:
+        out.append(f"{engine}: {open_} seeds did not reach the horizon within max_steps")
+    stalled = int(metrics["stalled"].sum())
+    if stalled:
+        out.append(f"{engine}: {stalled} seeds stalled with work no batch would take")
+    return out
+
+
 class BudgetEngine(Engine):
     """One engine with a token budget per batch (paper 004); see the module docstring."""
     name = "budget"
@@ -326,18 +344,7 @@ class BudgetEngine(Engine):
         return per_seed
 
     def check(self, config: BudgetConfig, metrics) -> list[str]:
-        out = []
-        bad = int((metrics["overflowed"] > 0).sum())
-        if bad:
-            out.append(f"budget: {bad} seeds rejected arrivals (table_size {config.table_size} "
-                       "full): unstable at this horizon, or raise table_size")
-        open_ = int((metrics["done"] == 0).sum())
-        if open_:
-            out.append(f"budget: {open_} seeds did not reach the horizon within max_steps")
-        stalled = int(metrics["stalled"].sum())
-        if stalled:
-            out.append(f"budget: {stalled} seeds stalled with requests no batch would take")
-        return out
+        return run_warnings("budget", "arrivals", "", config, metrics)
 
     def describe(self, config: BudgetConfig) -> dict:
         return dict(policy=config.policy, workload="/".join(getattr(w, "name", type(w).__name__)

@@ -42,7 +42,7 @@ BUDGET_EXPERIMENTS = ("stability", "two_type", "fig9")
 
 # jaxsched.network.ROUTERS, experiments
 NETWORK_ROUTERS = ("random", "fewest_requests", "fewest_tokens")
-NETWORK_EXPERIMENTS = ("routing", "rybko_stolyar")
+NETWORK_EXPERIMENTS = ("routing", "fork_join", "rybko_stolyar")
 
 # Sweepable names per engine: (Config fields, make_params keywords) of `Engine.config_fields()`
 # and `Engine.params_fields()`.

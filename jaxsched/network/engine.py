@@ -17,7 +17,7 @@ import numpy as np
 from kernels import prefix_by_id
 
 from .. import clock, rng
-from ..budget.engine import _hist_add, _Window, batch_time
+from ..budget.engine import _hist_add, _Window, batch_time, run_warnings
 from ..budget.policies import POLICIES, View
 from ..budget.state import Table
 from ..clock import DF
@@ -437,6 +437,12 @@ def batches(results: Results, s: int) -> dict[str, np.ndarray]:
     return trajectory_rows(results, s, KIND_BATCH)
 
 
+# The budget policies read `type_order`; here each agent has its own, set by `type_orders`.
+_OPTION_NAMES = {"type_order": "type_orders"}
+NETWORK_POLICIES = {name: replace(p, options=tuple(_OPTION_NAMES.get(o, o) for o in p.options))
+                    for name, p in POLICIES.items()}
+
+
 class NetworkEngine(Engine):
     """K token-budget engines behind a router, or an agent network; see the module docstring."""
     name = "network"
@@ -444,7 +450,7 @@ class NetworkEngine(Engine):
     Config = NetworkConfig
     Params = NetworkParams
     METRICS = METRICS
-    POLICIES = POLICIES
+    POLICIES = NETWORK_POLICIES
     skip_done_in_block = True
     make_params = staticmethod(make_params)
     init = staticmethod(init)
@@ -470,18 +476,7 @@ class NetworkEngine(Engine):
         return per_seed
 
     def check(self, config: NetworkConfig, metrics) -> list[str]:
-        out = []
-        bad = int((metrics["overflowed"] > 0).sum())
-        if bad:
-            out.append(f"network: {bad} seeds rejected tasks (table_size {config.table_size} "
-                       "full at an agent): unstable at this horizon, or raise table_size")
-        open_ = int((metrics["done"] == 0).sum())
-        if open_:
-            out.append(f"network: {open_} seeds did not reach the horizon within max_steps")
-        stalled = int(metrics["stalled"].sum())
-        if stalled:
-            out.append(f"network: {stalled} seeds stalled with tasks no batch would take")
-        return out
+        return run_warnings("network", "tasks", " at an agent", config, metrics)
 
     def describe(self, config: NetworkConfig) -> dict:
         return dict(topology=config.topology, agents=config.K, policy=config.policy,

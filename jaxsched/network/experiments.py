@@ -6,6 +6,9 @@ experiment NAME`). Each returns a `jaxsched.results.Report`; the numbers are in 
   fewest tokens), over the load rho = lambda (m_p + m_d) / (K b / t_b): the tokens in the
   network stay bounded below capacity (4.1) under every router and grow above it; the
   routers' latencies side by side.
+- fork_join: Conjecture 1. Agent 0, then agents 1 and 2 in parallel, then agent 3 after the
+  join, Sarathi at each, every agent at the same load: bounded below the per-agent condition
+  lambda (m_p^j + m_d^j) < b^j / t_b^j and growing above it.
 - rybko_stolyar: Fig. 8. Two agents, b = 768, one slot per batch, Poisson sizes, load 0.9 per
   agent: with priority to the long, exiting class at each agent the network grows without
   bound; with the priorities swapped it stays bounded. Growth slopes with 95% CIs and the
@@ -32,10 +35,11 @@ FIG1_POISSON = Independent(Poisson(129.0), Poisson(112.0), name="fig1-poisson")
 ROUTING_AGENTS = 2
 
 
-def _growth_row(m, offered_tokens: float, S: int) -> dict:
-    """Growth statistics of one point: tokens/s slope, its fraction of the offered tokens/s
-    with a 95% CI and the verdict (jaxsched.budget.experiments.verdict)."""
-    frac = m["token_growth_per_s"] / offered_tokens
+def _growth_row(m, offered: float, S: int, by: str = "tokens") -> dict:
+    """Growth statistics of one point: the token and request slopes with 95% CIs, and the
+    verdict (jaxsched.budget.experiments.verdict) on the `by` slope as a fraction of the
+    offered rate of the same unit (`offered`: tokens/s, or requests/s)."""
+    frac = m[f"{'token' if by == 'tokens' else 'request'}_growth_per_s"] / offered
     v, mean, half = verdict(frac, m["overflowed"])
     g_mean, _, g_half, _ = mean_ci(m["token_growth_per_s"])
     r_mean, _, r_half, _ = mean_ci(m["request_growth_per_s"])
@@ -47,16 +51,16 @@ def _growth_row(m, offered_tokens: float, S: int) -> dict:
 
 def routing(quick: bool = False, seeds: int | None = None, progress=None) -> Report:
     """Prop. 1: K engines behind each router, growth against the load (module docstring)."""
-    S = seeds or (3 if quick else 6)
+    S = seeds or (3 if quick else 4)
     require_int(S, "--seeds (the growth CI needs at least 3 seeds)", lo=3, hi=4096)
-    loads = (0.8, 1.15) if quick else (0.7, 0.85, 0.95, 1.1)
-    horizon, burn_in = (120.0, 30.0) if quick else (300.0, 60.0)
+    loads = (0.8, 1.15) if quick else (0.7, 0.9, 1.1)
+    horizon, burn_in = (120.0, 30.0) if quick else (240.0, 60.0)
     K = ROUTING_AGENTS
     rows, growth_panel, latency_panel, verdicts = [], {}, {}, {}
     for router in ROUTERS:
         base = NetworkConfig(topology="parallel", agents=K, workload=(FIG1_POISSON,),
                              router=router, horizon_s=horizon, burn_in_s=burn_in,
-                             table_size=4096)
+                             table_size=1024)
         kw = dict(budget=FIG1["budget"], max_requests=FIG1["max_requests"],
                   c_s=FIG1["c_s"], a_s_per_token=FIG1["a_s_per_token"], b0=FIG1["b0"])
         caps = np.full(K, capacity_tokens_per_s(FIG1["budget"], FIG1["c_s"],
@@ -161,9 +165,11 @@ def rybko_stolyar(quick: bool = False, seeds: int | None = None, progress=None) 
         rates = rs_rates(cfg)
         params = make_params(cfg, rates=rates, **RS_AGENT)
         m = simulate(cfg, params, range(S), warn=False).metrics
-        offered = float(rates @ stage_work(cfg).sum(axis=1))
+        # The verdict is on the requests: under the unstable priorities the tokens swing between
+        # the two long classes with a growing amplitude (Fig. 8, right), a noisy slope.
         row = dict(priority=name, orders=str(orders), load=RS_LOAD,
-                   rate_per_type=float(rates[0]), **_growth_row(m, offered, S),
+                   rate_per_type=float(rates[0]),
+                   **_growth_row(m, float(rates.sum()), S, by="requests"),
                    throughput_per_slot=float(m["throughput_requests_per_s"].mean()),
                    requests_end=float(m["requests_end"].mean()),
                    tokens_end=float(m["tokens_end"].mean()),
@@ -189,19 +195,21 @@ def _rs_report(rows, verdicts, panels, horizon, S) -> Report:
               ("the swapped priorities stay bounded (Fig. 8, bottom)",
                verdicts["stable"] == "bounded")]
     table = markdown_table(
-        ["priority", "type orders (agent 0, agent 1)", "token growth / slot",
-         "growth / offered", "request growth / slot", "verdict", "requests at end",
+        ["priority", "type orders (agent 0, agent 1)", "request growth / slot",
+         "growth / offered requests", "token growth / slot", "verdict", "requests at end",
          "throughput / slot"],
-        [[r["priority"], r["orders"], f"{r['growth_tokens_per_s']:.1f} ± {r['growth_ci95']:.1f}",
+        [[r["priority"], r["orders"],
+          f"{r['request_growth_per_s']:.3f} ± {r['request_growth_ci95']:.3f}",
           f"{r['growth_fraction']:.3f} ± {r['growth_fraction_ci95']:.3f}",
-          f"{r['request_growth_per_s']:.3f} ± {r['request_growth_ci95']:.3f}", r["verdict"],
+          f"{r['growth_tokens_per_s']:.1f} ± {r['growth_ci95']:.1f}", r["verdict"],
           f"{r['requests_end']:.0f}", f"{r['throughput_per_slot']:.3f}"] for r in rows])
     md = (f"Rybko-Stolyar network of Fig. 8: two agents, b = 768, every batch one slot, types A "
           f"(agent 0 then 1) and B (agent 1 then 0), short tasks Poisson (32, 32) and long ones "
           f"Poisson (512, 32) tokens, {rows[0]['rate_per_type']:.4f} requests per slot per type "
           f"(load {RS_LOAD} at each agent); {horizon:.0f} slots, {S} seeds; growth = least-squares "
-          "slope over the snapshots after the burn-in, 'grows' when its 95% CI lies above "
-          f"{GROWTH_THRESHOLD:.0%} of the offered tokens per slot.\n\n" + table + "\n\n"
+          "slope of the requests in the network over the snapshots after the burn-in, 'grows' "
+          f"when its 95% CI lies above {GROWTH_THRESHOLD:.0%} of the offered requests per slot "
+          "(the tokens swing between the two long classes, a noisy slope).\n\n" + table + "\n\n"
           + "\n".join(f"- {'PASS' if ok else 'FAIL'}: {name}" for name, ok in checks))
     plot = dict(kind="curves", panels=panels,
                 axes={title: ("time (slots), seed 0", title.split(" in ")[0]) for title in panels})
@@ -209,4 +217,70 @@ def _rs_report(rows, verdicts, panels, horizon, S) -> Report:
                   all(ok for _, ok in checks), plot)
 
 
-EXPERIMENTS = {f.__name__: f for f in (routing, rybko_stolyar)}
+# Conjecture 1's network with every agent at the same load (assumed: the paper gives no sizes;
+# equal per-agent work puts all four agents near the condition at once, the hardest case for
+# the conjecture): each task is Fig. 1's request, Poisson(129) + Poisson(112) tokens.
+FORK_JOIN_LAWS = (FIG1_POISSON,) * 4
+
+
+def fork_join(quick: bool = False, seeds: int | None = None, progress=None) -> Report:
+    """Conjecture 1: the fork-join network below and above its per-agent condition."""
+    S = seeds or (3 if quick else 8)
+    require_int(S, "--seeds (the growth CI needs at least 3 seeds)", lo=3, hi=4096)
+    loads = (0.8, 1.1) if quick else (0.8, 0.95, 1.05)
+    horizon, burn_in = (120.0, 30.0) if quick else (240.0, 60.0)
+    base = NetworkConfig(topology="fork_join", agents=4, workload=(FORK_JOIN_LAWS,),
+                         horizon_s=horizon, burn_in_s=burn_in, table_size=1024)
+    kw = dict(budget=FIG1["budget"], max_requests=FIG1["max_requests"], c_s=FIG1["c_s"],
+              a_s_per_token=FIG1["a_s_per_token"], b0=FIG1["b0"])
+    caps = np.full(4, capacity_tokens_per_s(FIG1["budget"], FIG1["c_s"], FIG1["a_s_per_token"],
+                                            FIG1["b0"]))
+    rates = [rates_for_load(base, rho, caps) for rho in loads]
+    cfg = enough_steps(base, rates[-1], **kw)
+    results = simulate_points(cfg, [make_params(cfg, rates=r, **kw) for r in rates], range(S),
+                              warn=False)
+    # Growth is measured against one agent's offered tokens/s, since the condition is per agent:
+    # above it, agent 0 grows at (1 - 1/rho) of its input and the agents after it receive
+    # exactly their capacity, so the network's growth is that of one agent, not of four.
+    per_agent = float((rates[0] @ stage_work(cfg)).max() / rates[0].sum())
+    rows, panel, verdicts = [], ([], [], []), {}
+    for rho, r, res in zip(loads, rates, results):
+        m = res.metrics
+        row = dict(load=rho, rate_qps=float(r.sum()),
+                   **_growth_row(m, float(r.sum()) * per_agent, S),
+                   throughput_qps=float(m["throughput_requests_per_s"].mean()),
+                   latency_mean_s=float(m["latency_mean_s"].mean()),
+                   latency_p99_s=float(m["latency_p99_s"].mean()),
+                   mean_tasks=float(m["mean_requests_in_system"].mean()))
+        rows.append(row)
+        verdicts[rho] = row["verdict"]
+        for lst, val in zip(panel, (rho, row["growth_fraction"], row["growth_fraction_ci95"])):
+            lst.append(val)
+        _tick(progress, f"rho={rho}")
+    checks = [("bounded at every load below the per-agent condition (Conjecture 1)",
+               all(verdicts[rho] == "bounded" for rho in loads if rho < 1)),
+              ("grows above it", all(verdicts[rho] == "grows" for rho in loads if rho > 1))]
+    table = markdown_table(
+        ["rho (every agent)", "qps", "growth / one agent's offered", "verdict", "throughput (qps)",
+         "mean latency (s)", "p99 latency (s)", "mean tasks in network"],
+        [[f"{r['load']:.2f}", f"{r['rate_qps']:.2f}",
+          f"{r['growth_fraction']:.3f} ± {r['growth_fraction_ci95']:.3f}", r["verdict"],
+          f"{r['throughput_qps']:.2f}", f"{r['latency_mean_s']:.2f}", f"{r['latency_p99_s']:.2f}",
+          f"{r['mean_tasks']:.0f}"] for r in rows])
+    md = ("Fork-join network of Conjecture 1: agent 0, then agents 1 and 2 in parallel, then "
+          "agent 3 after the join; every agent is Fig. 1's engine (b = 512, M = 256, a = 0.18 "
+          "ms/token assumed) running Sarathi, and every task is Poisson(129) + Poisson(112) "
+          f"tokens, so all four agents run at the same load rho; {horizon:.0f} s per run, {S} "
+          f"seeds; 'grows' when the 95% CI of the token growth lies above "
+          f"{GROWTH_THRESHOLD:.0%} of one agent's offered tokens/s (the condition is per agent: "
+          "above it agent 0 grows at (1 - 1/rho) of its input, and the agents after it receive "
+          "exactly their capacity).\n\n" + table + "\n\n"
+          + "\n".join(f"- {'PASS' if ok else 'FAIL'}: {name}" for name, ok in checks))
+    title = "growth of tokens in the network / one agent's offered (95% CI)"
+    plot = dict(kind="curves", panels={title: {"fork-join": panel}},
+                axes={title: ("load rho at every agent", "growth / one agent's offered")})
+    return Report("fork_join", "Paper 004, Conjecture 1: the fork-join network", rows, md,
+                  all(ok for _, ok in checks), plot)
+
+
+EXPERIMENTS = {f.__name__: f for f in (routing, fork_join, rybko_stolyar)}

@@ -332,6 +332,15 @@ CLI_CASES = [
     ("budget-run-seeds-zero", ["budget", "run", "--seeds", "0"], r"--seeds"),
     ("budget-exp-unknown", ["budget", "experiment", "fig99"], r"experiment"),
     ("check-stability-seeds-two", ["check", "stability", "--seeds", "2"], r"--seeds"),
+    # --- jaxsched network
+    ("network-run-agents-zero", ["network", "run", "--agents", "0"], r"agents"),
+    ("network-run-router-unknown", ["network", "run", "--router", "nearest"], r"--router"),
+    ("network-run-budget-zero", ["network", "run", "--budget", "0"], r"agent 0: budget must"),
+    ("network-run-load-zero", ["network", "run", "--load", "0"], r"--load"),
+    ("network-run-rs-load-nan", ["network", "run", "--topology", "rs", "--load", "nan"],
+     r"--load"),
+    ("network-run-table-zero", ["network", "run", "--table-size", "0"], r"table_size"),
+    ("network-exp-unknown", ["network", "experiment", "fig8"], r"experiment"),
     ("check-unknown-names-stability", ["check", "lemmas"], r"stability"),
     # --- jaxsched tune
     ("tune-unknown", ["tune", "e9"], r"e9"),
@@ -488,6 +497,34 @@ def _budget(value):
 def _bd_params(cfg_kw=None, **kw):
     from jaxsched.budget import BudgetConfig, make_params
     return make_params(BudgetConfig(horizon_s=10.0, **(cfg_kw or {})), **kw)
+
+
+def _bd_cfg():
+    from jaxsched.budget import BudgetConfig
+    return BudgetConfig(horizon_s=10.0)
+
+
+def _law():
+    from jaxsched.workload import Constant, Independent
+    return Independent(Constant(4), Constant(2))
+
+
+_LAW = _law()
+
+
+def _nw_cfg(**kw):
+    from jaxsched.network import NetworkConfig
+    return NetworkConfig(**{"horizon_s": 10.0, "workload": (_LAW,), **kw})
+
+
+def _nw_params(**kw):
+    from jaxsched.network import make_params
+    return make_params(_nw_cfg(max_steps=10**7), **kw)
+
+
+def _nw_params_of(config):
+    from jaxsched.network import make_params
+    return make_params(config)
 
 
 def _sweep(ctx, **kw):
@@ -748,6 +785,26 @@ API_CASES = [
     ("budget-recompute-b1-nan", lambda c: _bd_params(
         dict(memory_overhead="recompute"), kv_limit_tokens=10, recompute_b1_s_per_token2=NAN),
      r"recompute_b1_s_per_token2"),
+    # --- network engine
+    ("network-topology-unknown", lambda c: _nw_cfg(topology="mesh"), r"topology must be one of"),
+    ("network-routes-in-parallel", lambda c: _nw_cfg(routes=((0,),)), r"routes must be None"),
+    ("network-route-agent-out-of-range", lambda c: _nw_cfg(
+        topology="routes", workload=((_LAW, _LAW),), routes=((0, 2),)), r"routes\[0\]"),
+    ("network-agent-unvisited", lambda c: _nw_cfg(
+        topology="routes", agents=3, workload=((_LAW, _LAW),), routes=((0, 1),)),
+     r"agents must be visited"),
+    ("network-fork-join-agents", lambda c: _nw_cfg(topology="fork_join", agents=3,
+                                                   workload=((_LAW,) * 4,)), r"agents \(K\)"),
+    ("network-fork-join-stages", lambda c: _nw_cfg(topology="fork_join", agents=4,
+                                                   workload=((_LAW,) * 3,)), r"workload\[0\]"),
+    ("network-type-orders-not-permutation", lambda c: _nw_cfg(policy="priority",
+                                                              type_orders=((0,), (1,))),
+     r"type_orders\[1\]"),
+    ("network-per-agent-length", lambda c: _nw_params(budget=[512, 512, 512]),
+     r"budget must be a number or a sequence of K = 2"),
+    ("network-agent-budget-zero", lambda c: _nw_params(budget=[512, 0]), r"agent 1: budget"),
+    ("network-rates-negative", lambda c: _nw_params(rates=[-1.0]), r"rates"),
+    ("network-params-wrong-config", lambda c: _nw_params_of(_bd_cfg()), r"NetworkConfig"),
     # --- theorems
     ("theorems-seeds-one", lambda c: _theorems(c, seeds=1), r"seeds"),
     ("theorems-measured-zero", lambda c: _theorems(c, measured=0), r"measured"),

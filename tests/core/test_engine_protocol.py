@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxsched as js
-from jaxsched import ConfigError, budget, dp, interval, kv, offline
+from jaxsched import ConfigError, budget, dp, interval, kv, network, offline
 from jaxsched.engine import ENGINE_MODULES, Engine, Metric, Policy, engine_of, get_engine
 from jaxsched.progress import Progress
 from jaxsched.run import Results, default_seed_chunk, seeds_for_budget, simulate
@@ -22,6 +22,7 @@ SMALL = {
     "interval": interval.IntervalConfig(Batch(Independent(UniformInt(1, 50), UniformInt(1, 50)),
                                               40)),
     "budget": budget.BudgetConfig(horizon_s=10.0, table_size=256),
+    "network": network.NetworkConfig(horizon_s=5.0, table_size=256),
 }
 
 
@@ -62,8 +63,8 @@ def test_runner_results_and_metric_table_agree(name):
 
 def test_engine_lookup_errors_name_the_choices():
     with pytest.raises(ConfigError, match=r"engine must be one of \('dp', 'kv', 'offline', 'interval', "
-                       r"'budget'\)"):
-        get_engine("network")
+                       r"'budget', 'network'\)"):
+        get_engine("fluid")
     with pytest.raises(ConfigError, match="config must be the Config of an engine"):
         engine_of(object())
     with pytest.raises(ConfigError, match="seed_chunk"):

@@ -17,8 +17,9 @@ checks it against them), and these tests require, per seed:
   within float32 rounding.
 
 Compilation dominates (one engine compile per static NetworkConfig and seed count, ~10 CPU s;
-an example then costs ~0.1 s), so a few static cases cover the topologies, routers, K = 1..3,
-policies, periodic rates and a request cap (see CASES), and hypothesis draws the traced
+an example then costs ~0.1 s; ~20 s for fork_join's four agents), so a few static cases cover
+the topologies (fork_join's ring and join rejections included), routers, K = 1..4, policies,
+periodic rates and a request cap (see CASES), and hypothesis draws the traced
 parameters (per-agent budgets, M, batch-time constants and prefill caps, rates, the period,
 the RS priorities) and the seeds; every example runs SEEDS_PER_RUN seeds in one vmapped call.
 `-m slow` draws more examples and adds static cases.
@@ -29,7 +30,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from jaxsched.network import NetworkConfig, batches, make_params, simulate
@@ -58,16 +59,17 @@ FJ_WORKLOAD = ((LAWS[1], FJ_SHORT, FJ_LONG, LAWS[1]), (LAWS[0], FJ_LONG, FJ_SHOR
 FJ_WORKLOAD3 = FJ_WORKLOAD + ((FJ_SHORT, LAWS[0], LAWS[1], FJ_LONG),)
 
 # name -> (NetworkConfig keywords, in the default run?). Each static case costs one engine
-# compile (~10 CPU s), so the default run has four: the three routers (K = 3, 2, 3), the RS
-# network, rejecting tables and four policies; `-m slow` adds K = 1, a self-loop route, a
-# three-stage route over three agents, orca and wc.
+# compile (~10 CPU s, fork_join ~20), so the default run has four: the random and
+# fewest_tokens routers (K = 3), the RS network, fork_join (K = 4), rejecting tables and four
+# policies (sarathi, ft, priority, vllm); `-m slow` adds the fewest_requests router, K = 1, a
+# self-loop route, a three-stage route over three agents, a larger fork_join, orca and wc.
 CASES = {
     "parallel-random-K3-sarathi-Q4": (dict(
         topology="parallel", agents=3, workload=LAWS, router="random", policy="sarathi",
         table_size=4), True),
     "parallel-fewest_requests-K2-vllm-Q6": (dict(
         topology="parallel", agents=2, workload=LAWS, router="fewest_requests", policy="vllm",
-        table_size=6), True),
+        table_size=6), False),
     # Periodic rates (thinned candidates) and a request cap (runs that end early, empty).
     "parallel-fewest_tokens-K3-ft-Q8-periodic": (dict(
         topology="parallel", agents=3, workload=LAWS, router="fewest_tokens", policy="ft",
@@ -78,8 +80,8 @@ CASES = {
     # fork_join with small rings and a small join table (J = Q = 4): ring rejections (at the
     # fork's targets too) and join rejections (slot held by another request, race in a flush,
     # branches stuck for ever behind a rejected sibling); test_fork_join_rejections_covered.
-    "fork_join-sarathi-Q4": (dict(
-        topology="fork_join", agents=4, workload=FJ_WORKLOAD, policy="sarathi",
+    "fork_join-vllm-Q4": (dict(
+        topology="fork_join", agents=4, workload=FJ_WORKLOAD, policy="vllm",
         table_size=4), True),
     # Larger: three types, per-agent priorities, Q = J = 8, a longer horizon.
     "fork_join-priority-Q8": (dict(
@@ -118,6 +120,13 @@ def _rs(cfg: NetworkConfig) -> bool:
     return cfg.topology == "routes" and cfg.workload == RS_WORKLOAD
 
 
+# Per-type rates are drawn in [0.2, 2] / s times K under `parallel` (the router splits them)
+# and times FJ_RATE_SCALE under `fork_join` (every request visits all four agents): then
+# about half of its examples reject nothing, most others reject at the rings and some
+# (about one seed in eight) at the join too.
+FJ_RATE_SCALE = 0.5
+
+
 def _draw(draw, cfg: NetworkConfig, periodic: bool = False) -> tuple[dict, tuple]:
     """Traced parameters (make_params keywords, one value per agent) and the type orders."""
     K, m = cfg.K, cfg.m
@@ -132,8 +141,8 @@ def _draw(draw, cfg: NetworkConfig, periodic: bool = False) -> tuple[dict, tuple
               c_s=[draw(st.sampled_from([0.05, 0.3, 1.0])) for _ in range(K)],
               a_s_per_token=[draw(st.sampled_from([0.0, 0.01, 0.0373])) for _ in range(K)],
               b0=ints(0, 10),
-              rates=[draw(st.floats(0.2, 2.0)) * (K if cfg.topology == "parallel" else 1)
-                     for _ in range(m)])
+              rates=[draw(st.floats(0.2, 2.0)) * dict(parallel=K, fork_join=FJ_RATE_SCALE).get(
+                  cfg.topology, 1) for _ in range(m)])
     if periodic:
         kw["rates"] = [kw["rates"], [draw(st.floats(0.2, 6.0)) for _ in range(m)]]
         kw["period_s"] = draw(st.sampled_from([0.5, 1.0, 3.0]))
@@ -154,8 +163,10 @@ def _agents(cfg: NetworkConfig, kw: dict) -> list[dict]:
             for k in range(cfg.K)]
 
 
-def compare(cfg: NetworkConfig, kw: dict, orders: tuple, seeds: list[int]):
-    """Run the engine on `seeds` and the reference on each; assert they agree.
+def compare(cfg: NetworkConfig, kw: dict, orders: tuple, seeds: list[int],
+            outs: list | None = None):
+    """Run the engine on `seeds` and the reference on each; assert they agree (the
+    reference's outputs are appended to `outs` when given).
 
     `orders` are the per-agent type priorities of the run: they enter the engine only through
     the traced NetworkParams.rank, so the params of the config with these orders drive the
@@ -171,22 +182,23 @@ def compare(cfg: NetworkConfig, kw: dict, orders: tuple, seeds: list[int]):
                            type_orders=orders, phase_first=cfg.phase_first,
                            inner_order=cfg.inner_order, horizon=cfg.horizon_s,
                            burn_in=cfg.burn_in_s, table_size=cfg.table_size,
-                           snapshots=cfg.snapshots, hist_octave_bits=cfg.hist_octave_bits)
+                           snapshots=cfg.snapshots, hist_octave_bits=cfg.hist_octave_bits,
+                           thinned=_thinned(cfg, params, seed))
+        if outs is not None:
+            outs.append(out)
         where = f"seed {seed}"
-        # Every event: kind, agent, time and the pre-event requests and tokens. The engine's
-        # thinned candidates (periodic rates) are events that change nothing; the reference
-        # only sees accepted requests, so their rows are left out.
+        # Every event: kind, agent, time and the pre-event requests and tokens. The thinned
+        # candidates (periodic rates) are arrival events that change nothing; their agent (the
+        # engine's unused router pick; None in the reference) is not compared.
         rows = np.flatnonzero(tr["kind"][s] != 0)
-        thinned = _thinned(cfg, params, seed)
-        rows = [i for i in rows if not (tr["kind"][s][i] == ref.KIND_ARRIVAL and (
-            tr["t_hi"][s][i], tr["t_lo"][s][i]) in thinned)]
         ev = out["events"]
         assert len(rows) == len(ev), (where, len(rows), len(ev))
         for i, (kind, agent, t, req, tok) in zip(rows, ev):
             got = (int(tr["kind"][s][i]), int(tr["requests"][s][i]), int(tr["tokens"][s][i]))
             assert got == (kind, req, tok), (where, i, got, (kind, req, tok))
-            got = (int(tr["agent"][s][i]), tr["t_hi"][s][i], tr["t_lo"][s][i])
-            assert got == (agent, t.hi, t.lo), (where, i, got, (agent, t.hi, t.lo))
+            got = (tr["t_hi"][s][i], tr["t_lo"][s][i])
+            assert got == (t.hi, t.lo), (where, i, got, (t.hi, t.lo))
+            assert agent is None or int(tr["agent"][s][i]) == agent, (where, i, agent)
         # Batches: agent, bitwise start and duration, load, members (id, dp, dd).
         eng = batches(res, s)
         rb = out["batches"]
@@ -203,8 +215,7 @@ def compare(cfg: NetworkConfig, kw: dict, orders: tuple, seeds: list[int]):
         # Metrics.
         m = {key: v[s] for key, v in res.metrics.items()}
         rm = out["metrics"]
-        n_thinned = int(np.sum(tr["kind"][s] != 0)) - len(rows)
-        assert m["num_steps"] - n_thinned == rm["num_steps"], where
+        assert m["num_steps"] == rm["num_steps"], where
         for key in ("num_rejected", "overflowed", "num_departed", "requests_end", "tokens_end",
                     "num_batches", "stalled", "done", "end_time_s",
                     "mean_requests_in_system", "mean_tokens_in_system",
@@ -222,20 +233,37 @@ def compare(cfg: NetworkConfig, kw: dict, orders: tuple, seeds: list[int]):
     return res
 
 
-def _thinned(cfg: NetworkConfig, params, seed: int) -> set:
-    """(t_hi, t_lo) of the thinned candidates of run `seed` (none with constant rates)."""
+def _thinned(cfg: NetworkConfig, params, seed: int) -> list:
+    """The times (reference DF) of the thinned candidates of run `seed` (none with constant
+    rates)."""
     if np.asarray(params.arrival.type_cdf).shape[0] == 1:
-        return set()
+        return []
     a = arrival_stream(cfg, params.arrival, seed, N_CANDIDATES)
     off = ~a["accepted"] & ~a["exhausted"]
-    return set(zip(a["t_hi"][off], a["t_lo"][off]))
+    return [ref.DF(hi, lo) for hi, lo in zip(a["t_hi"][off], a["t_lo"][off])]
+
+
+def _rejection_kinds(out: dict) -> tuple[int, int]:
+    """(ring rejections, join rejections) of a reference run."""
+    join = sum(1 for _, _, k, _ in out["rejections"] if k == ref.JOIN)
+    return len(out["rejections"]) - join, join
 
 
 def _check(name: str, data) -> None:
     cfg = _config(name)
     kw, orders = _draw(data.draw, cfg, name in PERIODIC)
     seeds = [data.draw(st.integers(0, 2**31 - 1)) for _ in range(SEEDS_PER_RUN)]
-    compare(cfg, kw, orders, seeds)
+    outs = []
+    compare(cfg, kw, orders, seeds, outs)
+    # What the examples exercised (pytest --hypothesis-show-statistics).
+    for out in outs:
+        ring, join = _rejection_kinds(out)
+        if cfg.topology != "fork_join":
+            event(f"ring rejections: {ring > 0}")
+            continue
+        event(f"ring rejections: {ring > 0}, join rejections: {join > 0}")
+        for why in sorted({why for *_, why in out["join_rejections"]}):
+            event(f"join rejection: {why}")
 
 
 @pytest.mark.parametrize("name", DEFAULT)
@@ -264,6 +292,27 @@ def test_rs_priorities_change_the_batches():
         loads.append([tuple(batches(res, s)["load"]) for s in range(SEEDS_PER_RUN)])
     assert loads[0] != loads[1]
 
+
+
+def test_fork_join_rejections_covered():
+    # Fixed parameters of the default fork_join case under which both seeds reject tasks at
+    # the rings and at the join, the latter for all three reasons of docs §3 (slot held by
+    # another request; held before the flush by a request this flush completes; a race of two
+    # tasks of one flush for a free slot), and still complete requests: the engine must agree
+    # there (the same compiled engine as the hypothesis examples).
+    cfg = _config("fork_join-vllm-Q4")
+    kw = dict(budget=[23, 35, 29, 7], max_requests=[7, 8, 7, 9], c_s=[0.05, 0.3, 0.3, 0.3],
+              prefill_cap=[34, 18, 23, 40], a_s_per_token=[0.0373, 0.0, 0.01, 0.0373],
+              b0=[7, 3, 3, 9], rates=[0.76, 0.95])
+    outs = []
+    res = compare(cfg, kw, cfg.type_orders, [1, 2], outs)
+    for s, out in enumerate(outs):
+        ring, join = _rejection_kinds(out)
+        assert ring > 0 and join > 0, (s, ring, join)
+        assert res.metrics["num_departed"][s] > 0
+        # Branches stuck at the join behind a rejected sibling, counted in the network.
+        assert out["end"]["join"] and res.metrics["requests_end"][s] >= len(out["end"]["join"])
+    assert {why for out in outs for *_, why in out["join_rejections"]} == {"held", "freed", "race"}
 
 
 def test_make_params_unequal_law_counts():

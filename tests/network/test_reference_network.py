@@ -242,6 +242,8 @@ def test_fork_join_slot_collision(variant, s1_0, s1_2, s2_2, rejected):
     out = ref.simulate(r, horizon=30.0, table_size=2, **FJ)
     assert [(i, s, k, to_float64(t)) for i, s, k, t in out["rejections"]] == [
         (rejected[0], rejected[1], ref.JOIN, rejected[2])]
+    assert [(i, s, to_float64(t), why) for i, s, t, why in out["join_rejections"]] == [
+        rejected + ({"held": "held", "race": "race", "freed-in-flush": "freed"}[variant],)]
     assert [(i, to_float64(t)) for i, t in out["departures"]] == [(0, 9.0), (1, 17.0)]
     assert out["end"]["join"] == {0: 2}
     m = out["metrics"]
@@ -265,6 +267,7 @@ def test_fork_join_ring_rejection_of_one_branch():
          req(1, 2.5, 0, (1, 1), (1, 3), (1, 1), (1, 1))]
     out = ref.simulate(r, horizon=20.0, table_size=1, **FJ)
     assert [(i, s, k, to_float64(t)) for i, s, k, t in out["rejections"]] == [(1, 2, 2, 4.5)]
+    assert out["join_rejections"] == []
     assert [(i, to_float64(t)) for i, t in out["departures"]] == [(0, 10.0)]
     assert [b for b in batch_list(out) if b[0] == 1] == [
         (1, 2.0, {0: (1, 0)}), (1, 3.0, {0: (0, 1)}),

@@ -27,8 +27,10 @@ Readings of the contract fixed here (where it leaves a choice):
 - The random router takes agent min(floor(fl32(u * K)), K - 1) (docs §4: floor(u K); the
   float32 product is the engine's).
 - `num_steps` counts the events processed plus the ending step (the engine's scan steps).
-  The input holds only accepted requests: thinned candidates (periodic rates) are events of the
-  engine that change nothing, so with periodic rates only `num_steps` can differ.
+  The input holds the accepted requests, and optionally (`thinned`) the times of the thinned
+  candidates (periodic rates): arrival events that change nothing but count as events (steps,
+  the end time, max_events; their event rows have agent None). Without them, with periodic
+  rates, num_steps, end_time_s and the event rows can differ from the engine's.
 - `fork_join` (K = 4, stage s at agent s): every arrival enters agent 0. A flush of agent 0
   sends its leaving tasks, in entry order, first all into agent 1 (stage 1), then all into
   agent 2 (stage 2) (the ring rule applies per target; a branch rejected at its ring does not
@@ -127,7 +129,7 @@ def simulate(requests: Sequence[Request], *, topology: str, K: int, agents: Sequ
              type_orders: Sequence[Sequence[int]] | None = None, phase_first: str = "decode",
              inner_order: str = "fcfs", horizon: float, burn_in: float = 0.0, table_size: int,
              snapshots: int = 32, hist_octave_bits: int = 4,
-             max_events: int | None = None) -> dict:
+             max_events: int | None = None, thinned: Sequence[DF] = ()) -> dict:
     """Run the network of docs/network-semantics.md on the given requests.
 
     requests: `Request`s in arrival order (accepted ones only). topology: "parallel", "routes"
@@ -139,13 +141,17 @@ def simulate(requests: Sequence[Request], *, topology: str, K: int, agents: Sequ
     batch time c + a max(0, b' - b0), float32). policy, phase_first, inner_order: the budget
     engine's; type_orders[k]: agent k's type priority (`priority`; None: 0, 1, ...).
     horizon, burn_in (s); table_size Q; snapshots G; hist_octave_bits: the latency quantiles'
-    histogram (kv reference §8); max_events: stop after that many events.
+    histogram (kv reference §8); max_events: stop after that many events. thinned: the times
+    of the stream's thinned candidates (docs §3; no two stream candidates at one time).
 
     Returns a dict:
     - batches: [{agent, t0 DF, tau DF, load, members {id: (dp, dd)}, available, partial}] in
       event order;
     - departures: [(id, time DF)]; rejections: [(id, stage, agent, time DF)] (agent JOIN for
-      a branch task rejected at the join of `fork_join`);
+      a branch task rejected at the join of `fork_join`); join_rejections: those at the join
+      again as (id, stage, time DF, why), why "held" (its slot held by another request),
+      "freed" (held before the flush by a request that this flush completes) or "race" (free
+      before the flush, taken by an earlier task of the same flush);
     - events: [(kind, agent, time DF, requests, tokens)] every step (pre-event counts), the
       last one KIND_END (its agent and time: the first event at or past the horizon, or 0 when
       none is left);
@@ -185,10 +191,13 @@ def simulate(requests: Sequence[Request], *, topology: str, K: int, agents: Sequ
     batches: list[dict[str, Any]] = []
     departures: list[tuple[int, DF]] = []
     rejections: list[tuple[int, int, int, DF]] = []
+    join_rejections: list[tuple[int, int, DF, str]] = []
     events: list[tuple] = []
     latencies: list[np.float32] = []
     stalled = False
     nxt = 0
+    thinned = sorted(thinned, key=lambda t: _key(t, ARRIVAL, 0))
+    n_thin = 0
     clock = DF(F32(0.0), F32(0.0))
     processed = 0
     done = False
@@ -266,7 +275,7 @@ def simulate(requests: Sequence[Request], *, topology: str, K: int, agents: Sequ
                 enter(target, [(r.req, target) for r in leaving], t)
             return
         before = dict(join)                 # the table is read once, before the flush
-        completed = []
+        completed, lost = [], []
         for r in leaving:
             i = r.req.id
             slot = i % J
@@ -277,6 +286,12 @@ def simulate(requests: Sequence[Request], *, topology: str, K: int, agents: Sequ
                 join[slot] = i
             else:                               # held by another request, or race lost
                 rejections.append((i, r.stage, JOIN, t))
+                lost.append(r)
+        for r in lost:
+            slot = r.req.id % J
+            why = ("race" if slot not in before else
+                   "freed" if join.get(slot) != before[slot] else "held")
+            join_rejections.append((r.req.id, r.stage, t, why))
         enter(3, [(req, 3) for req in completed], t)
 
     def decide(k: int, t: DF) -> int:
@@ -321,8 +336,15 @@ def simulate(requests: Sequence[Request], *, topology: str, K: int, agents: Sequ
         for a in ags:
             if a.status == "busy":
                 cands.append((_key(a.free_at, FLUSH, a.k), a.free_at, FLUSH, a.k))
-        if nxt < len(requests):
-            t_a = requests[nxt].arrival
+        # The next stream candidate: the next accepted request or thinned candidate.
+        t_a = requests[nxt].arrival if nxt < len(requests) else None
+        t_x = thinned[n_thin] if n_thin < len(thinned) else None
+        if t_x is not None and t_a is not None:
+            assert _key(t_x, 0, 0) != _key(t_a, 0, 0), "two stream candidates at one time"
+        thin = t_x is not None and (t_a is None or _key(t_x, 0, 0) < _key(t_a, 0, 0))
+        if thin:
+            t_a = t_x
+        if t_a is not None:
             cands.append((_key(t_a, ARRIVAL, 0), t_a, ARRIVAL, 0))
         for a in ags:
             if a.status == "ready":
@@ -348,6 +370,9 @@ def simulate(requests: Sequence[Request], *, topology: str, K: int, agents: Sequ
         if cls == FLUSH:
             flush(k, t)
             events.append((KIND_FLUSH, k, t, n_pre, x_pre))
+        elif cls == ARRIVAL and thin:
+            n_thin += 1
+            events.append((KIND_ARRIVAL, None, t, n_pre, x_pre))
         elif cls == ARRIVAL:
             req = requests[nxt]
             nxt += 1
@@ -398,6 +423,7 @@ def simulate(requests: Sequence[Request], *, topology: str, K: int, agents: Sequ
            "per_agent": [(len(a.queue), sum(r.p + r.d for r in a.queue)) for a in ags],
            "status": [a.status for a in ags], "join": dict(join)}
     return {"batches": batches, "departures": departures, "rejections": rejections,
+            "join_rejections": join_rejections,
             "events": events, "snapshots": snaps, "end": end, "metrics": metrics}
 
 
