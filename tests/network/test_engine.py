@@ -103,3 +103,16 @@ def test_fork_join_moves_every_request_through_four_agents():
     assert m["num_departed"][0] > 0 and m["num_rejected"][0] == 0
     # Three stages in sequence, each at least a prefill and a decode batch of >= c.
     assert m["latency_mean_s"][0] > 6 * 0.0455
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["routing", "fork_join"])
+def test_quick_experiments_pass(name):
+    """The reduced Prop. 1 and Conjecture 1 runs reach the verdicts of the full ones: bounded
+    below capacity, growing above it, for every router."""
+    from jaxsched.network.experiments import EXPERIMENTS
+    report = EXPERIMENTS[name](quick=True)
+    assert report.ok, report.markdown
+    verdicts = {(r.get("router"), r["load"]): r["verdict"] for r in report.rows}
+    assert {v for (_, rho), v in verdicts.items() if rho < 1} == {"bounded"}
+    assert {v for (_, rho), v in verdicts.items() if rho > 1} == {"grows"}
