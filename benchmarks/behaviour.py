@@ -12,7 +12,10 @@ for WAIT, Nested WAIT and FCFS and at B = 128 for the vLLM-style and Sarathi-sty
 are bit for bit the rows recorded before, which ran exactly those configurations. It was
 re-recorded again when the experiments moved to the paper's regime, C from the fluid memory and
 steady-state windows: every kv_e1 number changed by design, while `sweep_kv`, which runs the
-engine with its defaults, stayed bit for bit equal.) A refactoring that
+engine with its defaults, stayed bit for bit equal. Everything was re-recorded when per-run float sums became ordered
+(`kernels.ordered_sum`): only float sums changed, by at most 3e-8 relative (energy, power,
+idle fraction, TPOT, queueing delay, kv latency and TTFT, and their spreads); every count,
+imbalance and theorem number stayed bit for bit equal.) A refactoring that
 changes no behaviour leaves every number equal to the bit (CSV cells are written with
 `repr(float)`); columns that hold wall-clock times, paths or resume keys are not compared.
 `benchmarks/results/behaviour/` holds the recording this repository is checked against

@@ -58,12 +58,16 @@ class Results:
 
 def default_seed_chunk(engine: Engine, config: Any, n_seeds: int) -> int:
     """Seeds per vmapped chunk when the caller gives none: all of them on an accelerator; on
-    CPU, as many as keep the per-step working set within CPU_CHUNK_BYTES, in equal chunks (so
-    that padding stays small)."""
+    CPU, as many as keep each device's per-step working set within CPU_CHUNK_BYTES, in equal
+    chunks (so that padding stays small). With several local devices the chunk is a multiple
+    of their count (when there are at least that many seeds), so that it shards evenly."""
+    d = jax.local_device_count()
     if jax.default_backend() != "cpu":
-        return n_seeds
-    cap = max(1, CPU_CHUNK_BYTES // max(1, engine.working_set_bytes(config)))
-    return -(-n_seeds // -(-n_seeds // cap))
+        chunk = n_seeds
+    else:
+        cap = d * max(1, CPU_CHUNK_BYTES // max(1, engine.working_set_bytes(config)))
+        chunk = -(-n_seeds // -(-n_seeds // cap))
+    return -(-chunk // d) * d if n_seeds >= d else chunk
 
 
 def seeds_for_budget(engine: Engine, config: Any, memory_budget_mb: float, record: bool = False) -> int:

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .level_fill import ENUM_MAX, SUBSET_MAX, level_fill, subset_masks
+from .reduce import ordered_sum
 from .round_lpt import round_lpt
 from .valley_fill import valley_fill
 from .window_fill import window_fill
@@ -82,7 +83,7 @@ def objective(loads0, worker, sizes) -> jnp.ndarray:
 def _score(loads0, worker, sizes):
     """(J int32, sum of squared loads float32) of one assignment: the order starts are ranked by."""
     L, _ = _worker_loads(loads0, worker, sizes)
-    return L.shape[0] * jnp.max(L) - jnp.sum(L), jnp.sum(L.astype(jnp.float32) ** 2)
+    return L.shape[0] * jnp.max(L) - jnp.sum(L), ordered_sum(L.astype(jnp.float32) ** 2)
 
 
 def _best_candidate(loads0, free0, sizes, valid, worker, chain: bool):

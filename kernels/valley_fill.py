@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .reduce import ordered_sum
+
 _BIG = np.int32(2**31 - 1)
 
 
@@ -172,7 +174,7 @@ def lookahead_valley_fill(projected: jnp.ndarray, free: jnp.ndarray, sizes: jnp.
         g = jnp.argmin(jnp.where(free > 0, proj[:, 0], _BIG))
         room = top - proj[g]                                                    # [W]
         over = jnp.maximum(sizes[:, None] - room[None, :], 0)                   # [R, W]
-        score = jnp.sum(w * (sizes[:, None] - beta * over), axis=1)             # [R]
+        score = ordered_sum(w * (sizes[:, None] - beta * over))                  # [R]
         return g, jnp.argmax(jnp.where(valid, score, -_BIG))
 
     return _greedy_fill(projected, free, sizes, valid, choose)

@@ -14,6 +14,8 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from kernels import ordered_sum
+
 from .. import clock
 from ..clock import DF
 from ..engine import Engine
@@ -263,9 +265,9 @@ def _apply(config: BudgetConfig, table: Table, totals: Totals, dp, dd, batch, t_
         departed=totals.departed + jnp.sum(m_dep, dtype=jnp.int32),
         departed_tokens=totals.departed_tokens.add(
             jnp.sum(jnp.where(m_dep, table.vp + table.vd, 0), dtype=jnp.int32)),
-        latency_s=totals.latency_s.add(jnp.sum(jnp.where(m_dep, since, 0.0))),
-        ttft_s=totals.ttft_s.add(jnp.sum(jnp.where(m_dep, ttft, 0.0))),
-        tbt_s=totals.tbt_s.add(jnp.sum(jnp.where(m_tok, gap, 0.0))),
+        latency_s=totals.latency_s.add(ordered_sum(jnp.where(m_dep, since, 0.0))),
+        ttft_s=totals.ttft_s.add(ordered_sum(jnp.where(m_dep, ttft, 0.0))),
+        tbt_s=totals.tbt_s.add(ordered_sum(jnp.where(m_tok, gap, 0.0))),
         tbt_count=totals.tbt_count + jnp.sum(m_tok, dtype=jnp.int32),
         latency_hist=_hist_add(totals.latency_hist, since, m_dep, config),
         ttft_hist=_hist_add(totals.ttft_hist, ttft, m_dep, config),

@@ -5,7 +5,8 @@ One module per engine adds its commands (`dp`, `kv`, `offline`, `interval`, `bud
 `network`); `sweep` works for every engine; `base`
 holds what they share (one-line errors, defaults in help, `--config FILE.toml`). Parsers import
 no engine (and so no JAX): `--help` and `--version` answer at once, and a command imports
-what it runs when it runs. Every invalid input prints one `jaxsched: error: ...` line naming the
+what it runs when it runs; before it does, `devices` asks XLA for one CPU device per core, so
+seeds shard over every core. Every invalid input prints one `jaxsched: error: ...` line naming the
 field and exits with 2.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .. import __version__
 from ..errors import ConfigError
 from . import budget, dp, interval, kv, network, offline, sweep
 from .base import HelpFormatter, Parser, resolve
+from .devices import use_every_core
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = resolve(build_parser(), argv)
+        use_every_core()        # before the command imports JAX; see jaxsched.cli.devices
         return args.func(args)
     except ConfigError as e:
         print(f"jaxsched: error: {e}", file=sys.stderr)

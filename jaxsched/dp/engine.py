@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels import count_bits, pack_bits, select_bit
+from kernels import count_bits, ordered_mean, ordered_sum, pack_bits, select_bit
 
 from .. import rng
 from ..accumulate import Kahan, WideInt
@@ -179,7 +179,7 @@ def _admission_stats(config, params, pool: Pool, admitted, clock: Clock, totals:
     delay = jnp.where(admitted, delay, 0.0)
     bins = jnp.where(admitted, log_bins(delay, waited == 0, config.delay_bins, DELAY_MIN_S, DELAY_MAX_S),
                      config.delay_bins)
-    return replace(totals, delay_s=totals.delay_s.add(jnp.sum(delay)),
+    return replace(totals, delay_s=totals.delay_s.add(ordered_sum(delay)),
                    delay_hist=totals.delay_hist.at[bins].add(1, mode="drop"),
                    admitted=totals.admitted.add(jnp.sum(admitted, dtype=jnp.int32)))
 
@@ -253,9 +253,9 @@ def _measure(window: Window, loads, dt, tokens, max_load_start, params, on) -> W
         gap=window.gap.add(on_i * (top - jnp.min(loads))),
         tokens=window.tokens.add(on_i * tokens),
         max_load=window.max_load.add(on_i * max_load_start),
-        energy_j=window.energy_j.add(f(dt * jnp.sum(power))),
-        power_w=window.power_w.add(f(jnp.mean(power))),
-        idle=window.idle.add(f(jnp.mean(1.0 - u))))
+        energy_j=window.energy_j.add(f(dt * ordered_sum(power))),
+        power_w=window.power_w.add(f(ordered_mean(power))),
+        idle=window.idle.add(f(ordered_mean(1.0 - u))))
 
 
 def step(config: DPConfig, params: DPParams, state: DPState, record: bool = False):
@@ -277,7 +277,7 @@ def step(config: DPConfig, params: DPParams, state: DPState, record: bool = Fals
     dt = barrier_step_time_s(max_start, params.step_const_s, params.per_token_s)
     live_i = live.astype(jnp.int32)
     clock = Clock(state.clock.steps + live_i, state.clock.load.add(live_i * max_start))
-    inv = jnp.sum(jnp.where(active_start, slots.inv_out, 0.0))
+    inv = ordered_sum(jnp.where(active_start, slots.inv_out, 0.0).reshape(-1))
     t = state.totals
     totals = replace(t, tpot_num=t.tpot_num.add(jnp.where(live, dt * inv, 0.0)),
                      tpot_den=t.tpot_den.add(jnp.where(live, inv, 0.0)),

@@ -13,6 +13,8 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from kernels import ordered_sum
+
 from .. import clock
 from ..clock import DF
 from ..engine import Engine
@@ -133,8 +135,8 @@ def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, w
         tokens=totals.tokens.add(tok), decode_tokens=totals.decode_tokens.add(dtok),
         horizon_tokens=totals.horizon_tokens.add(in_h * tok),
         horizon_decode_tokens=totals.horizon_decode_tokens.add(in_h * dtok),
-        latency_s=totals.latency_s.add(jnp.sum(jnp.where(m_done, since, 0.0))),
-        ttft_s=totals.ttft_s.add(jnp.sum(jnp.where(m_first, since, 0.0))),
+        latency_s=totals.latency_s.add(ordered_sum(jnp.where(m_done, since, 0.0))),
+        ttft_s=totals.ttft_s.add(ordered_sum(jnp.where(m_first, since, 0.0))),
         first_tokens=totals.first_tokens + jnp.sum(m_first, dtype=jnp.int32),
         latency_hist=totals.latency_hist.at[bit_bins(since, m_done, config.hist_octave_bits)].add(
             1, mode="drop"),

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels import prefix_by_id
+from kernels import ordered_sum, prefix_by_id
 
 from .. import clock, rng
 from ..budget.engine import _hist_add, _Window, batch_time, run_warnings
@@ -260,7 +260,7 @@ def _flush(config: NetworkConfig, params: NetworkParams, state: NetworkState, k,
     counted = exits & w.contains(t)
     tot = state.totals
     tot = replace(tot, exits=tot.exits + jnp.sum(counted, dtype=jnp.int32),
-                  latency_s=tot.latency_s.add(jnp.sum(jnp.where(counted, since, 0.0))),
+                  latency_s=tot.latency_s.add(ordered_sum(jnp.where(counted, since, 0.0))),
                   latency_hist=_hist_add(tot.latency_hist, since, counted, config))
     n_left = jnp.sum(leaving, dtype=jnp.int32)
     ag = state.agents

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-import numpy as np
+import pytest
 
 SCRIPT = r"""
 import sys, numpy as np, jax
@@ -27,6 +27,15 @@ for policy, H in [("fcfs", 0), ("bfio", 0), ("bfio", 2)]:
         out[f"{policy}{H}:{k}"] = (a.metrics[k].tobytes() == b.metrics[k].tobytes())
     for k in a.trajectories:
         out[f"{policy}{H}:traj:{k}"] = (a.trajectories[k].tobytes() == b.trajectories[k].tobytes())
+# An engine whose blocks skip finished runs (a cond on every run being done) shards the same way.
+ncfg = js.network.NetworkConfig(agents=2, horizon_s=20.0, table_size=256)
+a = js.run.simulate(ncfg, seeds=range(4), shard=True)
+b = js.run.simulate(ncfg, seeds=range(4), shard=False)
+for k in a.metrics:
+    out[f"network:{k}"] = a.metrics[k].tobytes() == b.metrics[k].tobytes()
+# Default chunks are a multiple of the device count, so an odd seed count shards too (padded).
+out["chunk"] = js.run.default_seed_chunk(js.dp.ENGINE, cfg, 3) == 4
+out["chunk1"] = js.run.default_seed_chunk(js.dp.ENGINE, cfg, 1) == 1
 bad = [k for k, v in out.items() if not v]
 print("MISMATCH", bad) if bad else print("OK", len(out))
 """
@@ -37,3 +46,50 @@ def test_two_host_devices_bitwise_equal_to_one():
     r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip().startswith("OK"), r.stdout + r.stderr[-2000:]
+
+
+CLI_SCRIPT = r"""
+import sys
+from jaxsched.cli import main
+rc = main(sys.argv[1:])
+import jax
+print("DEVICES", jax.local_device_count())
+sys.exit(rc)
+"""
+
+
+def _cli_run(tmp_path, devices: str) -> tuple[str, list[str]]:
+    out = tmp_path / f"run{devices}.csv"
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env.update(JAXSCHED_CPU_DEVICES=devices, JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, "-c", CLI_SCRIPT, "run", "--G", "4", "--B", "8", "--R", "8",
+                        "--steps", "300", "--seeds", "3", "--policies", "fcfs,bfio:0", "--quiet",
+                        "--out", str(out)], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = out.read_text().splitlines()
+    header = rows[0].split(",")
+    keep = [i for i, h in enumerate(header) if "wall" not in h]
+    return r.stdout, [",".join(c for i, c in enumerate(row.split(",")) if i in keep) for row in rows]
+
+
+def test_command_line_uses_every_core_and_matches_one_device(tmp_path):
+    """The command line asks for JAXSCHED_CPU_DEVICES host devices before JAX starts, and the
+    results file is bitwise that of one device (3 seeds: padded to 4 and sharded)."""
+    out2, rows2 = _cli_run(tmp_path, "2")
+    out1, rows1 = _cli_run(tmp_path, "1")
+    assert "DEVICES 2" in out2 and "DEVICES 1" in out1
+    assert rows2 == rows1 and len(rows1) == 1 + 2 * 3
+
+
+def test_device_count_setting():
+    from jaxsched import ConfigError
+    from jaxsched.cli.devices import FLAG, requested_devices, use_every_core
+    assert requested_devices({"JAXSCHED_CPU_DEVICES": "3"}) == 3
+    assert requested_devices({}) >= 1
+    for bad in ("0", "-1", "two", "1025", ""):
+        with pytest.raises(ConfigError, match=r"JAXSCHED_CPU_DEVICES must be an integer in \[1, 1024\]"):
+            requested_devices({"JAXSCHED_CPU_DEVICES": bad})
+    # In this process JAX is loaded, so the flag could no longer act: the environment is left alone.
+    env = {"JAXSCHED_CPU_DEVICES": "2"}
+    assert use_every_core(env) is None and "XLA_FLAGS" not in env
+    assert FLAG.startswith("--xla_force_host_platform_device_count")
