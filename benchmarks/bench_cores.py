@@ -11,8 +11,8 @@ time on 1 device / time on N devices, both from this run. equal: the SHA-256 of 
 array of every seed is the same for both device counts (the script exits 1 otherwise).
 
 Cases: dp FCFS and BF-IO H = 0 at (G, B, R) = (16, 72, 64) with 1024 seeds, as in bench_dp;
-the kv engine's default configuration with 1024 seeds; the budget engine as in bench_budget
-(Fig. 1, Sarathi at 14.3 qps, Q = 1024) with 256 seeds.
+the kv engine's default configuration with 500 requests and 256 seeds; the budget engine as in
+bench_budget (Fig. 1, Sarathi at 14.3 qps, Q = 1024, 60 s) with 256 seeds.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ _HERE = Path(__file__).resolve().parent
 _ROOT = _HERE.parent
 
 # (seeds, steps or horizon) per case; --quick shrinks both for a smoke test.
-FULL = {"dp_fcfs": (1024, 800), "dp_bfio": (1024, 480), "kv": (1024, 2000),
+FULL = {"dp_fcfs": (1024, 800), "dp_bfio": (1024, 480), "kv": (256, 500),
         "budget": (256, 60.0)}
 QUICK = {"dp_fcfs": (64, 100), "dp_bfio": (64, 60), "kv": (64, 200), "budget": (16, 20.0)}
 

@@ -26,9 +26,12 @@ from typing import Any
 
 __version__ = "0.1.0"
 
+# Every engine's package, as `jaxsched.<name>` (jaxsched.engine.ENGINE_MODULES lists the same).
+ENGINES = ("dp", "kv", "offline", "interval", "budget", "network")
 # name -> (module, attribute or None for the module itself)
 _LAZY = {
-    "dp": ("jaxsched.dp", None), "kv": ("jaxsched.kv", None), "workload": ("jaxsched.workload", None),
+    **{name: (f"jaxsched.{name}", None) for name in ENGINES},
+    "workload": ("jaxsched.workload", None),
     "Engine": ("jaxsched.engine", "Engine"), "Metric": ("jaxsched.engine", "Metric"),
     "Policy": ("jaxsched.engine", "Policy"), "ENGINE_MODULES": ("jaxsched.engine", "ENGINE_MODULES"),
     "engine_of": ("jaxsched.engine", "engine_of"), "get_engine": ("jaxsched.engine", "get_engine"),

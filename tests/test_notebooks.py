@@ -61,7 +61,14 @@ def test_notebook_cells_equal_its_source(name):
     assert not unrun, f"{name}.ipynb cells {unrun} were never executed; " + REBUILD.format(name)
 
 
-@pytest.mark.parametrize("name", NAMES)
+# The default run executes the quickest notebook (under a minute); the other three take 2-4
+# minutes each and run with -m slow. Every notebook's cells are checked against its source and
+# as executed (above) in the default run.
+DEFAULT_EXECUTED = {"interval"}
+
+
+@pytest.mark.parametrize("name", [n if n in DEFAULT_EXECUTED else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in NAMES])
 def test_notebook_executes(name):
     _execute(nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4))
 

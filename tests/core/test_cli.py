@@ -58,6 +58,7 @@ def test_parse_policies():
         parse_policies("bfio:-1")
 
 
+@pytest.mark.slow        # 26 s; tests/core/test_sweep.py checks resuming through the API by default
 def test_sweep_command_writes_and_resumes(tmp_path, capsys):
     out = tmp_path / "s.csv"
     args = ["sweep", "--axis", "policy=fcfs,bfio", "--axis", "num_workers=2,3", "--axis",

@@ -131,3 +131,10 @@ def test_top_level_names_no_engine_silently():
     # The top level shows the shared tools and the engine packages, not one engine's config.
     assert not hasattr(js, "DPConfig") and not hasattr(js, "make_params")
     assert js.simulate is simulate and js.dp.simulate is simulate and js.kv.simulate is simulate
+
+
+def test_every_engine_is_an_attribute_of_the_package():
+    import importlib
+    assert js.ENGINES == tuple(ENGINE_MODULES) and set(js.ENGINES) <= set(js.__all__)
+    for name in js.ENGINES:
+        assert getattr(js, name) is importlib.import_module(ENGINE_MODULES[name])

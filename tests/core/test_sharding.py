@@ -28,7 +28,7 @@ for policy, H in [("fcfs", 0), ("bfio", 0), ("bfio", 2)]:
     for k in a.trajectories:
         out[f"{policy}{H}:traj:{k}"] = (a.trajectories[k].tobytes() == b.trajectories[k].tobytes())
 # An engine whose blocks skip finished runs (a cond on every run being done) shards the same way.
-ncfg = js.network.NetworkConfig(agents=2, horizon_s=20.0, table_size=256)
+ncfg = js.network.NetworkConfig(agents=2, horizon_s=5.0, table_size=128)
 a = js.run.simulate(ncfg, seeds=range(4), shard=True)
 b = js.run.simulate(ncfg, seeds=range(4), shard=False)
 for k in a.metrics:
@@ -63,7 +63,7 @@ def _cli_run(tmp_path, devices: str) -> tuple[str, list[str]]:
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env.update(JAXSCHED_CPU_DEVICES=devices, JAX_PLATFORMS="cpu")
     r = subprocess.run([sys.executable, "-c", CLI_SCRIPT, "run", "--G", "4", "--B", "8", "--R", "8",
-                        "--steps", "300", "--seeds", "3", "--policies", "fcfs,bfio:0", "--quiet",
+                        "--steps", "200", "--seeds", "3", "--policies", "fcfs,jsq_tokens", "--quiet",
                         "--out", str(out)], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     rows = out.read_text().splitlines()

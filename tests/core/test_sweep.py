@@ -90,7 +90,7 @@ def test_resume_after_sigkill(tmp_path):
         "import jaxsched as js\n"
         "from jaxsched.sweep import run_sweep\n"
         "base = js.dp.DPConfig(num_workers=2, slots_per_worker=4, pool_size=4, num_steps=400)\n"
-        f"run_sweep(base, {{'policy': ['fcfs', 'bfio', 'jsq_tokens', 'round_robin'], "
+        f"run_sweep(base, {{'policy': ['fcfs', 'bfio'], "
         f"'num_workers': [2, 3, 4]}}, range(2), {str(out)!r}, progress=False)\n")
     proc = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.time() + 120
@@ -99,12 +99,12 @@ def test_resume_after_sigkill(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     killed = _rows(out)
-    assert 2 <= len(killed) < 12
+    assert 2 <= len(killed) < 6
     base = js.dp.DPConfig(num_workers=2, slots_per_worker=4, pool_size=4, num_steps=400)
-    run_sweep(base, {"policy": ["fcfs", "bfio", "jsq_tokens", "round_robin"], "num_workers": [2, 3, 4]},
+    run_sweep(base, {"policy": ["fcfs", "bfio"], "num_workers": [2, 3, 4]},
               range(2), out, progress=False)
     rows = _rows(out)
-    assert len(rows) == 12 and len({r["point"] for r in rows}) == 12
+    assert len(rows) == 6 and len({r["point"] for r in rows}) == 6
     assert rows[:len(killed)] == killed
     assert not list(tmp_path.glob(".k.csv.*"))   # no temporary file left behind... once resumed
 

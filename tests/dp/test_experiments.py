@@ -46,6 +46,7 @@ def test_noise_sweep_reduced():
     assert not np.array_equal(res["noisy, H=4"][0.0], res["noisy, H=4"][0.5])
 
 
+@pytest.mark.slow        # 55 s; test_fig4_sweep_reduced runs the same sweep small by default
 def test_fig4_shape_minimum_at_an_intermediate_horizon():
     # The paper's Fig. 4 setting (synthetic requests, N = 8000 per seed, C/8): the undiscounted
     # lookahead helps up to H ~ 64 and hurts beyond (projections ignore future admissions), so

@@ -97,7 +97,9 @@ PUZZLES = [
 ]
 
 
-@pytest.mark.parametrize("k", range(len(PUZZLES)))
+# The first puzzle in the default run, the others with -m slow (each compiles its own shape).
+@pytest.mark.parametrize("k", [k if k == 0 else pytest.param(k, marks=pytest.mark.slow)
+                               for k in range(len(PUZZLES))])
 def test_ms_lf_solves_subset_sum_puzzles_that_ms_ls_chain_misses(k):
     loads, free, sizes, n, J_star = PUZZLES[k]
     valid = np.arange(16) < n
