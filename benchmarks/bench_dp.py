@@ -69,6 +69,18 @@ FULL_STEPS: dict[tuple[str, int], dict[int, int]] = {
     ("bfio", 16): {1: 30_000, 64: 1_000, 1024: 480},
     ("bfio", 32): {1: 10_000, 64: 800, 1024: 160},
 }
+
+
+def full_steps(policy: str, G: int, seeds: int) -> int:
+    """Steps of a full run: FULL_STEPS for a listed seed count, else the nearest listed count's
+    seed-steps spread over `seeds` (at least 50 steps, so the steady state dominates)."""
+    table = FULL_STEPS[(policy, G)]
+    if seeds in table:
+        return table[seeds]
+    near = min(table, key=lambda s: abs(np.log(s / seeds)))
+    return max(50, table[near] * near // seeds)
+
+
 # --quick: a smoke test of every code path in well under 30 s (compilation dominates).
 QUICK_SEED_COUNTS = (8,)
 QUICK_STEPS = {8: 100}
@@ -102,6 +114,8 @@ class EngineRow:
     seed_steps_per_s: float
     slot_steps_per_s: float
     seed0_avg_imbalance_tokens: float
+    state_bytes_per_seed: int
+    bytes_per_s: float
 
 
 @dataclass
@@ -131,6 +145,42 @@ def make_config(policy: str, G: int, steps: int) -> jaxsched.dp.DPConfig:
                              workload=jaxsched.BurstGPTLike())
 
 
+def state_bytes_per_seed(config: jaxsched.dp.DPConfig) -> int:
+    """Bytes of one run's state (every leaf of `DPState`, from its abstract shape).
+
+    Every step reads the whole slot state at least once (loads, completions and the TPOT sums
+    all touch every slot), so state bytes times seed-steps/s is a lower bound on the bytes the
+    engine moves per second; the slots are almost all of it (12 bytes per slot at H = 0).
+    """
+    params = jaxsched.dp.make_params(config)
+    shapes = jax.eval_shape(lambda: jaxsched.dp.ENGINE.init(config, params, np.uint32(0)))
+    return int(sum(np.prod(x.shape, dtype=np.int64) * x.dtype.itemsize
+                   for x in jax.tree_util.tree_leaves(shapes)))
+
+
+# Memory-bandwidth probe: an elementwise pass over this many float32 (256 MiB read, 256 MiB
+# written), far larger than any cache, so it runs at the machine's achievable DRAM bandwidth.
+BANDWIDTH_ELEMENTS = 1 << 26
+QUICK_BANDWIDTH_ELEMENTS = 1 << 24
+
+
+def measure_bandwidth(elements: int, repeats: int = 5) -> float:
+    """Achievable memory bandwidth under JAX, bytes/s: the best of `repeats` jitted
+    `x + 1` passes over `elements` float32 (bytes read plus bytes written, as STREAM counts a
+    copy). The input is donated, so each pass writes over the buffer it reads: a fresh 256 MiB
+    output would be page-faulted in on every call and measure the kernel's page zeroing (9x
+    slower here), not the memory. XLA spreads a fusion this large over every core, as it does
+    the engine's."""
+    f = jax.jit(lambda a: a + np.float32(1), donate_argnums=0)
+    x = jax.block_until_ready(f(jax.device_put(np.ones(elements, np.float32))))
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        x = jax.block_until_ready(f(x))
+        best = min(best, time.perf_counter() - t0)
+    return 2 * 4 * elements / best
+
+
 def bench_engine(policy: str, G: int, seeds: int, steps: int, repeats: int) -> EngineRow:
     """Compile/warm with one call, then time `repeats` identical calls (best is kept)."""
     config = make_config(policy, G, steps)
@@ -148,10 +198,12 @@ def bench_engine(policy: str, G: int, seeds: int, steps: int, repeats: int) -> E
         timed = min(timed, time.perf_counter() - t0)
     assert result is not None
     rate = seeds * steps / timed
+    state_bytes = state_bytes_per_seed(config)
     return EngineRow(policy=policy, G=G, B=B, R=POOL[G], seeds=seeds, steps=steps, timed_s=timed,
                      first_call_s=first, compile_s=max(0.0, first - timed), seed_steps_per_s=rate,
                      slot_steps_per_s=rate * G * B,
-                     seed0_avg_imbalance_tokens=float(result.metrics["avg_imbalance_tokens"][0]))
+                     seed0_avg_imbalance_tokens=float(result.metrics["avg_imbalance_tokens"][0]),
+                     state_bytes_per_seed=state_bytes, bytes_per_s=rate * state_bytes)
 
 
 def bench_numpy(baseline: str, policy: str, G: int, check_steps: int, target_s: float,
@@ -203,15 +255,16 @@ def _fmt_rate(x: float) -> str:
 
 
 def markdown_table(rows: list[EngineRow],
-                   baselines: dict[tuple[str, str, int], NumpyRow]) -> str:
+                   baselines: dict[tuple[str, str, int], NumpyRow], bandwidth: float) -> str:
     """The results table; the ratios are engine over each NumPy baseline's seed-steps/s.
 
-    baselines: keyed by (baseline name, policy, G).
+    baselines: keyed by (baseline name, policy, G). bandwidth: the probe's bytes/s.
     """
     lines = [
         "| policy | G | B | seeds | engine seed-steps/s | numpy seed-steps/s | ratio | "
-        "loop numpy seed-steps/s | ratio vs loop | slot-steps/s | compile s | steps | timed s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "loop numpy seed-steps/s | ratio vs loop | slot-steps/s | state GB/s | of bandwidth | "
+        "compile s | steps | timed s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         vec = baselines[("vectorized", r.policy, r.G)]
@@ -220,7 +273,24 @@ def markdown_table(rows: list[EngineRow],
             f"| {r.policy} | {r.G} | {r.B} | {r.seeds} | {_fmt_rate(r.seed_steps_per_s)} | "
             f"{_fmt_rate(vec.seed_steps_per_s)} | {r.seed_steps_per_s / vec.seed_steps_per_s:.1f}x | "
             f"{_fmt_rate(loop.seed_steps_per_s)} | {r.seed_steps_per_s / loop.seed_steps_per_s:.1f}x | "
-            f"{r.slot_steps_per_s:.2e} | {r.compile_s:.1f} | {r.steps} | {r.timed_s:.2f} |")
+            f"{r.slot_steps_per_s:.2e} | {r.bytes_per_s / 1e9:.2f} | "
+            f"{100 * r.bytes_per_s / bandwidth:.0f}% | {r.compile_s:.1f} | {r.steps} | {r.timed_s:.2f} |")
+    return "\n".join(lines)
+
+
+def policy_cost_ratios(rows: list[EngineRow]) -> list[dict[str, Any]]:
+    """Cost of each non-FCFS policy per seed-step relative to FCFS at the same (G, seeds), from
+    this run: FCFS seed-steps/s divided by the policy's (1.0 = as cheap as FCFS)."""
+    fcfs = {(r.G, r.seeds): r.seed_steps_per_s for r in rows if r.policy == "fcfs"}
+    return [{"policy": r.policy, "G": r.G, "seeds": r.seeds,
+             "cost_vs_fcfs": fcfs[(r.G, r.seeds)] / r.seed_steps_per_s}
+            for r in rows if r.policy != "fcfs" and (r.G, r.seeds) in fcfs]
+
+
+def cost_table(ratios: list[dict[str, Any]]) -> str:
+    """Markdown table of `policy_cost_ratios`."""
+    lines = ["| policy | G | seeds | cost per seed-step vs FCFS |", "|---|---|---|---|"]
+    lines += [f"| {c['policy']} | {c['G']} | {c['seeds']} | {c['cost_vs_fcfs']:.2f}x |" for c in ratios]
     return "\n".join(lines)
 
 
@@ -289,9 +359,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=1,
                     help="timed runs per measurement after the warm-up (the fastest is kept)")
     ap.add_argument("--policies", nargs="+", choices=POLICIES, default=list(POLICIES))
+    ap.add_argument("--seeds", nargs="+", type=int, default=None, metavar="S",
+                    help=f"seed counts to time (default {' '.join(map(str, SEED_COUNTS))}); a count "
+                         "not in that list runs as many seed-steps as the nearest listed one "
+                         "(e.g. 16384 seeds on a GPU)")
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error("--repeats must be >= 1")
+    if args.seeds is not None and (args.quick or min(args.seeds) < 1):
+        ap.error("--seeds takes counts >= 1 and does not combine with --quick")
     if args.out is None:
         args.out = _HERE / "results" / ("dp_speed_quick.json" if args.quick else "dp_speed.json")
 
@@ -300,13 +376,17 @@ def main(argv: list[str] | None = None) -> int:
         np_target = QUICK_NUMPY_TARGET_S
         steps_for = lambda policy, G, S: QUICK_STEPS[S]
     else:
-        shapes, seed_counts, check_seeds = tuple(POOL), SEED_COUNTS, CHECK_SEEDS
+        shapes, check_seeds = tuple(POOL), CHECK_SEEDS
+        seed_counts = tuple(args.seeds) if args.seeds else SEED_COUNTS
         np_target = NUMPY_TARGET_S
-        steps_for = lambda policy, G, S: FULL_STEPS[(policy, G)][S]
+        steps_for = lambda policy, G, S: full_steps(policy, G, S)
 
     env = environment()
     log(f"backend {env['backend']}, {env['cpu_count']} CPUs, load average {env['loadavg_at_start']}")
     t_start = time.perf_counter()
+    probe = QUICK_BANDWIDTH_ELEMENTS if args.quick else BANDWIDTH_ELEMENTS
+    bandwidths = [measure_bandwidth(probe)]
+    log(f"memory bandwidth probe: {bandwidths[0] / 1e9:.1f} GB/s")
     rows: list[EngineRow] = []
     baselines: dict[tuple[str, str, int], NumpyRow] = {}  # (baseline, policy, G)
     checks: list[dict[str, Any]] = []
@@ -327,7 +407,13 @@ def main(argv: list[str] | None = None) -> int:
                 if S == check_seeds:
                     checks.append(consistency_check(row, bases, hist_equal))
 
-    table = markdown_table(rows, baselines)
+    # The probe runs before and after the engines; the larger figure is the machine's
+    # achievable bandwidth (a probe slowed by a neighbour's load would flatter the engines).
+    bandwidths.append(measure_bandwidth(probe))
+    bandwidth = max(bandwidths)
+    log(f"memory bandwidth probe: {bandwidths[1] / 1e9:.1f} GB/s (using {bandwidth / 1e9:.1f})")
+    table = markdown_table(rows, baselines, bandwidth)
+    costs = policy_cost_ratios(rows)
     total_s = time.perf_counter() - t_start
     all_ok = all(c["equal"] for c in checks)
     md = "\n".join([
@@ -349,6 +435,16 @@ def main(argv: list[str] | None = None) -> int:
         "engine / loop numpy, from this run. "
         f"The check compares seed 0 of the engine's {check_seeds}-seed run with both NumPy "
         "simulators over the same steps, and the two simulators' hist_loads with each other.",
+        "",
+        f"Memory bandwidth: {bandwidth / 1e9:.1f} GB/s, the better of two probes (before "
+        f"{bandwidths[0] / 1e9:.1f}, after {bandwidths[1] / 1e9:.1f}): a jitted `x + 1` over "
+        f"{probe * 4 >> 20} MiB of float32, bytes read plus written. state GB/s = seed-steps/s * the "
+        "bytes of one run's state (every step reads all of it at least once: a lower bound on "
+        "the traffic); of bandwidth = state GB/s / memory bandwidth.",
+        "",
+        "Cost per seed-step relative to FCFS in this run (FCFS seed-steps/s / the policy's):",
+        "",
+        cost_table(costs),
         "",
         "Seed-0 avg_imbalance_tokens, engine vs both NumPy baselines, and hist_loads, numpy vs "
         f"loop numpy: {'equal' if all_ok else 'DIFFERENT'} "
@@ -373,6 +469,10 @@ def main(argv: list[str] | None = None) -> int:
                     / baselines[("loops", r.policy, r.G)].seed_steps_per_s}
                    for r in rows],
         "consistency_checks": checks,
+        "memory_bandwidth_bytes_per_s": bandwidth,
+        "memory_bandwidth_probes_bytes_per_s": bandwidths,
+        "bandwidth_probe_elements": probe,
+        "cost_vs_fcfs": costs,
         "total_wall_s": total_s,
         "markdown": md,
     }

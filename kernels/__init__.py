@@ -10,7 +10,7 @@ from .round_lpt import round_lpt
 from .future_peak import admit_check, completion_peaks, completion_peaks_binned, lex_argmin
 from .level_fill import level_fill, subset_masks
 from .local_search import BFIO_VARIANTS, local_search, multi_start, multi_start_level, objective
-from .valley_fill import lookahead_valley_fill, valley_fill, valley_fill_unpacked, window_weights
+from .valley_fill import lookahead_valley_fill, packable, valley_fill, valley_fill_unpacked, window_weights
 from .window_fill import window_fill
 
-__all__ = ["ordered_mean", "ordered_sum", "admit_check", "completion_peaks", "completion_peaks_binned", "lex_argmin", "group_rank", "prefix_by_id", "prefix_max_by_id", "suffix_sums", "BFIO_VARIANTS", "level_fill", "local_search", "multi_start", "multi_start_level", "objective", "subset_masks", "count_bits", "free_slot_rank", "pack_bits", "select_bit", "round_lpt", "valley_fill", "valley_fill_unpacked", "lookahead_valley_fill", "window_weights", "window_fill"]
+__all__ = ["ordered_mean", "ordered_sum", "admit_check", "completion_peaks", "completion_peaks_binned", "lex_argmin", "group_rank", "prefix_by_id", "prefix_max_by_id", "suffix_sums", "BFIO_VARIANTS", "level_fill", "local_search", "multi_start", "multi_start_level", "objective", "subset_masks", "count_bits", "free_slot_rank", "pack_bits", "select_bit", "round_lpt", "packable", "valley_fill", "valley_fill_unpacked", "lookahead_valley_fill", "window_weights", "window_fill"]

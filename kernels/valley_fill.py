@@ -78,6 +78,13 @@ def _admission_loop(body: Callable, carry, R: int, pending: Callable):
     return carry
 
 
+def packable(max_size: int, pool_size: int) -> bool:
+    """Whether `valley_fill`'s packed request keys fit int32 for sizes up to `max_size` in a pool
+    of `pool_size` (else use `valley_fill_unpacked`)."""
+    R2 = 1 << max(0, (pool_size - 1).bit_length())
+    return (max_size + 1) * R2 <= 2**31
+
+
 def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
                 valid: jnp.ndarray, target=0) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Valley-fill assignment for H = 0.
@@ -90,46 +97,79 @@ def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
 
     Each choice is one reduction over the workers and one over the pool, on packed keys: the
     worker key L_g * G + g (its minimum is the lightest worker, lowest index first; it fits int32
-    because the engine proves G * max load < 2^31) and the request key s * R + (R - 1 - p) for
-    requests that fit (largest s, then earliest p) and -(s * R + p) - 1 for those that do not
-    (smallest s, then earliest p). Packing needs max(s) * R < 2^31; `valley_fill_unpacked` is
-    the two-reduction form for larger pools.
+    because the engine proves G * max load < 2^31) and one key per request, s * R2 + (R2 - 1 - p)
+    (R2: R rounded up to a power of two), whose maximum below (room + 1) * R2 is the largest
+    request that fits (earliest p among equal sizes); for the smallest request, the same key is
+    turned into -(s * R2 + p) - 1 in the same pass. Packing needs max(s) * R2 < 2^31;
+    `valley_fill_unpacked` is the two-reduction form for larger pools.
+
+    Under `vmap` the kernel runs batched by its own rule (`_valley_fill_batched`): seeds on the
+    minor axis, so that every reduction vectorizes across seeds, and a loop of exactly
+    max(U) iterations with no per-iteration selects (a vmapped `while_loop` would select over
+    its whole carry every iteration). Each seed's result is the same as alone.
     """
-    G, R = loads.shape[0], sizes.shape[0]
-    pos = jnp.arange(R, dtype=jnp.int32)
-    gid = jnp.arange(G, dtype=jnp.int32)
-    fit_key = sizes * R + (R - 1 - pos)
-    over_key = -(sizes * R + pos) - 1
+    return _valley_fill_vmappable(loads, free, sizes, valid, jnp.asarray(target, jnp.int32))
+
+
+@jax.custom_batching.custom_vmap
+def _valley_fill_vmappable(loads, free, sizes, valid, target):
+    out = _valley_fill_batched(loads[None], free[None], sizes[None], valid[None], target[None])
+    return out[0][0], out[1][0]
+
+
+@_valley_fill_vmappable.def_vmap
+def _valley_fill_rule(axis_size: int, in_batched, loads, free, sizes, valid, target):
+    args = [x if b else jnp.broadcast_to(x, (axis_size, *x.shape))
+            for x, b in zip((loads, free, sizes, valid, target), in_batched)]
+    return _valley_fill_batched(*args), (True, True)
+
+
+def _valley_fill_batched(loads, free, sizes, valid, target) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """`valley_fill` on N instances at once: loads, free int32[N, G]; sizes int32[N, R]; valid
+    bool[N, R]; target int32[N]. Returns (worker, rank) int32[N, R]."""
+    N, G = loads.shape
+    R = sizes.shape[1]
+    R2 = 1 << max(0, (R - 1).bit_length())
+    sh = R2.bit_length() - 1
+    loads, free, sizes, valid = loads.T, free.T, sizes.T, valid.T        # seeds on the minor axis
+    pos = jnp.arange(R, dtype=jnp.int32)[:, None]
+    gid = jnp.arange(G, dtype=jnp.int32)[:, None]
     none = -_BIG - 1
-    # One array carries each request's fate: -2 not in the pool, -1 waiting, g * R + rank once
-    # admitted; with the packed keys, each choice is two passes over the pool and two over the
-    # workers (the size and the chosen worker's load are decoded from the keys, not gathered).
-    state0 = jnp.where(valid, -1, -2).astype(jnp.int32)
+    cap = (int(_BIG) >> sh) - 1                      # rooms above this fit every packable size
+    # One array carries each request's key while it waits and its fate afterwards: -1 not in
+    # the pool, -(g * R2 + rank) - 2 once admitted to worker g as its rank-th request.
+    key0 = jnp.where(valid, sizes * R2 + (R2 - 1 - pos), -1).astype(jnp.int32)
+    # Exactly U = min(waiting, free slots) admissions per instance: the loop runs max(U) times
+    # and an instance whose U is reached has no free slot or no waiting request, so its
+    # remaining iterations change nothing.
+    U = jnp.minimum(jnp.sum(valid, axis=0, dtype=jnp.int32), jnp.sum(free, axis=0, dtype=jnp.int32))
 
-    def body(carry):
-        loads, top, free, state = carry
-        wkey = jnp.min(jnp.where(free > 0, loads * G + gid, _BIG))
+    def body(_, carry):
+        loads, top, used, key = carry
+        wkey = jnp.min(jnp.where(used < free, loads * G + gid, _BIG), axis=0)
         g, Lg = wkey % G, wkey // G
-        room = jnp.maximum(top, target) - Lg
-        key = jnp.max(jnp.where(state == -1, jnp.where(sizes <= room, fit_key, over_key), none))
-        do = (wkey != _BIG) & (key != none)
-        fits = key >= 0
-        i = jnp.where(fits, R - 1 - key % R, (-(key + 1)) % R)
-        s = jnp.where(fits, key // R, (-(key + 1)) // R)
+        thr = (jnp.minimum(jnp.maximum(top, target) - Lg, cap) + 1) << sh
+        over = 2 * (key & (R2 - 1)) - key - R2      # -(s * R2 + p) - 1
+        k = jnp.max(jnp.where(key >= 0, jnp.where(key < thr, key, over), none), axis=0)
+        do = (wkey != _BIG) & (k != none)
+        kk = jnp.where(k >= 0, k, -(k + 1))
+        s = kk >> sh
+        i = jnp.where(k >= 0, R2 - 1 - (kk & (R2 - 1)), kk & (R2 - 1))
         on_g = (gid == g) & do
-        rank = jnp.sum(jnp.where(on_g, free0 - free, 0))
+        rank = jnp.sum(jnp.where(on_g, used, 0), axis=0)
         loads = jnp.where(on_g, Lg + s, loads)
-        free = free - on_g.astype(jnp.int32)
-        state = jnp.where((pos == i) & do, g * R + rank, state)
+        used = used + on_g.astype(jnp.int32)
+        key = jnp.where((pos == i) & do, -(g * R2 + rank) - 2, key)
         top = jnp.where(do, jnp.maximum(top, Lg + s), top)
-        return loads, top, free, state
+        return loads, top, used, key
 
-    free0 = free
-    carry = _admission_loop(body, (loads, jnp.max(loads), free, state0), R,
-                            lambda c: jnp.any(c[3] == -1) & jnp.any(c[2] > 0))
-    state = carry[3]
-    admitted = state >= 0
-    return jnp.where(admitted, state // R, -1), jnp.where(admitted, state % R, 0)
+    carry = (loads, jnp.max(loads, axis=0), jnp.zeros_like(free), key0)
+    key = jax.lax.fori_loop(0, jnp.max(U), body, carry)[3]
+    admitted = key <= -2
+    fate = -key - 2
+    worker = jnp.where(admitted, fate >> sh, -1)
+    rank = jnp.where(admitted, fate & (R2 - 1), 0)
+    return worker.T.astype(jnp.int32), rank.T.astype(jnp.int32)
 
 
 def valley_fill_unpacked(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels import BFIO_VARIANTS, lookahead_valley_fill, valley_fill, valley_fill_unpacked, window_weights
+from kernels import BFIO_VARIANTS, lookahead_valley_fill, packable, valley_fill, valley_fill_unpacked, window_weights
 
 from ..engine import Policy
 
@@ -118,8 +118,7 @@ def bfio(obs: Observation, config):
         worker, rank, _ = BFIO_VARIANTS[config.bfio_kernel](obs.loads, obs.free, obs.pool_size_tokens,
                                                             obs.pool_valid)
     elif config.horizon == 0:
-        packable = config.workload.max_prompt * config.pool_size < 2**31
-        fill = valley_fill if packable else valley_fill_unpacked
+        fill = valley_fill if packable(config.workload.max_prompt, config.pool_size) else valley_fill_unpacked
         worker, rank = fill(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid)
     else:
         worker, rank = lookahead_valley_fill(obs.projected, obs.free, obs.pool_size_tokens,

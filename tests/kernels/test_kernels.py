@@ -51,14 +51,14 @@ def _instance(data, G=5, R=10):
     return loads, free, sizes, valid
 
 
-def _python_valley_fill(loads, free, sizes, valid):
-    """The rule of docs/dp-semantics.md, in plain Python."""
+def _python_valley_fill(loads, free, sizes, valid, target=0):
+    """The rule of docs/dp-semantics.md, in plain Python (target: the multi-start level)."""
     loads, free, valid = list(loads), list(free), list(valid)
     worker, rank = [-1] * len(sizes), [0] * len(sizes)
     given_to = [0] * len(loads)
     while any(valid) and any(f > 0 for f in free):
         g = min((L, i) for i, (L, f) in enumerate(zip(loads, free)) if f > 0)[1]
-        room = max(loads) - loads[g]
+        room = max(max(loads), target) - loads[g]
         fit = [(s, -p) for p, s in enumerate(sizes) if valid[p] and s <= room]
         p = -max(fit)[1] if fit else min((s, p) for p, s in enumerate(sizes) if valid[p])[1]
         worker[p], rank[p] = g, given_to[g]
@@ -86,6 +86,32 @@ def test_valley_fill_matches_the_rule_and_its_unpacked_form(data):
     for g in range(len(loads)):  # ranks on a worker are 0..n-1 and never exceed its free slots
         assert sorted(r[w == g]) == list(range((w == g).sum()))
         assert (w == g).sum() <= free[g]
+
+
+_vmapped_fill = jax.jit(jax.vmap(kernels.valley_fill, in_axes=(0, None, 0, 0, 0)))
+_nested_fill = jax.jit(jax.vmap(jax.vmap(kernels.valley_fill)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_vmapped_valley_fill_is_the_rule_on_every_instance(data):
+    # Under vmap the kernel runs its own batched form (seeds on the minor axis, max(U)
+    # iterations for all): each instance must still get exactly its own assignment, with
+    # unbatched arguments broadcast, per-instance targets, and an outer vmap around it.
+    insts = [_instance(data) for _ in range(4)]
+    free = insts[0][1]
+    loads, sizes, valid = (np.stack([x[k] for x in insts]) for k in (0, 2, 3))
+    targets = np.asarray(data.draw(st.lists(st.integers(0, 120), min_size=4, max_size=4)), np.int32)
+    w, r = (np.asarray(a) for a in _vmapped_fill(loads, free, sizes, valid, targets))
+    for n in range(4):
+        pw, pr = _python_valley_fill(loads[n], free, sizes[n], valid[n], int(targets[n]))
+        np.testing.assert_array_equal(w[n], pw)
+        np.testing.assert_array_equal(r[n][w[n] >= 0], np.asarray(pr)[w[n] >= 0])
+    frees = np.stack([x[1] for x in insts])
+    nested = [a.reshape(2, 2, -1) for a in (loads, frees, sizes, valid)]
+    w2, _ = (np.asarray(a).reshape(4, -1) for a in _nested_fill(*nested))
+    for n in range(4):
+        np.testing.assert_array_equal(w2[n], _python_valley_fill(loads[n], frees[n], sizes[n], valid[n])[0])
 
 
 @settings(max_examples=60, deadline=None)
