@@ -18,10 +18,11 @@ import argparse
 import bisect
 import heapq
 import time
+from typing import Callable
 
 import numpy as np
 
-POLICIES = ("fcfs", "jsq_tokens", "bfio")
+POLICIES = ("fcfs", "jsq_tokens", "bfio", "round_robin")
 
 IDLE_POWER_W = 100.0
 MAX_POWER_W = 400.0
@@ -101,7 +102,31 @@ def _bfio_valley(loads: list[int], free: np.ndarray, pool_s: np.ndarray, U: int
     return positions, workers
 
 
+def _round_robin() -> Callable[[list[int], np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]:
+    """A round-robin policy with its own pointer: the first U pool requests, in queue order,
+    each to the first worker with a free slot at or after the pointer (cyclically); the pointer
+    then moves past that worker and persists to the next step."""
+    ptr = 0
+
+    def choose(loads: list[int], free: np.ndarray, pool_s: np.ndarray, U: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+        nonlocal ptr
+        G = free.size
+        free_left = free.tolist()
+        workers = np.empty(U, np.int64)
+        for j in range(U):
+            g = next((ptr + d) % G for d in range(G) if free_left[(ptr + d) % G] > 0)
+            workers[j] = g
+            free_left[g] -= 1
+            ptr = (g + 1) % G
+        return np.arange(U), workers
+
+    return choose
+
+
 _POLICY_FNS = {"fcfs": _fcfs, "jsq_tokens": _jsq_tokens, "bfio": _bfio_valley}
+# Policies with state across steps: a fresh one per run.
+_POLICY_MAKERS = {"round_robin": _round_robin}
 
 
 # --------------------------------------------------------------------------- simulator
@@ -113,7 +138,7 @@ def simulate_numpy(*, num_workers: int, slots_per_worker: int, pool_size: int, p
 
     Args:
       num_workers: G. slots_per_worker: B. pool_size: R (waiting requests the policy sees).
-      policy: "fcfs", "jsq_tokens" or "bfio" (horizon 0, valley fill).
+      policy: "fcfs", "jsq_tokens", "bfio" (horizon 0, valley fill) or "round_robin".
       prompt, output: int arrays [N] of prompt / output lengths (tokens, >= 1) of requests
         0..N-1 in reveal order. The stream is unbounded: if the run must reveal request N,
         `RequestsExhausted` is raised.
@@ -129,13 +154,14 @@ def simulate_numpy(*, num_workers: int, slots_per_worker: int, pool_size: int, p
       cut: int, the last step with at least one admission (0 if only step 0 admitted).
       metrics: float64 summaries over steps 1..cut: avg_imbalance_tokens (tokens),
         throughput_tokens_per_s (generated tokens / s), energy_j (J). The averages are NaN
-        when cut == 0.
+        when cut == 0. And tpot_s (s) over every step run: sum_k dt_k sum_(i active) 1/o_i
+        over sum_k sum_(i active) 1/o_i, the engine's time per output token.
     Steps after the run ends (no active request) keep zeros in every array.
     """
     G, B, R = int(num_workers), int(slots_per_worker), int(pool_size)
     if min(G, B, R) < 1:
         raise ValueError(f"num_workers, slots_per_worker and pool_size must be >= 1, got {G}, {B}, {R}")
-    if policy not in _POLICY_FNS:
+    if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
     prompt = np.asarray(prompt, np.int64)
     output = np.asarray(output, np.int64)
@@ -145,12 +171,13 @@ def simulate_numpy(*, num_workers: int, slots_per_worker: int, pool_size: int, p
     if prompt.size and (prompt.min() < 1 or output.min() < 1):
         raise ValueError("prompt and output lengths must be >= 1")
     N = prompt.size
-    choose = _POLICY_FNS[policy]
+    choose = _POLICY_MAKERS[policy]() if policy in _POLICY_MAKERS else _POLICY_FNS[policy]
 
     # Slot state: load = s + gen of the request in the slot, remaining = o - gen; both are 0
     # for a free slot, so "active" is exactly remaining > 0 and loads need no mask.
     slot_load = np.zeros((G, B), np.int64)
     slot_rem = np.zeros((G, B), np.int64)
+    slot_inv = np.zeros((G, B), np.float64)  # 1 / o of the request in the slot (TPOT weights)
     loads = np.zeros(G, np.int64)  # start-of-step (post-admission) worker loads
 
     pool_s = np.zeros(0, np.int64)
@@ -192,6 +219,7 @@ def simulate_numpy(*, num_workers: int, slots_per_worker: int, pool_size: int, p
         s_new = pool_s[pos]
         slot_load.flat[slots] = s_new
         slot_rem.flat[slots] = pool_o[pos]
+        slot_inv.flat[slots] = 1.0 / pool_o[pos]
         loads += np.bincount(workers, weights=s_new, minlength=G).astype(np.int64)
         keep = np.ones(pool_s.size, bool)
         keep[pos] = False
@@ -199,6 +227,7 @@ def simulate_numpy(*, num_workers: int, slots_per_worker: int, pool_size: int, p
         return True
 
     admit(loads)  # step 0: every slot free, loads 0, clock 0
+    tpot_num = tpot_den = 0.0
 
     for k in range(1, num_steps + 1):
         active = slot_rem > 0
@@ -207,6 +236,11 @@ def simulate_numpy(*, num_workers: int, slots_per_worker: int, pool_size: int, p
         i = k - 1
         step_dt = step_const_s + per_token_s * float(loads.max())
         dt[i] = step_dt
+        # TPOT: each active request's token this step takes dt; request i weighs 1 / o_i, so
+        # the ratio is the mean over requests of their time per output token.
+        inv = float(slot_inv[active].sum())
+        tpot_num += step_dt * inv
+        tpot_den += inv
         # Growth: every active request generates one token.
         slot_load += active
         slot_rem -= active
@@ -236,6 +270,7 @@ def simulate_numpy(*, num_workers: int, slots_per_worker: int, pool_size: int, p
         "avg_imbalance_tokens": avg_imb,
         "throughput_tokens_per_s": throughput,
         "energy_j": float(energy[:cut].sum()),
+        "tpot_s": tpot_num / tpot_den if tpot_den > 0 else 0.0,
     }
     return {"hist_loads": hist_loads, "imbalance": imbalance, "dt": dt, "cut": cut,
             "metrics": metrics}

@@ -139,8 +139,32 @@ def _bfio_valley(loads: list[int], free: list[int], pool_s: list[int], U: int) -
     return picks
 
 
+def _round_robin() -> Callable[[list[int], list[int], list[int], int], Picks]:
+    """Round robin with its own pointer (persistent across steps): each of the first U pool
+    requests goes to the first worker with a free slot at or after the pointer, cyclically, and
+    the pointer moves to the worker after it."""
+    ptr = 0
+
+    def choose(loads: list[int], free: list[int], pool_s: list[int], U: int) -> Picks:
+        nonlocal ptr
+        G = len(free)
+        picks = []
+        for j in range(U):
+            g = ptr
+            while free[g] == 0:
+                g = (g + 1) % G
+            picks.append((j, g))
+            free[g] -= 1
+            ptr = (g + 1) % G
+        return picks
+
+    return choose
+
+
 _POLICY_FNS: dict[str, Callable[[list[int], list[int], list[int], int], Picks]] = {
     "fcfs": _fcfs, "jsq_tokens": _jsq_tokens, "bfio": _bfio_valley}
+# Policies with state across steps: a fresh one per run.
+_POLICY_MAKERS = {"round_robin": _round_robin}
 
 
 # --------------------------------------------------------------------------- simulator
@@ -159,13 +183,14 @@ def simulate_loops(*, num_workers: int, slots_per_worker: int, pool_size: int, p
     Arguments and the returned dict are those of `numpy_dp.simulate_numpy`: prompt and output
     are int arrays [N] (tokens) of requests 0..N-1 in reveal order; the result holds hist_loads
     int64 [num_steps, G], imbalance int64 [num_steps] (tokens), dt float64 [num_steps] (s), cut
-    and metrics (avg_imbalance_tokens, throughput_tokens_per_s, energy_j over steps 1..cut).
+    and metrics (avg_imbalance_tokens, throughput_tokens_per_s, energy_j over steps 1..cut;
+    tpot_s over every step run).
     Raises `numpy_dp.RequestsExhausted` if the run must reveal request N.
     """
     G, B, R = int(num_workers), int(slots_per_worker), int(pool_size)
-    if min(G, B, R) < 1 or policy not in _POLICY_FNS:
+    if min(G, B, R) < 1 or policy not in POLICIES:
         raise ValueError(f"need G, B, R >= 1 and a policy in {POLICIES}, got {G}, {B}, {R}, {policy!r}")
-    choose = _POLICY_FNS[policy]
+    choose = _POLICY_MAKERS[policy]() if policy in _POLICY_MAKERS else _POLICY_FNS[policy]
     workers = [Worker.empty(B) for _ in range(G)]
     loads = [0] * G  # start-of-step (post-admission) loads, tokens
     pool: list[tuple[int, int]] = []  # waiting (s, o), in queue order
@@ -199,12 +224,17 @@ def simulate_loops(*, num_workers: int, slots_per_worker: int, pool_size: int, p
     tokens = [0] * num_steps
     energy = [0.0] * num_steps
     cut = 0
+    tpot_num = tpot_den = 0.0
     admit()  # step 0: every slot free, loads 0, clock 0
     for k in range(1, num_steps + 1):
         if not any(w.active.any() for w in workers):
             break  # not live: nothing changes from here on
         i = k - 1
         dt[i] = step_const_s + per_token_s * max(loads)
+        for w in workers:  # TPOT: this step's token of each active request i, weighted 1 / o_i
+            for b in np.flatnonzero(w.active):
+                tpot_num += dt[i] / w.output[b]
+                tpot_den += 1.0 / w.output[b]
         for g in range(G):
             n, hist_loads[i, g] = workers[g].decode()
             tokens[i] += n
@@ -223,6 +253,7 @@ def simulate_loops(*, num_workers: int, slots_per_worker: int, pool_size: int, p
         "avg_imbalance_tokens": sum(imbalance[:cut].tolist()) / cut if cut else float("nan"),
         "throughput_tokens_per_s": sum(tokens[:cut]) / steps_s if cut else float("nan"),
         "energy_j": sum(energy[:cut]),
+        "tpot_s": tpot_num / tpot_den if tpot_den > 0 else 0.0,
     }
     return {"hist_loads": hist_loads, "imbalance": imbalance, "dt": dt, "cut": cut,
             "metrics": metrics}

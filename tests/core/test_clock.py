@@ -71,9 +71,10 @@ def test_accumulated_gaps_match_float64_and_numpy_bitwise():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.floats(0, 1e5, width=32), st.floats(0, 1e5, width=32), st.floats(0, 10, width=32))
+@given(*[st.one_of(st.just(0.0), st.floats(float(f32(1e-30)), 1e5, width=32))] * 2, st.floats(0, 10, width=32))
 def test_sub_and_le_match_numpy(a, b, c):
-    # Times are never subnormal (XLA on CPU flushes subnormals to zero; NumPy does not).
+    # Times are never subnormal (XLA on CPU flushes subnormals to zero; NumPy does not), nor so
+    # tiny that their difference would be.
     c = f32(c) if c == 0 or c > 1e-30 else f32(0)
     small = f32(c * f32(1e-4))
     x = clock.add_f32(DF(jnp.float32(a), jnp.float32(0)), jnp.float32(small))
@@ -162,3 +163,30 @@ def test_budget_batch_time_is_eq_2_3():
         exact = float(c) + float(a) * max(0, int(b) - b0)
         assert abs(float(np.asarray(got.hi)[i]) + float(np.asarray(got.lo)[i]) - exact) < 1e-12
     assert np.all(np.asarray(got.hi)[:4] == c)
+
+
+_add = jax.jit(clock.add)
+# Clock values from a microsecond to 10^7 s (tinier ones would need subnormal float32 low words).
+clock_values = st.one_of(st.just(0.0), st.floats(1e-6, 1e7, allow_nan=False))
+
+
+@settings(max_examples=300, deadline=None)
+@given(clock_values, clock_values)
+def test_double_float_add_is_exact_to_48_bits(x, y):
+    # Two double-float clock values added directly, against exact rational arithmetic: the
+    # result is normalized (hi = fl(hi + lo)) and within 2^-45 relative of the exact sum
+    # (double-float addition of same-sign values errs by at most about 2 u^2, u = 2^-24).
+    # Dropping either low word or a two-sum correction errs by up to 2^-25 relative.
+    a, b = DF.from_float64(x), DF.from_float64(y)
+    r = _add(a, b)
+    exact = sum(Fraction(float(v)) for v in (a.hi, a.lo, b.hi, b.lo))
+    got = Fraction(float(r.hi)) + Fraction(float(r.lo))
+    assert abs(got - exact) <= exact * Fraction(1, 2 ** 45)
+    assert f32(r.hi) == f32(f32(r.hi) + f32(r.lo))
+
+
+def test_double_float_add_keeps_both_low_words():
+    # 1 + 2^-30 + 1 + 2^-30: each low word is below float32 resolution at 1, the sum is not lost.
+    a = DF(jnp.float32(1.0), jnp.float32(2.0 ** -30))
+    r = _add(a, a)
+    assert Fraction(float(r.hi)) + Fraction(float(r.lo)) == 2 + Fraction(2, 2 ** 30)
