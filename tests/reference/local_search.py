@@ -25,10 +25,11 @@ most), which is where the tests compare the two.
 """
 from __future__ import annotations
 
+import itertools
 from typing import Iterator, Sequence
 
 __all__ = ["loads_after", "score", "candidates", "best_candidate", "local_search",
-           "search_until_converged"]
+           "search_until_converged", "feasible_assignments", "longest_improving_chain"]
 
 
 def loads_after(loads0: Sequence[int], worker: Sequence[int], sizes: Sequence[int]) -> list[int]:
@@ -122,3 +123,41 @@ def search_until_converged(loads0, free0, sizes, valid, worker, *, chain: bool =
     w, conv, steps = local_search(loads0, free0, sizes, valid, worker, max_iters=limit, chain=chain)
     assert conv, "reference search did not terminate"
     return w, steps
+
+
+def feasible_assignments(free0, valid, max_admitted: int) -> Iterator[tuple[int, ...]]:
+    """Every assignment of at most `max_admitted` valid requests within the free slots (tiny
+    instances only: the count grows as C(#valid, k) * G^k)."""
+    G, R = len(free0), len(valid)
+    items = [i for i in range(R) if valid[i]]
+    open_ = [g for g in range(G) if free0[g] > 0]
+    seen = set()
+    for k in range(max_admitted + 1):
+        for chosen in itertools.combinations(items, k):
+            for place in itertools.product(open_, repeat=k):
+                if all(place.count(g) <= int(free0[g]) for g in open_):
+                    w = [-1] * R
+                    for i, g in zip(chosen, place):
+                        w[i] = g
+                    if tuple(w) not in seen:
+                        seen.add(tuple(w))
+                        yield tuple(w)
+
+
+def longest_improving_chain(loads0, free0, sizes, valid, *, chain: bool = False,
+                            max_admitted: int | None = None) -> int:
+    """The most improving steps any sequence of candidate exchanges (not only best ones) can take
+    from any assignment of at most `max_admitted` (default U) requests: a search started from any
+    such assignment, whatever its choice rule, converges within this many iterations."""
+    U = min(int(sum(bool(v) for v in valid)), int(sum(int(f) for f in free0)))
+    memo: dict[tuple[int, ...], int] = {}
+
+    def longest(w: tuple[int, ...]) -> int:   # improving steps strictly lower the key: a DAG
+        if w not in memo:
+            key = score(loads0, w, sizes)
+            memo[w] = max((1 + longest(tuple(c))
+                           for c in candidates(loads0, free0, sizes, valid, w, chain)
+                           if score(loads0, c, sizes) < key), default=0)
+        return memo[w]
+
+    return max(longest(w) for w in feasible_assignments(free0, valid, U if max_admitted is None else max_admitted))
