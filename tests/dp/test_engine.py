@@ -33,6 +33,8 @@ checks the drift draw itself against the reference's stdlib copy of the counter 
 """
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,6 +166,7 @@ def run_reference(cfg: js.dp.DPConfig, params: js.dp.DPParams, seed: int) -> dic
         pred_u=pred_u.astype(np.float64).tolist(), num_steps=cfg.num_steps, semantics=cfg.semantics,
         horizon=cfg.horizon, burn_in_steps=cfg.burn_in_steps, num_requests=cfg.num_requests,
         predictor=cfg.predictor, lookahead_decay=cfg.lookahead_decay, drift=cfg.drift, seed=seed,
+        bfio_kernel=cfg.bfio_kernel if cfg.horizon == 0 else "vf",
         **{k: _f32(getattr(params, k)) for k in PARAM_FIELDS})
 
 
@@ -391,6 +394,20 @@ def test_default_cases_cover_the_matrix() -> None:
 @given(data=st.data())
 def test_engine_matches_reference(case: Case, data: st.DataObject) -> None:
     cfg = case.config()
+    params = draw_params(data, cfg)
+    seeds = draw_seeds_and_lengths(data, cfg)
+    check_against_reference(cfg, params, seeds)
+
+
+@pytest.mark.parametrize("kernel", ["vf_ls", "vf_ls_chain"])
+@pytest.mark.parametrize("semantics,G,B,R,K", [("paper", 3, 2, 4, 12), ("theory", 2, 3, 4, 12)])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_engine_local_search_kernels_match_the_reference(kernel, semantics, G, B, R, K, data) -> None:
+    # BF-IO H = 0 with valley fill then local search inside the engine, against the reference
+    # running valley fill then the plain local search (tests/reference/local_search.py) on the
+    # same pool: the same per-step loads and metrics.
+    cfg = dataclasses.replace(Case("bfio", 0, "oracle", semantics, G, B, R, K).config(), bfio_kernel=kernel)
     params = draw_params(data, cfg)
     seeds = draw_seeds_and_lengths(data, cfg)
     check_against_reference(cfg, params, seeds)

@@ -163,6 +163,7 @@ class _PolicyConfig:
     fn_rate: float
     lookahead_decay: float = 0.7
     projection_drift: int = 1  # growth per future step in the projection: floor(mean drift)
+    bfio_kernel: str = "vf"  # H = 0: "vf", or valley fill then local search ("vf_ls", "vf_ls_chain")
 
 
 # --------------------------------------------------------------------------------------------
@@ -272,6 +273,21 @@ def _policy_bfio_h0(inp: _AdmissionInput) -> Decisions:
         free[g] -= 1
         loads[g] += best.prompt
     return out
+
+
+def _local_search(inp: _AdmissionInput, decisions: Decisions, chain: bool) -> Decisions:
+    """The valley-fill decisions improved by the plain local search (tests/reference/
+    local_search.py: best improvement, at most 8 iterations), on the pool in queue order."""
+    from tests.reference.local_search import local_search
+
+    pos = {req.rid: i for i, req in enumerate(inp.pool)}
+    worker = [-1] * len(inp.pool)
+    for req, g in decisions:
+        worker[pos[req.rid]] = g
+    sizes = [req.prompt for req in inp.pool]
+    w, _, _ = local_search(inp.loads, inp.free, sizes, [True] * len(sizes), worker, max_iters=8,
+                           chain=chain)
+    return [(inp.pool[i], g) for i, g in enumerate(w) if g >= 0]
 
 
 def _predicted_remaining(req: _Request, cfg: _PolicyConfig) -> int:
@@ -423,7 +439,10 @@ class _Engine:
             decisions, self.rr_pointer = _policy_round_robin(inp, self.rr_pointer)
             return decisions
         if self.policy.horizon == 0:
-            return _policy_bfio_h0(inp)
+            decisions = _policy_bfio_h0(inp)
+            if self.policy.bfio_kernel in ("vf_ls", "vf_ls_chain"):
+                decisions = _local_search(inp, decisions, self.policy.bfio_kernel == "vf_ls_chain")
+            return decisions
         return _policy_bfio_lookahead(inp, self.policy)
 
     def grow(self, delta: int) -> None:
@@ -478,7 +497,7 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
              fp_rate: float = 0.0, fn_rate: float = 0.0, predictor: str = "oracle",
              idle_power_w: float = 100.0, max_power_w: float = 400.0, power_exponent: float = 0.7,
              delay_quantile: float = 0.99, lookahead_decay: float = 0.7,
-             drift: tuple[int, int] = (1, 1), seed: int = 0) -> dict[str, Any]:
+             drift: tuple[int, int] = (1, 1), seed: int = 0, bfio_kernel: str = "vf") -> dict[str, Any]:
     """Run the dp engine for steps 1..num_steps, one request at a time.
 
     Request i has prompt[i] (s), output[i] (o), pred_output[i] (ohat, read by the "noisy"
@@ -487,7 +506,8 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
 
     `semantics` is "paper" (grow, remove, measure, admit; summaries over steps 1..cut) or "theory"
     (slots filled directly at step 0; grow, remove, admit, measure; steps <= burn_in_steps are not
-    measured). `horizon` is the bfio lookahead H (0 = plain valley fill).
+    measured). `horizon` is the bfio lookahead H (0 = plain valley fill; with `bfio_kernel`
+    "vf_ls" or "vf_ls_chain", valley fill followed by the plain local search).
 
     `drift` = (lo, hi), theory semantics only: in step k every active request grows by the common
     delta_k = step_drift(seed, k, drift) tokens instead of 1 (completions still count steps); the
@@ -519,7 +539,8 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
 
     stream = _Stream(prompt, output, pred_output, pred_u, num_requests, predictor)
     cfg = _PolicyConfig(name=policy, horizon=horizon, predictor=predictor, fp_rate=fp_rate, fn_rate=fn_rate,
-                        lookahead_decay=lookahead_decay, projection_drift=(lo + hi) // 2)
+                        lookahead_decay=lookahead_decay, projection_drift=(lo + hi) // 2,
+                        bfio_kernel=bfio_kernel)
     eng = _Engine(num_workers, slots_per_worker, pool_size, stream, cfg)
     theory = semantics == "theory"
 
