@@ -311,6 +311,18 @@ def environment() -> dict[str, Any]:
     }
 
 
+def write_report(out: Path, payload: dict[str, Any], md: str, ok: bool, log: Any) -> int:
+    """The end of an engine-vs-reference benchmark: print the markdown table, write the JSON
+    payload to `out` and the table next to it (.md), log a consistency failure; exit status."""
+    print(md)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(payload, indent=1, default=float))
+    out.with_suffix(".md").write_text(md)
+    if not ok:
+        log("engine and reference DIFFER")
+    return 0 if ok else 1
+
+
 def bench_baselines(policy: str, G: int, check_steps: int, target_s: float, repeats: int
                     ) -> tuple[dict[str, NumpyRow], bool]:
     """Both NumPy baselines on seed 0, by name; True if their check runs' hist_loads are equal."""

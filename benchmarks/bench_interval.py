@@ -17,14 +17,13 @@ exits 1 otherwise. Writes JSON to --out and the markdown table next to it (.md).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bench_dp import environment
+from benchmarks.bench_dp import environment, write_report
 from jaxsched.interval import Buckets, execute
 from jaxsched.interval.workloads import LMSYS
 from jaxsched.offline.config import instance_params
@@ -124,13 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"{r['max_makespan']:.0f}", f"{r['reference_per_s']:.3g}",
                          f"{r['ratio']:.3g}", f"{'yes' if r['equal'] else 'NO'} ({r['equal_on']})"]
                         for r in rows]), ""])
-    print(md)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(dict(environment=env, rows=rows), indent=1, default=float))
-    out.with_suffix(".md").write_text(md)
-    if not ok:
-        log("engine and reference DIFFER")
-    return 0 if ok else 1
+    return write_report(out, dict(environment=env, rows=rows), md, ok, log)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -35,7 +34,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from benchmarks.bench_dp import environment
+from benchmarks.bench_dp import environment, write_report
 from jaxsched.kv import ENGINE, KVConfig, make_params, simulate
 from jaxsched.kv.experiments import EXPERIMENTS, HARDWARE, capacity_for, thresholds_for
 from jaxsched.results import markdown_table
@@ -204,14 +203,8 @@ def main(argv: list[str] | None = None) -> int:
                          f"{r['ratio_requests']:.3g}",
                          f"{'yes' if r['equal'] else 'NO'} ({r['equal_on']})"] for r in rows]),
         ""])
-    print(md)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(dict(environment=env, horizon_s=horizon, setup=setup, rows=rows),
-                              indent=1, default=float))
-    out.with_suffix(".md").write_text(md)
-    if not ok:
-        log("engine and reference DIFFER")
-    return 0 if ok else 1
+    return write_report(out, dict(environment=env, horizon_s=horizon, setup=setup, rows=rows), md,
+                        ok, log)
 
 
 if __name__ == "__main__":

@@ -18,14 +18,13 @@ markdown table next to it (.md).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bench_dp import environment
+from benchmarks.bench_dp import environment, write_report
 from jaxsched.budget.config import capacity_tokens_per_s
 from jaxsched.budget.experiments import FIG1
 from jaxsched.network import NetworkConfig, enough_steps, make_params, rates_for_load, simulate
@@ -150,13 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"{r['ratio']:.3g}", f"{'yes' if r['equal'] else 'NO'} ({r['equal_on']})"]
                         for r in rows]),
         ""])
-    print(md)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(dict(environment=env, rows=rows), indent=1, default=float))
-    out.with_suffix(".md").write_text(md)
-    if not ok:
-        log("engine and reference DIFFER")
-    return 0 if ok else 1
+    return write_report(out, dict(environment=env, rows=rows), md, ok, log)
 
 
 if __name__ == "__main__":
