@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels import count_bits, ordered_mean, ordered_sum, pack_bits, select_bit
+from kernels import count_bits, fused_sums, ordered_mean, ordered_sum, select_bit
 
 from .. import rng
 from ..accumulate import Kahan, WideInt
@@ -74,15 +74,21 @@ def _empty_pool(config: DPConfig, first_id: int) -> Pool:
 
 
 def _compact(pool: Pool, admitted: jnp.ndarray) -> tuple[Pool, jnp.ndarray]:
-    """Drop admitted entries, keeping the others in queue order at the front."""
+    """Drop admitted entries, keeping the others in queue order at the front.
+
+    The seven fields move as the columns of one int32 [R, 7] array (pred_u by its bits), so the
+    move is one scatter of rows instead of seven scatters (half the time at 1024 seeds).
+    """
     R = pool.prompt.shape[0]
     keep = (jnp.arange(R) < pool.count) & ~admitted
     dest = jnp.where(keep, jnp.cumsum(keep) - 1, R)     # R <= a few hundred: cumsum is cheap
-    move = lambda a: jnp.zeros_like(a).at[dest].set(a, mode="drop")
+    cols = jnp.stack([pool.prompt, pool.output, pool.pred_out,
+                      jax.lax.bitcast_convert_type(pool.pred_u, jnp.int32), pool.reveal_steps,
+                      pool.reveal_load.hi, pool.reveal_load.lo], axis=-1)
+    c = jnp.zeros_like(cols).at[dest].set(cols, mode="drop")
     n_keep = jnp.sum(keep, dtype=jnp.int32)
-    moved = Pool(move(pool.prompt), move(pool.output), move(pool.pred_out), move(pool.pred_u),
-                 move(pool.reveal_steps), WideInt(move(pool.reveal_load.hi), move(pool.reveal_load.lo)),
-                 n_keep, pool.next_id)
+    moved = Pool(c[:, 0], c[:, 1], c[:, 2], jax.lax.bitcast_convert_type(c[:, 3], jnp.float32),
+                 c[:, 4], WideInt(c[:, 5], c[:, 6]), n_keep, pool.next_id)
     return moved, n_keep
 
 
@@ -135,21 +141,43 @@ def step_drift(config: DPConfig, seed, k) -> jnp.ndarray:
     return (lo + ((bits * (hi - lo + 1)) >> 24)).astype(jnp.int32)
 
 
+# --------------------------------------------------------------------------- slot pass
+
+def _slot_pass(slots: Slots, k, D):
+    """Everything step k needs from the slots, in one read of them (`kernels.fused_sums`).
+
+    Returns int32[G] each: n_start (active at the start of step k: finish >= k), n_done
+    (finishing in step k: finish == k), loads (tokens after step k's growth, of the requests
+    still active: the sum of base + D over finish > k); and words uint32[G, ceil(B / 32)], the
+    free slots after step k (finish <= k) packed as in `kernels.pack_bits`.
+    """
+    B = slots.finish.shape[-1]
+    b = np.arange(B)
+    bit = np.uint32(1) << (b % 32).astype(np.uint32)
+    f = slots.finish
+    free = f <= k
+    word_parts = [jnp.where(free & (b // 32 == w), bit, np.uint32(0)) for w in range(-(-B // 32))]
+    n_start, n_done, loads, *words = fused_sums(
+        [(f >= k).astype(jnp.int32), (f == k).astype(jnp.int32), jnp.where(f > k, slots.base + D, 0)]
+        + word_parts)
+    return n_start, n_done, loads, jnp.stack(words, axis=-1)
+
+
 # --------------------------------------------------------------------------- admission
 
-def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, allow=True):
+def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, words, allow=True):
     """Run the policy on the post-removal `loads` at step k and place its choices.
 
     Placement writes only the (at most R) admitted requests: the free slots are packed into bit
     words per worker, and an admission with rank r on worker g takes g's r-th free slot, found by
     a popcount search in one word; the slot fields are then scattered. Gathering a pool entry for
     every slot instead costs a [G, B] gather per field per step under vmap.
+    words: the free slots after step k, packed (`_slot_pass`).
     `allow` = False admits nothing (a step that is not live), without touching the slots.
     Returns (slots, post-admission loads int32[G], rr_pointer, admitted bool[R]).
     """
     G, B, R = config.num_workers, config.slots_per_worker, config.pool_size
     slots, pool, D = state.slots, state.pool, state.cum_drift
-    words = pack_bits(slots.finish <= k)                            # [G, nw] free-slot bits
     free = count_bits(words)
     valid = jnp.arange(R) < pool.count
     obs = Observation(
@@ -184,10 +212,10 @@ def _admission_stats(config, params, pool: Pool, admitted, clock: Clock, totals:
                    admitted=totals.admitted.add(jnp.sum(admitted, dtype=jnp.int32)))
 
 
-def _admit_and_refill(config, params, state: DPState, loads, k, clock: Clock, totals: Totals,
+def _admit_and_refill(config, params, state: DPState, loads, k, words, clock: Clock, totals: Totals,
                       allow=True):
     """Admission at step k followed by the pool top-up for step k + 1."""
-    slots, post, rr, admitted = _admit(config, params, state, loads, k, allow)
+    slots, post, rr, admitted = _admit(config, params, state, loads, k, words, allow)
     totals = _admission_stats(config, params, state.pool, admitted, clock, totals)
     pool, n_keep = _compact(state.pool, admitted)
     # Requests revealed now become visible at the start of step k + 1, at clock_{k+1}.
@@ -233,8 +261,9 @@ def init(config: DPConfig, params: DPParams, seed) -> DPState:
                       jnp.int32(0), WideInt.zeros())
     state = DPState(jnp.int32(0), jnp.int32(0), seed, slots, pool, jnp.zeros((G,), jnp.int32), jnp.int32(0),
                     clock, Window.zeros(), Window.zeros(), totals)
+    words = _slot_pass(slots, jnp.int32(0), jnp.int32(0))[3]
     slots, post, pool, rr, totals, _ = _admit_and_refill(
-        config, params, state, jnp.zeros((G,), jnp.int32), jnp.int32(0), clock, totals)
+        config, params, state, jnp.zeros((G,), jnp.int32), jnp.int32(0), words, clock, totals)
     return DPState(jnp.int32(0), jnp.int32(0), seed, slots, pool, post, rr, clock, Window.zeros(),
                    Window.zeros(), totals)
 
@@ -268,20 +297,23 @@ def step(config: DPConfig, params: DPParams, state: DPState, record: bool = Fals
     delta = step_drift(config, state.seed, k)
     D = state.cum_drift + delta
     active_start = slots.finish >= k                                        # [G, B]
-    n_active = jnp.sum(active_start, axis=1, dtype=jnp.int32)              # [G]
+    n_active, n_done, loads, words = _slot_pass(slots, k, D)                # [G] each, words [G, nw]
     live = jnp.any(n_active > 0) & (k <= config.num_steps)
     tokens = jnp.sum(n_active)              # one decode step per active request, whatever the drift
-    loads = jnp.sum(jnp.where(slots.finish > k, slots.base + D, 0), axis=1, dtype=jnp.int32)
     hist = state.loads + n_active * delta                                   # post-growth loads
     max_start = jnp.max(state.loads)
     dt = barrier_step_time_s(max_start, params.step_const_s, params.per_token_s)
     live_i = live.astype(jnp.int32)
     clock = Clock(state.clock.steps + live_i, state.clock.load.add(live_i * max_start))
     inv = ordered_sum(jnp.where(active_start, slots.inv_out, 0.0).reshape(-1))
+    # The admission below scatters into the slot arrays in place only if every other reader of
+    # them runs first; this sum is the one reader the scatter does not depend on, so tie them
+    # (otherwise XLA copies each slot array twice per step to keep the old values alive).
+    inv, slots = jax.lax.optimization_barrier((inv, slots))
     t = state.totals
     totals = replace(t, tpot_num=t.tpot_num.add(jnp.where(live, dt * inv, 0.0)),
                      tpot_den=t.tpot_den.add(jnp.where(live, inv, 0.0)),
-                     finished=t.finished.add(live_i * jnp.sum(slots.finish == k, dtype=jnp.int32)),
+                     finished=t.finished.add(live_i * jnp.sum(n_done)),
                      last_live=jax.tree_util.tree_map(lambda a, b: jnp.where(live, a, b), clock, t.last_live))
 
     paper = config.semantics == "paper"
@@ -289,9 +321,9 @@ def step(config: DPConfig, params: DPParams, state: DPState, record: bool = Fals
     window = state.window
     if paper:
         window = _measure(window, loads, dt, tokens, max_start, params, measure)
-    stepped = replace(state, step=k, cum_drift=D, loads=loads, clock=clock, window=window, totals=totals)
-    new_slots, post, pool, rr, totals, n_adm = _admit_and_refill(config, params, stepped, loads, k, clock,
-                                                                 totals, allow=live)
+    stepped = replace(state, step=k, cum_drift=D, slots=slots, loads=loads, clock=clock, window=window, totals=totals)
+    new_slots, post, pool, rr, totals, n_adm = _admit_and_refill(config, params, stepped, loads, k, words,
+                                                                 clock, totals, allow=live)
     if not paper:
         window = _measure(window, post, dt, tokens, max_start, params, measure)
     # A step that is not live leaves everything as it was (the run has ended). Its admission was
