@@ -232,9 +232,9 @@ def simulate_loops(*, num_workers: int, slots_per_worker: int, pool_size: int, p
         i = k - 1
         dt[i] = step_const_s + per_token_s * max(loads)
         for w in workers:  # TPOT: this step's token of each active request i, weighted 1 / o_i
-            for b in np.flatnonzero(w.active):
-                tpot_num += dt[i] / w.output[b]
-                tpot_den += 1.0 / w.output[b]
+            inv = float(np.sum(1.0 / w.output[w.active]))    # per worker, like `decode`
+            tpot_num += dt[i] * inv
+            tpot_den += inv
         for g in range(G):
             n, hist_loads[i, g] = workers[g].decode()
             tokens[i] += n

@@ -124,6 +124,18 @@ def _valley_fill_rule(axis_size: int, in_batched, loads, free, sizes, valid, tar
     return _valley_fill_batched(*args), (True, True)
 
 
+def _materialize(*xs: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
+    """The arrays xs [N] themselves, computed once. XLA fuses a chain of cheap elementwise ops
+    into every element of each consumer, so a per-instance value derived in a few selects
+    and broadcast over [R, N] is recomputed R times; a reduction is a fusion boundary, and the
+    maximum of two copies is the value. (`lax.optimization_barrier` does not stop this fusion
+    on the CPU backend.)"""
+    pairs = tuple(jnp.stack([x, x]) for x in xs)
+    inits = tuple(jnp.array(jnp.iinfo(x.dtype).min, x.dtype) for x in xs)
+    return tuple(jax.lax.reduce(pairs, inits,
+                                lambda a, b: tuple(jnp.maximum(x, y) for x, y in zip(a, b)), (0,)))
+
+
 def _valley_fill_batched(loads, free, sizes, valid, target) -> tuple[jnp.ndarray, jnp.ndarray]:
     """`valley_fill` on N instances at once: loads, free int32[N, G]; sizes int32[N, R]; valid
     bool[N, R]; target int32[N]. Returns (worker, rank) int32[N, R]."""
@@ -144,23 +156,27 @@ def _valley_fill_batched(loads, free, sizes, valid, target) -> tuple[jnp.ndarray
     # remaining iterations change nothing.
     U = jnp.minimum(jnp.sum(valid, axis=0, dtype=jnp.int32), jnp.sum(free, axis=0, dtype=jnp.int32))
 
+    cols = jnp.arange(N, dtype=jnp.int32)
+
     def body(_, carry):
         loads, top, used, key = carry
         wkey = jnp.min(jnp.where(used < free, loads * G + gid, _BIG), axis=0)
         g, Lg = wkey % G, wkey // G
-        thr = (jnp.minimum(jnp.maximum(top, target) - Lg, cap) + 1) << sh
+        thr, = _materialize((jnp.minimum(jnp.maximum(top, target) - Lg, cap) + 1) << sh)
         over = 2 * (key & (R2 - 1)) - key - R2      # -(s * R2 + p) - 1
         k = jnp.max(jnp.where(key >= 0, jnp.where(key < thr, key, over), none), axis=0)
         do = (wkey != _BIG) & (k != none)
         kk = jnp.where(k >= 0, k, -(k + 1))
         s = kk >> sh
         i = jnp.where(k >= 0, R2 - 1 - (kk & (R2 - 1)), kk & (R2 - 1))
-        on_g = (gid == g) & do
+        # -1: no worker and no pool position when the instance has nothing left to admit.
+        g, i, new_load = _materialize(jnp.where(do, g, -1), jnp.where(do, i, -1), Lg + s)
+        on_g = gid == g
         rank = jnp.sum(jnp.where(on_g, used, 0), axis=0)
-        loads = jnp.where(on_g, Lg + s, loads)
+        loads = jnp.where(on_g, new_load, loads)
         used = used + on_g.astype(jnp.int32)
-        key = jnp.where((pos == i) & do, -(g * R2 + rank) - 2, key)
-        top = jnp.where(do, jnp.maximum(top, Lg + s), top)
+        key = key.at[jnp.where(i >= 0, i, R), cols].set(-(g * R2 + rank) - 2, mode="drop")
+        top = jnp.where(g >= 0, jnp.maximum(top, new_load), top)
         return loads, top, used, key
 
     carry = (loads, jnp.max(loads, axis=0), jnp.zeros_like(free), key0)

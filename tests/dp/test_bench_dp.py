@@ -42,3 +42,12 @@ def test_unlisted_seed_counts_keep_the_nearest_listed_seed_steps():
     assert full_steps("bfio", 16, 2048) == bench_dp.FULL_STEPS[("bfio", 16)][1024] // 2
     assert full_steps("fcfs", 16, 2) == bench_dp.FULL_STEPS[("fcfs", 16)][1] // 2
     assert full_steps("fcfs", 32, 10 ** 6) == 50
+
+
+def test_cost_table_shows_the_interleaved_ratio_beside_the_sequential_one():
+    ratios = [dict(policy="bfio", G=16, seeds=1024, cost_vs_fcfs=2.5, cost_vs_fcfs_interleaved=1.6)]
+    table = bench_dp.cost_table(ratios)
+    assert table.splitlines()[0].endswith("| interleaved |")
+    assert table.splitlines()[2] == "| bfio | 16 | 1024 | 2.50x | 1.60x |"
+    plain = bench_dp.cost_table([dict(policy="bfio", G=16, seeds=1024, cost_vs_fcfs=2.5)])
+    assert "interleaved" not in plain and plain.splitlines()[2] == "| bfio | 16 | 1024 | 2.50x |"
