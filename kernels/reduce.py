@@ -34,9 +34,9 @@ def ordered_sum(x: jnp.ndarray) -> jnp.ndarray:
     width = 1 << max(0, (n - 1).bit_length())
     row = min(width, _ROW)
     m = -(-n // row)                                   # rows holding data; the rest are zero
-    if m * row > n:
-        x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, m * row - n)])
     rows = [x[..., r * row:(r + 1) * row] for r in range(m)] + [None] * (width // row - m)
+    if m * row > n:  # pad the last row only: padding all of x wrote and reread a copy of it
+        rows[m - 1] = jnp.pad(rows[m - 1], [(0, 0)] * (x.ndim - 1) + [(0, m * row - n)])
     while len(rows) > 1:
         half = len(rows) // 2
         rows = [a if b is None else a + b for a, b in zip(rows[:half], rows[half:])]

@@ -157,6 +157,17 @@ def _slot_pass(slots: Slots, k, D):
     return n_start, n_done, loads, jnp.stack(words, axis=-1)
 
 
+def active_inv_out(slots: Slots, k) -> jnp.ndarray:
+    """sum of 1 / o over the requests active at the start of step k (finish >= k), float32:
+    the TPOT weight of step k, as an ordered (batch-shape independent) sum.
+
+    The step reads it from the state, where the previous step put it after its admission
+    (`DPState.next_inv_out`): summing the slots before admission, in the step that then writes
+    into them, made XLA copy two slot arrays twice per step to keep the old values readable.
+    """
+    return ordered_sum(jnp.where(slots.finish >= k, slots.inv_out, 0.0).reshape(-1))
+
+
 # --------------------------------------------------------------------------- admission
 
 def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, words, allow=True):
@@ -247,19 +258,19 @@ def init(config: DPConfig, params: DPParams, seed) -> DPState:
         totals = replace(totals, delay_hist=totals.delay_hist.at[0].add(G * B),
                          admitted=totals.admitted.add(jnp.int32(G * B)))
         return DPState(jnp.int32(0), jnp.int32(0), seed, slots, pool, loads, jnp.int32(0), clock,
-                       Window.zeros(), Window.zeros(), totals)
+                       Window.zeros(), Window.zeros(), totals, active_inv_out(slots, 1))
     z = jnp.zeros((G, B), jnp.int32)
     slots = Slots(z, z - 1, jnp.zeros((G, B), jnp.float32), z if preds else None,
                   jnp.zeros((G, B), jnp.float32) if preds else None)
     pool = _fill_pool(config, params, seed, _empty_pool(config, 0), jnp.int32(0),
                       jnp.int32(0), WideInt.zeros())
     state = DPState(jnp.int32(0), jnp.int32(0), seed, slots, pool, jnp.zeros((G,), jnp.int32), jnp.int32(0),
-                    clock, Window.zeros(), Window.zeros(), totals)
+                    clock, Window.zeros(), Window.zeros(), totals, jnp.float32(0))
     words = _slot_pass(slots, jnp.int32(0), jnp.int32(0))[3]
     slots, post, pool, rr, totals, _ = _admit_and_refill(
         config, params, state, jnp.zeros((G,), jnp.int32), jnp.int32(0), words, clock, totals)
     return DPState(jnp.int32(0), jnp.int32(0), seed, slots, pool, post, rr, clock, Window.zeros(),
-                   Window.zeros(), totals)
+                   Window.zeros(), totals, active_inv_out(slots, 1))
 
 
 def _measure(window: Window, loads, dt, tokens, max_load_start, params, on) -> Window:
@@ -290,7 +301,6 @@ def step(config: DPConfig, params: DPParams, state: DPState, record: bool = Fals
     # Growth of step k: delta_k tokens per active request (1 without drift), D_k in total.
     delta = step_drift(config, state.seed, k)
     D = state.cum_drift + delta
-    active_start = slots.finish >= k                                        # [G, B]
     n_active, n_done, loads, words = _slot_pass(slots, k, D)                # [G] each, words [G, nw]
     live = jnp.any(n_active > 0) & (k <= config.num_steps)
     tokens = jnp.sum(n_active)              # one decode step per active request, whatever the drift
@@ -299,7 +309,7 @@ def step(config: DPConfig, params: DPParams, state: DPState, record: bool = Fals
     dt = barrier_step_time_s(max_start, params.step_const_s, params.per_token_s)
     live_i = live.astype(jnp.int32)
     clock = Clock(state.clock.steps + live_i, state.clock.load.add(live_i * max_start))
-    inv = ordered_sum(jnp.where(active_start, slots.inv_out, 0.0).reshape(-1))
+    inv = state.next_inv_out                                                # active_inv_out(slots, k)
     t = state.totals
     totals = replace(t, tpot_num=t.tpot_num.add(jnp.where(live, dt * inv, 0.0)),
                      tpot_den=t.tpot_den.add(jnp.where(live, inv, 0.0)),
@@ -327,7 +337,8 @@ def step(config: DPConfig, params: DPParams, state: DPState, record: bool = Fals
     # The step counter stops at num_steps, so blocks that overrun the run change nothing.
     k_next = jnp.where(k <= config.num_steps, k, state.step)
     D_next = jnp.where(k <= config.num_steps, D, state.cum_drift)
-    new = DPState(k_next, D_next, state.seed, new_slots, pool, post, rr, clock, window, at_cut, totals)
+    new = DPState(k_next, D_next, state.seed, new_slots, pool, post, rr, clock, window, at_cut, totals,
+                  active_inv_out(new_slots, k_next + 1))
     out = None
     if record:
         out = dict(hist_loads=hist, loads=loads if paper else post, post_admission_loads=post,

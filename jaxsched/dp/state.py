@@ -94,3 +94,5 @@ class DPState(eqx.Module):
     window: Window                # measured steps so far
     at_cut: Window                # `window` as of the last step with an admission (paper)
     totals: Totals
+    next_inv_out: jnp.ndarray     # float32 sum of 1 / o over the requests active at the start
+                                  # of step `step + 1` (its TPOT weight; engine.active_inv_out)
