@@ -265,7 +265,7 @@ def init(config: DPConfig, params: DPParams, seed) -> DPState:
     pool = _fill_pool(config, params, seed, _empty_pool(config, 0), jnp.int32(0),
                       jnp.int32(0), WideInt.zeros())
     state = DPState(jnp.int32(0), jnp.int32(0), seed, slots, pool, jnp.zeros((G,), jnp.int32), jnp.int32(0),
-                    clock, Window.zeros(), Window.zeros(), totals, jnp.float32(0))
+                    clock, Window.zeros(), Window.zeros(), totals, jnp.float32(0))  # no slot active yet
     words = _slot_pass(slots, jnp.int32(0), jnp.int32(0))[3]
     slots, post, pool, rr, totals, _ = _admit_and_refill(
         config, params, state, jnp.zeros((G,), jnp.int32), jnp.int32(0), words, clock, totals)
@@ -377,8 +377,6 @@ class DPEngine(Engine):
     def working_set_bytes(self, config: DPConfig) -> int:
         # Every step reads the three slot fields (12 bytes per slot: the slot pass and the TPOT
         # weight) and about 32 bytes per pool entry; admission writes only the admitted slots.
-        # (24 bytes per slot while two slot arrays were copied every step; at 16 x 72 with 1024
-        # seeds the smaller chunk this gave was slower than the present one, for both policies.)
         return 12 * config.num_workers * config.slots_per_worker + 32 * config.pool_size
 
     def peak_bytes(self, config: DPConfig, record: bool) -> int:
