@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bench_dp import environment, write_report
+from benchmarks.bench_dp import environment, environment_line, write_report
 from jaxsched.budget import BudgetConfig, make_params, request_stream, simulate
 from jaxsched.budget.experiments import FIG1
 from jaxsched.results import markdown_table
@@ -116,8 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['per_s'] / base['per_s']:.3g}, equal {equal}")
     md = "\n".join([
         f"# Budget engine speed{' (--quick)' if a.quick else ''}", "",
-        f"{env['date']}; jax {env['jax']} on {env['backend']} ({env['cpu_count']} CPUs, "
-        f"{env['machine']}), load average at start {env['loadavg_at_start']}.", "",
+        f"{environment_line(env)}.", "",
         f"Fig. 1's engine and requests at {RATE} qps, {horizon:g} s per seed, Q = {Q}. Engine: "
         "batches / seconds of the second of two identical `simulate` calls over S seeds; "
         "reference: `tests/reference/budget.py` one seed at a time on the same requests; ratio = "

@@ -88,7 +88,7 @@ QUICK_SHAPES = (16,)
 
 # The NumPy baselines' check runs have as many steps as this seed count's engine run, so that
 # seed 0's metrics can be compared exactly.
-CHECK_SEEDS = 64
+CHECK_SEEDS = 64        # or the smallest seed count timed, when --seeds leaves 64 out
 QUICK_CHECK_SEEDS = 8
 # Wall time of each NumPy timed run (s), and a cap on its steps (the request arrays grow as R
 # per step).
@@ -131,6 +131,13 @@ class NumpyRow:
     seed_steps_per_s: float
     check_steps: int
     avg_imbalance_tokens: float
+
+
+def check_seed_count(seed_counts: tuple[int, ...]) -> int:
+    """The seed count whose engine run is checked against the NumPy baselines (which run as
+    many steps): CHECK_SEEDS when it is timed, else the smallest count timed (e.g. 1024 seeds
+    on a GPU, where a 64-seed run would only measure launch latency)."""
+    return CHECK_SEEDS if CHECK_SEEDS in seed_counts else min(seed_counts)
 
 
 def log(msg: str) -> None:
@@ -334,12 +341,22 @@ def environment() -> dict[str, Any]:
         "numpy": np.__version__,
         "backend": jax.default_backend(),
         "devices": [str(d) for d in jax.devices()],
+        "device_kind": jax.devices()[0].device_kind,    # e.g. "NVIDIA H100 80GB HBM3"
         "machine": platform.machine(),
         "processor": platform.processor(),
         "cpu_count": os.cpu_count(),
         "loadavg_at_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
     }
+
+
+def environment_line(env: dict[str, Any]) -> str:
+    """The first line of a benchmark's markdown: date, JAX, device (named when it is an
+    accelerator), CPUs and load, without a final full stop."""
+    kind = env.get("device_kind", "")
+    device = f"{env['backend']} ({kind}; " if env["backend"] != "cpu" and kind else f"{env['backend']} ("
+    return (f"{env['date']}; jax {env['jax']} on {device}{env['cpu_count']} CPUs, "
+            f"{env['machine']}), load average at start {env['loadavg_at_start']}")
 
 
 def write_report(out: Path, payload: dict[str, Any], md: str, ok: bool, log: Any) -> int:
@@ -406,11 +423,16 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"seed counts to time (default {' '.join(map(str, SEED_COUNTS))}); a count "
                          "not in that list runs as many seed-steps as the nearest listed one "
                          "(e.g. 16384 seeds on a GPU)")
+    ap.add_argument("--shapes", nargs="+", type=int, choices=tuple(POOL), default=list(POOL),
+                    metavar="G", help="worker counts G to time (default: "
+                    f"{' '.join(map(str, POOL))}; R = {POOL} per G)")
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error("--repeats must be >= 1")
     if args.seeds is not None and (args.quick or min(args.seeds) < 1):
         ap.error("--seeds takes counts >= 1 and does not combine with --quick")
+    if args.quick and args.shapes != list(POOL):
+        ap.error("--shapes does not combine with --quick (which times G = 16 only)")
     if args.out is None:
         args.out = _HERE / "results" / ("dp_speed_quick.json" if args.quick else "dp_speed.json")
 
@@ -419,8 +441,9 @@ def main(argv: list[str] | None = None) -> int:
         np_target = QUICK_NUMPY_TARGET_S
         steps_for = lambda policy, G, S: QUICK_STEPS[S]
     else:
-        shapes, check_seeds = tuple(POOL), CHECK_SEEDS
+        shapes = tuple(dict.fromkeys(args.shapes))
         seed_counts = tuple(args.seeds) if args.seeds else SEED_COUNTS
+        check_seeds = check_seed_count(seed_counts)
         np_target = NUMPY_TARGET_S
         steps_for = lambda policy, G, S: full_steps(policy, G, S)
 
@@ -462,9 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     md = "\n".join([
         f"# dp engine speed{' (--quick)' if args.quick else ''}",
         "",
-        f"{env['date']}; jax {env['jax']} on {env['backend']} ({env['cpu_count']} CPUs, "
-        f"{env['machine']}), load average at start {env['loadavg_at_start']}; "
-        f"workload BurstGPTLike, semantics paper, horizon 0.",
+        f"{environment_line(env)}; workload BurstGPTLike, semantics paper, horizon 0.",
         "",
         table,
         "",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bench_dp import environment, write_report
+from benchmarks.bench_dp import environment, environment_line, write_report
 from jaxsched.interval import Buckets, execute
 from jaxsched.interval.workloads import LMSYS
 from jaxsched.offline.config import instance_params
@@ -109,8 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['per_s'] / base['per_s']:.3g}, equal {equal}")
     md = "\n".join([
         f"# Interval engine speed{' (--quick)' if a.quick else ''}", "",
-        f"{env['date']}; jax {env['jax']} on {env['backend']} ({env['cpu_count']} CPUs, "
-        f"{env['machine']}), load average at start {env['loadavg_at_start']}.", "",
+        f"{environment_line(env)}.", "",
         f"Instances: LMSYS-like, n = {N_JOBS} jobs, M = {CAPACITY} tokens, bucket intervals "
         "(Experiment 2), unit steps. Engine: instances / seconds of the second of two identical "
         "`execute` calls; reference: `tests/reference/interval.py` one instance at a time; "

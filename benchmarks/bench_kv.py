@@ -2,7 +2,7 @@
 requests per second for 1, 64 and 1024 seeds against the plain-Python reference run one seed at
 a time, in the same run.
 
-    python -m benchmarks.bench_kv [--quick] [--out benchmarks/results/kv_speed.json]
+    python -m benchmarks.bench_kv [--quick] [--seeds S ...] [--out benchmarks/results/kv_speed.json]
 
 Configuration: experiment E1 at its first load (`jaxsched.kv.experiments.EXPERIMENTS["e1"]`:
 10-token prompts, 10 and 20 decode tokens at equal rates, the kv defaults), rho = LOAD = 0.5
@@ -13,7 +13,7 @@ empty system, Q table slots and A arrivals per epoch as the E1 runner sizes this
 epoch is one decision epoch of docs/kv-semantics.md §5 (one scan step: an insertion only, a
 batch, an idle jump to the next arrival, or the end), counted by the metric num_epochs;
 requests are num_completed. Nested WAIT runs 1 and 64 seeds only (MAX_SEEDS; --quick: both
-policies 1 and 16). Engine: `jaxsched.kv.simulate` over S seeds; a first call over one
+policies 1 and 16; --seeds: the counts given, both policies). Engine: `jaxsched.kv.simulate` over S seeds; a first call over one
 seed chunk (`jaxsched.run.default_seed_chunk`: the same compiled shape) compiles and warms up,
 then the call over all S seeds is timed (it returns NumPy metrics, so all device work is
 included); epochs/s = the seeds' epochs / seconds, requests/s likewise. Reference
@@ -34,7 +34,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from benchmarks.bench_dp import environment, write_report
+from benchmarks.bench_dp import environment, environment_line, write_report
 from jaxsched.kv import ENGINE, KVConfig, make_params, simulate
 from jaxsched.kv.experiments import EXPERIMENTS, HARDWARE, capacity_for, thresholds_for
 from jaxsched.results import markdown_table
@@ -139,6 +139,16 @@ def bench_reference(cfg: KVConfig, p, kw: dict, target_s: float, max_seeds: int 
 COUNTS = ("num_epochs", "num_batches", "num_completed")
 
 
+def seed_counts(policy: str, quick: bool, asked: list[int] | None) -> list[int]:
+    """Seed counts to time for `policy`: --quick's, the ones asked for, or SEEDS up to the
+    policy's MAX_SEEDS."""
+    if quick:
+        return list(QUICK_SEEDS)
+    if asked is not None:
+        return list(dict.fromkeys(asked))
+    return [s for s in SEEDS if s <= MAX_SEEDS[policy]]
+
+
 def equal_counts(engine: dict, base: dict, k: int) -> bool:
     """Epoch, batch and completion counts equal on the first k seeds."""
     return all(np.array_equal(engine[c][:k], base[c][:k]) for c in COUNTS)
@@ -150,7 +160,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="1 and 16 seeds, 0.5 s horizon")
     ap.add_argument("--out", type=Path, default=None, help="JSON output (default "
                     "benchmarks/results/kv_speed[_quick].json); markdown beside it (.md)")
+    ap.add_argument("--seeds", nargs="+", type=int, default=None, metavar="S",
+                    help=f"seed counts to time for both policies (default {' '.join(map(str, SEEDS))}, "
+                         f"Nested WAIT up to {MAX_SEEDS['nested_wait']}); larger counts pay on a GPU")
     a = ap.parse_args(argv)
+    if a.seeds is not None and (a.quick or min(a.seeds) < 1):
+        ap.error("--seeds takes counts >= 1 and does not combine with --quick")
     out = a.out or _HERE / "results" / ("kv_speed_quick.json" if a.quick else "kv_speed.json")
     horizon = QUICK_HORIZON_S if a.quick else HORIZON_S
     env = dict(environment(), jax_enable_x64=bool(jax.config.jax_enable_x64))
@@ -163,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         base = bench_reference(cfg, p, kw, QUICK_REF_TARGET_S if a.quick else REF_TARGET_S)
         log(f"{policy}: reference {base['per_s']:.4g} epochs/s, {base['requests_per_s']:.4g} "
             f"requests/s over {base['seeds']} seeds")
-        for S in (QUICK_SEEDS if a.quick else [s for s in SEEDS if s <= MAX_SEEDS[policy]]):
+        for S in seed_counts(policy, a.quick, a.seeds):
             r = bench_engine(cfg, p, S)
             k = min(S, base["seeds"])
             equal = equal_counts(r, base, k)
@@ -184,8 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{req_s / base['requests_per_s']:.3g}, equal {equal}")
     md = "\n".join([
         f"# kv engine speed{' (--quick)' if a.quick else ''}", "",
-        f"{env['date']}; jax {env['jax']} on {env['backend']} ({env['cpu_count']} CPUs, "
-        f"{env['machine']}), load average at start {env['loadavg_at_start']}.", "",
+        f"{environment_line(env)}.", "",
         f"E1 at rho = {LOAD} (C = 1.2 M*, the experiments' thresholds), {horizon:g} s per seed "
         f"from empty, Q = {Q}, A = {A}. Engine: epochs (or completed requests) / seconds of a "
         "`simulate` call over S seeds after a warm-up call on one seed chunk; reference: "

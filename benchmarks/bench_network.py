@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bench_dp import environment, write_report
+from benchmarks.bench_dp import environment, environment_line, write_report
 from jaxsched.budget.config import capacity_tokens_per_s
 from jaxsched.budget.experiments import FIG1
 from jaxsched.network import NetworkConfig, enough_steps, make_params, rates_for_load, simulate
@@ -134,8 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{per_s / base['per_s']:.3g}, equal {equal}")
     md = "\n".join([
         f"# Network engine speed{' (--quick)' if a.quick else ''}", "",
-        f"{env['date']}; jax {env['jax']} on {env['backend']} ({env['cpu_count']} CPUs, "
-        f"{env['machine']}), load average at start {env['loadavg_at_start']}.", "",
+        f"{environment_line(env)}.", "",
         f"parallel: K = 2 Fig. 1 engines, fewest-tokens router, rho = 0.85; rs: the "
         f"Rybko-Stolyar network, stable priorities; Q = {Q} per agent. Engine: the second of two "
         "identical `simulate` calls over S seeds; reference: `tests/reference/network.py` one "

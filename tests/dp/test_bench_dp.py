@@ -51,3 +51,23 @@ def test_cost_table_shows_the_interleaved_ratio_beside_the_sequential_one():
     assert table.splitlines()[2] == "| bfio | 16 | 1024 | 2.50x | 1.60x |"
     plain = bench_dp.cost_table([dict(policy="bfio", G=16, seeds=1024, cost_vs_fcfs=2.5)])
     assert "interleaved" not in plain and plain.splitlines()[2] == "| bfio | 16 | 1024 | 2.50x |"
+
+
+def test_the_checked_run_is_the_64_seed_one_or_the_smallest_timed():
+    assert bench_dp.check_seed_count((1, 64, 1024)) == 64
+    assert bench_dp.check_seed_count((65536, 1024, 16384)) == 1024
+
+
+def test_shapes_option_rejects_an_untabled_worker_count_before_running():
+    with pytest.raises(SystemExit):
+        bench_dp.main(["--shapes", "8"])
+    with pytest.raises(SystemExit):
+        bench_dp.main(["--quick", "--shapes", "32"])
+
+
+def test_environment_line_names_an_accelerator_but_not_the_cpu():
+    env = dict(date="D", jax="J", backend="cpu", device_kind="cpu", cpu_count=2, machine="x86_64",
+               loadavg_at_start=[0.5])
+    assert bench_dp.environment_line(env) == "D; jax J on cpu (2 CPUs, x86_64), load average at start [0.5]"
+    gpu = dict(env, backend="gpu", device_kind="NVIDIA H100 80GB HBM3", cpu_count=16)
+    assert "on gpu (NVIDIA H100 80GB HBM3; 16 CPUs, x86_64)" in bench_dp.environment_line(gpu)

@@ -21,3 +21,12 @@ def test_engine_and_reference_counts_agree():
     assert engine["epochs"] == base["num_epochs"].sum()
     # The benchmark runs in JAX's default 32-bit mode: no float64 on the device.
     assert not jax.config.jax_enable_x64
+
+
+def test_seed_counts_cap_nested_wait_unless_counts_are_given():
+    assert bench_kv.seed_counts("wait", False, None) == list(bench_kv.SEEDS)
+    assert bench_kv.seed_counts("nested_wait", False, None) == [
+        s for s in bench_kv.SEEDS if s <= bench_kv.MAX_SEEDS["nested_wait"]]
+    assert max(bench_kv.seed_counts("nested_wait", False, None)) < max(bench_kv.SEEDS)
+    assert bench_kv.seed_counts("nested_wait", False, [1024, 16384, 1024]) == [1024, 16384]
+    assert bench_kv.seed_counts("wait", True, None) == list(bench_kv.QUICK_SEEDS)
