@@ -13,6 +13,7 @@ lowest worker index and to the earliest pool position (queue order).
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import jax
@@ -85,14 +86,32 @@ def packable(max_size: int, pool_size: int) -> bool:
     return (max_size + 1) * R2 <= 2**31
 
 
+# Admissions per iteration of valley fill's loop, by JAX backend (the default unroll). Results
+# do not depend on it (an admission with nothing left to admit changes nothing); fewer
+# iterations mean fewer loop-condition checks, which on a GPU are a device-to-host read each,
+# and let XLA fuse across consecutive admissions, while each call wastes up to unroll - 1
+# no-op admissions. Measured by benchmarks/bench_unroll.py at (16, 72, 64): on a 2-core CPU
+# 2 was fastest at the engine's chunk sizes (1.2-1.3x unroll 1 at 342 and 1,024 seeds; 8 was
+# no faster than 1), on an H100 8 (1.7-2.1x unroll 1 at 1,024-65,536 seeds).
+UNROLL = {"cpu": 2}
+UNROLL_ACCELERATOR = 8
+
+
+def default_unroll() -> int:
+    """The valley-fill unroll for JAX's default backend: `UNROLL`, else `UNROLL_ACCELERATOR`."""
+    return UNROLL.get(jax.default_backend(), UNROLL_ACCELERATOR)
+
+
 def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
-                valid: jnp.ndarray, target=0) -> tuple[jnp.ndarray, jnp.ndarray]:
+                valid: jnp.ndarray, target=0, unroll: int | None = None
+                ) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Valley-fill assignment for H = 0.
 
     loads int32[G] current loads (tokens); free int32[G] free slots; sizes int32[R] request
     prompt lengths (tokens); valid bool[R] which pool entries wait; target: a request "fits"
     when it keeps the worker at or below max(current max load, target) (0: plain valley fill;
-    higher targets are the multi-start levels). Returns (worker, rank) int32[R] (see
+    higher targets are the multi-start levels); unroll (static, >= 1; None: `default_unroll()`):
+    admissions per loop iteration, a speed setting only. Returns (worker, rank) int32[R] (see
     `_greedy_fill`).
 
     Each choice is one reduction over the workers and one over the pool, on packed keys: the
@@ -104,24 +123,34 @@ def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
     `valley_fill_unpacked` is the two-reduction form for larger pools.
 
     Under `vmap` the kernel runs batched by its own rule (`_valley_fill_batched`): seeds on the
-    minor axis, so that every reduction vectorizes across seeds, and a loop of exactly
-    max(U) iterations with no per-iteration selects (a vmapped `while_loop` would select over
-    its whole carry every iteration). Each seed's result is the same as alone.
+    minor axis, so that every reduction vectorizes across seeds, and a loop of
+    ceil(max(U) / unroll) iterations with no per-iteration selects (a vmapped `while_loop` would
+    select over its whole carry every iteration). Each seed's result is the same as alone, and
+    the same for every unroll.
     """
-    return _valley_fill_vmappable(loads, free, sizes, valid, jnp.asarray(target, jnp.int32))
+    unroll = default_unroll() if unroll is None else unroll
+    if not (isinstance(unroll, int) and unroll >= 1):
+        raise ValueError(f"valley_fill: unroll must be an int >= 1, got {unroll!r}")
+    return _vmappable(unroll)(loads, free, sizes, valid, jnp.asarray(target, jnp.int32))
 
 
-@jax.custom_batching.custom_vmap
-def _valley_fill_vmappable(loads, free, sizes, valid, target):
-    out = _valley_fill_batched(loads[None], free[None], sizes[None], valid[None], target[None])
-    return out[0][0], out[1][0]
+@functools.lru_cache(maxsize=None)
+def _vmappable(unroll: int) -> Callable:
+    """`_valley_fill_batched` at one unroll, as a function of one instance that vmaps by its
+    own rule (one per unroll, so that unroll stays a Python int)."""
+    @jax.custom_batching.custom_vmap
+    def one(loads, free, sizes, valid, target):
+        out = _valley_fill_batched(loads[None], free[None], sizes[None], valid[None], target[None],
+                                   unroll)
+        return out[0][0], out[1][0]
 
+    @one.def_vmap
+    def rule(axis_size: int, in_batched, loads, free, sizes, valid, target):
+        args = [x if b else jnp.broadcast_to(x, (axis_size, *x.shape))
+                for x, b in zip((loads, free, sizes, valid, target), in_batched)]
+        return _valley_fill_batched(*args, unroll), (True, True)
 
-@_valley_fill_vmappable.def_vmap
-def _valley_fill_rule(axis_size: int, in_batched, loads, free, sizes, valid, target):
-    args = [x if b else jnp.broadcast_to(x, (axis_size, *x.shape))
-            for x, b in zip((loads, free, sizes, valid, target), in_batched)]
-    return _valley_fill_batched(*args), (True, True)
+    return one
 
 
 def _materialize(*xs: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
@@ -136,9 +165,11 @@ def _materialize(*xs: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
                                 lambda a, b: tuple(jnp.maximum(x, y) for x, y in zip(a, b)), (0,)))
 
 
-def _valley_fill_batched(loads, free, sizes, valid, target) -> tuple[jnp.ndarray, jnp.ndarray]:
+def _valley_fill_batched(loads, free, sizes, valid, target, unroll: int = 1
+                         ) -> tuple[jnp.ndarray, jnp.ndarray]:
     """`valley_fill` on N instances at once: loads, free int32[N, G]; sizes int32[N, R]; valid
-    bool[N, R]; target int32[N]. Returns (worker, rank) int32[N, R]."""
+    bool[N, R]; target int32[N]; unroll admissions per loop iteration. Returns (worker, rank)
+    int32[N, R]."""
     N, G = loads.shape
     R = sizes.shape[1]
     R2 = 1 << max(0, (R - 1).bit_length())
@@ -151,9 +182,9 @@ def _valley_fill_batched(loads, free, sizes, valid, target) -> tuple[jnp.ndarray
     # One array carries each request's key while it waits and its fate afterwards: -1 not in
     # the pool, -(g * R2 + rank) - 2 once admitted to worker g as its rank-th request.
     key0 = jnp.where(valid, sizes * R2 + (R2 - 1 - pos), -1).astype(jnp.int32)
-    # Exactly U = min(waiting, free slots) admissions per instance: the loop runs max(U) times
-    # and an instance whose U is reached has no free slot or no waiting request, so its
-    # remaining iterations change nothing.
+    # Exactly U = min(waiting, free slots) admissions per instance: the loop runs at least
+    # max(U) admissions and an instance whose U is reached has no free slot or no waiting
+    # request, so its remaining admissions change nothing.
     U = jnp.minimum(jnp.sum(valid, axis=0, dtype=jnp.int32), jnp.sum(free, axis=0, dtype=jnp.int32))
 
     cols = jnp.arange(N, dtype=jnp.int32)
@@ -179,8 +210,14 @@ def _valley_fill_batched(loads, free, sizes, valid, target) -> tuple[jnp.ndarray
         top = jnp.where(g >= 0, jnp.maximum(top, new_load), top)
         return loads, top, used, key
 
+    def admit(_, carry):
+        for _ in range(unroll):
+            carry = body(0, carry)
+        return carry
+
+    # ceil(max(U) / unroll) iterations: the admissions past an instance's U are no-ops.
     carry = (loads, jnp.max(loads, axis=0), jnp.zeros_like(free), key0)
-    key = jax.lax.fori_loop(0, jnp.max(U), body, carry)[3]
+    key = jax.lax.fori_loop(0, (jnp.max(U) + unroll - 1) // unroll, admit, carry)[3]
     admitted = key <= -2
     fate = -key - 2
     worker = jnp.where(admitted, fate >> sh, -1)

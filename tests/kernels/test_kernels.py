@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,6 +113,32 @@ def test_vmapped_valley_fill_is_the_rule_on_every_instance(data):
     w2, _ = (np.asarray(a).reshape(4, -1) for a in _nested_fill(*nested))
     for n in range(4):
         np.testing.assert_array_equal(w2[n], _python_valley_fill(loads[n], frees[n], sizes[n], valid[n])[0])
+
+
+_unrolled_fills = {u: jax.jit(jax.vmap(functools.partial(kernels.valley_fill, unroll=u)))
+                   for u in (1, 3, 8)}
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_unroll_changes_no_assignment(data):
+    # unroll admissions run per loop iteration; those past an instance's own count must be
+    # no-ops, whatever the remainder of max(U) / unroll (U is 0..15 here, so 8 overshoots).
+    insts = [_instance(data) for _ in range(4)]
+    loads, frees, sizes, valid = (np.stack([x[k] for x in insts]) for k in range(4))
+    want = [_python_valley_fill(*inst) for inst in insts]
+    for u, fill in _unrolled_fills.items():
+        w, r = (np.asarray(a) for a in fill(loads, frees, sizes, valid))
+        for n in range(4):
+            np.testing.assert_array_equal(w[n], want[n][0], err_msg=f"unroll {u}")
+            np.testing.assert_array_equal(r[n][w[n] >= 0], np.asarray(want[n][1])[w[n] >= 0])
+
+
+def test_unroll_must_be_a_positive_int():
+    args = [jnp.zeros(2, jnp.int32), jnp.ones(2, jnp.int32), jnp.ones(3, jnp.int32), jnp.ones(3, bool)]
+    for bad in (0, -1, 2.0):
+        with pytest.raises(ValueError, match="unroll"):
+            kernels.valley_fill(*args, unroll=bad)
 
 
 @settings(max_examples=60, deadline=None)
