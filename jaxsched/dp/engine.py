@@ -76,10 +76,14 @@ def _empty_pool(config: DPConfig, first_id: int) -> Pool:
 def _compact(pool: Pool, admitted: jnp.ndarray) -> tuple[Pool, jnp.ndarray]:
     """Drop admitted entries, keeping the others in queue order at the front."""
     R = pool.prompt.shape[0]
-    keep = (jnp.arange(R) < pool.count) & ~admitted
+    pos = jnp.arange(R, dtype=jnp.int32)
+    keep = (pos < pool.count) & ~admitted
     dest = jnp.where(keep, jnp.cumsum(keep) - 1, R)     # R <= a few hundred: cumsum is cheap
-    move = lambda a: jnp.zeros_like(a).at[dest].set(a, mode="drop")
     n_keep = jnp.sum(keep, dtype=jnp.int32)
+    # One scatter of positions, then a gather per field: scattering each field with
+    # BF-IO's irregular drop pattern costs a mispredicted branch per dropped entry.
+    src = jnp.zeros((R,), jnp.int32).at[dest].set(pos, mode="drop")
+    move = lambda a: jnp.where(pos < n_keep, a[src], jnp.zeros_like(a))
     moved = Pool(move(pool.prompt), move(pool.output), move(pool.pred_out), move(pool.pred_u),
                  move(pool.reveal_steps), WideInt(move(pool.reveal_load.hi), move(pool.reveal_load.lo)),
                  n_keep, pool.next_id)
