@@ -80,8 +80,9 @@ def _compact(pool: Pool, admitted: jnp.ndarray) -> tuple[Pool, jnp.ndarray]:
     keep = (pos < pool.count) & ~admitted
     dest = jnp.where(keep, jnp.cumsum(keep) - 1, R)     # R <= a few hundred: cumsum is cheap
     n_keep = jnp.sum(keep, dtype=jnp.int32)
-    # One scatter of positions, then a gather per field: scattering each field with
-    # BF-IO's irregular drop pattern costs a mispredicted branch per dropped entry.
+    # One scatter of positions, then a gather per field, instead of one scatter per field:
+    # XLA's CPU scatter pays a data-dependent branch per entry, and BF-IO keeps an irregular
+    # subset (measured 1.036x for BF-IO, 1.012x for FCFS; the same values land).
     src = jnp.zeros((R,), jnp.int32).at[dest].set(pos, mode="drop")
     move = lambda a: jnp.where(pos < n_keep, a[src], jnp.zeros_like(a))
     moved = Pool(move(pool.prompt), move(pool.output), move(pool.pred_out), move(pool.pred_u),
