@@ -350,6 +350,12 @@ def environment() -> dict[str, Any]:
     }
 
 
+def check_seed_option(ap: argparse.ArgumentParser, seeds: list[int] | None, quick: bool) -> None:
+    """One usage error for a bad --seeds: counts must be >= 1 and --quick has its own."""
+    if seeds is not None and (quick or min(seeds) < 1):
+        ap.error("--seeds takes counts >= 1 and does not combine with --quick")
+
+
 def environment_line(env: dict[str, Any]) -> str:
     """The first line of a benchmark's markdown: date, JAX, device (named when it is an
     accelerator), CPUs and load, without a final full stop."""
@@ -429,8 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error("--repeats must be >= 1")
-    if args.seeds is not None and (args.quick or min(args.seeds) < 1):
-        ap.error("--seeds takes counts >= 1 and does not combine with --quick")
+    check_seed_option(ap, args.seeds, args.quick)
     if args.quick and args.shapes != list(POOL):
         ap.error("--shapes does not combine with --quick (which times G = 16 only)")
     if args.out is None:

@@ -13,9 +13,9 @@ empty system, Q table slots and A arrivals per epoch as the E1 runner sizes this
 epoch is one decision epoch of docs/kv-semantics.md §5 (one scan step: an insertion only, a
 batch, an idle jump to the next arrival, or the end), counted by the metric num_epochs;
 requests are num_completed. Nested WAIT runs 1 and 64 seeds only (MAX_SEEDS; --quick: both
-policies 1 and 16; --seeds: the counts given, both policies). Engine: `jaxsched.kv.simulate` over S seeds; a first call over one
-seed chunk (`jaxsched.run.default_seed_chunk`: the same compiled shape) compiles and warms up,
-then the call over all S seeds is timed (it returns NumPy metrics, so all device work is
+policies 1 and 16; --seeds: the counts given, both policies). Engine: `jaxsched.kv.simulate`
+over S seeds; a first call over one seed chunk (`jaxsched.run.default_seed_chunk`: the same
+compiled shape) compiles and warms up, then the call over all S seeds is timed (it returns NumPy metrics, so all device work is
 included); epochs/s = the seeds' epochs / seconds, requests/s likewise. Reference
 (`tests/reference/kv.py::simulate`) on the same requests (the engine's gaps, `arrival_stream`),
 one seed after another for about REF_TARGET_S seconds (at least one seed). ratio = engine /
@@ -34,7 +34,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from benchmarks.bench_dp import environment, environment_line, write_report
+from benchmarks.bench_dp import check_seed_option, environment, environment_line, write_report
 from jaxsched.kv import ENGINE, KVConfig, make_params, simulate
 from jaxsched.kv.experiments import EXPERIMENTS, HARDWARE, capacity_for, thresholds_for
 from jaxsched.results import markdown_table
@@ -164,8 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"seed counts to time for both policies (default {' '.join(map(str, SEEDS))}, "
                          f"Nested WAIT up to {MAX_SEEDS['nested_wait']}); larger counts pay on a GPU")
     a = ap.parse_args(argv)
-    if a.seeds is not None and (a.quick or min(a.seeds) < 1):
-        ap.error("--seeds takes counts >= 1 and does not combine with --quick")
+    check_seed_option(ap, a.seeds, a.quick)
     out = a.out or _HERE / "results" / ("kv_speed_quick.json" if a.quick else "kv_speed.json")
     horizon = QUICK_HORIZON_S if a.quick else HORIZON_S
     env = dict(environment(), jax_enable_x64=bool(jax.config.jax_enable_x64))

@@ -189,7 +189,7 @@ def _valley_fill_batched(loads, free, sizes, valid, target, unroll: int = 1
 
     cols = jnp.arange(N, dtype=jnp.int32)
 
-    def body(_, carry):
+    def body(carry):
         loads, top, used, key = carry
         wkey = jnp.min(jnp.where(used < free, loads * G + gid, _BIG), axis=0)
         g, Lg = wkey % G, wkey // G
@@ -212,7 +212,7 @@ def _valley_fill_batched(loads, free, sizes, valid, target, unroll: int = 1
 
     def admit(_, carry):
         for _ in range(unroll):
-            carry = body(0, carry)
+            carry = body(carry)
         return carry
 
     # ceil(max(U) / unroll) iterations: the admissions past an instance's U are no-ops.
