@@ -488,7 +488,7 @@ def test_prefill_price_is_an_option_and_makes_restarts_dearer():
 def test_measurement_window_leaves_the_run_alone_and_measures_its_middle():
     # The burn-in K only chooses what is measured (docs §8): same trajectory for every K; the
     # window is shorter than the run and its throughput counts the window's completions only.
-    cfg = KVConfig(policy="fcfs", num_requests=600, table_size=512)
+    cfg = KVConfig(policy="fcfs", num_requests=600, table_size=1024)
     runs = {k: simulate(cfg, make_params(cfg, burn_in_requests=k), (3,), record=True)
             for k in (0, 150)}
     for key in ("kind", "t_hi", "t_lo", "tokens", "memory_tokens", "in_system"):
