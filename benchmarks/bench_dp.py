@@ -45,6 +45,7 @@ import numpy as np
 import jax
 
 import jaxsched
+import kernels
 from jaxsched.dp import simulate
 
 from benchmarks.numpy_dp import simulate_numpy
@@ -347,6 +348,9 @@ def environment() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "loadavg_at_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
+        # which valley fill BF-IO H = 0 ran: the native CPU kernel or the XLA form
+        "valley_fill": "native" if jax.default_backend() == "cpu" and kernels.native.available()
+                       else "xla",
     }
 
 
@@ -362,7 +366,8 @@ def environment_line(env: dict[str, Any]) -> str:
     kind = env.get("device_kind", "")
     device = f"{env['backend']} ({kind}; " if env["backend"] != "cpu" and kind else f"{env['backend']} ("
     return (f"{env['date']}; jax {env['jax']} on {device}{env['cpu_count']} CPUs, "
-            f"{env['machine']}), load average at start {env['loadavg_at_start']}")
+            f"{env['machine']}), load average at start {env['loadavg_at_start']}; valley fill "
+            f"{env.get('valley_fill', 'xla')}")
 
 
 def write_report(out: Path, payload: dict[str, Any], md: str, ok: bool, log: Any) -> int:

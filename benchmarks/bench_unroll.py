@@ -9,10 +9,12 @@ For each seed count, one `jit(vmap(valley_fill))` per unroll on the same random 
 `bench_kernel_scale.instances` at (G, B, R) = (16, 72, 64) (0-4 free slots per worker, about 32
 admissions per instance), compiled first, then timed in alternation (`--rounds` rounds, each
 unroll once per round, the fastest call kept), so that load that comes and goes on a shared
-machine hits every unroll alike. Speed-up = time at unroll 1 / time at u. Each unroll's
-assignments must equal unroll 1's; the script exits 1 otherwise.
+machine hits every unroll alike. On a CPU where `kernels.native` could be built, the native
+kernel is timed as one more "unroll" (`native`; `--no-native` leaves it out). Speed-up = time
+at the first unroll / time at u. Each unroll's assignments must equal the first's; the script
+exits 1 otherwise.
 
-    python -m benchmarks.bench_unroll [--seeds 64 1024] [--unrolls 1 2 4 8] [--out FILE.json]
+    python -m benchmarks.bench_unroll [--seeds 64 1024] [--unrolls 1 2 4 8] [--no-native] [--out FILE.json]
 
 Writes the JSON to --out (default benchmarks/results/kernel_unroll.json) and the markdown next
 to it (.md).
@@ -38,13 +40,24 @@ _HERE = Path(__file__).resolve().parent
 G, B, R = 16, 72, 64
 
 
-def time_unrolls(seeds: int, unrolls: list[int], rounds: int) -> tuple[dict[int, float], dict[int, float], bool]:
+NATIVE = "native"
+
+
+def _form(u: int | str):
+    """The XLA form at unroll u, or the native CPU kernel for u = NATIVE."""
+    if u == NATIVE:
+        return functools.partial(kernels.valley_fill, native=True)
+    return functools.partial(kernels.valley_fill, unroll=u, native=False)
+
+
+def time_unrolls(seeds: int, unrolls: list, rounds: int) -> tuple[dict, dict, bool]:
     """({unroll: fastest seconds per call}, {unroll: compile seconds}, every unroll's
-    assignments equal to the first's) on `seeds` instances."""
+    assignments equal to the first's) on `seeds` instances; an unroll NATIVE is the native
+    kernel."""
     args = instances(seeds, G, B, R, np.random.default_rng(seeds))
     fns, compile_s, outs = {}, {}, {}
     for u in unrolls:
-        fns[u] = jax.jit(jax.vmap(functools.partial(kernels.valley_fill, unroll=u)))
+        fns[u] = jax.jit(jax.vmap(_form(u)))
         t0 = time.perf_counter()
         outs[u] = jax.block_until_ready(fns[u](*args))
         compile_s[u] = time.perf_counter() - t0
@@ -66,11 +79,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", nargs="+", type=int, default=[64, 1024], metavar="S")
     ap.add_argument("--unrolls", nargs="+", type=int, default=[1, 2, 4, 8], metavar="U")
     ap.add_argument("--rounds", type=int, default=5, help="timed calls per unroll, alternating")
+    ap.add_argument("--no-native", dest="native", action="store_false",
+                    help="leave out the native CPU kernel (timed after the unrolls by default, "
+                         "on a CPU where it could be built)")
     ap.add_argument("--out", type=Path, default=_HERE / "results" / "kernel_unroll.json")
     a = ap.parse_args(argv)
     if min(a.seeds) < 1 or min(a.unrolls) < 1 or a.rounds < 1:
         ap.error("--seeds, --unrolls and --rounds take values >= 1")
     unrolls = list(dict.fromkeys(a.unrolls))
+    if a.native and jax.default_backend() == "cpu" and kernels.native.available():
+        unrolls.append(NATIVE)
     env = environment()
     rows, ok = [], True
     for S in a.seeds:
@@ -79,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         for u in unrolls:
             rows.append(dict(seeds=S, unroll=u, s_per_call=best[u], compile_s=compile_s[u],
                              speedup_vs_first=best[unrolls[0]] / best[u], same_assignment=same))
-        print(f"[unroll] {S} seeds: " + ", ".join(f"u={u} {best[u] * 1e3:.2f} ms" for u in unrolls)
+        print(f"[unroll] {S} seeds: " + ", ".join(f"{u} {best[u] * 1e3:.2f} ms" for u in unrolls)
               + f"; assignments equal: {same}", file=sys.stderr, flush=True)
     table = markdown_table(
         ["seeds", "unroll", "ms per call", "us per seed", f"speed-up vs unroll {unrolls[0]}",
@@ -91,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         "# Valley-fill kernel against its unroll", "", f"{environment_line(env)}.", "",
         f"(G, B, R) = ({G}, {B}, {R}), random step states of `bench_kernel_scale.instances`; "
         f"one jit(vmap(valley_fill)) call on all seeds, fastest of {a.rounds} calls timed in "
-        "alternation across unrolls after compilation.", "", table, ""])
+        "alternation across unrolls after compilation. Unroll n: the XLA form with n admissions "
+        "per loop iteration; native: the native CPU kernel (`kernels/native`).", "", table, ""])
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(dict(environment=env, G=G, B=B, R=R, rounds=a.rounds, rows=rows),
                                 indent=1))

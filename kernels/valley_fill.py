@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import native as native_kernel
 from .reduce import ordered_sum
 
 _BIG = np.int32(2**31 - 1)
@@ -103,16 +104,18 @@ def default_unroll() -> int:
 
 
 def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
-                valid: jnp.ndarray, target=0, unroll: int | None = None
-                ) -> tuple[jnp.ndarray, jnp.ndarray]:
+                valid: jnp.ndarray, target=0, unroll: int | None = None,
+                native: bool | None = None) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Valley-fill assignment for H = 0.
 
     loads int32[G] current loads (tokens); free int32[G] free slots; sizes int32[R] request
     prompt lengths (tokens); valid bool[R] which pool entries wait; target: a request "fits"
     when it keeps the worker at or below max(current max load, target) (0: plain valley fill;
     higher targets are the multi-start levels); unroll (static, >= 1; None: `default_unroll()`):
-    admissions per loop iteration, a speed setting only. Returns (worker, rank) int32[R] (see
-    `_greedy_fill`).
+    admissions per loop iteration of the XLA form, a speed setting only; native (static; None:
+    True where `kernels.native.available()`): on the CPU platform, run the native kernel
+    (`kernels/native/valley_fill.cc`, the same rule in plain loops) instead of the XLA form, a
+    speed setting only too. Returns (worker, rank) int32[R] (see `_greedy_fill`).
 
     Each choice is one reduction over the workers and one over the pool, on packed keys: the
     worker key L_g * G + g (its minimum is the lightest worker, lowest index first; it fits int32
@@ -131,24 +134,36 @@ def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
     unroll = default_unroll() if unroll is None else unroll
     if not (isinstance(unroll, int) and unroll >= 1):
         raise ValueError(f"valley_fill: unroll must be an int >= 1, got {unroll!r}")
-    return _vmappable(unroll)(loads, free, sizes, valid, jnp.asarray(target, jnp.int32))
+    native = native_kernel.available() if native is None else bool(native)
+    if native and not native_kernel.available():
+        raise ValueError("valley_fill: native=True, but the native kernel is unavailable "
+                         "(JAXSCHED_NATIVE=0, or it could not be built: see the warning)")
+    return _vmappable(unroll, native)(loads, free, sizes, valid, jnp.asarray(target, jnp.int32))
 
 
 @functools.lru_cache(maxsize=None)
-def _vmappable(unroll: int) -> Callable:
-    """`_valley_fill_batched` at one unroll, as a function of one instance that vmaps by its
-    own rule (one per unroll, so that unroll stays a Python int)."""
+def _vmappable(unroll: int, native: bool) -> Callable:
+    """The batched valley fill at one setting, as a function of one instance that vmaps by its
+    own rule (one per setting, so that both stay Python values)."""
+    xla = functools.partial(_valley_fill_batched, unroll=unroll)
+
+    def batched(*args):
+        if not native:
+            return xla(*args)
+        # The native kernel is registered for the CPU only; other platforms lower the XLA form.
+        return jax.lax.platform_dependent(*args, cpu=native_kernel.valley_fill_native,
+                                          default=xla)
+
     @jax.custom_batching.custom_vmap
     def one(loads, free, sizes, valid, target):
-        out = _valley_fill_batched(loads[None], free[None], sizes[None], valid[None], target[None],
-                                   unroll)
+        out = batched(loads[None], free[None], sizes[None], valid[None], target[None])
         return out[0][0], out[1][0]
 
     @one.def_vmap
     def rule(axis_size: int, in_batched, loads, free, sizes, valid, target):
         args = [x if b else jnp.broadcast_to(x, (axis_size, *x.shape))
                 for x, b in zip((loads, free, sizes, valid, target), in_batched)]
-        return _valley_fill_batched(*args, unroll), (True, True)
+        return batched(*args), (True, True)
 
     return one
 

@@ -68,6 +68,8 @@ def test_shapes_option_rejects_an_untabled_worker_count_before_running():
 def test_environment_line_names_an_accelerator_but_not_the_cpu():
     env = dict(date="D", jax="J", backend="cpu", device_kind="cpu", cpu_count=2, machine="x86_64",
                loadavg_at_start=[0.5])
-    assert bench_dp.environment_line(env) == "D; jax J on cpu (2 CPUs, x86_64), load average at start [0.5]"
+    assert bench_dp.environment_line(env) == ("D; jax J on cpu (2 CPUs, x86_64), load average at "
+                                              "start [0.5]; valley fill xla")
+    assert bench_dp.environment_line({**env, "valley_fill": "native"}).endswith("valley fill native")
     gpu = dict(env, backend="gpu", device_kind="NVIDIA H100 80GB HBM3", cpu_count=16)
     assert "on gpu (NVIDIA H100 80GB HBM3; 16 CPUs, x86_64)" in bench_dp.environment_line(gpu)

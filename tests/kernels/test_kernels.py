@@ -16,7 +16,11 @@ from kernels import count_bits, free_slot_rank, pack_bits, window_weights
 
 # Jitted once per shape: the instances below are padded to fixed shapes.
 select_bit = jax.jit(kernels.select_bit)
-valley_fill = jax.jit(kernels.valley_fill)
+# Both forms of valley fill (the native CPU kernel where it could be built); every test below
+# holds each to the same plain rule.
+FORMS = [False, True] if kernels.native.available() else [False]
+_fill_forms = {n: functools.partial(kernels.valley_fill, native=n) for n in FORMS}
+_fills = {n: jax.jit(f) for n, f in _fill_forms.items()}
 valley_fill_unpacked = jax.jit(kernels.valley_fill_unpacked)
 lookahead_valley_fill = jax.jit(functools.partial(kernels.lookahead_valley_fill, beta=5,
                                                   weights=window_weights(3, 0.7)))
@@ -75,22 +79,20 @@ def _python_valley_fill(loads, free, sizes, valid, target=0):
 def test_valley_fill_matches_the_rule_and_its_unpacked_form(data):
     loads, free, sizes, valid = _instance(data)
     args = [jnp.asarray(a) for a in (loads, free, sizes, valid)]
-    w, r = (np.asarray(a) for a in valley_fill(*args))
-    w2, r2 = (np.asarray(a) for a in valley_fill_unpacked(*args))
     pw, pr = _python_valley_fill(loads, free, sizes, valid)
-    np.testing.assert_array_equal(w, pw)
-    np.testing.assert_array_equal(w2, pw)
-    adm = w >= 0
-    np.testing.assert_array_equal(r[adm], np.asarray(pr)[adm])
-    np.testing.assert_array_equal(r2[adm], np.asarray(pr)[adm])
-    assert adm.sum() == min(valid.sum(), free.sum())
-    for g in range(len(loads)):  # ranks on a worker are 0..n-1 and never exceed its free slots
-        assert sorted(r[w == g]) == list(range((w == g).sum()))
-        assert (w == g).sum() <= free[g]
+    for fill in [*_fills.values(), valley_fill_unpacked]:
+        w, r = (np.asarray(a) for a in fill(*args))
+        np.testing.assert_array_equal(w, pw)
+        adm = w >= 0
+        np.testing.assert_array_equal(r[adm], np.asarray(pr)[adm])
+        assert adm.sum() == min(valid.sum(), free.sum())
+        for g in range(len(loads)):  # ranks on a worker are 0..n-1, never above its free slots
+            assert sorted(r[w == g]) == list(range((w == g).sum()))
+            assert (w == g).sum() <= free[g]
 
 
-_vmapped_fill = jax.jit(jax.vmap(kernels.valley_fill, in_axes=(0, None, 0, 0, 0)))
-_nested_fill = jax.jit(jax.vmap(jax.vmap(kernels.valley_fill)))
+_vmapped_fills = {n: jax.jit(jax.vmap(f, in_axes=(0, None, 0, 0, 0))) for n, f in _fill_forms.items()}
+_nested_fills = {n: jax.jit(jax.vmap(jax.vmap(f))) for n, f in _fill_forms.items()}
 
 
 @settings(max_examples=40, deadline=None)
@@ -103,19 +105,21 @@ def test_vmapped_valley_fill_is_the_rule_on_every_instance(data):
     free = insts[0][1]
     loads, sizes, valid = (np.stack([x[k] for x in insts]) for k in (0, 2, 3))
     targets = np.asarray(data.draw(st.lists(st.integers(0, 120), min_size=4, max_size=4)), np.int32)
-    w, r = (np.asarray(a) for a in _vmapped_fill(loads, free, sizes, valid, targets))
-    for n in range(4):
-        pw, pr = _python_valley_fill(loads[n], free, sizes[n], valid[n], int(targets[n]))
-        np.testing.assert_array_equal(w[n], pw)
-        np.testing.assert_array_equal(r[n][w[n] >= 0], np.asarray(pr)[w[n] >= 0])
     frees = np.stack([x[1] for x in insts])
     nested = [a.reshape(2, 2, -1) for a in (loads, frees, sizes, valid)]
-    w2, _ = (np.asarray(a).reshape(4, -1) for a in _nested_fill(*nested))
-    for n in range(4):
-        np.testing.assert_array_equal(w2[n], _python_valley_fill(loads[n], frees[n], sizes[n], valid[n])[0])
+    for form in FORMS:
+        w, r = (np.asarray(a) for a in _vmapped_fills[form](loads, free, sizes, valid, targets))
+        for n in range(4):
+            pw, pr = _python_valley_fill(loads[n], free, sizes[n], valid[n], int(targets[n]))
+            np.testing.assert_array_equal(w[n], pw, err_msg=f"native={form}")
+            np.testing.assert_array_equal(r[n][w[n] >= 0], np.asarray(pr)[w[n] >= 0])
+        w2, _ = (np.asarray(a).reshape(4, -1) for a in _nested_fills[form](*nested))
+        for n in range(4):
+            np.testing.assert_array_equal(
+                w2[n], _python_valley_fill(loads[n], frees[n], sizes[n], valid[n])[0])
 
 
-_unrolled_fills = {u: jax.jit(jax.vmap(functools.partial(kernels.valley_fill, unroll=u)))
+_unrolled_fills = {u: jax.jit(jax.vmap(functools.partial(kernels.valley_fill, unroll=u, native=False)))
                    for u in (1, 3, 8)}
 
 
