@@ -1,7 +1,7 @@
 """The valley fill's native CPU kernel: `native/valley_fill.cc`, an XLA FFI handler.
 
 It is compiled with the system C++ compiler on first use (about 10 s, once per source, jaxlib
-version and compiler: the library is cached under `$JAXSCHED_NATIVE_CACHE`, else
+version, compiler and CPU: the library is cached under `$JAXSCHED_NATIVE_CACHE`, else
 `$XDG_CACHE_HOME/jaxsched`, else `~/.cache/jaxsched`) and registered as an XLA custom call
 for the CPU platform. Where it cannot be built (no compiler), `available()` is False, one
 warning says so, and `kernels.valley_fill` runs its XLA form, which gives the same results.
