@@ -349,8 +349,7 @@ def environment() -> dict[str, Any]:
         "loadavg_at_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
         # which valley fill BF-IO H = 0 ran: the native CPU kernel or the XLA form
-        "valley_fill": "native" if jax.default_backend() == "cpu" and kernels.native.available()
-                       else "xla",
+        "valley_fill": "native" if kernels.native.default_on() else "xla",
     }
 
 

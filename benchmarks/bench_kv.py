@@ -15,10 +15,10 @@ batch, an idle jump to the next arrival, or the end), counted by the metric num_
 requests are num_completed. Nested WAIT runs 1 and 64 seeds only (MAX_SEEDS; --quick: both
 policies 1 and 16; --seeds: the counts given, both policies). Engine: `jaxsched.kv.simulate`
 over S seeds; a first call over one seed chunk (`jaxsched.run.default_seed_chunk`: the same
-compiled shape) compiles and warms up, then the call over all S seeds is timed (it returns NumPy metrics, so all device work is
-included); epochs/s = the seeds' epochs / seconds, requests/s likewise. Reference
-(`tests/reference/kv.py::simulate`) on the same requests (the engine's gaps, `arrival_stream`),
-one seed after another for about REF_TARGET_S seconds (at least one seed). ratio = engine /
+compiled shape) compiles and warms up, then the call over all S seeds is timed (it returns
+NumPy metrics, so all device work is included); epochs/s = the seeds' epochs / seconds,
+requests/s likewise. Reference (`tests/reference/kv.py::simulate`) on the same requests (the
+engine's gaps, `arrival_stream`), one seed after another for about REF_TARGET_S seconds (at least one seed). ratio = engine /
 reference epochs/s (and requests/s) from this run. The engine's epoch, batch and completed
 request counts must equal the reference's on the seeds both ran; the script exits 1
 otherwise. Writes JSON to --out and the markdown table next to it (.md).

@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     if min(a.seeds) < 1 or min(a.unrolls) < 1 or a.rounds < 1:
         ap.error("--seeds, --unrolls and --rounds take values >= 1")
     unrolls = list(dict.fromkeys(a.unrolls))
-    if a.native and jax.default_backend() == "cpu" and kernels.native.available():
+    if a.native and kernels.native.default_on():
         unrolls.append(NATIVE)
     env = environment()
     rows, ok = [], True

@@ -105,6 +105,12 @@ def available() -> bool:
     return True
 
 
+def default_on() -> bool:
+    """Whether `kernels.valley_fill` uses the native kernel by default: where the CPU is JAX's
+    default backend (elsewhere it would not run, so it is not built) and it is available."""
+    return jax.default_backend() == "cpu" and available()
+
+
 def valley_fill_native(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
                        valid: jnp.ndarray, target: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Valley fill on N instances by the native kernel (CPU only; call `available()` first):

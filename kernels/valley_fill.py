@@ -113,10 +113,9 @@ def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
     when it keeps the worker at or below max(current max load, target) (0: plain valley fill;
     higher targets are the multi-start levels); unroll (static, >= 1; None: `default_unroll()`):
     admissions per loop iteration of the XLA form, a speed setting only; native (static; None:
-    True where the CPU is JAX's default backend and `kernels.native.available()`): on the CPU
-    platform, run the native kernel (`kernels/native/valley_fill.cc`, the same rule in plain
-    loops) instead of the XLA form, a speed setting only too. Returns (worker, rank) int32[R]
-    (see `_greedy_fill`).
+    `kernels.native.default_on()`): on the CPU platform, run the native kernel
+    (`kernels/native/valley_fill.cc`, the same rule in plain loops) instead of the XLA form, a
+    speed setting only too. Returns (worker, rank) int32[R] (see `_greedy_fill`).
 
     Each choice is one reduction over the workers and one over the pool, on packed keys: the
     worker key L_g * G + g (its minimum is the lightest worker, lowest index first; it fits int32
@@ -135,9 +134,7 @@ def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
     unroll = default_unroll() if unroll is None else unroll
     if not (isinstance(unroll, int) and unroll >= 1):
         raise ValueError(f"valley_fill: unroll must be an int >= 1, got {unroll!r}")
-    if native is None:       # built only where the CPU is the default backend: no use elsewhere
-        native = jax.default_backend() == "cpu" and native_kernel.available()
-    native = bool(native)
+    native = native_kernel.default_on() if native is None else bool(native)
     if native and not native_kernel.available():
         raise ValueError("valley_fill: native=True, but the native kernel is unavailable "
                          "(JAXSCHED_NATIVE=0, or it could not be built: see the warning)")
