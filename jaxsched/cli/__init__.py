@@ -6,8 +6,9 @@ One module per engine adds its commands (`dp`, `kv`, `offline`, `interval`, `bud
 holds what they share (one-line errors, defaults in help, `--config FILE.toml`). Parsers import
 no engine (and so no JAX): `--help` and `--version` answer at once, and a command imports
 what it runs when it runs; before it does, `devices` asks XLA for one CPU device per core, so
-seeds shard over every core. Every invalid input prints one `jaxsched: error: ...` line naming the
-field and exits with 2.
+seeds shard over every core, and `compile_cache` turns on JAX's persistent compilation cache, so
+a program compiled by one command loads in the next (`--no-compile-cache` turns it off). Every
+invalid input prints one `jaxsched: error: ...` line naming the field and exits with 2.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from .. import __version__
 from ..errors import ConfigError
 from . import budget, dp, interval, kv, network, offline, sweep
 from .base import HelpFormatter, Parser, resolve
+from .compile_cache import use_compile_cache
 from .devices import use_every_core
 
 
@@ -26,6 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
                description="Batched JAX simulators of LLM-serving schedulers. "
                            "`jaxsched COMMAND --help` lists a command's options and defaults.")
     p.add_argument("--version", action="version", version=f"jaxsched {__version__}")
+    p.add_argument("--no-compile-cache", action="store_true",
+                   help="compile every program anew instead of loading it from JAX's persistent "
+                        "compilation cache ($JAXSCHED_COMPILE_CACHE_DIR, else "
+                        "$XDG_CACHE_HOME/jaxsched/xla or ~/.cache/jaxsched/xla); "
+                        "JAXSCHED_COMPILE_CACHE=0 does the same")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     dp.add_parsers(sub)
     sweep.add_parsers(sub)
@@ -40,7 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = resolve(build_parser(), argv)
+        # The flag is the process's, not the run's: dropped before the command writes its
+        # options file (`--config` reads that file back with the subcommand's options only).
+        no_cache = vars(args).pop("no_compile_cache")
         use_every_core()        # before the command imports JAX; see jaxsched.cli.devices
+        use_compile_cache(enabled=not no_cache)     # likewise; see jaxsched.cli.compile_cache
         return args.func(args)
     except ConfigError as e:
         print(f"jaxsched: error: {e}", file=sys.stderr)
