@@ -15,7 +15,11 @@ steady-state windows: every kv_e1 number changed by design, while `sweep_kv`, wh
 engine with its defaults, stayed bit for bit equal. Everything was re-recorded when per-run float sums became ordered
 (`kernels.ordered_sum`): only float sums changed, by at most 3e-8 relative (energy, power,
 idle fraction, TPOT, queueing delay, kv latency and TTFT, and their spreads); every count,
-imbalance and theorem number stayed bit for bit equal.) A refactoring that
+imbalance and theorem number stayed bit for bit equal. `run`, `sweep_dp` and `table1` were
+re-recorded when the dp engine began to round each product of a queueing delay before adding
+them (so that a run padded into a size bucket rounds as the unpadded run does; see
+`jaxsched.dp.engine._admission_stats`): only the queueing-delay columns changed, in the eighth
+significant digit.) A refactoring that
 changes no behaviour leaves every number equal to the bit (CSV cells are written with
 `repr(float)`); columns that hold wall-clock times, paths or resume keys are not compared.
 `benchmarks/results/behaviour/` holds the recording this repository is checked against

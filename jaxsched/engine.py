@@ -81,6 +81,9 @@ class Engine(abc.ABC):
     # a step is expensive and runs end at very different times; the cond costs a reduction
     # of `done` and keeps the carry out of XLA's fusion across steps.
     skip_done_in_block: ClassVar[bool] = False
+    # Config fields that a run may take as traced values inside a larger config (a size
+    # bucket, `pad`): a sweep over them compiles once per bucket instead of once per point.
+    size_fields: ClassVar[tuple[str, ...]] = ()
 
     # ------------------------------------------------------------------ the model
 
@@ -130,6 +133,24 @@ class Engine(abc.ABC):
     def check(self, config: Any, metrics: Mapping[str, np.ndarray]) -> list[str]:
         """Warnings about results that are not what the config asked for (default none)."""
         return []
+
+    def can_pad(self, config: Any) -> bool:
+        """Whether runs of `config` can run padded inside a size bucket (`pad`)."""
+        return False
+
+    def pad_group(self, config: Any) -> Any:
+        """A hashable that must agree between configs padded into one bucket (default None):
+        an engine whose float results change when an axis is padded from some size (dp: a
+        size of 1) keeps such configs apart."""
+        return None
+
+    def pad(self, config: Any, params: Any, capacity: Mapping[str, int]) -> tuple[Any, Any]:
+        """(bucket config, params) that run `config` with `params` inside the shapes
+        `capacity` ({size field: value >= config's}, the fields missing keep the config's
+        value): the bucket config has the capacity's shapes, the params carry the run's own
+        sizes, and the run's metrics are bitwise those of the unpadded run. Every run padded
+        into the same capacity shares one bucket config, so one compiled program."""
+        raise ConfigError(f"engine {self.name!r} does not run configs padded into size buckets")
 
     def describe(self, config: Any) -> dict[str, Any]:
         """The configuration's columns in result rows (plain values)."""

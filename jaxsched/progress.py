@@ -5,6 +5,12 @@ look alike. The ETA weighs finished work by `weight` (blocks, points, slot-steps
 caller counts), so unequal items give a sensible estimate. A disabled reporter is silent.
 tqdm draws the bar (it handles terminals, pipes and notebooks), so this module only adapts
 the runner's callbacks to it.
+
+Compilation is a phase of its own: the runner calls `phase("compiling")` before it compiles and
+`phase(None)` after, the bar says "compiling" meanwhile, and the seconds spent there are left
+out of the rate, so the ETA counts simulation only (a first ETA that included a minute of
+compilation would promise an hour for a run of seconds). `Share` hands a sub-task (one bucket
+of a sweep) a slice of a parent bar.
 """
 from __future__ import annotations
 
@@ -30,13 +36,17 @@ class Progress:
         self.t0 = time.time()
         self.done = 0.0
         self._bar = None
+        self._phase: str | None = None
+        self._phase_t0 = 0.0
+        self.excluded_s = 0.0           # seconds in phases that are not work (compilation)
 
     @staticmethod
     def _format(total: float) -> str:
-        """tqdm's bar format: a bar, done/total and the ETA when the total is known."""
+        """tqdm's bar format: a bar, done/total, elapsed time, then the postfix, which holds
+        the phase or the ETA (`eta_s`, computed here since tqdm's own rate would count the
+        compilation) and the caller's detail."""
         if total:
-            return ("  {desc}: {percentage:3.0f}%|{bar:20}| {n:g}/{total:g} "
-                    "[{elapsed} elapsed, ETA {remaining}{postfix}]")
+            return "  {desc}: {percentage:3.0f}%|{bar:20}| {n:g}/{total:g} [{elapsed} elapsed{postfix}]"
         return "  {desc}: {n:g} [{elapsed} elapsed{postfix}]"
 
     @property
@@ -59,11 +69,28 @@ class Progress:
     def elapsed_s(self) -> float:
         return time.time() - self.t0
 
+    @property
+    def work_s(self) -> float:
+        """Seconds of work so far: elapsed time less the phases that are not work."""
+        now = time.time()
+        current = now - self._phase_t0 if self._phase is not None else 0.0
+        return max(0.0, now - self.t0 - self.excluded_s - current)
+
     def eta_s(self) -> float:
-        """Seconds left at the mean rate so far (nan before any work is done)."""
+        """Seconds of work left at the mean rate of the work so far (nan before any work is
+        done; compilation and other excluded phases count neither in the rate nor in it)."""
         if self.done <= 0:
             return float("nan")
-        return self.elapsed_s / self.done * max(self.total - self.done, 0.0)
+        return self.work_s / self.done * max(self.total - self.done, 0.0)
+
+    def phase(self, name: str | None) -> None:
+        """Enter a phase that is not work (`name`, e.g. "compiling"; shown instead of the ETA)
+        or leave it (None); its seconds are excluded from the rate."""
+        now = time.time()
+        if self._phase is not None:
+            self.excluded_s += now - self._phase_t0
+        self._phase, self._phase_t0 = name, now
+        self.update(self.done, self._detail)
 
     def __call__(self, done: float, total: float) -> None:
         if float(total) != self.total:
@@ -74,14 +101,28 @@ class Progress:
         """Add `weight` units of finished work."""
         self.update(self.done + weight, detail)
 
+    _detail = ""
+
+    def _postfix(self, detail: str) -> str:
+        if self._phase is not None:
+            state = self._phase
+        elif not self.total:
+            state = ""
+        else:
+            eta = self.eta_s()
+            state = "ETA ?" if eta != eta else f"ETA {tqdm.format_interval(eta)}"
+        return ", ".join(x for x in (state, detail) if x)
+
     def update(self, done: float, detail: str = "") -> None:
         """Set the finished work to `done` and redraw the bar."""
         self.done = float(done)
+        self._detail = detail
         if not self.enabled:
             return
         bar = self.bar
         bar.n = self.done
-        bar.set_postfix_str(detail, refresh=False)
+        post = self._postfix(detail)
+        bar.postfix = post
         bar.refresh()
 
     def write(self, line: str) -> None:
@@ -94,6 +135,22 @@ class Progress:
         if not self.enabled or self._bar is None:
             return
         if message is not None:
-            self._bar.set_postfix_str(message, refresh=False)
+            self._bar.postfix = message
         self._bar.refresh()
         self._bar.close()
+
+
+class Share:
+    """A runner progress callback that advances a slice of a parent `Progress`: a sub-task of
+    `weight` units of the parent's work that starts at `start` (one bucket of a sweep, counted
+    in points). Its `phase` is the parent's, so the parent's bar shows the compilation too."""
+
+    def __init__(self, parent: Progress, start: float, weight: float, detail: str = ""):
+        self.parent, self.start, self.weight, self.detail = parent, start, weight, detail
+
+    def __call__(self, done: float, total: float) -> None:
+        frac = done / total if total else 0.0
+        self.parent.update(self.start + self.weight * frac, self.detail)
+
+    def phase(self, name: str | None) -> None:
+        self.parent.phase(name)

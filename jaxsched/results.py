@@ -137,8 +137,11 @@ def identity(value: Any) -> Any:
     dtype, shape and the SHA-256 of their bytes (so a trace is known by its content), tuples
     lists, mappings sorted dicts."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # A field marked metadata identity=False restates what other fields say (a padded
+        # run's own sizes, which its unpadded config holds) and is left out.
         return {"type": type(value).__qualname__,
-                **{f.name: identity(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+                **{f.name: identity(getattr(value, f.name)) for f in dataclasses.fields(value)
+                   if f.metadata.get("identity", True)}}
     if isinstance(value, Mapping):
         return {str(k): identity(value[k]) for k in sorted(value, key=str)}
     if isinstance(value, (list, tuple)):

@@ -15,6 +15,9 @@ changes again (the protocol of `jaxsched.engine`).
   divides evenly.
 - Steps run in jitted blocks of `block_steps` (`lax.scan`); after each block the runner reports
   progress and stops the chunk early once `engine.done` holds for every run in it.
+- The programs are compiled before the first block runs, as a phase of their own: a progress
+  reporter with a `phase` method (`jaxsched.progress.Progress`) shows it and leaves it out of
+  the ETA, and `Results.compile_s` says how long it took.
 
 `simulate_points(config, [params, ...], seeds)` vmaps over parameter points too: every
 (point, seed) pair is one run of the same compiled step, each point's results equal to its own
@@ -47,13 +50,15 @@ DEFAULT_BLOCK = 1024
 class Results:
     """Per-seed metrics {name: float64[S]} and optional trajectories {name: array[S, K, ...]}
     (K = `engine.trajectory_length`) of one configuration; wall_s is the wall time of the run,
-    compilation included."""
+    compilation included; compile_s the part of it spent compiling (or loading compiled
+    programs from a cache)."""
     engine: str
     config: Any
     seeds: np.ndarray
     metrics: dict[str, np.ndarray]
     trajectories: dict[str, np.ndarray] | None
     wall_s: float
+    compile_s: float = 0.0
 
 
 def default_seed_chunk(engine: Engine, config: Any, n_seeds: int) -> int:
@@ -136,6 +141,15 @@ def _progress_callback(progress, engine: Engine, config: Any) -> Callable[[int, 
     return progress or None
 
 
+def _compile(fns, params, seeds: np.ndarray, shard: bool) -> None:
+    """Compile a chunk's init and block programs (jit keeps them for the calls that follow).
+    init runs on the chunk (its state gives the block program's argument shapes and
+    placement); the block program is lowered and compiled without running."""
+    init, run_block = fns
+    state = init(_place_seeds(seeds, shard), params)
+    run_block.lower(state, params).compile()
+
+
 def _run_chunk(engine: Engine, config: Any, params: Any, seeds: np.ndarray, fns, n_blocks: int,
                record: bool, shard: bool, on_block: Callable[[int], None]):
     """One seed chunk to its end: (metrics, trajectories [S, steps run, ...] or None), on the
@@ -195,12 +209,12 @@ def simulate(config: Any, params: Any = None, seeds: Sequence[int] = (0,), *,
     require(progress is None or isinstance(progress, bool) or callable(progress), "progress",
             "None, True, False or a callable progress(done_blocks, total_blocks)", progress)
     seeds = check_seeds(seeds)
-    merged, traj, wall = _simulate_runs(engine, config, params, seeds, None, record, seed_chunk,
-                                        block_steps, progress, shard)
+    merged, traj, wall, compile_s = _simulate_runs(engine, config, params, seeds, None, record,
+                                                   seed_chunk, block_steps, progress, shard)
     if warn:
         for msg in engine.check(config, merged):
             warnings.warn(msg, RuntimeWarning, stacklevel=2)
-    return Results(engine.name, config, seeds, merged, traj, wall)
+    return Results(engine.name, config, seeds, merged, traj, wall, compile_s)
 
 
 def _simulate_runs(engine: Engine, config: Any, params: Any, seeds: np.ndarray,
@@ -237,6 +251,13 @@ def _simulate_runs(engine: Engine, config: Any, params: Any, seeds: np.ndarray,
     if report is not None:
         report(0, total)            # the bar appears before the first block compiles and runs
     t0 = time.perf_counter()
+    phase = getattr(report, "phase", None)
+    if phase is not None:
+        phase("compiling")
+    _compile(fns, chunk_params(0), padded[:chunk], shard)
+    compile_s = time.perf_counter() - t0
+    if phase is not None:
+        phase(None)
     parts = [_run_chunk(engine, config, chunk_params(c0), padded[c0:c0 + chunk], fns, n_blocks,
                         record, shard, on_block) for c0 in range(0, len(padded), chunk)]
     wall = time.perf_counter() - t0
@@ -248,7 +269,7 @@ def _simulate_runs(engine: Engine, config: Any, params: Any, seeds: np.ndarray,
         K_out = engine.trajectory_length(config, merged)
         traj = {k: np.concatenate([_fit_rows(t[k], K_out) for _, t in parts])[:n_runs]
                 for k in parts[0][1]}
-    return merged, traj, wall
+    return merged, traj, wall, compile_s
 
 
 def simulate_points(config: Any, params_list: Sequence[Any], seeds: Sequence[int] = (0,), *,
@@ -283,8 +304,9 @@ def simulate_points(config: Any, params_list: Sequence[Any], seeds: Sequence[int
         raise ConfigError("params_list must share every array shape (the same number of types "
                           "and rate periods)") from None
     points = np.repeat(np.arange(P), S)
-    merged, traj, wall = _simulate_runs(engine, config, stacked, np.tile(seeds, P), points,
-                                        record, seed_chunk, block_steps, progress, shard)
+    merged, traj, wall, compile_s = _simulate_runs(engine, config, stacked, np.tile(seeds, P),
+                                                   points, record, seed_chunk, block_steps,
+                                                   progress, shard)
     out = []
     for i in range(P):
         rows = slice(i * S, (i + 1) * S)
@@ -293,7 +315,7 @@ def simulate_points(config: Any, params_list: Sequence[Any], seeds: Sequence[int
             for msg in engine.check(config, m):
                 warnings.warn(f"point {i}: {msg}", RuntimeWarning, stacklevel=2)
         t = None if traj is None else {k: v[rows] for k, v in traj.items()}
-        out.append(Results(engine.name, config, seeds, m, t, wall))
+        out.append(Results(engine.name, config, seeds, m, t, wall, compile_s))
     return out
 
 

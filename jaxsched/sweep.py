@@ -15,12 +15,19 @@ duplicated. Rows are keyed by `key`, a hash of everything that changes their num
 Config and Params field, the workload's content, the full seed list, the package version:
 `results.run_key`), so rerunning with other settings into the same file adds rows and never
 returns old ones; `point` keeps the grid values readable.
+
+Points share compiled programs: the points still to run are grouped into size buckets
+(`jaxsched.buckets`: equal configurations but for the sizes an engine can pad, sizes within
+`bucket_waste` times each point's work), and each bucket's points x seeds run as one vmapped
+`simulate_points` call of one program. Every row is bitwise the row the point would get
+alone. A bucket's rows are written when it ends, in grid order.
 """
 from __future__ import annotations
 
 import dataclasses
 import itertools
 import json
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -28,13 +35,14 @@ import numpy as np
 
 from .engine import Engine, engine_of
 from .errors import ConfigError, require_float
+from .buckets import DEFAULT_MAX_WASTE, check_max_waste, plan_buckets
 from .multihost import broadcast_from_writer, is_writer, simulate_multihost
-from .progress import Progress
+from .progress import Progress, Share
 from . import __version__
 from .outputs import check_file
 from .results import ResultsFile, run_key
 from .rng import check_seeds
-from .run import seeds_for_budget
+from .run import seeds_for_budget, simulate_points
 from .stats import mean_ci
 
 
@@ -94,13 +102,13 @@ def _prepare(engine: Engine, base: Any, points: list[dict], params: Mapping, see
     return out
 
 
-def _row(engine: Engine, key: str, point: dict, cfg: Any, seeds: list[int], res,
-         metrics: Sequence[str]) -> dict:
+def _row(engine: Engine, key: str, point: dict, cfg: Any, seeds: list[int],
+         values: Mapping[str, np.ndarray], wall_s: float, metrics: Sequence[str]) -> dict:
     row = {"key": key, "point": point_label(engine, point), **{k: _cell(v) for k, v in point.items()},
            **engine.describe(cfg), "n": len(seeds), "seed_first": seeds[0], "seed_last": seeds[-1],
-           "version": __version__, "wall_s": res.wall_s}
+           "version": __version__, "wall_s": wall_s}
     for m in metrics:
-        mean, std, half, _ = mean_ci(res.metrics[m])
+        mean, std, half, _ = mean_ci(values[m])
         row.update({f"{m}_mean": mean, f"{m}_std": std, f"{m}_ci95": half})
     return row
 
@@ -114,17 +122,25 @@ def _cell(v: Any) -> Any:
 def run_sweep(base: Any, axes: Mapping[str, Sequence], seeds: Sequence[int], out: str | Path, *,
               params: Mapping[str, Any] | None = None, memory_budget_mb: float = 1024.0,
               progress: bool = True, on_point: Callable[[int, dict], None] | None = None,
-              metrics: Sequence[str] | None = None) -> Path:
+              metrics: Sequence[str] | None = None, buckets: bool = True,
+              bucket_waste: float = DEFAULT_MAX_WASTE) -> Path:
     """Run the grid `axes` over `seeds` for `base`'s engine, one row per finished point in `out`.
 
     params: make_params keywords shared by every point (an axis overrides them).
     metrics: the metrics summarized (default every metric of the engine).
     on_point(n, row) is called after each point that ran.
+    buckets: pad points of different sizes into shared programs (`jaxsched.buckets`);
+    bucket_waste: the most work a padded point may do relative to its own (>= 1). False runs
+    each distinct configuration as its own program (points that differ only in params still
+    share one). Rows are the same either way.
     """
     engine = engine_of(base)
     out = Path(out)
     seeds = check_seeds(seeds).tolist()
     memory_budget_mb = require_float(memory_budget_mb, "memory_budget_mb", lo=0.0, lo_open=True)
+    if not isinstance(buckets, bool):
+        raise ConfigError(f"buckets must be True or False, got {buckets!r}")
+    bucket_waste = check_max_waste(bucket_waste)
     metrics = tuple(engine.METRICS) if metrics is None else tuple(metrics)
     for m in metrics:
         if m not in engine.METRICS:
@@ -142,18 +158,60 @@ def run_sweep(base: Any, axes: Mapping[str, Sequence], seeds: Sequence[int], out
     # Every process must run the same points (they gather together): process 0's file decides.
     done = set(broadcast_from_writer(sorted(results.done)))
     todo = [x for x in prepared if x[3] not in done]
-    bar = Progress("sweep", len(prepared), enabled=progress and is_writer())
-    bar.update(len(done))
-    for n, (p, cfg, par, key) in enumerate(todo, 1):
-        chunk = min(len(seeds), seeds_for_budget(engine, cfg, memory_budget_mb))
-        res = simulate_multihost(cfg, par, seeds, engine=engine, seed_chunk=chunk)
-        row = _row(engine, key, p, cfg, seeds, res, metrics)
-        results.append(row)
-        if on_point is not None:
-            on_point(n, row)
-        bar.advance(1, f"points; last {res.wall_s:.1f} s")
+    plan = plan_buckets(engine, [cfg for _, cfg, _, _ in todo],
+                        bucket_waste if buckets else None)
+    bar = Progress("sweep, points", len(prepared), enabled=progress and is_writer())
+    start = len(prepared) - len(todo)
+    bar.update(start)
+    n = 0
+    for b, bucket in enumerate(plan, 1):
+        members = [todo[i] for i in bucket.members]
+        detail = f"bucket {b}/{len(plan)} ({len(members)} points)"
+        for (p, cfg, par, key), values, wall_s in _run_bucket(engine, bucket, members, seeds,
+                                                              memory_budget_mb, bar, start, detail):
+            n += 1
+            row = _row(engine, key, p, cfg, seeds, values, wall_s, metrics)
+            results.append(row)
+            if on_point is not None:
+                on_point(n, row)
+        start += len(members)
+        bar.update(start, detail)
     bar.close()
     return results.path
+
+
+def _run_bucket(engine: Engine, bucket, members: list, seeds: list[int],
+                memory_budget_mb: float, bar: Progress, start: float, detail: str):
+    """[((point, config, params, key), metrics {name: float64[S]}, wall_s)] of a bucket's
+    points: one `simulate_points` call (one program, points x seeds vmapped) on one process;
+    across `jax.distributed` processes one `simulate_multihost` per point, still of one
+    program. wall_s is each point's share of the bucket's wall time. The bucket advances
+    `bar` from `start` by one unit per point."""
+    import jax
+    if bucket.padded:
+        cap = {f: getattr(bucket.config, f) for f in engine.size_fields}
+        params = [engine.pad(cfg, par, cap)[1] for _, cfg, par, _ in members]
+    else:
+        params = [par for _, _, par, _ in members]
+    config = bucket.config
+    chunk = seeds_for_budget(engine, config, memory_budget_mb)
+    if len(members) == 1 or jax.process_count() > 1:
+        res = [simulate_multihost(config, par, seeds, engine=engine, warn=False,
+                                  seed_chunk=min(len(seeds), chunk),
+                                  progress=Share(bar, start + i, 1, detail))
+               for i, par in enumerate(params)]
+        walls = [r.wall_s for r in res]
+    else:
+        res = simulate_points(config, params, seeds, engine=engine, warn=False,
+                              seed_chunk=min(len(seeds) * len(params), chunk),
+                              progress=Share(bar, start, len(params), detail))
+        walls = [r.wall_s / len(res) for r in res]
+    out = []
+    for m, r, wall in zip(members, res, walls):
+        for msg in engine.check(m[1], r.metrics):      # the point's own config, not the bucket's
+            warnings.warn(f"point {point_label(engine, m[0])}: {msg}", RuntimeWarning, stacklevel=3)
+        out.append((m, r.metrics, wall))
+    return out
 
 
 def parse_axis(text: str) -> tuple[str, list]:

@@ -60,6 +60,12 @@ def _dp_base(a: argparse.Namespace, cfg: dict[str, Any]):
 def cmd_sweep(a: argparse.Namespace) -> int:
     if not (isinstance(a.memory_mb, float) and math.isfinite(a.memory_mb) and a.memory_mb > 0):
         raise ConfigError(f"--memory-mb must be a finite number > 0, got {a.memory_mb!r}")
+    from ..buckets import check_max_waste
+    try:
+        check_max_waste(a.bucket_waste)
+    except ConfigError:
+        raise ConfigError(f"--bucket-waste must be a number in [1, 1e6] (the most work a padded "
+                          f"point may do relative to its own), got {a.bucket_waste!r}") from None
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     require_int(a.seed_start, "--seed-start", lo=0, hi=2**32 - n_seeds)
     cfg, par = _settings(a.engine, a.set)
@@ -78,7 +84,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     seeds = range(a.seed_start, a.seed_start + n_seeds)
     conf = write_resolved(a, config_path(out))
     out = run_sweep(base, axes, seeds, out, params=par, memory_budget_mb=a.memory_mb,
-                    progress=not a.quiet)
+                    progress=not a.quiet, buckets=not a.no_buckets, bucket_waste=a.bucket_waste)
     print(f"results: {out}\noptions: {conf}")
     return 0
 
@@ -104,6 +110,11 @@ def add_parsers(sub) -> None:
     w.add_argument("--semantics", choices=DP_SEMANTICS, default=None,
                    help="dp: step semantics (default paper)")
     w.add_argument("--memory-mb", type=float, default=1024.0, help="memory budget per seed chunk, MB")
+    w.add_argument("--bucket-waste", type=float, default=2.0,
+                   help="size buckets: points of different sizes share one compiled program when "
+                        "padding makes none do more than this many times its own work (>= 1)")
+    w.add_argument("--no-buckets", action="store_true",
+                   help="compile each distinct configuration on its own (same rows, slower)")
     w.add_argument("--out", default="results/sweep.csv",
                    help="results file (resumed if it exists: rows whose settings and seeds match "
                         "are kept, others added)")

@@ -164,6 +164,17 @@ class DPConfig:
         return (self.drift[0] + self.drift[1]) // 2
 
 
+class DPSizes(eqx.Module):
+    """The sizes of one run padded into a larger config (a size bucket), as traced int32
+    scalars: num_workers G <= config.num_workers, slots_per_worker B <= config.slots_per_worker,
+    pool_size R <= config.pool_size. Workers g >= G, slots b >= B of each worker and pool
+    entries p >= R exist in the arrays but never hold a request and enter no metric, so the run's
+    metrics are bitwise those of the unpadded run (`DPEngine.pad`, tests/dp/test_buckets.py)."""
+    num_workers: jnp.ndarray
+    slots_per_worker: jnp.ndarray
+    pool_size: jnp.ndarray
+
+
 class DPParams(eqx.Module):
     """Traced parameters of a dp run (scalars; vmap over them for grids).
 
@@ -171,6 +182,7 @@ class DPParams(eqx.Module):
     noise_lo, noise_hi: multiplicative prediction noise o * U[1 - lo, 1 + hi] ("noisy").
     fp_rate, fn_rate: error rates of the "finishes within H" classifier ("classifier").
     idle_power_w, max_power_w, power_exponent: per-worker power P = idle + (max - idle) * u^exp.
+    sizes: the run's sizes inside a size bucket (`DPSizes`), or None.
     """
     step_const_s: jnp.ndarray
     per_token_s: jnp.ndarray
@@ -181,6 +193,9 @@ class DPParams(eqx.Module):
     idle_power_w: jnp.ndarray
     max_power_w: jnp.ndarray
     power_exponent: jnp.ndarray
+    # The run's own sizes when it runs padded inside a size bucket (`DPEngine.pad`); None: the
+    # config's shapes are the run's sizes. Not part of a results key: the point's config is.
+    sizes: DPSizes | None = eqx.field(default=None, metadata={"identity": False})
 
 
 def make_params(config: DPConfig, *, step_const_s: float | None = None,

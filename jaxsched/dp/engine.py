@@ -19,9 +19,10 @@ from .. import rng
 from ..accumulate import Kahan, WideInt
 from ..energy import utilization, utilization_power_w
 from ..engine import Engine
+from ..errors import ConfigError, require
 from ..histogram import log_bins
 from ..timing import barrier_step_time_s
-from .config import DELAY_MAX_S, DELAY_MIN_S, DPConfig, DPParams, make_params
+from .config import DELAY_MAX_S, DELAY_MIN_S, DPConfig, DPParams, DPSizes, make_params
 from .metrics import METRICS, finalize
 from .policies import POLICIES, Observation
 from .state import Clock, DPState, Pool, Slots, Totals, Window
@@ -31,6 +32,38 @@ from .state import Clock, DPState, Pool, Slots, Totals, Window
 def uses_predictions(config: DPConfig) -> bool:
     """Whether slots carry predicted lengths (only the BF-IO lookahead reads them)."""
     return config.policy == "bfio" and config.horizon > 0
+
+
+# --------------------------------------------------------------------------- size buckets
+# A run padded into a larger config (`DPEngine.pad`) carries its own sizes in `params.sizes`;
+# the arrays have the config's shapes. Its extra workers, slots and pool entries are never free
+# and never filled, and every metric reads only the run's own part, in the unpadded order of
+# its float sums, so the metrics are bitwise those of the unpadded run.
+
+def run_sizes(config: DPConfig, params: DPParams):
+    """(G, B, R) of the run: the config's shapes (Python ints), or the traced int32 sizes of a
+    run padded into a bucket."""
+    if params.sizes is None:
+        return config.num_workers, config.slots_per_worker, config.pool_size
+    s = params.sizes
+    return s.num_workers, s.slots_per_worker, s.pool_size
+
+
+def _slot_mask(config: DPConfig, params: DPParams) -> jnp.ndarray | None:
+    """bool[G, B]: the slots that belong to the run (None when it is not padded)."""
+    if params.sizes is None:
+        return None
+    G, B, _ = run_sizes(config, params)
+    g = jnp.arange(config.num_workers, dtype=jnp.int32)[:, None]
+    b = jnp.arange(config.slots_per_worker, dtype=jnp.int32)[None, :]
+    return (g < G) & (b < B)
+
+
+def _worker_mask(config: DPConfig, params: DPParams) -> jnp.ndarray | None:
+    """bool[G]: the workers that belong to the run (None when it is not padded)."""
+    if params.sizes is None:
+        return None
+    return jnp.arange(config.num_workers, dtype=jnp.int32) < params.sizes.num_workers
 
 
 # --------------------------------------------------------------------------- requests
@@ -54,6 +87,8 @@ def _fill_pool(config, params, seed, pool: Pool, keep_count, reveal_steps, revea
     pos = jnp.arange(R, dtype=jnp.int32)
     ids = pool.next_id + pos - keep_count
     new = pos >= keep_count
+    if params.sizes is not None:                    # a padded run's pool holds R entries
+        new = new & (pos < params.sizes.pool_size)
     if config.num_requests is not None:
         new = new & (ids < config.num_requests)
     prompt, output, pred_out, pred_u = _reveal(config, params, seed, ids)
@@ -67,10 +102,11 @@ def _fill_pool(config, params, seed, pool: Pool, keep_count, reveal_steps, revea
         count=keep_count + n_new, next_id=pool.next_id + n_new)
 
 
-def _empty_pool(config: DPConfig, first_id: int) -> Pool:
+def _empty_pool(config: DPConfig, first_id) -> Pool:
     R = config.pool_size
     z = jnp.zeros((R,), jnp.int32)
-    return Pool(z, z, z, jnp.zeros((R,), jnp.float32), z, WideInt(z, z), jnp.int32(0), jnp.int32(first_id))
+    return Pool(z, z, z, jnp.zeros((R,), jnp.float32), z, WideInt(z, z), jnp.int32(0),
+                jnp.asarray(first_id, jnp.int32))
 
 
 def _compact(pool: Pool, admitted: jnp.ndarray) -> tuple[Pool, jnp.ndarray]:
@@ -142,19 +178,20 @@ def step_drift(config: DPConfig, seed, k) -> jnp.ndarray:
 
 # --------------------------------------------------------------------------- slot pass
 
-def _slot_pass(slots: Slots, k, D):
+def _slot_pass(slots: Slots, k, D, mask: jnp.ndarray | None = None):
     """Everything step k needs from the slots, in one read of them (`kernels.fused_sums`).
 
     Returns int32[G] each: n_start (active at the start of step k: finish >= k), n_done
     (finishing in step k: finish == k), loads (tokens after step k's growth, of the requests
     still active: the sum of base + D over finish > k); and words uint32[G, ceil(B / 32)], the
-    free slots after step k (finish <= k) packed as in `kernels.pack_bits`.
+    free slots after step k (finish <= k) packed as in `kernels.pack_bits`. mask bool[G, B]:
+    the slots of a padded run (`_slot_mask`); the others are never free.
     """
     B = slots.finish.shape[-1]
     b = np.arange(B)
     bit = np.uint32(1) << (b % 32).astype(np.uint32)
     f = slots.finish
-    free = f <= k
+    free = f <= k if mask is None else (f <= k) & mask
     word_parts = [jnp.where(free & (b // 32 == w), bit, np.uint32(0)) for w in range(-(-B // 32))]
     n_start, n_done, loads, *words = fused_sums(
         [(f >= k).astype(jnp.int32), (f == k).astype(jnp.int32), jnp.where(f > k, slots.base + D, 0)]
@@ -162,15 +199,25 @@ def _slot_pass(slots: Slots, k, D):
     return n_start, n_done, loads, jnp.stack(words, axis=-1)
 
 
-def active_inv_out(slots: Slots, k) -> jnp.ndarray:
+def active_inv_out(slots: Slots, k, sizes: DPSizes | None = None) -> jnp.ndarray:
     """sum of 1 / o over the requests active at the start of step k (finish >= k), float32:
     the TPOT weight of step k, as an ordered (batch-shape independent) sum.
 
     The step reads it from the state, where the previous step put it after its admission
     (`DPState.next_inv_out`): summing the slots before admission, in the step that then writes
     into them, made XLA copy two slot arrays twice per step to keep the old values readable.
+    sizes: a padded run's sizes; its G x B slots are gathered into their unpadded row-major
+    order, zeros after them, so that the ordered sum rounds as the unpadded run's does (the
+    zeros only add exact zero rows to its tree).
     """
-    return ordered_sum(jnp.where(slots.finish >= k, slots.inv_out, 0.0).reshape(-1))
+    x = jnp.where(slots.finish >= k, slots.inv_out, 0.0)
+    if sizes is None:
+        return ordered_sum(x.reshape(-1))
+    Gm, Bm = x.shape
+    i = jnp.arange(Gm * Bm, dtype=jnp.int32)
+    G, B = sizes.num_workers, sizes.slots_per_worker
+    g, b = i // B, i % B
+    return ordered_sum(jnp.where(i < G * B, x[jnp.minimum(g, Gm - 1), b], 0.0))
 
 
 # --------------------------------------------------------------------------- admission
@@ -186,14 +233,15 @@ def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, words, 
     `allow` = False admits nothing (a step that is not live), without touching the slots.
     Returns (slots, post-admission loads int32[G], rr_pointer, admitted bool[R]).
     """
-    G, B, R = config.num_workers, config.slots_per_worker, config.pool_size
+    G, R = config.num_workers, config.pool_size
+    G_run, B_run, _ = run_sizes(config, params)
     slots, pool, D = state.slots, state.pool, state.cum_drift
     free = count_bits(words)
     valid = jnp.arange(R) < pool.count
     obs = Observation(
-        loads=loads, free=free, active=B - free, pool_size_tokens=pool.prompt, pool_valid=valid,
+        loads=loads, free=free, active=B_run - free, pool_size_tokens=pool.prompt, pool_valid=valid,
         projected=projected_loads(config, params, slots, k, D) if uses_predictions(config) else None,
-        rr_pointer=state.rr_pointer)
+        rr_pointer=state.rr_pointer, num_workers=G_run)
     worker, rank, rr = POLICIES[config.policy].fn(obs, config)
     admitted = (worker >= 0) & allow
     row = jnp.where(admitted, worker, G)                            # row G: dropped by the scatter
@@ -212,9 +260,12 @@ def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, words, 
 def _admission_stats(config, params, pool: Pool, admitted, clock: Clock, totals: Totals) -> Totals:
     """Queueing delays of the admitted entries: clock now minus reveal time."""
     waited = clock.steps - pool.reveal_steps
-    delay = waited.astype(jnp.float32) * params.step_const_s + params.per_token_s * clock.load.minus(
-        pool.reveal_load)
-    delay = jnp.where(admitted, delay, 0.0)
+    # Each product is rounded before the sum: XLA's CPU backend contracts a * b + c into a fused
+    # multiply-add in some fusions and not in others, depending on the shapes around it, so the
+    # plain expression could round differently in a run padded into a size bucket. A select
+    # between the products and the sum is not contracted.
+    delay = (jnp.where(admitted, waited.astype(jnp.float32) * params.step_const_s, 0.0)
+             + jnp.where(admitted, params.per_token_s * clock.load.minus(pool.reveal_load), 0.0))
     bins = jnp.where(admitted, log_bins(delay, waited == 0, config.delay_bins, DELAY_MIN_S, DELAY_MAX_S),
                      config.delay_bins)
     return replace(totals, delay_s=totals.delay_s.add(ordered_sum(delay)),
@@ -252,18 +303,29 @@ def init(config: DPConfig, params: DPParams, seed) -> DPState:
     clock = Clock(jnp.int32(0), WideInt.zeros())
     totals = _zero_totals(config)
     if config.semantics == "theory":
-        ids = jnp.arange(G * B, dtype=jnp.int32).reshape(G, B)
+        G_run, B_run, _ = run_sizes(config, params)
+        mask = _slot_mask(config, params)
+        if mask is None:
+            ids = jnp.arange(G * B, dtype=jnp.int32).reshape(G, B)
+        else:                       # a padded run numbers its own G_run x B_run slots row-major
+            ids = jnp.arange(G, dtype=jnp.int32)[:, None] * B_run + jnp.arange(B, dtype=jnp.int32)
         prompt, output, pred_out, pred_u = _reveal(config, params, seed, ids)
-        slots = Slots(prompt, output, 1.0 / output.astype(jnp.float32),
+        inv_out = 1.0 / output.astype(jnp.float32)
+        if mask is not None:        # slots outside the run hold nothing (finish -1: inactive)
+            prompt, output = jnp.where(mask, prompt, 0), jnp.where(mask, output, -1)
+            inv_out = jnp.where(mask, inv_out, 0.0)
+        slots = Slots(prompt, output, inv_out,
                       pred_out if preds else None, pred_u if preds else None)
         loads = jnp.sum(prompt, axis=1, dtype=jnp.int32)
-        pool = _fill_pool(config, params, seed, _empty_pool(config, G * B), jnp.int32(0),
+        n0 = G_run * B_run
+        pool = _fill_pool(config, params, seed, _empty_pool(config, n0), jnp.int32(0),
                           jnp.int32(0), WideInt.zeros())
         # The G*B requests placed directly at step 0 are admitted with zero queueing delay.
-        totals = replace(totals, delay_hist=totals.delay_hist.at[0].add(G * B),
-                         admitted=totals.admitted.add(jnp.int32(G * B)))
+        totals = replace(totals, delay_hist=totals.delay_hist.at[0].add(n0),
+                         admitted=totals.admitted.add(jnp.asarray(n0, jnp.int32)))
         return DPState(jnp.int32(0), jnp.int32(0), seed, slots, pool, loads, jnp.int32(0), clock,
-                       Window.zeros(), Window.zeros(), totals, active_inv_out(slots, 1))
+                       Window.zeros(), Window.zeros(), totals,
+                       active_inv_out(slots, 1, params.sizes))
     z = jnp.zeros((G, B), jnp.int32)
     slots = Slots(z, z - 1, jnp.zeros((G, B), jnp.float32), z if preds else None,
                   jnp.zeros((G, B), jnp.float32) if preds else None)
@@ -271,30 +333,42 @@ def init(config: DPConfig, params: DPParams, seed) -> DPState:
                       jnp.int32(0), WideInt.zeros())
     state = DPState(jnp.int32(0), jnp.int32(0), seed, slots, pool, jnp.zeros((G,), jnp.int32), jnp.int32(0),
                     clock, Window.zeros(), Window.zeros(), totals, jnp.float32(0))  # no slot active yet
-    words = _slot_pass(slots, jnp.int32(0), jnp.int32(0))[3]
+    words = _slot_pass(slots, jnp.int32(0), jnp.int32(0), _slot_mask(config, params))[3]
     slots, post, pool, rr, totals, _ = _admit_and_refill(
         config, params, state, jnp.zeros((G,), jnp.int32), jnp.int32(0), words, clock, totals)
     return DPState(jnp.int32(0), jnp.int32(0), seed, slots, pool, post, rr, clock, Window.zeros(),
-                   Window.zeros(), totals, active_inv_out(slots, 1))
+                   Window.zeros(), totals, active_inv_out(slots, 1, params.sizes))
 
 
-def _measure(window: Window, loads, dt, tokens, max_load_start, params, on) -> Window:
-    """Add one step's metrics on `loads` (int32[G]) to the window when `on`."""
-    G = loads.shape[0]
-    top, total = jnp.max(loads), jnp.sum(loads)
+def _measure(window: Window, loads, dt, tokens, max_load_start, params, on,
+             workers: jnp.ndarray | None = None) -> Window:
+    """Add one step's metrics on `loads` (int32[G]) to the window when `on`. workers bool[G]:
+    a padded run's own workers (`_worker_mask`); the others enter no metric."""
+    top, total = jnp.max(loads), jnp.sum(loads)        # other workers' loads are 0
     u = utilization(loads)
     power = utilization_power_w(u, params.idle_power_w, params.max_power_w, params.power_exponent)
+    idle = 1.0 - u
+    if workers is None:
+        G, low = loads.shape[0], jnp.min(loads)
+        mean = ordered_mean
+    else:
+        G = params.sizes.num_workers
+        low = jnp.min(jnp.where(workers, loads, jnp.iinfo(jnp.int32).max))
+        power, idle = jnp.where(workers, power, 0.0), jnp.where(workers, idle, 0.0)
+        # XLA rewrites the unpadded run's division by the constant G into a product with the
+        # float32 reciprocal 1 / G; the padded run forms the same product.
+        mean = lambda x: ordered_sum(x) * (np.float32(1) / G.astype(jnp.float32))
     on_i = on.astype(jnp.int32)
     f = lambda x: jnp.where(on, x, 0.0)
     return Window(
         steps=window.steps + on_i,
         imbalance=window.imbalance.add(on_i * (G * top - total)),
-        gap=window.gap.add(on_i * (top - jnp.min(loads))),
+        gap=window.gap.add(on_i * (top - low)),
         tokens=window.tokens.add(on_i * tokens),
         max_load=window.max_load.add(on_i * max_load_start),
         energy_j=window.energy_j.add(f(dt * ordered_sum(power))),
-        power_w=window.power_w.add(f(ordered_mean(power))),
-        idle=window.idle.add(f(ordered_mean(1.0 - u))))
+        power_w=window.power_w.add(f(mean(power))),
+        idle=window.idle.add(f(mean(idle))))
 
 
 def step(config: DPConfig, params: DPParams, state: DPState, record: bool = False):
@@ -306,7 +380,7 @@ def step(config: DPConfig, params: DPParams, state: DPState, record: bool = Fals
     # Growth of step k: delta_k tokens per active request (1 without drift), D_k in total.
     delta = step_drift(config, state.seed, k)
     D = state.cum_drift + delta
-    n_active, n_done, loads, words = _slot_pass(slots, k, D)                # [G] each, words [G, nw]
+    n_active, n_done, loads, words = _slot_pass(slots, k, D, _slot_mask(config, params))  # [G], [G, nw]
     live = jnp.any(n_active > 0) & (k <= config.num_steps)
     tokens = jnp.sum(n_active)              # one decode step per active request, whatever the drift
     hist = state.loads + n_active * delta                                   # post-growth loads
@@ -324,13 +398,14 @@ def step(config: DPConfig, params: DPParams, state: DPState, record: bool = Fals
     paper = config.semantics == "paper"
     measure = live if paper else live & (k > config.burn_in_steps)
     window = state.window
+    workers = _worker_mask(config, params)
     if paper:
-        window = _measure(window, loads, dt, tokens, max_start, params, measure)
+        window = _measure(window, loads, dt, tokens, max_start, params, measure, workers)
     stepped = replace(state, step=k, cum_drift=D, loads=loads, clock=clock, window=window, totals=totals)
     new_slots, post, pool, rr, totals, n_adm = _admit_and_refill(config, params, stepped, loads, k, words,
                                                                  clock, totals, allow=live)
     if not paper:
-        window = _measure(window, post, dt, tokens, max_start, params, measure)
+        window = _measure(window, post, dt, tokens, max_start, params, measure, workers)
     # A step that is not live leaves everything as it was (the run has ended). Its admission was
     # already disabled, so the slots are untouched; the small arrays are restored by a select
     # (a select over the slot arrays would cost a full pass over them every step).
@@ -343,7 +418,7 @@ def step(config: DPConfig, params: DPParams, state: DPState, record: bool = Fals
     k_next = jnp.where(k <= config.num_steps, k, state.step)
     D_next = jnp.where(k <= config.num_steps, D, state.cum_drift)
     new = DPState(k_next, D_next, state.seed, new_slots, pool, post, rr, clock, window, at_cut, totals,
-                  active_inv_out(new_slots, k_next + 1))
+                  active_inv_out(new_slots, k_next + 1, params.sizes))
     out = None
     if record:
         out = dict(hist_loads=hist, loads=loads if paper else post, post_admission_loads=post,
@@ -376,8 +451,38 @@ class DPEngine(Engine):
     done = staticmethod(done)
     finalize = staticmethod(finalize)
 
+    size_fields = ("num_workers", "slots_per_worker", "pool_size")
+
     def max_steps(self, config: DPConfig) -> int:
         return config.num_steps
+
+    def can_pad(self, config: DPConfig) -> bool:
+        # The H = 0 kernels other than valley fill (local search, multi-start, rounding) read
+        # the number of workers from their shapes; they run unpadded.
+        return config.policy != "bfio" or config.horizon > 0 or config.bfio_kernel == "vf"
+
+    def pad_group(self, config: DPConfig) -> tuple[bool, ...]:
+        # A size of 1 is never padded: XLA simplifies an axis of one element (the utilization
+        # L / max L of a single worker is an exact division there, a product with the
+        # reciprocal of max L on a longer axis), so its float metrics would differ in the
+        # last bit.
+        return tuple(getattr(config, f) == 1 for f in self.size_fields)
+
+    def pad(self, config: DPConfig, params: DPParams, capacity) -> tuple[DPConfig, DPParams]:
+        from ..buckets import check_capacity
+        if not self.can_pad(config):
+            raise ConfigError(f"bfio_kernel {config.bfio_kernel!r} does not run padded into a "
+                              "size bucket (only 'vf' and the lookahead do)")
+        require(params.sizes is None, "params", "params of an unpadded run (sizes None)",
+                "params already padded")
+        cap = check_capacity(self, config, capacity)
+        for f in self.size_fields:
+            require(getattr(config, f) > 1 or cap[f] == 1, f"capacity {f}",
+                    "1 for a config whose size is 1 (a size of 1 is never padded: `pad_group`)",
+                    cap[f])
+        bucket = replace(config, **cap)
+        sizes = DPSizes(*(jnp.int32(getattr(config, f)) for f in self.size_fields))
+        return bucket, replace(params, sizes=sizes)
 
     def working_set_bytes(self, config: DPConfig) -> int:
         # Every step reads the three slot fields (12 bytes per slot: the slot pass and the TPOT

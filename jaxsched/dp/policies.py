@@ -33,6 +33,8 @@ class Observation(eqx.Module):
     pool_size_tokens int32[R]: prompt lengths; pool_valid bool[R].
     projected int32[G, H+1] | None: predicted loads over the lookahead window (bfio, H >= 1).
     rr_pointer int32[]: the round-robin pointer.
+    num_workers: the run's G (an int, or an int32 scalar when the run is padded into a size
+    bucket: workers g >= num_workers then have no free slot and are never chosen).
     """
     loads: jnp.ndarray
     free: jnp.ndarray
@@ -41,6 +43,7 @@ class Observation(eqx.Module):
     pool_valid: jnp.ndarray
     projected: jnp.ndarray | None
     rr_pointer: jnp.ndarray
+    num_workers: jnp.ndarray | int
 
 
 def _in_queue_order(obs: Observation, choose: Callable, update: Callable, state0):
@@ -101,8 +104,8 @@ def jsq_count(obs: Observation, config):
 
 def round_robin(obs: Observation, config):
     """Each request to the first worker with a free slot from a persistent cyclic pointer."""
-    G = obs.free.shape[0]
-    ids = jnp.arange(G, dtype=jnp.int32)
+    G = obs.num_workers                                  # the run's G (not padded workers)
+    ids = jnp.arange(obs.free.shape[0], dtype=jnp.int32)
 
     def choose(ptr, free, p):
         return jnp.argmin(jnp.where(free > 0, (ids - ptr) % G, _BIG))
@@ -122,7 +125,7 @@ def bfio(obs: Observation, config):
         worker, rank = fill(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid)
     else:
         worker, rank = lookahead_valley_fill(obs.projected, obs.free, obs.pool_size_tokens,
-                                       obs.pool_valid, beta=config.num_workers,
+                                       obs.pool_valid, beta=obs.num_workers,
                                        weights=window_weights(config.window, config.lookahead_decay))
     return worker, rank, obs.rr_pointer
 

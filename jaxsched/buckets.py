@@ -1,0 +1,122 @@
+"""Size buckets: many configurations of different sizes run by one compiled program.
+
+A Config fixes array shapes, so every size a sweep varies (dp: G, B, R) used to be a new program
+to compile, and most of a sweep's time was the compiler. An engine that lists `size_fields`
+can instead run a config padded into a larger one (`Engine.pad`): the arrays take the bucket's
+shapes, the run's own sizes ride in its params as traced values, and the extra workers, slots
+or pool entries are masked out, so every metric is bitwise that of the unpadded run
+(tests/dp/test_buckets.py). Runs padded into the same capacity share one bucket config, so
+one compilation.
+
+`plan_buckets` groups a sweep's points. The rule, greedy from the largest point:
+1. points are grouped by everything but their sizes (policy, semantics, workload, ... must
+   agree, and the engine's `pad_group`), and only configs the engine can pad
+   (`Engine.can_pad`) are grouped;
+2. the largest remaining point (by `Engine.working_set_bytes`, the engine's per-step work)
+   opens a bucket at its own sizes;
+3. each smaller point, largest first, joins the bucket when the bucket's work, grown to hold
+   it (the elementwise maximum of the sizes), stays within `max_waste` times that point's work
+   (default 2: no run does more than about twice its own work) and the grown bucket is a valid
+   config;
+4. repeat until every point has a bucket.
+`max_waste` = 1 pads only points whose work equals the bucket's; buckets can be turned off.
+A bucket with one point runs unpadded.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .engine import Engine
+from .errors import ConfigError, require_int
+
+DEFAULT_MAX_WASTE = 2.0
+
+
+def check_max_waste(max_waste: Any) -> float:
+    """max_waste as a float in [1, 1e6] (one ConfigError naming the field otherwise)."""
+    ok = isinstance(max_waste, (int, float)) and not isinstance(max_waste, bool)
+    if not ok or not math.isfinite(max_waste) or not 1.0 <= max_waste <= 1e6:
+        raise ConfigError(f"bucket max_waste must be a number in [1, 1e6] (the most work a padded "
+                          f"run may do relative to its own), got {max_waste!r}")
+    return float(max_waste)
+
+
+def check_capacity(engine: Engine, config: Any, capacity: Mapping[str, int]) -> dict[str, int]:
+    """The capacity {size field: int} that pads `config`, validated: every key one of the
+    engine's size fields and every value at least the config's (fields missing keep it)."""
+    if not isinstance(capacity, Mapping):
+        raise ConfigError(f"capacity must be a mapping {{size field: int}}, got {capacity!r}")
+    out = {f: getattr(config, f) for f in engine.size_fields}
+    for name, value in capacity.items():
+        if name not in engine.size_fields:
+            raise ConfigError(f"capacity field {name!r} must be one of {engine.name}'s size fields "
+                              f"{engine.size_fields}")
+        own = getattr(config, name)
+        out[name] = require_int(value, f"capacity {name}", lo=own, hi=2**31 - 1)
+    return out
+
+
+@dataclass
+class Bucket:
+    """One compiled program's share of a sweep: `config` has the bucket's shapes; `members`
+    are indices into the planned list; `padded` is False when the bucket is one point run as
+    it is."""
+    config: Any
+    members: list[int]
+    padded: bool
+
+
+def _signature(engine: Engine, config: Any) -> tuple:
+    """Everything of a config but its sizes: configs with equal signatures can share a bucket."""
+    return tuple((f.name, getattr(config, f.name)) for f in dataclasses.fields(config)
+                 if f.name not in engine.size_fields)
+
+
+def _sizes(engine: Engine, config: Any) -> tuple[int, ...]:
+    return tuple(getattr(config, f) for f in engine.size_fields)
+
+
+def _grown(engine: Engine, config: Any, sizes: Sequence[int]) -> Any | None:
+    """`config` with `sizes`, or None when that is not a valid config (e.g. int32 headroom)."""
+    try:
+        return dataclasses.replace(config, **dict(zip(engine.size_fields, sizes)))
+    except ConfigError:
+        return None
+
+
+def plan_buckets(engine: Engine, configs: Sequence[Any],
+                 max_waste: float | None = DEFAULT_MAX_WASTE) -> list[Bucket]:
+    """Group `configs` into buckets by the module's rule; max_waste None: no padding (one bucket
+    per distinct config). Buckets come in the order of their first member."""
+    if max_waste is not None:
+        max_waste = check_max_waste(max_waste)
+    work = [engine.working_set_bytes(c) for c in configs]
+    groups: dict[tuple, list[int]] = {}
+    for i, c in enumerate(configs):
+        paddable = max_waste is not None and bool(engine.size_fields) and engine.can_pad(c)
+        key = ("pad", _signature(engine, c), engine.pad_group(c)) if paddable else ("as is", c)
+        groups.setdefault(key, []).append(i)
+    buckets = []
+    for (kind, *_), idx in groups.items():
+        if kind == "as is":
+            buckets.append(Bucket(configs[idx[0]], idx, False))
+            continue
+        left = sorted(idx, key=lambda i: (-work[i], i))
+        while left:
+            first = left.pop(0)
+            cap, cfg, members = _sizes(engine, configs[first]), configs[first], [first]
+            for i in list(left):
+                grown = tuple(map(max, cap, _sizes(engine, configs[i])))
+                cand = _grown(engine, cfg, grown) if grown != cap else cfg
+                if cand is not None and engine.working_set_bytes(cand) <= max_waste * work[i]:
+                    cap, cfg = grown, cand
+                    members.append(i)
+                    left.remove(i)
+            members.sort()
+            padded = any(_sizes(engine, configs[i]) != cap for i in members)
+            buckets.append(Bucket(cfg, members, padded))
+    buckets.sort(key=lambda b: b.members[0])
+    return buckets

@@ -1,0 +1,176 @@
+"""Size buckets of the dp engine: a run padded into a larger config gives bitwise the metrics
+and trajectories of the unpadded run, and a sweep over sizes compiles once per bucket.
+
+The padded runs of one test share one bucket config, so they also share one compiled
+program (`simulate_points`), the way a sweep runs them.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+
+import jax
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jaxsched.buckets import check_max_waste, plan_buckets
+from jaxsched.dp.config import DPConfig, make_params
+from jaxsched.dp.engine import ENGINE
+from jaxsched.errors import ConfigError
+from jaxsched.run import simulate, simulate_points
+from jaxsched.sweep import run_sweep
+
+SIZES = ("num_workers", "slots_per_worker", "pool_size")
+_COMPILES: list[str] = []
+
+
+def _listen(event: str, duration: float, **kw) -> None:
+    if event == "/jax/core/compile/backend_compile_duration":
+        _COMPILES.append(str(kw.get("fun_name", "")))
+
+
+jax.monitoring.register_event_duration_secs_listener(_listen)
+
+
+def _block_compiles(since: int) -> int:
+    """Block programs (the scanned step) compiled since `since` entries of _COMPILES."""
+    return sum("run_block" in name for name in _COMPILES[since:])
+
+
+def _same_runs(configs: list[DPConfig], capacity: dict, seeds=(0, 1, 2), **params_kw) -> None:
+    """Every config alone equals the same config padded into `capacity`, all padded runs in one
+    simulate_points call: metrics bitwise, trajectories on the run's own workers."""
+    alone = [simulate(c, make_params(c, **params_kw), seeds, warn=False, record=True)
+             for c in configs]
+    padded = [ENGINE.pad(c, make_params(c, **params_kw), capacity) for c in configs]
+    bucket = padded[0][0]
+    assert all(b == bucket for b, _ in padded)
+    together = simulate_points(bucket, [p for _, p in padded], seeds, warn=False, record=True)
+    for c, a, b in zip(configs, alone, together):
+        for k in a.metrics:
+            assert np.array_equal(a.metrics[k], b.metrics[k]), (c, k, a.metrics[k], b.metrics[k])
+        for k, v in a.trajectories.items():
+            w = b.trajectories[k]
+            if v.ndim == 3:                       # per-worker rows: the run's own workers
+                w = w[..., :c.num_workers]
+            assert np.array_equal(v, w), (c, k)
+
+
+POLICIES = ["fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio"]
+
+
+# Every policy in the paper's semantics and three in the theory's run by default; the rest of
+# the matrix with -m slow (each case compiles three programs).
+_THEORY_DEFAULT = ("fcfs", "round_robin", "bfio")
+CASES = [pytest.param(p, sem, marks=() if sem == "paper" or p in _THEORY_DEFAULT
+                      else pytest.mark.slow)
+         for sem in ("paper", "theory") for p in POLICIES]
+
+
+@pytest.mark.parametrize("policy, semantics", CASES)
+def test_padded_equals_unpadded(policy, semantics):
+    # Sizes inside the bucket (7, 12, 10) on every axis, odd and even, one a power of two.
+    configs = [DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy,
+                        semantics=semantics, num_steps=60)
+               for G, B, R in [(3, 5, 7), (6, 12, 4)]]
+    _same_runs(configs, dict(num_workers=7, slots_per_worker=12, pool_size=10))
+
+
+@pytest.mark.parametrize("predictor", [pytest.param("oracle", marks=pytest.mark.slow), "noisy",
+                                       pytest.param("classifier", marks=pytest.mark.slow)])
+def test_padded_lookahead_equals_unpadded(predictor):
+    configs = [DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy="bfio", horizon=3,
+                        predictor=predictor, num_steps=60)
+               for G, B, R in [(3, 5, 7), (5, 9, 16)]]
+    _same_runs(configs, dict(num_workers=6, slots_per_worker=11, pool_size=16),
+               noise_lo=0.2, noise_hi=0.4, fp_rate=0.1, fn_rate=0.2)
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(POLICIES), st.sampled_from(["paper", "theory"]),
+       st.tuples(*[st.integers(2, 9)] * 3), st.tuples(*[st.integers(0, 7)] * 3))
+def test_padded_equals_unpadded_random(policy, semantics, sizes, extra):
+    cfg = DPConfig(**dict(zip(SIZES, sizes)), policy=policy, semantics=semantics, num_steps=40)
+    _same_runs([cfg], {f: s + e for f, s, e in zip(SIZES, sizes, extra)})
+
+
+def test_pad_refuses_bad_capacity():
+    cfg = DPConfig(num_workers=4, slots_per_worker=8, pool_size=16, num_steps=10)
+    par = make_params(cfg)
+    with pytest.raises(ConfigError, match="capacity num_workers"):
+        ENGINE.pad(cfg, par, dict(num_workers=3))
+    with pytest.raises(ConfigError, match="size fields"):
+        ENGINE.pad(cfg, par, dict(horizon=2))
+    with pytest.raises(ConfigError, match="capacity"):
+        ENGINE.pad(cfg, par, [8])
+    one = DPConfig(num_workers=1, slots_per_worker=8, pool_size=16, num_steps=10)
+    with pytest.raises(ConfigError, match="size of 1"):
+        ENGINE.pad(one, make_params(one), dict(num_workers=2))
+    ms = DPConfig(num_workers=4, slots_per_worker=8, pool_size=16, num_steps=10, bfio_kernel="ms_ls")
+    with pytest.raises(ConfigError, match="ms_ls"):
+        ENGINE.pad(ms, make_params(ms), dict(num_workers=8))
+    with pytest.raises(ConfigError, match="padded"):
+        ENGINE.pad(cfg, ENGINE.pad(cfg, par, dict(num_workers=8))[1], dict(num_workers=8))
+
+
+@pytest.mark.parametrize("bad", [0.5, 0, float("nan"), float("inf"), "2", True, None])
+def test_bad_bucket_waste_is_one_error(bad, tmp_path):
+    with pytest.raises(ConfigError, match="max_waste"):
+        check_max_waste(bad)
+    with pytest.raises(ConfigError, match="max_waste|buckets"):
+        run_sweep(DPConfig(num_steps=5), {"num_workers": [2, 4]}, [0], tmp_path / "s.csv",
+                  bucket_waste=bad, progress=False)
+    assert not (tmp_path / "s.csv").exists()
+
+
+def test_plan_keeps_waste_and_groups():
+    base = DPConfig(num_steps=10)
+    configs = [dataclasses.replace(base, num_workers=G, slots_per_worker=B, policy=p)
+               for p in ("fcfs", "bfio") for G in (1, 4, 8, 12, 16, 24, 32)
+               for B in (16, 32, 48, 64, 96, 128)]
+    plan = plan_buckets(ENGINE, configs)
+    assert sorted(i for b in plan for i in b.members) == list(range(len(configs)))
+    for b in plan:
+        for i in b.members:
+            c = configs[i]
+            assert c.policy == b.config.policy
+            assert all(getattr(c, f) <= getattr(b.config, f) for f in SIZES)
+            assert ENGINE.working_set_bytes(b.config) <= 2 * ENGINE.working_set_bytes(c)
+            assert (c.num_workers == 1) == (b.config.num_workers == 1)
+        assert b.padded == any(getattr(configs[i], f) != getattr(b.config, f)
+                               for i in b.members for f in SIZES)
+    assert len(plan) < len(configs) // 3
+    # No padding: one bucket per distinct config; waste 1: only equal work shares a bucket.
+    assert len(plan_buckets(ENGINE, configs, None)) == len(configs)
+    for b in plan_buckets(ENGINE, configs, 1.0):
+        works = {ENGINE.working_set_bytes(configs[i]) for i in b.members}
+        assert works == {ENGINE.working_set_bytes(b.config)}
+
+
+def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
+    base = DPConfig(num_steps=30)
+    axes = {"policy": ["fcfs", "bfio"], "num_workers": [3, 4, 6], "slots_per_worker": [5, 8]}
+    n0 = len(_COMPILES)
+    bucketed = run_sweep(base, axes, range(3), tmp_path / "b.csv", progress=False)
+    plan = plan_buckets(ENGINE, [dataclasses.replace(base, policy=p, num_workers=g,
+                                                     slots_per_worker=b)
+                                 for p in axes["policy"] for g in axes["num_workers"]
+                                 for b in axes["slots_per_worker"]])
+    assert len(plan) == 2                          # one bucket per policy
+    assert _block_compiles(n0) == len(plan)
+    n1 = len(_COMPILES)
+    alone = run_sweep(base, axes, range(3), tmp_path / "a.csv", progress=False, buckets=False)
+    assert _block_compiles(n1) == 12
+    rows_b = {r["key"]: r for r in csv.DictReader(open(bucketed))}
+    rows_a = {r["key"]: r for r in csv.DictReader(open(alone))}
+    assert rows_b.keys() == rows_a.keys() and len(rows_a) == 12
+    for k, r in rows_a.items():
+        for col, v in r.items():
+            if col.endswith(("_mean", "_std", "_ci95")):
+                assert rows_b[k][col] == v, (r["point"], col)
+    # A rerun into the same file finds every row done and compiles nothing.
+    n2 = len(_COMPILES)
+    run_sweep(base, axes, range(3), tmp_path / "b.csv", progress=False)
+    assert _block_compiles(n2) == 0
