@@ -126,6 +126,18 @@ def _place_seeds(seeds: np.ndarray, shard: bool):
     return jnp.asarray(seeds)
 
 
+def _init_state(init, seeds: np.ndarray, params, shard: bool):
+    """The chunk's initial state, every leaf placed like the seeds. XLA leaves a leaf that does
+    not depend on the seed (a step counter at 0) replicated, while a block's outputs are all
+    split over the seeds; a second block would then meet another input placement than the
+    first and compile the block program again."""
+    placed = _place_seeds(seeds, shard)
+    state = init(placed, params)
+    if isinstance(placed.sharding, jax.sharding.NamedSharding):
+        state = jax.device_put(state, placed.sharding)
+    return state
+
+
 def _fit_rows(a: np.ndarray, K: int) -> np.ndarray:
     """A trajectory [S, k, ...] cut or zero-padded to K rows (rows after a run ended are zeros)."""
     if a.shape[1] >= K:
@@ -146,8 +158,7 @@ def _compile(fns, params, seeds: np.ndarray, shard: bool) -> None:
     init runs on the chunk (its state gives the block program's argument shapes and
     placement); the block program is lowered and compiled without running."""
     init, run_block = fns
-    state = init(_place_seeds(seeds, shard), params)
-    run_block.lower(state, params).compile()
+    run_block.lower(_init_state(init, seeds, params, shard), params).compile()
 
 
 def _run_chunk(engine: Engine, config: Any, params: Any, seeds: np.ndarray, fns, n_blocks: int,
@@ -156,7 +167,7 @@ def _run_chunk(engine: Engine, config: Any, params: Any, seeds: np.ndarray, fns,
     host, so the chunk's device work has finished when it returns. on_block(n) is called after
     every block with the blocks it accounts for (all the rest when the chunk ended early)."""
     init, run_block = fns
-    state = init(_place_seeds(seeds, shard), params)
+    state = _init_state(init, seeds, params, shard)
     outs = []
     for b in range(n_blocks):
         state, out = run_block(state, params)

@@ -58,6 +58,10 @@ class DPConfig:
     drift: (lo, hi), semantics "theory" only: in step k every active request grows by a common
     delta_k uniform on {lo, ..., hi} tokens (BF-IO Theorem 3) instead of 1; (1, 1) is the plain
     +1 growth and draws nothing. See docs/dp-semantics.md.
+    policy_set: () (default: the config runs `policy`), or two or more policy names of which
+    each run picks one by its traced `DPParams.policy_index` (`DPEngine.switch`): one compiled
+    program for all of them, each run computing every policy's choice (a `lax.switch` under
+    `vmap` is a select). `policy` is then policy_set[0].
     """
     num_workers: int = 16
     slots_per_worker: int = 72
@@ -73,6 +77,7 @@ class DPConfig:
     bfio_kernel: str = "vf"
     delay_bins: int = 512
     drift: tuple[int, int] = (1, 1)
+    policy_set: tuple[str, ...] = ()
 
     def __post_init__(self):
         G = require_int(self.num_workers, "num_workers (G)", lo=1, hi=65536)
@@ -83,6 +88,7 @@ class DPConfig:
         require_int(self.burn_in_steps, "burn_in_steps", lo=0, hi=self.num_steps - 1)
         require_int(self.delay_bins, "delay_bins", lo=2, hi=65536)
         require_choice(self.policy, "policy", POLICIES)
+        self._check_policy_set()
         require_choice(self.semantics, "semantics", SEMANTICS)
         require_choice(self.predictor, "predictor", PREDICTORS)
         lo, hi = self._check_drift()
@@ -111,7 +117,7 @@ class DPConfig:
         require_float(self.lookahead_decay, "lookahead_decay", lo=0.0, hi=1.0, lo_open=True)
         from kernels import BFIO_VARIANTS
         require_choice(self.bfio_kernel, "bfio_kernel", BFIO_VARIANTS)
-        if self.policy == "bfio" and H > 0:
+        if "bfio" in self.policies and H > 0:
             # The lookahead score sums w_h * (s - G * overflow) over the window in int32.
             from kernels import window_weights
             wsum = int(window_weights(H + 1, self.lookahead_decay).sum())
@@ -147,6 +153,24 @@ class DPConfig:
                 f"semantics 'theory'; there {allowed})", d)
         object.__setattr__(self, "drift", (lo, hi))
         return lo, hi
+
+    def _check_policy_set(self) -> None:
+        """Validate `policy_set` and store it as a tuple of str."""
+        ps = self.policy_set
+        allowed = "() or a tuple of two or more distinct policy names, policy_set[0] == policy"
+        require(isinstance(ps, (tuple, list)) and all(isinstance(p, str) for p in ps),
+                "policy_set", allowed, ps)
+        if ps:
+            for p in ps:
+                require_choice(p, "policy_set entry", POLICIES)
+            require(len(ps) >= 2 and len(set(ps)) == len(ps) and ps[0] == self.policy,
+                    "policy_set", allowed, ps)
+        object.__setattr__(self, "policy_set", tuple(ps))
+
+    @property
+    def policies(self) -> tuple[str, ...]:
+        """The policies a run of this config may run: policy_set, or (policy,)."""
+        return self.policy_set or (self.policy,)
 
     @property
     def num_requests(self) -> int | None:
@@ -196,6 +220,8 @@ class DPParams(eqx.Module):
     # The run's own sizes when it runs padded inside a size bucket (`DPEngine.pad`); None: the
     # config's shapes are the run's sizes. Not part of a results key: the point's config is.
     sizes: DPSizes | None = eqx.field(default=None, metadata={"identity": False})
+    # int32 index into config.policy_set when the config switches policies (`DPEngine.switch`).
+    policy_index: jnp.ndarray | None = eqx.field(default=None, metadata={"identity": False})
 
 
 def make_params(config: DPConfig, *, step_const_s: float | None = None,

@@ -31,7 +31,17 @@ from .state import Clock, DPState, Pool, Slots, Totals, Window
 
 def uses_predictions(config: DPConfig) -> bool:
     """Whether slots carry predicted lengths (only the BF-IO lookahead reads them)."""
-    return config.policy == "bfio" and config.horizon > 0
+    return "bfio" in config.policies and config.horizon > 0
+
+
+def _choose(config: DPConfig, params: DPParams, obs: Observation):
+    """The policy's (worker, rank, rr_pointer): config.policy, or the policy_set entry that
+    params.policy_index names (every entry is computed under vmap; a select keeps one)."""
+    if not config.policy_set:
+        return POLICIES[config.policy].fn(obs, config)
+    branches = [lambda o, p=p: POLICIES[p].fn(o, replace(config, policy=p, policy_set=()))
+                for p in config.policy_set]
+    return jax.lax.switch(params.policy_index, branches, obs)
 
 
 # --------------------------------------------------------------------------- size buckets
@@ -242,7 +252,7 @@ def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, words, 
         loads=loads, free=free, active=B_run - free, pool_size_tokens=pool.prompt, pool_valid=valid,
         projected=projected_loads(config, params, slots, k, D) if uses_predictions(config) else None,
         rr_pointer=state.rr_pointer, num_workers=G_run)
-    worker, rank, rr = POLICIES[config.policy].fn(obs, config)
+    worker, rank, rr = _choose(config, params, obs)
     admitted = (worker >= 0) & allow
     row = jnp.where(admitted, worker, G)                            # row G: dropped by the scatter
     col = select_bit(words[jnp.minimum(row, G - 1)], rank)
@@ -459,7 +469,7 @@ class DPEngine(Engine):
     def can_pad(self, config: DPConfig) -> bool:
         # The H = 0 kernels other than valley fill (local search, multi-start, rounding) read
         # the number of workers from their shapes; they run unpadded.
-        return config.policy != "bfio" or config.horizon > 0 or config.bfio_kernel == "vf"
+        return "bfio" not in config.policies or config.horizon > 0 or config.bfio_kernel == "vf"
 
     def pad_group(self, config: DPConfig) -> tuple[bool, ...]:
         # A size of 1 is never padded: XLA simplifies an axis of one element (the utilization
@@ -499,6 +509,21 @@ class DPEngine(Engine):
         if record:
             per_seed += config.num_steps * (3 * G + 3) * 4
         return per_seed
+
+    def switch(self, config: DPConfig, params: DPParams,
+               policy_set: tuple[str, ...]) -> tuple[DPConfig, DPParams]:
+        """(config, params) that run `config.policy` as one entry of `policy_set`: every config
+        switched into the same set (and otherwise equal) shares one compiled program, and each
+        run's metrics are bitwise those of the plain config. The program computes every
+        entry's choice in every run (tests/dp/test_buckets.py; the cost is measured by
+        benchmarks/bench_sweep.py)."""
+        require(not config.policy_set and params.policy_index is None, "config",
+                "a config and params not switched yet", config.policy_set)
+        policy_set = tuple(policy_set)
+        require(config.policy in policy_set, "policy_set", f"a set holding {config.policy!r}",
+                policy_set)
+        out = replace(config, policy=policy_set[0], policy_set=policy_set)
+        return out, replace(params, policy_index=jnp.int32(policy_set.index(config.policy)))
 
     def describe(self, config: DPConfig) -> dict:
         return dict(policy=config.policy, horizon=config.horizon, num_workers=config.num_workers,

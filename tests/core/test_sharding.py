@@ -36,6 +36,23 @@ for k in a.metrics:
 # Default chunks are a multiple of the device count, so an odd seed count shards too (padded).
 out["chunk"] = js.run.default_seed_chunk(js.dp.ENGINE, cfg, 3) == 4
 out["chunk1"] = js.run.default_seed_chunk(js.dp.ENGINE, cfg, 1) == 1
+# A run of several blocks compiles its block program once: the initial state is placed like
+# the seeds, as every block's outputs are (a replicated leaf would recompile the second block).
+import jax.monitoring as mon
+blocks = []
+mon.register_event_duration_secs_listener(
+    lambda ev, d, **kw: blocks.append(1) if ev == "/jax/core/compile/backend_compile_duration"
+    and "run_block" in str(kw.get("fun_name")) else None)
+cfg3 = js.dp.DPConfig(num_workers=3, slots_per_worker=5, pool_size=8, policy="fcfs", num_steps=30)
+js.run.simulate(cfg3, seeds=range(4), block_steps=10)
+out["one block program"] = len(blocks) == 1
+# A run padded into a size bucket and sharded equals the unpadded run on one device.
+c = js.dp.DPConfig(num_workers=3, slots_per_worker=5, pool_size=6, policy="bfio", num_steps=40)
+bc, bp = js.dp.ENGINE.pad(c, js.dp.make_params(c), dict(num_workers=5, slots_per_worker=8, pool_size=8))
+a = js.run.simulate(c, seeds=range(4), shard=False)
+b = js.run.simulate(bc, bp, seeds=range(4), shard=True)
+for k in a.metrics:
+    out[f"padded:{k}"] = a.metrics[k].tobytes() == b.metrics[k].tobytes()
 bad = [k for k, v in out.items() if not v]
 print("MISMATCH", bad) if bad else print("OK", len(out))
 """

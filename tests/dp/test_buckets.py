@@ -174,3 +174,31 @@ def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
     n2 = len(_COMPILES)
     run_sweep(base, axes, range(3), tmp_path / "b.csv", progress=False)
     assert _block_compiles(n2) == 0
+
+
+def test_switched_policies_equal_their_own_programs():
+    # One program switching among four policies (padded too), against each policy's own program.
+    policies = ("fcfs", "bfio", "jsq_tokens", "round_robin")
+    configs = [DPConfig(num_workers=5, slots_per_worker=7, pool_size=9, policy=p, num_steps=60)
+               for p in policies]
+    alone = [simulate(c, make_params(c), [0, 1], warn=False) for c in configs]
+    runs = [ENGINE.switch(*ENGINE.pad(c, make_params(c), dict(num_workers=6, pool_size=12)),
+                          policies) for c in configs]
+    assert all(c == runs[0][0] for c, _ in runs)
+    together = simulate_points(runs[0][0], [p for _, p in runs], [0, 1], warn=False)
+    for c, a, b in zip(configs, alone, together):
+        for k in a.metrics:
+            assert np.array_equal(a.metrics[k], b.metrics[k]), (c.policy, k)
+
+
+@pytest.mark.parametrize("policy_set", [("fcfs",), ("bfio", "fcfs"), ("fcfs", "fcfs"),
+                                        ("fcfs", "nope"), "fcfs,bfio", (1, 2)])
+def test_bad_policy_set_is_one_error(policy_set):
+    with pytest.raises(ConfigError, match="policy_set"):
+        DPConfig(policy="fcfs", policy_set=policy_set)
+
+
+def test_switch_refuses_a_set_without_the_policy():
+    cfg = DPConfig(policy="jsq_count", num_steps=5)
+    with pytest.raises(ConfigError, match="policy_set"):
+        ENGINE.switch(cfg, make_params(cfg), ("fcfs", "bfio"))
