@@ -2,11 +2,13 @@
 bucket, and a second run with the compilation cache warm.
 
 The grid is issue 30's: G in {4, 8, 12, 16, 24, 32} x B in {16, 32, 48, 64, 96, 128} x
-{FCFS, BF-IO H = 0}, R = 64, 64 seeds x 2000 decode steps per point (72 points). Four
+{FCFS, BF-IO H = 0}, R = 64, 64 seeds x 2000 decode steps per point (72 points). Five
 variants of the same `jaxsched.sweep.run_sweep`, each in a fresh process (so no variant
 reuses another's compiled programs), in this order:
 - "per point": `buckets=False`, every point its own program (the path before size buckets);
 - "buckets": the default size buckets (`jaxsched.buckets`, at most 2x padded work);
+- "buckets, policy switch": the same with FCFS and BF-IO in one program per bucket
+  (`switch_policies=True`);
 - "buckets, cold cache": the same with JAX's persistent compilation cache on, in an empty
   folder (what a first `jaxsched sweep` does);
 - "buckets, warm cache": the same command again, the cache now filled.
@@ -44,11 +46,15 @@ _HERE = Path(__file__).resolve().parent
 GRID = {"policy": ["fcfs", "bfio"], "num_workers": [4, 8, 12, 16, 24, 32],
         "slots_per_worker": [16, 32, 48, 64, 96, 128]}
 QUICK = {"policy": ["fcfs", "bfio"], "num_workers": [4, 8], "slots_per_worker": [16, 32]}
-VARIANTS = {"per point": ("off", False), "buckets": ("off", True),
-            "buckets, cold cache": ("cold", True), "buckets, warm cache": ("warm", True)}
+# name: (compilation cache, size buckets, policies switched in one program)
+VARIANTS = {"per point": ("off", False, False), "buckets": ("off", True, False),
+            "buckets, policy switch": ("off", True, True),
+            "buckets, cold cache": ("cold", True, False),
+            "buckets, warm cache": ("warm", True, False)}
 
 
-def worker(grid: dict, seeds: int, steps: int, buckets: bool, out: str) -> dict[str, Any]:
+def worker(grid: dict, seeds: int, steps: int, buckets: bool, switch: bool,
+           out: str) -> dict[str, Any]:
     """Run the sweep in this process; its timings and compilation counts."""
     import jax
     import jax.monitoring as mon
@@ -71,7 +77,7 @@ def worker(grid: dict, seeds: int, steps: int, buckets: bool, out: str) -> dict[
     mon.register_event_listener(count)
     t0 = time.perf_counter()
     run_sweep(DPConfig(num_steps=steps, pool_size=64), grid, range(seeds), out, progress=True,
-              buckets=buckets)
+              buckets=buckets, switch_policies=switch)
     wall = time.perf_counter() - t0
     # A program loaded from the persistent cache records a (short) backend-compile event too.
     return {"wall_s": wall, "compiles": len(compiles) - hits[0],
@@ -115,7 +121,7 @@ def _in_process(args: dict) -> dict[str, Any]:
 def _run_variant(name: str, grid: dict, seeds: int, steps: int, folder: Path,
                  cache_dir: Path) -> dict[str, Any]:
     """One variant in a fresh process (see the module docstring)."""
-    cache, buckets = VARIANTS[name]
+    cache, buckets, switch = VARIANTS[name]
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
     # One CPU device per core, as the command line sets up (jaxsched.cli.devices).
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={os.cpu_count()}"
@@ -126,7 +132,7 @@ def _run_variant(name: str, grid: dict, seeds: int, steps: int, folder: Path,
                    JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1")
     out = folder / f"{name.replace(' ', '_').replace(',', '')}.csv"
     arg = json.dumps({"grid": grid, "seeds": seeds, "steps": steps, "buckets": buckets,
-                      "out": str(out)})
+                      "switch": switch, "out": str(out)})
     proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_sweep", "--worker", arg],
                           env=env, cwd=_HERE.parent, stdout=subprocess.PIPE, text=True)
     if proc.returncode != 0:
@@ -188,7 +194,8 @@ def main() -> int:
         if "switched" in w:
             print(json.dumps(switch_worker(w["seeds"], w["steps"], w["switched"])))
         else:
-            print(json.dumps(worker(w["grid"], w["seeds"], w["steps"], w["buckets"], w["out"])))
+            print(json.dumps(worker(w["grid"], w["seeds"], w["steps"], w["buckets"], w["switch"],
+                                    w["out"])))
         return 0
     seeds = a.seeds or (8 if a.quick else 64)
     steps = a.steps or (200 if a.quick else 2000)

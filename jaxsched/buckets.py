@@ -21,6 +21,11 @@ one compilation.
 4. repeat until every point has a bucket.
 `max_waste` = 1 pads only points whose work equals the bucket's; buckets can be turned off.
 A bucket with one point runs unpadded.
+
+With `switch=True` the policy is left out of step 1 for engines that can switch policies by a
+traced index (`Engine.can_switch`, dp): a bucket's points of several policies then run in one
+program that computes every policy's choice in every run (`DPEngine.switch`): less compiling,
+more simulating (benchmarks/bench_sweep.py measures both).
 """
 from __future__ import annotations
 
@@ -62,17 +67,20 @@ def check_capacity(engine: Engine, config: Any, capacity: Mapping[str, int]) -> 
 @dataclass
 class Bucket:
     """One compiled program's share of a sweep: `config` has the bucket's shapes; `members`
-    are indices into the planned list; `padded` is False when the bucket is one point run as
-    it is."""
+    are indices into the planned list; `padded` is False when every member has the bucket's
+    sizes; `policies` the policy set its members switch among (() when they share one)."""
     config: Any
     members: list[int]
     padded: bool
+    policies: tuple[str, ...] = ()
 
 
-def _signature(engine: Engine, config: Any) -> tuple:
-    """Everything of a config but its sizes: configs with equal signatures can share a bucket."""
+def _signature(engine: Engine, config: Any, switch: bool) -> tuple:
+    """Everything of a config but its sizes (and its policy when `switch`): configs with equal
+    signatures can share a bucket."""
+    skip = set(engine.size_fields) | ({"policy", "policy_set"} if switch else set())
     return tuple((f.name, getattr(config, f.name)) for f in dataclasses.fields(config)
-                 if f.name not in engine.size_fields)
+                 if f.name not in skip)
 
 
 def _sizes(engine: Engine, config: Any) -> tuple[int, ...]:
@@ -88,16 +96,21 @@ def _grown(engine: Engine, config: Any, sizes: Sequence[int]) -> Any | None:
 
 
 def plan_buckets(engine: Engine, configs: Sequence[Any],
-                 max_waste: float | None = DEFAULT_MAX_WASTE) -> list[Bucket]:
+                 max_waste: float | None = DEFAULT_MAX_WASTE, switch: bool = False) -> list[Bucket]:
     """Group `configs` into buckets by the module's rule; max_waste None: no padding (one bucket
-    per distinct config). Buckets come in the order of their first member."""
+    per distinct config); switch: points of different policies may share a bucket. Buckets
+    come in the order of their first member."""
     if max_waste is not None:
         max_waste = check_max_waste(max_waste)
+    if not isinstance(switch, bool):
+        raise ConfigError(f"switch must be True or False, got {switch!r}")
     work = [engine.working_set_bytes(c) for c in configs]
     groups: dict[tuple, list[int]] = {}
     for i, c in enumerate(configs):
         paddable = max_waste is not None and bool(engine.size_fields) and engine.can_pad(c)
-        key = ("pad", _signature(engine, c), engine.pad_group(c)) if paddable else ("as is", c)
+        sw = switch and engine.can_switch(c)
+        key = (("pad", _signature(engine, c, sw), engine.pad_group(c), sw) if paddable
+               else ("as is", c))
         groups.setdefault(key, []).append(i)
     buckets = []
     for (kind, *_), idx in groups.items():
@@ -117,6 +130,9 @@ def plan_buckets(engine: Engine, configs: Sequence[Any],
                     left.remove(i)
             members.sort()
             padded = any(_sizes(engine, configs[i]) != cap for i in members)
-            buckets.append(Bucket(cfg, members, padded))
+            policies = tuple(dict.fromkeys(configs[i].policy for i in members))
+            if len(policies) > 1:
+                cfg = dataclasses.replace(cfg, policy=policies[0], policy_set=policies)
+            buckets.append(Bucket(cfg, members, padded, policies if len(policies) > 1 else ()))
     buckets.sort(key=lambda b: b.members[0])
     return buckets

@@ -138,6 +138,16 @@ class Engine(abc.ABC):
         """Whether runs of `config` can run padded inside a size bucket (`pad`)."""
         return False
 
+    def can_switch(self, config: Any) -> bool:
+        """Whether runs of `config` can run as one entry of a policy set picked by a traced
+        index (`switch`), so that a sweep's policies share one program."""
+        return False
+
+    def switch(self, config: Any, params: Any, policy_set: tuple[str, ...]) -> tuple[Any, Any]:
+        """(config, params) that run `config.policy` as one entry of `policy_set`, bitwise
+        the plain config's results; see `can_switch`."""
+        raise ConfigError(f"engine {self.name!r} does not switch policies in one program")
+
     def pad_group(self, config: Any) -> Any:
         """A hashable that must agree between configs padded into one bucket (default None):
         an engine whose float results change when an axis is padded from some size (dp: a

@@ -123,7 +123,7 @@ def run_sweep(base: Any, axes: Mapping[str, Sequence], seeds: Sequence[int], out
               params: Mapping[str, Any] | None = None, memory_budget_mb: float = 1024.0,
               progress: bool = True, on_point: Callable[[int, dict], None] | None = None,
               metrics: Sequence[str] | None = None, buckets: bool = True,
-              bucket_waste: float = DEFAULT_MAX_WASTE) -> Path:
+              bucket_waste: float = DEFAULT_MAX_WASTE, switch_policies: bool = False) -> Path:
     """Run the grid `axes` over `seeds` for `base`'s engine, one row per finished point in `out`.
 
     params: make_params keywords shared by every point (an axis overrides them).
@@ -132,7 +132,9 @@ def run_sweep(base: Any, axes: Mapping[str, Sequence], seeds: Sequence[int], out
     buckets: pad points of different sizes into shared programs (`jaxsched.buckets`);
     bucket_waste: the most work a padded point may do relative to its own (>= 1). False runs
     each distinct configuration as its own program (points that differ only in params still
-    share one). Rows are the same either way.
+    share one). switch_policies: a bucket's points of several policies run in one program
+    that computes every policy in every run (`jaxsched.buckets`; less compiling, more
+    simulating). Rows are the same either way.
     """
     engine = engine_of(base)
     out = Path(out)
@@ -141,6 +143,8 @@ def run_sweep(base: Any, axes: Mapping[str, Sequence], seeds: Sequence[int], out
     if not isinstance(buckets, bool):
         raise ConfigError(f"buckets must be True or False, got {buckets!r}")
     bucket_waste = check_max_waste(bucket_waste)
+    if not isinstance(switch_policies, bool):
+        raise ConfigError(f"switch_policies must be True or False, got {switch_policies!r}")
     metrics = tuple(engine.METRICS) if metrics is None else tuple(metrics)
     for m in metrics:
         if m not in engine.METRICS:
@@ -159,7 +163,7 @@ def run_sweep(base: Any, axes: Mapping[str, Sequence], seeds: Sequence[int], out
     done = set(broadcast_from_writer(sorted(results.done)))
     todo = [x for x in prepared if x[3] not in done]
     plan = plan_buckets(engine, [cfg for _, cfg, _, _ in todo],
-                        bucket_waste if buckets else None)
+                        bucket_waste if buckets else None, switch=switch_policies)
     bar = Progress("sweep, points", len(prepared), enabled=progress and is_writer())
     start = len(prepared) - len(todo)
     bar.update(start)
@@ -188,11 +192,14 @@ def _run_bucket(engine: Engine, bucket, members: list, seeds: list[int],
     program. wall_s is each point's share of the bucket's wall time. The bucket advances
     `bar` from `start` by one unit per point."""
     import jax
-    if bucket.padded:
-        cap = {f: getattr(bucket.config, f) for f in engine.size_fields}
-        params = [engine.pad(cfg, par, cap)[1] for _, cfg, par, _ in members]
-    else:
-        params = [par for _, _, par, _ in members]
+    cap = {f: getattr(bucket.config, f) for f in engine.size_fields}
+    params = []
+    for _, cfg, par, _ in members:
+        if bucket.padded:
+            cfg, par = engine.pad(cfg, par, cap)
+        if bucket.policies:
+            cfg, par = engine.switch(cfg, par, bucket.policies)
+        params.append(par)
     config = bucket.config
     chunk = seeds_for_budget(engine, config, memory_budget_mb)
     if len(members) == 1 or jax.process_count() > 1:

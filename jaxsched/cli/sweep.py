@@ -84,7 +84,8 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     seeds = range(a.seed_start, a.seed_start + n_seeds)
     conf = write_resolved(a, config_path(out))
     out = run_sweep(base, axes, seeds, out, params=par, memory_budget_mb=a.memory_mb,
-                    progress=not a.quiet, buckets=not a.no_buckets, bucket_waste=a.bucket_waste)
+                    progress=not a.quiet, buckets=not a.no_buckets, bucket_waste=a.bucket_waste,
+                    switch_policies=a.switch_policies)
     print(f"results: {out}\noptions: {conf}")
     return 0
 
@@ -115,6 +116,9 @@ def add_parsers(sub) -> None:
                         "padding makes none do more than this many times its own work (>= 1)")
     w.add_argument("--no-buckets", action="store_true",
                    help="compile each distinct configuration on its own (same rows, slower)")
+    w.add_argument("--switch-policies", action="store_true",
+                   help="dp: one program per bucket for all the policies of an axis, each run "
+                        "computing every policy's choice (less compiling, more simulating)")
     w.add_argument("--out", default="results/sweep.csv",
                    help="results file (resumed if it exists: rows whose settings and seeds match "
                         "are kept, others added)")

@@ -510,6 +510,9 @@ class DPEngine(Engine):
             per_seed += config.num_steps * (3 * G + 3) * 4
         return per_seed
 
+    def can_switch(self, config: DPConfig) -> bool:
+        return not config.policy_set
+
     def switch(self, config: DPConfig, params: DPParams,
                policy_set: tuple[str, ...]) -> tuple[DPConfig, DPParams]:
         """(config, params) that run `config.policy` as one entry of `policy_set`: every config

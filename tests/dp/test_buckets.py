@@ -142,6 +142,13 @@ def test_plan_keeps_waste_and_groups():
         assert b.padded == any(getattr(configs[i], f) != getattr(b.config, f)
                                for i in b.members for f in SIZES)
     assert len(plan) < len(configs) // 3
+    # Switching policies: FCFS and BF-IO points share buckets, each bucket's config switching.
+    switched = plan_buckets(ENGINE, configs, switch=True)
+    assert len(switched) < len(plan)
+    for b in switched:
+        assert {configs[i].policy for i in b.members} <= set(b.config.policies)
+        assert b.config.policy_set == b.policies
+    assert any(b.policies == ("fcfs", "bfio") for b in switched)
     # No padding: one bucket per distinct config; waste 1: only equal work shares a bucket.
     assert len(plan_buckets(ENGINE, configs, None)) == len(configs)
     for b in plan_buckets(ENGINE, configs, 1.0):
@@ -151,7 +158,7 @@ def test_plan_keeps_waste_and_groups():
 
 def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
     base = DPConfig(num_steps=30)
-    axes = {"policy": ["fcfs", "bfio"], "num_workers": [3, 4, 6], "slots_per_worker": [5, 8]}
+    axes = {"policy": ["fcfs", "bfio"], "num_workers": [3, 6], "slots_per_worker": [5, 8]}
     n0 = len(_COMPILES)
     bucketed = run_sweep(base, axes, range(3), tmp_path / "b.csv", progress=False)
     plan = plan_buckets(ENGINE, [dataclasses.replace(base, policy=p, num_workers=g,
@@ -162,14 +169,19 @@ def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
     assert _block_compiles(n0) == len(plan)
     n1 = len(_COMPILES)
     alone = run_sweep(base, axes, range(3), tmp_path / "a.csv", progress=False, buckets=False)
-    assert _block_compiles(n1) == 12
+    assert _block_compiles(n1) == 8
     rows_b = {r["key"]: r for r in csv.DictReader(open(bucketed))}
     rows_a = {r["key"]: r for r in csv.DictReader(open(alone))}
-    assert rows_b.keys() == rows_a.keys() and len(rows_a) == 12
+    n3 = len(_COMPILES)
+    switched = run_sweep(base, axes, range(3), tmp_path / "s.csv", progress=False,
+                         switch_policies=True)
+    assert _block_compiles(n3) == 1                # both policies in one program
+    rows_s = {r["key"]: r for r in csv.DictReader(open(switched))}
+    assert rows_b.keys() == rows_a.keys() == rows_s.keys() and len(rows_a) == 8
     for k, r in rows_a.items():
         for col, v in r.items():
             if col.endswith(("_mean", "_std", "_ci95")):
-                assert rows_b[k][col] == v, (r["point"], col)
+                assert rows_b[k][col] == v == rows_s[k][col], (r["point"], col)
     # A rerun into the same file finds every row done and compiles nothing.
     n2 = len(_COMPILES)
     run_sweep(base, axes, range(3), tmp_path / "b.csv", progress=False)
