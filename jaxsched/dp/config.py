@@ -191,12 +191,14 @@ class DPConfig:
 class DPSizes(eqx.Module):
     """The sizes of one run padded into a larger config (a size bucket), as traced int32
     scalars: num_workers G <= config.num_workers, slots_per_worker B <= config.slots_per_worker,
-    pool_size R <= config.pool_size. Workers g >= G, slots b >= B of each worker and pool
-    entries p >= R exist in the arrays but never hold a request and enter no metric, so the run's
+    pool_size R <= config.pool_size, horizon H <= config.horizon (both >= 1 or both 0).
+    Workers g >= G, slots b >= B of each worker, pool entries p >= R and lookahead rows h > H
+    exist in the arrays but never hold a request and enter no metric or score, so the run's
     metrics are bitwise those of the unpadded run (`DPEngine.pad`, tests/dp/test_buckets.py)."""
     num_workers: jnp.ndarray
     slots_per_worker: jnp.ndarray
     pool_size: jnp.ndarray
+    horizon: jnp.ndarray
 
 
 class DPParams(eqx.Module):

@@ -139,9 +139,14 @@ def _compact(pool: Pool, admitted: jnp.ndarray) -> tuple[Pool, jnp.ndarray]:
 
 # --------------------------------------------------------------------------- predictions
 
+def run_horizon(config: DPConfig, params: DPParams):
+    """The run's lookahead H: the config's (an int), or the traced one of a padded run."""
+    return config.horizon if params.sizes is None else params.sizes.horizon
+
+
 def _remaining_prediction(config: DPConfig, params: DPParams, slots: Slots, k) -> jnp.ndarray:
     """Predicted remaining steps r >= 1 of each slot's request, int32[G, B]."""
-    H = config.horizon
+    H = run_horizon(config, params)
     if config.predictor == "classifier":
         truth = slots.finish - k <= H
         says = jnp.where(truth, slots.pred_u >= params.fn_rate, slots.pred_u < params.fp_rate)
@@ -155,15 +160,18 @@ def projected_loads(config: DPConfig, params: DPParams, slots: Slots, k, cum_dri
     cum_drift: D_k (int32 scalar; None means k, which is exact only for the default drift).
     Row 0 is the exact current load base + D_k; row h adds h steps of growth at
     `config.projection_drift` tokens each (the future drifts are unknown: the mean drift,
-    rounded down, stands in for them; it is 1 without drift).
+    rounded down, stands in for them; it is 1 without drift). A padded run's rows beyond its
+    own horizon are 0.
     """
     H = config.horizon
     active = slots.finish > k
     load = slots.base + (k if cum_drift is None else cum_drift)
     r = _remaining_prediction(config, params, slots, k)
     h = jnp.arange(H + 1, dtype=jnp.int32)
-    rows = jnp.where(active[..., None] & (r[..., None] > h),
-                     load[..., None] + h * config.projection_drift, 0)
+    keep = r[..., None] > h
+    if params.sizes is not None:
+        keep = keep & (h <= params.sizes.horizon)
+    rows = jnp.where(active[..., None] & keep, load[..., None] + h * config.projection_drift, 0)
     return jnp.sum(rows, axis=1)
 
 
@@ -251,7 +259,7 @@ def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, words, 
     obs = Observation(
         loads=loads, free=free, active=B_run - free, pool_size_tokens=pool.prompt, pool_valid=valid,
         projected=projected_loads(config, params, slots, k, D) if uses_predictions(config) else None,
-        rr_pointer=state.rr_pointer, num_workers=G_run)
+        rr_pointer=state.rr_pointer, num_workers=G_run, horizon=run_horizon(config, params))
     worker, rank, rr = _choose(config, params, obs)
     admitted = (worker >= 0) & allow
     row = jnp.where(admitted, worker, G)                            # row G: dropped by the scatter
@@ -461,7 +469,7 @@ class DPEngine(Engine):
     done = staticmethod(done)
     finalize = staticmethod(finalize)
 
-    size_fields = ("num_workers", "slots_per_worker", "pool_size")
+    size_fields = ("num_workers", "slots_per_worker", "pool_size", "horizon")
 
     def max_steps(self, config: DPConfig) -> int:
         return config.num_steps
@@ -475,8 +483,9 @@ class DPEngine(Engine):
         # A size of 1 is never padded: XLA simplifies an axis of one element (the utilization
         # L / max L of a single worker is an exact division there, a product with the
         # reciprocal of max L on a longer axis), so its float metrics would differ in the
-        # last bit.
-        return tuple(getattr(config, f) == 1 for f in self.size_fields)
+        # last bit. H = 0 (valley fill) and H >= 1 (the lookahead) are different kernels.
+        G, B, R, H = (getattr(config, f) for f in self.size_fields)
+        return G == 1, B == 1, R == 1, H == 0
 
     def pad(self, config: DPConfig, params: DPParams, capacity) -> tuple[DPConfig, DPParams]:
         from ..buckets import check_capacity
@@ -486,10 +495,13 @@ class DPEngine(Engine):
         require(params.sizes is None, "params", "params of an unpadded run (sizes None)",
                 "params already padded")
         cap = check_capacity(self, config, capacity)
-        for f in self.size_fields:
+        for f in self.size_fields[:3]:
             require(getattr(config, f) > 1 or cap[f] == 1, f"capacity {f}",
                     "1 for a config whose size is 1 (a size of 1 is never padded: `pad_group`)",
                     cap[f])
+        require((config.horizon == 0) == (cap["horizon"] == 0), "capacity horizon",
+                "0 for a config with horizon 0 and >= 1 otherwise (different kernels)",
+                cap["horizon"])
         bucket = replace(config, **cap)
         sizes = DPSizes(*(jnp.int32(getattr(config, f)) for f in self.size_fields))
         return bucket, replace(params, sizes=sizes)
@@ -497,7 +509,10 @@ class DPEngine(Engine):
     def working_set_bytes(self, config: DPConfig) -> int:
         # Every step reads the three slot fields (12 bytes per slot: the slot pass and the TPOT
         # weight) and about 32 bytes per pool entry; admission writes only the admitted slots.
-        return 12 * config.num_workers * config.slots_per_worker + 32 * config.pool_size
+        # The lookahead also projects every slot over its H + 1 rows (4 bytes each).
+        G, B = config.num_workers, config.slots_per_worker
+        window = 4 * G * B * config.window if config.horizon > 0 else 0
+        return 12 * G * B + 32 * config.pool_size + window
 
     def peak_bytes(self, config: DPConfig, record: bool) -> int:
         # Slot arrays (12 bytes per slot, 20 with predictions) times 4 for the step's
@@ -509,6 +524,11 @@ class DPEngine(Engine):
         if record:
             per_seed += config.num_steps * (3 * G + 3) * 4
         return per_seed
+
+    def config_fields(self) -> tuple[str, ...]:
+        # policy_set is how a sweep runs several policies in one program (`switch`), not a
+        # setting of its own: sweep the policy instead.
+        return tuple(f for f in super().config_fields() if f != "policy_set")
 
     def can_switch(self, config: DPConfig) -> bool:
         return not config.policy_set

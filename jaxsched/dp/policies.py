@@ -35,6 +35,8 @@ class Observation(eqx.Module):
     rr_pointer int32[]: the round-robin pointer.
     num_workers: the run's G (an int, or an int32 scalar when the run is padded into a size
     bucket: workers g >= num_workers then have no free slot and are never chosen).
+    horizon: the run's lookahead H (an int, or an int32 scalar when padded: the rows of
+    `projected` beyond it are 0 and weigh nothing).
     """
     loads: jnp.ndarray
     free: jnp.ndarray
@@ -44,6 +46,7 @@ class Observation(eqx.Module):
     projected: jnp.ndarray | None
     rr_pointer: jnp.ndarray
     num_workers: jnp.ndarray | int
+    horizon: jnp.ndarray | int
 
 
 def _in_queue_order(obs: Observation, choose: Callable, update: Callable, state0):
@@ -124,9 +127,11 @@ def bfio(obs: Observation, config):
         fill = valley_fill if packable(config.workload.max_prompt, config.pool_size) else valley_fill_unpacked
         worker, rank = fill(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid)
     else:
+        weights = window_weights(config.window, config.lookahead_decay)
+        if not isinstance(obs.horizon, int):            # a padded run: rows beyond its H weigh 0
+            weights = jnp.where(np.arange(config.window) <= obs.horizon, weights, 0)
         worker, rank = lookahead_valley_fill(obs.projected, obs.free, obs.pool_size_tokens,
-                                       obs.pool_valid, beta=obs.num_workers,
-                                       weights=window_weights(config.window, config.lookahead_decay))
+                                             obs.pool_valid, beta=obs.num_workers, weights=weights)
     return worker, rank, obs.rr_pointer
 
 
