@@ -184,6 +184,15 @@ def run_sweep(base: Any, axes: Mapping[str, Sequence], seeds: Sequence[int], out
     return results.path
 
 
+def _stackable(params: list) -> bool:
+    """Whether the params share one tree and every array shape (so `simulate_points` can stack
+    them); points of one config may differ, e.g. in the length of a periodic rate profile."""
+    import jax
+    shapes = [(jax.tree_util.tree_structure(p), [np.shape(x) for x in jax.tree_util.tree_leaves(p)])
+              for p in params]
+    return all(s == shapes[0] for s in shapes)
+
+
 def _run_bucket(engine: Engine, bucket, members: list, seeds: list[int],
                 memory_budget_mb: float, bar: Progress, start: float, detail: str):
     """[((point, config, params, key), metrics {name: float64[S]}, wall_s)] of a bucket's
@@ -202,7 +211,7 @@ def _run_bucket(engine: Engine, bucket, members: list, seeds: list[int],
         params.append(par)
     config = bucket.config
     chunk = seeds_for_budget(engine, config, memory_budget_mb)
-    if len(members) == 1 or jax.process_count() > 1:
+    if len(members) == 1 or jax.process_count() > 1 or not _stackable(params):
         res = [simulate_multihost(config, par, seeds, engine=engine, warn=False,
                                   seed_chunk=min(len(seeds), chunk),
                                   progress=Share(bar, start + i, 1, detail))

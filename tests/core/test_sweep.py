@@ -151,3 +151,15 @@ def test_cli_sweep_kv(tmp_path, capsys):
     assert main(["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--steps", "9",
                  "--out", str(out)]) == 2
     assert "--steps apply to the dp engine only" in capsys.readouterr().err
+
+
+def test_points_of_one_config_with_other_param_shapes_run_apart(tmp_path):
+    # A constant rate and a two-period profile are params of one config that cannot be stacked
+    # into one simulate_points call: the sweep runs them one by one, as before buckets.
+    from jaxsched.budget import BudgetConfig
+    from jaxsched.sweep import run_sweep
+    out = run_sweep(BudgetConfig(horizon_s=5.0, table_size=256),
+                    {"rates": [(5.0,), ((5.0,), (8.0,))]}, range(2), tmp_path / "s.csv",
+                    params={"period_s": 2.0}, progress=False)
+    rows = out.read_text().splitlines()
+    assert len(rows) == 3
