@@ -19,6 +19,9 @@ one compilation.
    (default 2: no run does more than about twice its own work) and the grown bucket is a valid
    config;
 4. repeat until every point has a bucket.
+A caller that knows its runs' lengths may also pass `cheap`, a test of the grown bucket: a
+point joins a bucket whose runs cost less than a compilation whatever the waste of step 3
+(`jaxsched check theorems` pads its short runs so: `dp.theorems.grid.plan_grid`).
 `max_waste` = 1 pads only points whose work equals the bucket's; buckets can be turned off.
 A bucket with one point runs unpadded.
 
@@ -32,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .engine import Engine
 from .errors import ConfigError, require_int
@@ -79,6 +82,7 @@ def _signature(engine: Engine, config: Any, switch: bool) -> tuple:
     """Everything of a config but its sizes (and its policy when `switch`): configs with equal
     signatures can share a bucket."""
     skip = set(engine.size_fields) | ({"policy", "policy_set"} if switch else set())
+    config = engine.size_free(config)
     return tuple((f.name, getattr(config, f.name)) for f in dataclasses.fields(config)
                  if f.name not in skip)
 
@@ -96,10 +100,13 @@ def _grown(engine: Engine, config: Any, sizes: Sequence[int]) -> Any | None:
 
 
 def plan_buckets(engine: Engine, configs: Sequence[Any],
-                 max_waste: float | None = DEFAULT_MAX_WASTE, switch: bool = False) -> list[Bucket]:
+                 max_waste: float | None = DEFAULT_MAX_WASTE, switch: bool = False,
+                 cheap: Callable[[Any], bool] | None = None) -> list[Bucket]:
     """Group `configs` into buckets by the module's rule; max_waste None: no padding (one bucket
-    per distinct config); switch: points of different policies may share a bucket. Buckets
-    come in the order of their first member."""
+    per distinct config); switch: points of different policies may share a bucket. cheap: a
+    test of a grown bucket config whose runs cost less than a compilation (e.g. few slot-steps
+    over all seeds): a point also joins such a bucket whatever the waste, since padding it costs
+    less than compiling it alone. Buckets come in the order of their first member."""
     if max_waste is not None:
         max_waste = check_max_waste(max_waste)
     if not isinstance(switch, bool):
@@ -124,7 +131,8 @@ def plan_buckets(engine: Engine, configs: Sequence[Any],
             for i in list(left):
                 grown = tuple(map(max, cap, _sizes(engine, configs[i])))
                 cand = _grown(engine, cfg, grown) if grown != cap else cfg
-                if cand is not None and engine.working_set_bytes(cand) <= max_waste * work[i]:
+                if cand is not None and (engine.working_set_bytes(cand) <= max_waste * work[i]
+                                         or (cheap is not None and cheap(cand))):
                     cap, cfg = grown, cand
                     members.append(i)
                     left.remove(i)

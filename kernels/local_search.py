@@ -308,15 +308,15 @@ def _variant(kind: str, chain: bool = False, max_iters: int = 8) -> Callable:
     return fn
 
 
-def _round_lpt(loads, free, sizes, valid):
+def _round_lpt(loads, free, sizes, valid, num_workers=None):
     """Round LPT (kernels/round_lpt.py) in the variant signature; it does not search."""
-    worker, rank = round_lpt(loads, free, sizes, valid)
+    worker, rank = round_lpt(loads, free, sizes, valid, num_workers)
     return worker, rank, jnp.bool_(False)
 
 
-def _window(loads, free, sizes, valid):
+def _window(loads, free, sizes, valid, num_workers=None):
     """Window fill (kernels/window_fill.py) in the variant signature; it does not search."""
-    worker, rank = window_fill(loads, free, sizes, valid)
+    worker, rank = window_fill(loads, free, sizes, valid, num_workers)
     return worker, rank, jnp.bool_(False)
 
 
@@ -338,4 +338,5 @@ O(U), for steps that admit thousands of requests, and not guaranteed to match va
 nor does "window" (kernels/window_fill.py: each worker takes exactly its free slots, a contiguous
 window of the ascending pool whose sum is closest to its need, for the theory semantics' spread
 max - min rather than J; O(G R) per step). "ms_lf" is the most exact and the costliest
-(`multi_start_level`; about 250 local searches per call)."""
+(`multi_start_level`; about 250 local searches per call). "round_lpt" and "window" also take
+`num_workers=`, the traced G of a run padded into a size bucket (jaxsched/buckets.py)."""

@@ -79,20 +79,23 @@ def _descending_requests(sizes: jnp.ndarray, valid: jnp.ndarray,
 
 
 def round_lpt(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
-              valid: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+              valid: jnp.ndarray, num_workers: jnp.ndarray | None = None) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Round-LPT assignment for BF-IO H = 0 (module docstring).
 
     loads int32[G] current loads (tokens); free int32[G] free slots; sizes int32[R] request
     prompt lengths (tokens); valid bool[R] which pool entries wait. Returns (worker, rank)
     int32[R]: worker -1 = not admitted; rank = the round in which the request was admitted,
-    i.e. its 0-based index among its worker's free slots.
+    i.e. its 0-based index among its worker's free slots. num_workers: None, or the traced
+    number of workers of a run padded into G (the first num_workers are its own; the others
+    have no free slot and must not lower the base of the worker keys).
     """
     G, R = loads.shape[0], sizes.shape[0]
     gid = jnp.arange(G, dtype=jnp.int32)
     perm, desc = _descending_requests(sizes, valid)
     U = jnp.minimum(jnp.sum(valid, dtype=jnp.int32), jnp.sum(free))
     # Loads only grow, so the initial minimum is a base below every later load.
-    base = jnp.min(loads)
+    base = jnp.min(loads if num_workers is None
+                   else jnp.where(gid < num_workers, loads, jnp.iinfo(jnp.int32).max))
     # Inactive workers sort after every active one and keep their index in the key, so that
     # `order` is a permutation (the scatter-add below relies on unique indices).
     inactive = (np.iinfo(np.int32).max // G - 1) * G

@@ -62,9 +62,8 @@ def _mul_divmod(a: jnp.ndarray, b: jnp.ndarray, n: jnp.ndarray) -> tuple[jnp.nda
     return jax.lax.fori_loop(0, 31, body, (jnp.int32(0), jnp.int32(0)))
 
 
-def _target(loads, S, n, U):
+def _target(loads, S, n, U, G):
     """T = (sum loads + U * S / n) / G as (tq, tf, D): T = tq + tf / D, 0 <= tf < D = G n."""
-    G = loads.shape[0]
     qS, rS = S // n, S % n
     a1, b1 = _mul_divmod(U, rS, n)              # U * rS = a1 n + b1
     M = jnp.sum(loads) + U * qS + a1            # G T = M + b1 / n
@@ -100,13 +99,17 @@ def _best_start(rem, n, c, xq, tf, D):
 
 
 def window_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
-                valid: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+                valid: jnp.ndarray, num_workers: jnp.ndarray | None = None) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Window-fill assignment for the BF-IO step (module docstring).
 
     loads int32[G] current loads (tokens); free int32[G] free slots (>= 0); sizes int32[R]
     request prompt lengths (tokens, >= 1); valid bool[R] which pool entries wait. Returns
     (worker, rank) int32[R]: worker -1 = not admitted (rank 0); rank = 0-based index of the
-    request among its worker's new requests, in ascending size order.
+    request among its worker's new requests, in ascending size order. num_workers: None, or
+    the traced number of workers of a run padded into G (the first num_workers are its own,
+    the others have load 0 and no free slot): the target level divides by it (exact integer
+    arithmetic, so the same T as the unpadded run), and the padded workers, taking no request,
+    sort after every worker that does.
     """
     G, R = loads.shape[0], sizes.shape[0]
     pos = jnp.arange(R, dtype=jnp.int32)
@@ -119,7 +122,7 @@ def window_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
     c = jnp.clip(U - before, 0, free)                  # trimmed in worker order
     n1 = jnp.maximum(n, 1)
     S = jnp.sum(asc)
-    tq, tf, D = _target(loads, S, n1, U)
+    tq, tf, D = _target(loads, S, n1, U, G if num_workers is None else num_workers)
     X_int = tq - loads                                 # X_g = X_int + tf / D
     key = _order_key(X_int, tf, D, c, S // n1, S % n1, n1)
     order = jnp.argsort(-key, stable=True).astype(jnp.int32)

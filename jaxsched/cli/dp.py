@@ -181,6 +181,12 @@ def cmd_check(a: argparse.Namespace) -> int:
         if name not in BFIO_KERNELS:
             raise ConfigError(f"{flag} must be one of {', '.join(BFIO_KERNELS)}, got {name!r}")
     seeds = require_int(a.seeds, "--seeds", lo=2, hi=4096)
+    from ..buckets import check_max_waste
+    try:
+        waste = None if a.no_buckets else check_max_waste(a.bucket_waste)
+    except ConfigError:
+        raise ConfigError(f"--bucket-waste must be a number in [1, 1e6] (the most work a padded "
+                          f"run may do relative to its own), got {a.bucket_waste!r}") from None
     measured = None if a.measured is None else require_int(a.measured, "--measured", lo=1, hi=100_000)
     out = check_dir(a.out, "--out")
     conf = write_resolved(a, config_path(out, folder=True))
@@ -189,7 +195,8 @@ def cmd_check(a: argparse.Namespace) -> int:
           file=sys.stderr)
     from ..dp.theorems import check_theorems
     ok, checks, report = check_theorems(out, quick=a.quick, kernel=a.kernel, t1_kernel=a.t1_kernel,
-                                        seeds=seeds, measured=measured, progress=not a.quiet)
+                                        seeds=seeds, measured=measured, progress=not a.quiet,
+                                        bucket_waste=waste)
     for c in checks:
         print(f"{c.status:4s}  {c.name}: {c.detail}")
     print(f"\nreport: {report}\noptions: {conf}")
@@ -260,5 +267,10 @@ def add_parsers(sub) -> None:
                    help="seeds per point (default: theorems 4, stability 8, quick 4)")
     c.add_argument("--measured", type=int, default=None,
                    help="measured rounds (Theorem 1) or slot lifetimes 1/p (default 48; quick 20)")
+    c.add_argument("--bucket-waste", type=float, default=2.0,
+                   help="theorems: small runs of different sizes share one compiled program when "
+                        "padding makes none do more than this many times its own work (>= 1)")
+    c.add_argument("--no-buckets", action="store_true",
+                   help="theorems: compile each run on its own (same rows, slower)")
     c.add_argument("--quiet", action="store_true", help="no progress output")
     c.set_defaults(func=cmd_check)

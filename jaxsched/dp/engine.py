@@ -456,6 +456,11 @@ def done(config: DPConfig, state: DPState) -> jnp.ndarray:
     return ended | (~active & (state.pool.count == 0))
 
 
+# BF-IO H = 0 kernels that run padded into a size bucket: valley fill (padded workers are never
+# free), round LPT and window fill (they take the run's number of workers as a traced value).
+PADDED_KERNELS = ("vf", "round_lpt", "window")
+
+
 class DPEngine(Engine):
     """Data-parallel decode workers behind a barrier (the BF-IO paper); see the module docstring."""
     name = "dp"
@@ -475,9 +480,10 @@ class DPEngine(Engine):
         return config.num_steps
 
     def can_pad(self, config: DPConfig) -> bool:
-        # The H = 0 kernels other than valley fill (local search, multi-start, rounding) read
-        # the number of workers from their shapes; they run unpadded.
-        return "bfio" not in config.policies or config.horizon > 0 or config.bfio_kernel == "vf"
+        # The local-search and multi-start H = 0 kernels read the number of workers from their
+        # shapes; they run unpadded. Valley fill, round LPT and window fill take the run's G.
+        return ("bfio" not in config.policies or config.horizon > 0
+                or config.bfio_kernel in PADDED_KERNELS)
 
     def pad_group(self, config: DPConfig) -> tuple[bool, ...]:
         # A size of 1 is never padded: XLA simplifies an axis of one element (the utilization
@@ -491,7 +497,7 @@ class DPEngine(Engine):
         from ..buckets import check_capacity
         if not self.can_pad(config):
             raise ConfigError(f"bfio_kernel {config.bfio_kernel!r} does not run padded into a "
-                              "size bucket (only 'vf' and the lookahead do)")
+                              f"size bucket (only {PADDED_KERNELS} and the lookahead do)")
         require(params.sizes is None, "params", "params of an unpadded run (sizes None)",
                 "params already padded")
         cap = check_capacity(self, config, capacity)

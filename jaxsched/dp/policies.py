@@ -121,8 +121,12 @@ def round_robin(obs: Observation, config):
 def bfio(obs: Observation, config):
     """BF-IO: the H = 0 kernel `config.bfio_kernel`, or lookahead valley fill over H + 1 steps."""
     if config.horizon == 0 and config.bfio_kernel != "vf":
-        worker, rank, _ = BFIO_VARIANTS[config.bfio_kernel](obs.loads, obs.free, obs.pool_size_tokens,
-                                                            obs.pool_valid)
+        kernel = BFIO_VARIANTS[config.bfio_kernel]
+        if isinstance(obs.num_workers, int):
+            worker, rank, _ = kernel(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid)
+        else:                                           # a padded run (`PADDED_KERNELS`)
+            worker, rank, _ = kernel(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid,
+                                     num_workers=obs.num_workers)
     elif config.horizon == 0:
         fill = valley_fill if packable(config.workload.max_prompt, config.pool_size) else valley_fill_unpacked
         worker, rank = fill(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid)

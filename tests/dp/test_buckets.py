@@ -89,6 +89,18 @@ def test_padded_lookahead_equals_unpadded(predictor):
                noise_lo=0.2, noise_hi=0.4, fp_rate=0.1, fn_rate=0.2)
 
 
+@pytest.mark.parametrize("theorem, kernel", [(2, "window"), (3, "window"), (1, "round_lpt")])
+def test_padded_theorem_kernels_equal_unpadded(theorem, kernel):
+    # The H = 0 kernels of `check theorems` (window fill, round LPT) in the theory semantics,
+    # as its grid builds them: two points of one family padded into one bucket.
+    from jaxsched.dp.theorems.grid import Point
+    pts = [Point(theorem, G, B, 20, None if theorem == 1 else 0.1,
+                 drift=(1, 4) if theorem == 3 else (1, 1)) for G, B in [(3, 6), (5, 4)]]
+    configs = [pt.config("bfio", kernel, 3) for pt in pts]
+    cap = {f: max(getattr(c, f) for c in configs) + 1 for f in SIZES}
+    _same_runs(configs, cap)
+
+
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(POLICIES), st.sampled_from(["paper", "theory"]),
        st.tuples(*[st.integers(2, 9)] * 3), st.tuples(*[st.integers(0, 7)] * 3))

@@ -176,6 +176,50 @@ def test_quick_grid_checks(tmp_path):
     assert ok2 and (tmp_path / "results.csv").read_text() == before
 
 
+def test_grid_buckets_equal_single_runs(tmp_path):
+    """The grid's size buckets: Theorem 2's quick points padded into one program per policy give
+    the rows of one program per run, bitwise in every statistic; large runs are never padded."""
+    import csv
+
+    import jax
+
+    from jaxsched.dp.theorems import COMPILE_S, plan_grid, run_cost_s, run_grid, theorem_grid
+    names: list[str] = []
+    listen = lambda event, duration, **kw: names.append(str(kw.get("fun_name", ""))) \
+        if event == "/jax/core/compile/backend_compile_duration" else None
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    pts = [pt for pt in theorem_grid(quick=True) if pt.theorem in (1, 2)]
+    run = lambda out, waste: run_grid(pts, tmp_path / out, kernel="window", t1_kernel="round_lpt",
+                                      measured=4, seeds=[0, 1, 2], progress=False,
+                                      bucket_waste=waste)
+    n0 = len(names)
+    alone = run("alone.csv", None)
+    n1 = len(names)
+    padded = run("padded.csv", 8.0)
+    blocks = lambda a, b: sum("run_block" in n for n in names[a:b])
+    # Six runs: T1 (8, 64) and T2 (8, 16), (8, 64), each FCFS and BF-IO, one program each;
+    # bucketed, T2's pairs share one program per policy (T1's runs reuse their programs).
+    assert blocks(n0, n1) == 6 and blocks(n1, len(names)) == 2
+    key = lambda r: (r["theorem"], r["G"], r["B"], r["policy"])
+    a, b = {key(r): r for r in alone}, {key(r): r for r in padded}
+    assert a.keys() == b.keys() and len(a) == 6
+    for k, r in a.items():
+        for col in ("imb_mean", "imb_std", "imb_ci95", "gap_mean", "gap_std", "gap_ci95",
+                    "full_at_end", "round_gap_max", "pool_size", "num_steps"):
+            assert r[col] == b[k][col], (k, col)
+    with (tmp_path / "padded.csv").open() as f:
+        assert len(list(csv.DictReader(f))) == 6
+    # A run that simulates for longer than a compilation keeps its own program; the short ones
+    # share buckets, each bucket's runs still costing less than a compilation.
+    jobs = [(pt, pol, "window") for pt in theorem_grid() if pt.theorem == 2 and pt.p == 0.1
+            for pol in ("fcfs", "bfio")]
+    plan = plan_grid(jobs, 48, 32)
+    costly = [b for b in plan if run_cost_s(b.config, 32) > COMPILE_S]
+    assert costly and all(len(b.members) == 1 and not b.padded for b in costly)
+    assert any(b.padded for b in plan) and len(plan) < len(jobs)
+    assert sorted(i for b in plan for i in b.members) == list(range(len(jobs)))
+
+
 def test_cli_check_rejects_bad_arguments(capsys):
     from jaxsched.cli import main
     assert main(["check", "nothing"]) == 2
@@ -187,3 +231,5 @@ def test_cli_check_rejects_bad_arguments(capsys):
         err = capsys.readouterr().err
         assert f"argument {flag}: invalid choice" in err and len(err.strip().splitlines()) == 1
     assert main(["check", "theorems", "--seeds", "1"]) == 2
+    assert main(["check", "theorems", "--bucket-waste", "0.5"]) == 2
+    assert "--bucket-waste must be a number in [1, 1e6]" in capsys.readouterr().err

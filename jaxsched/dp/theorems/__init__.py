@@ -13,13 +13,14 @@ import os
 import time
 from pathlib import Path
 
+from ...buckets import DEFAULT_MAX_WASTE, check_max_waste
 from ...errors import require, require_bool, require_choice, require_int
 from ...stats import ols
 from .checks import (FCFS_MIN_B, FCFS_TOLERANCE, Check, admission_margin, all_checks, bfio_check,
                      fcfs_check, growth_report, overload_check, ratio_rows, rounds_check,
                      throughput)
-from .grid import (MAX_POOL, MAX_WINDOW_WORK, POOL_SIGMAS, Point, run_grid, run_point,
-                   theorem_grid)
+from .grid import (COMPILE_S, MAX_POOL, MAX_WINDOW_WORK, POOL_SIGMAS, Point, plan_grid, run_cost_s,
+                   run_grid, run_point, theorem_grid)
 # Re-exported: the simulator and its parameters as the grid runs them (tests run points through
 # them; `grid` holds the only import of the runner), and the least squares the fits use (`ols`).
 from .grid import make_params, simulate
@@ -34,12 +35,14 @@ DEFAULT_T1_KERNEL = "round_lpt"  # Theorem 1: deal a round's prompts descending,
 
 def check_theorems(out_dir: str | Path, *, quick: bool = False, kernel: str = DEFAULT_KERNEL,
                    t1_kernel: str = DEFAULT_T1_KERNEL, seeds: int = 4, measured: int | None = None,
-                   progress: bool = True,
-                   plots: bool = True) -> tuple[bool, list[Check], Path]:
+                   progress: bool = True, plots: bool = True,
+                   bucket_waste: float | None = DEFAULT_MAX_WASTE) -> tuple[bool, list[Check], Path]:
     """Run the grid (resuming `out_dir/results.csv`), write report.md and the plots.
 
     measured: measured rounds (Theorem 1) or slot lifetimes 1/p (Theorems 2/3) per run; default
-    48 (quick: 20). Returns (all checks passed, checks, report path).
+    48 (quick: 20). bucket_waste: size buckets of the small runs (`grid.plan_grid`; None: every
+    run its own program; the rows are bitwise the same). Returns (all checks passed, checks,
+    report path).
     """
     # Every argument is checked before the folder is made and anything compiles (a bad count
     # would otherwise surface as a DPConfig field the caller never set).
@@ -55,13 +58,16 @@ def check_theorems(out_dir: str | Path, *, quick: bool = False, kernel: str = DE
     seeds = require_int(seeds, "seeds", lo=2, hi=4096)
     if measured is not None:
         require_int(measured, "measured", lo=1, hi=100_000)
+    if bucket_waste is not None:
+        check_max_waste(bucket_waste)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     measured = (20 if quick else 48) if measured is None else measured
     t0 = time.perf_counter()
     points = theorem_grid(quick)
     rows = run_grid(points, out_dir / "results.csv", kernel=kernel, t1_kernel=t1_kernel,
-                    measured=measured, seeds=range(seeds), progress=progress)
+                    measured=measured, seeds=range(seeds), progress=progress,
+                    bucket_waste=bucket_waste)
     checks, tables = all_checks(rows)
     pngs = make_plots(rows, out_dir) if plots else []
     settings = (f"{'quick' if quick else 'full'} grid, {len(points)} points, {len(rows)} runs, "
@@ -79,7 +85,7 @@ __all__ = [
     "expected_max_normal", "uniform_prompt_var", "drift_moments", "snapshot_var", "snapshot_sigma",
     "fcfs_prediction", "ratio_slopes",
     # grid
-    "Point", "theorem_grid", "run_point", "run_grid", "MAX_WINDOW_WORK", "POOL_SIGMAS", "MAX_POOL",
+    "Point", "theorem_grid", "run_point", "run_grid", "plan_grid", "COMPILE_S", "run_cost_s", "MAX_WINDOW_WORK", "POOL_SIGMAS", "MAX_POOL",
     # checks
     "Check", "fcfs_check", "admission_margin", "bfio_check", "rounds_check", "overload_check",
     "ratio_rows", "growth_report", "all_checks", "throughput", "FCFS_TOLERANCE", "FCFS_MIN_B",

@@ -28,9 +28,10 @@ import numpy as np
 
 from ..config import DPConfig, make_params
 from ..engine import ENGINE
-from ...progress import Progress
+from ...buckets import DEFAULT_MAX_WASTE, Bucket, check_max_waste, plan_buckets
+from ...progress import Progress, Share
 from ...results import ResultsFile, read_rows, run_key
-from ...run import seeds_for_budget, simulate
+from ...run import seeds_for_budget, simulate, simulate_points
 from ...stats import mean_ci
 from ...workload import Constant, Geometric, Independent, UniformInt
 from .predictions import fcfs_prediction, snapshot_sigma
@@ -41,8 +42,19 @@ MAX_POOL = 65536             # DPConfig's cap on pool_size
 # BF-IO: above it (G B = 256 x 256, 128 x 1024 and 256 x 1024) one run costs minutes, beyond
 # the sweep's budget (measured costs: docs/theorems.md).
 MAX_WINDOW_WORK = 2**20
-# ETA weight of one run's compilation, in slot-steps: about as much as a small run.
-COMPILE_WORK = 2_000_000
+# The cost model of `plan_grid`, in CPU seconds on the 2-core machine (docs/theorems.md):
+# compiling one program, and per seed-step FCFS's slot pass (per slot, G B) and BF-IO's
+# admission (per worker and pool entry, G R: window fill; round LPT costs less).
+COMPILE_S = 3.5
+SLOT_STEP_S = 15e-9
+BFIO_STEP_S = 20e-9
+
+
+def run_cost_s(config: DPConfig, num_seeds: int) -> float:
+    """Estimated CPU seconds of simulating `config` over `num_seeds` seeds (no compilation)."""
+    G, B, R = config.num_workers, config.slots_per_worker, config.pool_size
+    per_step = SLOT_STEP_S * G * B + (BFIO_STEP_S * G * R if config.policy == "bfio" else 0.0)
+    return num_seeds * config.num_steps * per_step
 
 
 @dataclass(frozen=True)
@@ -162,26 +174,19 @@ def theorem_grid(quick: bool = False) -> list[Point]:
     return pts
 
 
-def _round_gap_max(res) -> float:
-    """Largest post-admission max - min over every round's admission step and seed (tokens)."""
-    loads = np.asarray(res.trajectories["post_admission_loads"], np.int64)      # [S, K, G]
-    rounds = np.asarray(res.trajectories["num_admitted"]) > 0                   # [S, K]
+def _round_gap_max(res, G: int) -> float:
+    """Largest post-admission max - min over every round's admission step and seed (tokens),
+    over the run's own G workers (a run padded into a bucket records the bucket's)."""
+    loads = np.asarray(res.trajectories["post_admission_loads"], np.int64)[..., :G]  # [S, K, G]
+    rounds = np.asarray(res.trajectories["num_admitted"]) > 0                       # [S, K]
     gaps = loads.max(-1) - loads.min(-1)
     return float(gaps[rounds].max()) if rounds.any() else math.nan
 
 
-def run_point(pt: Point, policy: str, kernel: str, measured: int, seeds: Sequence[int], *,
-              memory_budget_mb: float = 1024.0) -> dict:
-    """Run one (point, policy) over the seeds; returns its results row (one CSV row).
-
-    Tokens for loads, gaps and bounds; `*_mean`, `*_std`, `*_ci95` are over the seeds.
-    """
-    cfg = pt.config(policy, kernel, measured)
-    record = pt.records(policy)
-    chunk = min(len(seeds), seeds_for_budget(ENGINE, cfg, memory_budget_mb, record))
-    cpu0 = time.process_time()
-    res = simulate(cfg, make_params(cfg), seeds, seed_chunk=chunk, record=record)
-    cpu_s = time.process_time() - cpu0
+def point_row(pt: Point, policy: str, kernel: str, cfg: DPConfig, res, seeds: Sequence[int],
+              cpu_s: float) -> dict:
+    """The results row (one CSV row) of one (point, policy) run over the seeds: tokens for
+    loads, gaps and bounds; `*_mean`, `*_std`, `*_ci95` are over the seeds."""
     m = res.metrics
     row = dict(theorem=pt.theorem, group=pt.group, G=pt.G, B=pt.B, s_max=pt.s_max,
                p="" if pt.p is None else pt.p, out_len=pt.out_len if pt.p is None else "",
@@ -195,41 +200,122 @@ def run_point(pt: Point, policy: str, kernel: str, measured: int, seeds: Sequenc
         row.update({f"{short}_mean": mean, f"{short}_std": std, f"{short}_ci95": half})
     # Overload sanity: at the end every slot is occupied (admitted - finished = G B).
     row["full_at_end"] = bool(np.all(m["num_admitted"] - m["num_finished"] == pt.G * pt.B))
-    row["round_gap_max"] = _round_gap_max(res) if record else ""
+    row["round_gap_max"] = _round_gap_max(res, pt.G) if pt.records(policy) else ""
     row["wall_s"] = res.wall_s
     row["cpu_s"] = cpu_s        # process CPU time (compile + run): robust to a shared machine
     row["seed_steps"] = len(seeds) * cfg.num_steps
     return row
 
 
+def run_point(pt: Point, policy: str, kernel: str, measured: int, seeds: Sequence[int], *,
+              memory_budget_mb: float = 1024.0) -> dict:
+    """Run one (point, policy) over the seeds, unpadded; returns its results row."""
+    cfg = pt.config(policy, kernel, measured)
+    record = pt.records(policy)
+    chunk = min(len(seeds), seeds_for_budget(ENGINE, cfg, memory_budget_mb, record))
+    cpu0 = time.process_time()
+    res = simulate(cfg, make_params(cfg), seeds, seed_chunk=chunk, record=record)
+    return point_row(pt, policy, kernel, cfg, res, seeds, time.process_time() - cpu0)
+
+
 def _eta_weight(pt: Point, measured: int) -> float:
-    """ETA weight of one run, in millions of slot-steps: G B num_steps plus its compilation
-    (the runs' costs differ by orders of magnitude, so counting runs would mislead)."""
-    return (pt.G * pt.B * pt.steps(measured)[0] + COMPILE_WORK) / 1e6
+    """ETA weight of one run, in millions of slot-steps (G B num_steps): the runs' costs differ
+    by orders of magnitude, so counting runs would mislead. Compilation is its own phase on the
+    bar and counts in no weight."""
+    return pt.G * pt.B * pt.steps(measured)[0] / 1e6
+
+
+def plan_grid(jobs: Sequence[tuple[Point, str, str]], measured: int, num_seeds: int, *,
+              max_waste: float | None = DEFAULT_MAX_WASTE,
+              compile_s: float = COMPILE_S) -> list[Bucket]:
+    """Size buckets of the (point, policy, kernel) jobs (`jaxsched.buckets.plan_buckets`), each
+    one compiled program, in the order of their first job. Only runs that simulate in less
+    time than a compilation (`run_cost_s` <= compile_s) are padded: padding a longer run would
+    cost more than the compilation it saves. Such a run joins a bucket when the padded run does
+    at most `max_waste` times its own work, or still costs at most `compile_s` whatever the
+    waste. max_waste None: every job alone."""
+    configs = [pt.config(pol, kern, measured) for pt, pol, kern in jobs]
+    cheap = lambda c: run_cost_s(c, num_seeds) <= compile_s
+    small = [i for i, c in enumerate(configs) if cheap(c)]
+    plan = [Bucket(c, [i], False) for i, c in enumerate(configs) if not cheap(c)]
+    for b in plan_buckets(ENGINE, [configs[i] for i in small], max_waste, cheap=cheap):
+        plan.append(dataclasses.replace(b, members=[small[i] for i in b.members]))
+    plan.sort(key=lambda b: b.members[0])
+    return plan
+
+
+def _run_bucket(bucket: Bucket, jobs: Sequence[tuple[Point, str, str]],
+                configs: Sequence[DPConfig], seeds: Sequence[int], bar: Progress, start: float,
+                weights: Sequence[float], detail: str,
+                memory_budget_mb: float = 1024.0) -> list[dict]:
+    """Rows of a bucket's jobs: one `simulate_points` call (one program, points x seeds
+    vmapped), or one unpadded `simulate` for a bucket of one. configs: every job's own config.
+    weights: the bucket's jobs' ETA weights (slot-steps); wall and CPU time are split among the
+    jobs in proportion to them."""
+    members = [jobs[i] for i in bucket.members]
+    record = members[0][0].records(members[0][1])
+    cpu0 = time.process_time()
+    share = Share(bar, start, sum(weights), detail)
+    if len(members) == 1:
+        pt, pol, kern = members[0]
+        cfg = bucket.config
+        chunk = min(len(seeds), seeds_for_budget(ENGINE, cfg, memory_budget_mb, record))
+        res = [simulate(cfg, make_params(cfg), seeds, seed_chunk=chunk, record=record,
+                        progress=share)]
+        cfgs = [cfg]
+    else:
+        cap = {f: getattr(bucket.config, f) for f in ENGINE.size_fields}
+        cfgs = [configs[i] for i in bucket.members]
+        params = [ENGINE.pad(c, make_params(c), cap)[1] for c in cfgs]
+        chunk = seeds_for_budget(ENGINE, bucket.config, memory_budget_mb, record)
+        res = simulate_points(bucket.config, params, seeds, record=record, progress=share,
+                              seed_chunk=min(len(seeds) * len(params), chunk))
+    cpu_s = time.process_time() - cpu0
+    total = sum(weights)
+    rows = []
+    for (pt, pol, kern), cfg, r, w in zip(members, cfgs, res, weights):
+        frac = w / total if total > 0 else 1 / len(members)
+        r = dataclasses.replace(r, wall_s=r.wall_s * frac) if len(members) > 1 else r
+        rows.append(point_row(pt, pol, kern, cfg, r, seeds, cpu_s * frac))
+    return rows
 
 
 def run_grid(points: Sequence[Point], out_csv: Path, *, kernel: str, t1_kernel: str,
-             measured: int = 30, seeds: Sequence[int] = range(4),
-             progress: bool = True) -> list[dict]:
+             measured: int = 30, seeds: Sequence[int] = range(4), progress: bool = True,
+             bucket_waste: float | None = DEFAULT_MAX_WASTE) -> list[dict]:
     """Run every (point, policy) not yet in `out_csv`, appending rows atomically; returns all rows
     of this grid and these settings.
 
     kernel: BF-IO kernel of Theorems 2 and 3; t1_kernel: that of Theorem 1 (docs/theorems.md).
+    bucket_waste: the size buckets' most work per run relative to its own (`plan_grid`); None
+    runs every (point, policy) in its own program. Rows are bitwise the same either way.
     """
     seeds = [int(s) for s in seeds]
+    if bucket_waste is not None:
+        bucket_waste = check_max_waste(bucket_waste)
     kern = lambda pt: t1_kernel if pt.theorem == 1 else kernel
     jobs = [(pt, pol) for pt in points for pol in (("fcfs", "bfio") if pt.bfio else ("fcfs",))]
     # Keying a job builds its configuration, so every one is validated before anything compiles.
     keys = [pt.key(pol, kern(pt), measured, seeds) for pt, pol in jobs]
     results = ResultsFile(out_csv, "key")
-    todo = [(pt, pol, key) for (pt, pol), key in zip(jobs, keys) if key not in results.done]
+    todo = [(pt, pol, kern(pt)) for (pt, pol), key in zip(jobs, keys) if key not in results.done]
+    todo_keys = [key for key in keys if key not in results.done]
+    configs = [pt.config(pol, k, measured) for pt, pol, k in todo]
     weights = [_eta_weight(pt, measured) for pt, _, _ in todo]
+    plan = plan_grid(todo, measured, len(seeds), max_waste=bucket_waste)
     bar = Progress("theorems, M slot-steps", sum(weights), enabled=progress)
-    for n, ((pt, pol, key), weight) in enumerate(zip(todo, weights), 1):
-        row = {"key": key, **run_point(pt, pol, kern(pt), measured, seeds)}
-        results.append(row)
-        bar.advance(weight, f"{len(jobs) - len(todo) + n}/{len(jobs)} runs, last {pt.group} "
-                            f"G={pt.G} B={pt.B} {pol} {row['wall_s']:.1f} s")
+    done, ran = 0.0, len(jobs) - len(todo)
+    for bucket in plan:
+        pt0, pol0, _ = todo[bucket.members[0]]
+        w = [weights[i] for i in bucket.members]
+        detail = (f"{ran}/{len(jobs)} runs, now {pt0.group} {pol0}, {len(w)} point(s) up to "
+                  f"G={bucket.config.num_workers} B={bucket.config.slots_per_worker}")
+        rows = _run_bucket(bucket, todo, configs, seeds, bar, done, w, detail)
+        for i, row in zip(bucket.members, rows):
+            results.append({"key": todo_keys[i], **row})
+        done += sum(w)
+        ran += len(w)
+        bar.update(done, f"{ran}/{len(jobs)} runs")
     bar.close()
     keys = set(keys)
     return [r for r in read_rows(out_csv) if r["key"] in keys]
