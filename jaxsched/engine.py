@@ -154,6 +154,13 @@ class Engine(abc.ABC):
         size of 1) keeps such configs apart."""
         return None
 
+    def size_free(self, config: Any) -> Any:
+        """`config` as compared with other configs of a bucket (`jaxsched.buckets`), whose size
+        fields are left out of the comparison by name (default: `config` itself). An engine
+        whose other fields embed a size (offline: the workload's batch of n requests) returns
+        the config at one canonical size, so that those fields agree across sizes."""
+        return config
+
     def pad(self, config: Any, params: Any, capacity: Mapping[str, int]) -> tuple[Any, Any]:
         """(bucket config, params) that run `config` with `params` inside the shapes
         `capacity` ({size field: value >= config's}, the fields missing keep the config's
