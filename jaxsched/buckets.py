@@ -144,3 +144,49 @@ def plan_buckets(engine: Engine, configs: Sequence[Any],
             buckets.append(Bucket(cfg, members, padded, policies if len(policies) > 1 else ()))
     buckets.sort(key=lambda b: b.members[0])
     return buckets
+
+
+def simulate_buckets(runs: Sequence[tuple[Any, Any]], seeds: Sequence[int] = (0,), *,
+                     max_waste: float | None = DEFAULT_MAX_WASTE, record: bool = False,
+                     block_steps: int | None = None, seed_chunk: int | None = None,
+                     progress: bool = False, label: str = "runs") -> list:
+    """`jaxsched.run.simulate` of every (config, params) in `runs` over the same seeds, the runs
+    grouped into size buckets (`plan_buckets`): one compiled program per bucket, its runs x
+    seeds vmapped together (`simulate_points`). Returns one `Results` per run, in order, each
+    bitwise the run's own `simulate` (its config, metrics, and trajectories trimmed to its own
+    shapes by `Engine.trim`); wall_s and compile_s are the bucket's, split evenly among its
+    runs. max_waste None: no padding (runs of equal configs still share a program).
+    seed_chunk counts (run, seed) pairs. progress: one bar over the runs."""
+    from .engine import engine_of
+    from .progress import Progress, Share
+    from .run import simulate_points
+    if not isinstance(runs, (list, tuple)) or not runs or not all(
+            isinstance(r, tuple) and len(r) == 2 for r in runs):
+        raise ConfigError(f"runs must be a non-empty list of (config, params) pairs, got {runs!r}")
+    engine = engine_of(runs[0][0])
+    for i, (c, _) in enumerate(runs):
+        if not isinstance(c, engine.Config):
+            raise ConfigError(f"runs[{i}] must hold a {engine.Config.__name__} like runs[0], got "
+                              f"{type(c).__name__}")
+    plan = plan_buckets(engine, [c for c, _ in runs], max_waste)
+    bar = Progress(label, len(runs), enabled=progress)
+    out: list = [None] * len(runs)
+    done = 0
+    for b, bucket in enumerate(plan, 1):
+        cap = {f: getattr(bucket.config, f) for f in engine.size_fields}
+        params = [engine.pad(runs[i][0], runs[i][1], cap)[1] if bucket.padded else runs[i][1]
+                  for i in bucket.members]
+        share = Share(bar, done, len(params), f"bucket {b}/{len(plan)} ({len(params)} runs)")
+        res = simulate_points(bucket.config, params, seeds, engine=engine, record=record,
+                              block_steps=block_steps, progress=share, warn=False,
+                              seed_chunk=seed_chunk)
+        for i, r in zip(bucket.members, res):
+            own = runs[i][0]
+            traj = None if r.trajectories is None else engine.trim(own, r.trajectories)
+            out[i] = dataclasses.replace(r, config=own, trajectories=traj,
+                                         wall_s=r.wall_s / len(res),
+                                         compile_s=r.compile_s / len(res))
+        done += len(params)
+        bar.update(done)
+    bar.close()
+    return out

@@ -169,6 +169,11 @@ class Engine(abc.ABC):
         into the same capacity shares one bucket config, so one compiled program."""
         raise ConfigError(f"engine {self.name!r} does not run configs padded into size buckets")
 
+    def trim(self, config: Any, trajectories: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Trajectories of `config` recorded by a run padded into a larger bucket config, cut
+        to the shapes the unpadded run records (default: unchanged)."""
+        return dict(trajectories)
+
     def describe(self, config: Any) -> dict[str, Any]:
         """The configuration's columns in result rows (plain values)."""
         return {"policy": config.policy}

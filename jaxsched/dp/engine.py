@@ -512,6 +512,11 @@ class DPEngine(Engine):
         sizes = DPSizes(*(jnp.int32(getattr(config, f)) for f in self.size_fields))
         return bucket, replace(params, sizes=sizes)
 
+    def trim(self, config: DPConfig, trajectories) -> dict:
+        # Per-worker rows [S, K, G] keep the run's own workers (the padded ones record zeros).
+        return {k: v[..., :config.num_workers] if v.ndim == 3 else v
+                for k, v in trajectories.items()}
+
     def working_set_bytes(self, config: DPConfig) -> int:
         # Every step reads the three slot fields (12 bytes per slot: the slot pass and the TPOT
         # weight) and about 32 bytes per pool entry; admission writes only the admitted slots.

@@ -12,6 +12,7 @@ from ..errors import ConfigError
 from ..progress import Progress
 from ..results import markdown_table, mean_ci_column, metric_value
 from ..workload import Trace, read_trace
+from ..buckets import simulate_buckets
 from ..run import simulate
 from .config import DPConfig, make_params
 from .policies import POLICIES
@@ -132,26 +133,40 @@ FIG4_HORIZONS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 FIG4_STEPS = 8000
 
 
+def _fig4_config(H: int, steps: int, decay: float, predictor: str = "oracle",
+                 num_requests: int = 8000) -> DPConfig:
+    """BF-IO(H) on the Fig. 4 workload (G = 16, B = 72, a pool of 64)."""
+    from ..workload import BivariateNormal, Finite
+    return DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, policy="bfio", horizon=H,
+                    num_steps=steps, workload=Finite(BivariateNormal(), num_requests),
+                    lookahead_decay=decay, predictor=predictor)
+
+
+# The Fig. 4 step time: (B * 0.6 ms + 35 ms) / 8, the paper's batch-time model scaled per step.
+FIG4_STEP_CONST_S = (72 * 0.6e-3 + 35e-3) / 8
+
+
+def _fig4_runs(runs: list[tuple[DPConfig, dict]], seeds, progress: bool, label: str) -> list:
+    """Imbalance (tokens, float64[S]) of each (config, make_params keywords) run: the runs in
+    size buckets (the horizon H is a size: one program per bucket of horizons)."""
+    pairs = [(cfg, make_params(cfg, step_const_s=FIG4_STEP_CONST_S, **kw)) for cfg, kw in runs]
+    res = simulate_buckets(pairs, list(seeds), record=True, block_steps=2000, progress=progress,
+                           label=label)
+    return [_hist_imbalance(r) for r in res]
+
+
 def fig4_sweep(horizons=FIG4_HORIZONS, seeds=range(8), *, decay: float = 1.0, progress: bool = True,
                params_kw: dict | None = None, num_requests: int = 8000,
                steps: int = FIG4_STEPS) -> dict[int, np.ndarray]:
     """Average imbalance (tokens, float64[S]) of BF-IO(H) per horizon on the Fig. 4 workload.
 
     decay = 1 weighs every window row equally: the paper's program, whose objective is the
-    plain sum over the window.
+    plain sum over the window. The horizons run in size buckets (one program for H = 0, one
+    per bucket of the others; bitwise the runs one at a time).
     """
-    from ..workload import BivariateNormal, Finite
-    out = {}
-    wl = Finite(BivariateNormal(), num_requests)
-    C = (72 * 0.6e-3 + 35e-3) / 8
-    for n, H in enumerate(horizons, 1):
-        cfg = DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, policy="bfio", horizon=H,
-                       num_steps=steps, workload=wl, lookahead_decay=decay)
-        bar = Progress(f"[{n}/{len(horizons)}] H={H}", enabled=progress)
-        res = simulate(cfg, make_params(cfg, step_const_s=C, **(params_kw or {})), list(seeds),
-                       progress=bar, block_steps=2000, record=True)
-        out[H] = _hist_imbalance(res)
-    return out
+    runs = [(_fig4_config(H, steps, decay, num_requests=num_requests), dict(params_kw or {}))
+            for H in horizons]
+    return dict(zip(horizons, _fig4_runs(runs, seeds, progress, "Fig. 4, horizons")))
 
 
 def noise_sweep(horizons=(16, 64), levels=(0.0, 0.1, 0.2, 0.3, 0.5), cls_rates=(0.0, 0.1, 0.2, 0.3),
@@ -160,31 +175,21 @@ def noise_sweep(horizons=(16, 64), levels=(0.0, 0.1, 0.2, 0.3, 0.5), cls_rates=(
     """BF-IO(H) on the Fig. 4 workload under prediction errors.
 
     Multiplicative noise: o_hat = o * U[1 - d, 1 + d] for d in `levels`; classifier: false-positive
-    = false-negative rate in `cls_rates`. Returns {label: {level: imbalance float64[S]}}.
+    = false-negative rate in `cls_rates`. Returns {label: {level: imbalance float64[S]}}. The
+    levels of one (H, predictor) are params of one program.
     """
-    out: dict[str, dict[float, np.ndarray]] = {}
+    keys, runs = [], []
     for H in horizons:
-        out[f"noisy, H={H}"] = {}
-        out[f"classifier, H={H}"] = {}
         for d in levels:
-            r = _fig4_point(H, seeds, decay, "noisy", dict(noise_lo=d, noise_hi=d), progress, steps)
-            out[f"noisy, H={H}"][d] = r
+            keys.append((f"noisy, H={H}", d))
+            runs.append((_fig4_config(H, steps, decay, "noisy"), dict(noise_lo=d, noise_hi=d)))
         for e in cls_rates:
-            r = _fig4_point(H, seeds, decay, "classifier", dict(fp_rate=e, fn_rate=e), progress, steps)
-            out[f"classifier, H={H}"][e] = r
+            keys.append((f"classifier, H={H}", e))
+            runs.append((_fig4_config(H, steps, decay, "classifier"), dict(fp_rate=e, fn_rate=e)))
+    out: dict[str, dict[float, np.ndarray]] = {}
+    for (label, level), imb in zip(keys, _fig4_runs(runs, seeds, progress, "prediction noise")):
+        out.setdefault(label, {})[level] = imb
     return out
-
-
-def _fig4_point(H, seeds, decay, predictor, params_kw, progress, steps) -> np.ndarray:
-    from ..workload import BivariateNormal, Finite
-    C = (72 * 0.6e-3 + 35e-3) / 8
-    cfg = DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, policy="bfio", horizon=H,
-                   num_steps=steps, workload=Finite(BivariateNormal(), 8000),
-                   lookahead_decay=decay, predictor=predictor)
-    label = f"H={H} {predictor} {params_kw}"
-    res = simulate(cfg, make_params(cfg, step_const_s=C, **params_kw), list(seeds),
-                   progress=Progress(label, enabled=progress), block_steps=2000, record=True)
-    return _hist_imbalance(res)
 
 
 def _hist_imbalance(res) -> np.ndarray:

@@ -229,3 +229,25 @@ def test_switch_refuses_a_set_without_the_policy():
     cfg = DPConfig(policy="jsq_count", num_steps=5)
     with pytest.raises(ConfigError, match="policy_set"):
         ENGINE.switch(cfg, make_params(cfg), ("fcfs", "bfio"))
+
+
+def test_simulate_buckets_equals_simulate():
+    # Three sizes, two of them padded into one program: each Results is its own run's, with its
+    # own config and trajectories of its own shapes.
+    from jaxsched.buckets import simulate_buckets
+    configs = [DPConfig(num_workers=G, slots_per_worker=B, pool_size=8, num_steps=40)
+               for G, B in [(4, 6), (3, 6), (1, 6)]]          # G = 1 is never padded
+    n0 = len(_COMPILES)
+    res = simulate_buckets([(c, make_params(c)) for c in configs], [0, 1], record=True)
+    assert _block_compiles(n0) == 2
+    for c, r in zip(configs, res):
+        a = simulate(c, make_params(c), [0, 1], warn=False, record=True)
+        assert r.config == c
+        for k in a.metrics:
+            assert np.array_equal(a.metrics[k], r.metrics[k]), k
+        for k in a.trajectories:
+            assert np.array_equal(a.trajectories[k], r.trajectories[k]), k
+    with pytest.raises(ConfigError, match="runs"):
+        simulate_buckets([configs[0]])
+    with pytest.raises(ConfigError, match="runs\\[1\\]"):
+        simulate_buckets([(configs[0], make_params(configs[0])), ("x", None)])
