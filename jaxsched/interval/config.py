@@ -31,6 +31,8 @@ class IntervalConfig:
     workload: the n jobs of each run: `Batch(base, n)` or a sequential `Trace`, or the name of
       a request mix (`workloads.named`: "lmsys", "two_point", ...), resolved with
       `num_requests` jobs.
+    num_requests: n for a workload given by name (default 2,000); given with a Batch, it
+      resizes the Batch to n jobs. The size of a size bucket (`OfflineEngine.pad`).
     intervals: the predictor (`Shared`, `Buckets`, `Relative`, `Exact`, or the short forms
       "shared:L:U", "buckets:WIDTH:COUNT", "relative:X", "exact"; default: one shared interval
       [1, largest possible output], the uninformed predictor of Experiment 1).

@@ -30,8 +30,8 @@ from kernels import admit_check, completion_peaks_binned, lex_argmin
 from .. import rng
 from ..accumulate import WideInt
 from ..clock import DF
-from ..offline.config import OfflineParams
-from ..offline.engine import OfflineEngine, step_clock
+from ..offline.config import INT_LIMIT, OfflineParams
+from ..offline.engine import OfflineEngine, run_requests, step_clock
 from .config import IntervalConfig, make_params
 from .metrics import METRICS, finalize as _finalize
 from .policies import POLICIES, Rule
@@ -48,23 +48,31 @@ def jobs(config: IntervalConfig, seed) -> tuple[jnp.ndarray, ...]:
 
 
 def init(config: IntervalConfig, params: OfflineParams, seed) -> IntervalState:
-    """Every job of run `seed` waiting at t = 0."""
-    return start(*jobs(config, seed), seed, config.policy)
+    """Every job of run `seed` waiting at t = 0 (a padded run's own n jobs only)."""
+    return start(*jobs(config, seed), seed, config.policy, run_requests(params))
 
 
-def start(s, o, low, high, seed, policy: str) -> IntervalState:
+def start(s, o, low, high, seed, policy: str, n=None) -> IntervalState:
     """The state at t = 0 of the instance (s, o, l, u) (int32[n], tokens, validated by
-    `intervals.check_instance`) under `policy`, whose ties hash `seed`."""
+    `intervals.check_instance`) under `policy`, whose ties hash `seed`. n (int32 scalar or
+    None): the run's own jobs when the arrays are padded into a size bucket; jobs i >= n are
+    never eligible (elig beyond any step), so they never wait, run, rank or count, and every
+    tie hash of a job depends on its index only."""
     s, o, low, high = (jnp.asarray(x, jnp.int32) for x in (s, o, low, high))
     rule: Rule = POLICIES[policy].fn
     est = {"o": o, "high": high, "low": low}[rule.start]
-    n = s.shape[0]
-    none = jnp.full((n,), -1, jnp.int32)
-    zero = jnp.zeros((n,), jnp.int32)
-    zf = jnp.zeros((n,), jnp.float32)
+    size = s.shape[0]
+    none = jnp.full((size,), -1, jnp.int32)
+    zero = jnp.zeros((size,), jnp.int32)
+    zf = jnp.zeros((size,), jnp.float32)
     z = jnp.int32(0)
-    return IntervalState(s, o, low, high, est, none, none, jnp.ones((n,), jnp.int32), zero, zero,
-                         zero, DF(zf, zf), jnp.asarray(seed, jnp.uint32), z, jnp.int32(n),
+    elig, remaining = jnp.ones((size,), jnp.int32), jnp.int32(size)
+    if n is not None:
+        ids = jnp.arange(size, dtype=jnp.int32)
+        elig = jnp.where(ids < n, elig, jnp.iinfo(jnp.int32).max)
+        remaining = jnp.asarray(n, jnp.int32)
+    return IntervalState(s, o, low, high, est, none, none, elig, zero, zero,
+                         zero, DF(zf, zf), jnp.asarray(seed, jnp.uint32), z, remaining,
                          DF.zeros(), z, WideInt.zeros(), z)
 
 
@@ -145,6 +153,13 @@ def done(config: IntervalConfig, state: IntervalState) -> jnp.ndarray:
 def step(config: IntervalConfig, params: OfflineParams, state: IntervalState, record: bool):
     """One unit step t = state.t + 1 (see the module docstring); a no-op once `done`."""
     finished = done(config, state)
+    n = run_requests(params)
+    if n is not None and config.max_steps is None:
+        # A padded run is cut where its own config's default max_steps cuts it (4 n u_max + 64,
+        # at most INT_LIMIT), not at the bucket's larger one.
+        u4 = 4 * config.max_upper
+        own = jnp.where(n > (INT_LIMIT - 64) // u4, INT_LIMIT, n * u4 + 64)
+        finished = finished | (state.t >= own)
     t = state.t + 1
     M = params.capacity_tokens
     active = (state.p >= 0) & (state.c < 0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Metric
-from ..offline.metrics import batch_metrics
+from ..offline.metrics import batch_metrics, by_own_size
 
 METRICS = {
     "tel_steps": Metric("steps", "total end-to-end latency sum_i c_i (the paper's TEL)"),
@@ -31,7 +31,14 @@ METRICS = {
 
 
 def finalize(config, params, state) -> dict[str, np.ndarray]:
-    """Metrics per run (arrays with the state's batch shape) as float64."""
+    """Metrics per run (arrays with the state's batch shape) as float64. A run padded into a
+    size bucket is finalized on its own jobs (`offline.metrics.by_own_size`)."""
+    if getattr(params, "sizes", None) is not None:
+        return by_own_size(_finalize, params, state)
+    return _finalize(config, params, state)
+
+
+def _finalize(config, params, state) -> dict[str, np.ndarray]:
     ev = np.asarray(state.evictions, np.int64)
     return {**batch_metrics(params, state.c, state.finish, state.clock, state.t,
                             state.peak_memory, state.memory_sum),

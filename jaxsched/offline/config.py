@@ -13,7 +13,7 @@ The default (1, 0, 0, 0) is the papers' unit step, so times in seconds equal ste
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import equinox as eqx
@@ -45,7 +45,9 @@ class OfflineConfig:
       `Trace(prompt, output, order="sequential")` (the same instance for every seed), or the
       name of a request mix of `workloads.named` ("uniform", ..., "mix", "azure"; what a sweep's
       `--set workload=NAME` gives), resolved to its Batch with `num_requests` requests.
-    num_requests: n for a workload given by name (default: the mix's own, e.g. 100).
+    num_requests: n for a workload given by name (default: the mix's own, e.g. 100); given
+      with a Batch, it resizes the Batch to n jobs. The size of a size bucket
+      (`OfflineEngine.pad`): runs of different n share one compiled program.
     policy: the order the executor admits requests in (`POLICIES`).
     max_steps: scan steps after which a run is cut (default: the sum of the largest possible
       outputs, which bounds any makespan since each request alone fits).
@@ -107,18 +109,26 @@ class OfflineConfig:
 def resolve_batch(config, named):
     """The batch workload of an offline or interval config, set on the (frozen) config: a name
     is resolved by `named(name, num_requests)`; anything else must be a Batch or a sequential
-    Trace (a fixed number of jobs, all at t = 0), and `num_requests` then applies only if it
-    equals the batch's n (as `dataclasses.replace` passes it back)."""
-    if isinstance(config.workload, str):
+    Trace (a fixed number of jobs, all at t = 0). A given `num_requests` that differs from a
+    Batch's n resizes the Batch to it (the first num_requests jobs of the same law: what
+    `dataclasses.replace(config, num_requests=n)` asks for, e.g. in a sweep over n); a
+    sequential Trace is one fixed instance, so there it must equal the Trace's n."""
+    from ..workload import Finite
+    w = config.workload
+    if isinstance(w, str):
         try:
-            resolved = named(config.workload, config.num_requests)
+            resolved = named(w, config.num_requests)
         except FileNotFoundError as e:
             raise ConfigError(f"workload: {e}") from None
         object.__setattr__(config, "workload", resolved)
     elif config.num_requests is not None and config.num_requests != getattr(
-            config.workload, "num_requests", None):
-        raise ConfigError("num_requests applies only to a workload given by name; a Batch "
-                          "or Trace carries its own n")
+            w, "num_requests", None):
+        if not (isinstance(w, Finite) and not isinstance(w, type)):
+            raise ConfigError("num_requests must equal the workload's own n for a fixed "
+                              "instance (a sequential Trace); it resizes a Batch or names a "
+                              "request mix's n")
+        n = require_int(config.num_requests, "num_requests (n)", lo=1, hi=1 << 20)
+        object.__setattr__(config, "workload", replace(w, num_requests=n))
     w = config.workload
     require(not isinstance(w, type) and hasattr(w, "sample") and
             getattr(w, "num_requests", None) is not None, "workload",
@@ -135,13 +145,27 @@ def fixed_instance(config: OfflineConfig) -> tuple[np.ndarray, np.ndarray] | Non
     return None
 
 
+class OfflineSizes(eqx.Module):
+    """The size of one run padded into a larger config (a size bucket), as a traced int32
+    scalar: num_requests n <= config.n. Jobs i >= n exist in the arrays but are never
+    admitted, counted or ranked among the run's own (offline: they never fit, s + o > M;
+    interval: they are never eligible), and every metric sums the run's own n jobs only, so
+    the metrics are bitwise those of the unpadded run (`OfflineEngine.pad`,
+    tests/offline/test_buckets.py, tests/interval/test_buckets.py)."""
+    num_requests: jnp.ndarray
+
+
 class OfflineParams(eqx.Module):
-    """Traced parameters: KV limit M (tokens) and the step-time model's coefficients (s)."""
+    """Traced parameters: KV limit M (tokens) and the step-time model's coefficients (s).
+    sizes: the run's own size inside a size bucket (`OfflineSizes`), or None."""
     capacity_tokens: jnp.ndarray
     step_const_s: jnp.ndarray
     per_decode_s: jnp.ndarray
     per_prefill_token_s: jnp.ndarray
     per_kv_token_s: jnp.ndarray
+    # The run's own n when it runs padded inside a size bucket (`OfflineEngine.pad`); None:
+    # the config's n is the run's. Not part of a results key: the point's config is.
+    sizes: OfflineSizes | None = eqx.field(default=None, metadata={"identity": False})
 
 
 def make_params(config: OfflineConfig, *, capacity_tokens: int = PAPER_CAPACITY_TOKENS,

@@ -26,7 +26,8 @@ from .. import clock
 from ..accumulate import WideInt
 from ..clock import DF
 from ..engine import Engine
-from .config import OfflineConfig, OfflineParams, make_params
+from ..errors import ConfigError, require
+from .config import INT_LIMIT, OfflineConfig, OfflineParams, OfflineSizes, make_params
 from .metrics import METRICS, finalize as _finalize
 from .policies import POLICIES
 from .state import OfflineState
@@ -39,11 +40,38 @@ def jobs(config: OfflineConfig, seed) -> tuple[jnp.ndarray, jnp.ndarray]:
     return s.astype(jnp.int32), o.astype(jnp.int32)
 
 
+# A padded request (index >= the run's own n inside a size bucket) has s = 0 and this output:
+# s + o exceeds every KV limit (M <= INT_LIMIT / 4), so it never fits, is never put in a batch
+# or admitted, and sorts after every real length (<= 2^24 tokens); sums of lengths stay far
+# below 2^31.
+PAD_OUTPUT = INT_LIMIT
+
+
+def run_requests(params: OfflineParams) -> jnp.ndarray | None:
+    """int32 scalar: the run's own number of requests when it runs padded inside a size bucket
+    (`OfflineEngine.pad`), else None (the config's n)."""
+    return None if params.sizes is None else params.sizes.num_requests
+
+
+def pad_jobs(s: jnp.ndarray, o: jnp.ndarray, n) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """(s, o) int32[config.n] with the entries i >= n (the run's own requests, int32 scalar)
+    replaced by padding that never fits (s = 0, o = PAD_OUTPUT). Entries i < n are unchanged:
+    every length is a pure function of (seed, index), so the bucket's draw starts with the
+    run's own."""
+    pad = jnp.arange(s.shape[0], dtype=jnp.int32) >= n
+    return jnp.where(pad, 0, s), jnp.where(pad, PAD_OUTPUT, o)
+
+
 def init(config: OfflineConfig, params: OfflineParams, seed) -> OfflineState:
     """Every request of run `seed` pending at t = 0, in the policy's order."""
     seed = jnp.asarray(seed, jnp.uint32)
     s, o = jobs(config, seed)
-    return start(s, o, POLICIES[config.policy].fn(s, o, seed, params.capacity_tokens, config), params)
+    M, n = params.capacity_tokens, run_requests(params)
+    if n is None:
+        return start(s, o, POLICIES[config.policy].fn(s, o, seed, M, config), params)
+    s, o = pad_jobs(s, o, n)
+    # The padding never fits, so `start` counts only the run's own requests as servable.
+    return start(s, o, POLICIES[config.policy].fn(s, o, seed, M, config, n=n), params)
 
 
 def start(s: jnp.ndarray, o: jnp.ndarray, order: jnp.ndarray, params: OfflineParams) -> OfflineState:
@@ -150,8 +178,49 @@ class OfflineEngine(Engine):
     done = staticmethod(done)
     finalize = staticmethod(finalize)
 
+    # n, the number of requests (jobs): it fixes every per-request array. The other static
+    # fields are not sizes: max_steps is where a run is cut (a result, read by `done`, which
+    # has no params); the solver options (dp_width, epsilon, scale_b, ...) and the interval
+    # engine's `intervals` are the method itself, static in the program.
+    size_fields = ("num_requests",)
+
     def max_steps(self, config: OfflineConfig) -> int:
         return config.steps
+
+    def can_pad(self, config) -> bool:
+        # A fixed instance (a sequential Trace) cannot grow: its rows are the instance. The
+        # bucket plan reads the size from num_requests, so a Batch given with its own n pads
+        # once num_requests states it (as a sweep over num_requests does).
+        from ..workload import Finite
+        return isinstance(config.workload, Finite) and config.num_requests is not None
+
+    def size_free(self, config):
+        # The workload is a Batch of n requests: compared at one canonical n.
+        return replace(config, num_requests=1)
+
+    def pad(self, config, params: OfflineParams, capacity):
+        """(bucket config with `capacity`'s num_requests, params carrying the run's own n):
+        the bucket draws the same lengths for the run's jobs (each is a pure function of
+        (seed, index)), its other jobs never enter the run, and every metric is bitwise that
+        of the unpadded run (tests/offline/test_buckets.py, tests/interval/test_buckets.py)."""
+        from ..buckets import check_capacity
+        from ..workload import Finite
+        require(isinstance(config, self.Config), "config", f"a {self.Config.__name__}",
+                type(config).__name__)
+        require(isinstance(config.workload, Finite), "workload", "a Batch (a fixed instance, "
+                "a sequential Trace, does not run padded into a size bucket)",
+                config.workload.name)
+        require(config.num_requests is not None, "num_requests",
+                f"set (the config's n, here {config.n}) to run padded into a size bucket", None)
+        require(params.sizes is None, "params", "params of an unpadded run (sizes None)",
+                "params already padded")
+        cap = check_capacity(self, config, capacity)
+        try:
+            bucket = replace(config, **cap)
+        except ConfigError as e:
+            raise ConfigError(f"capacity num_requests {cap['num_requests']} does not make a "
+                              f"valid config: {e}") from None
+        return bucket, replace(params, sizes=OfflineSizes(jnp.int32(config.n)))
 
     def trajectory_length(self, config: OfflineConfig, metrics) -> int:
         # The longest run over the seeds: independent of the chunking and the block size.

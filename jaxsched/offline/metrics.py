@@ -7,6 +7,7 @@ unit steps). Dropped requests (s + o > M) are left out of every latency.
 """
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from ..engine import Metric
@@ -53,8 +54,54 @@ def batch_metrics(params, c, finish, clock, makespan, peak_memory, memory_sum) -
     }
 
 
+def by_own_size(finalize_fn, params, state) -> dict[str, np.ndarray]:
+    """`finalize_fn(shape, params, state)` of runs padded into a size bucket, on each run's own
+    requests: the runs are grouped by their own n (params.sizes.num_requests, a scalar or one
+    per run), and each group is finalized on the first n entries of every per-request array
+    (contiguous copies) with its own rows of the params, as `_Own(n)` for the config. A float
+    sum over a padded row would change numpy's pairwise summation tree (and so the last bit);
+    over the run's own n entries it is the unpadded run's sum. Returns {name: float64[batch]}.
+    """
+    batch = np.shape(np.asarray(state.t))
+    own = np.broadcast_to(np.asarray(params.sizes.num_requests), batch)
+    leaves_p, tree_p = jax.tree_util.tree_flatten(params)
+    leaves_s, tree_s = jax.tree_util.tree_flatten(state)
+    leaves_p = [np.asarray(a) for a in leaves_p]
+    leaves_s = [np.asarray(a) for a in leaves_s]
+    out: dict[str, np.ndarray] = {}
+    for n in np.unique(own):
+        rows = own == n
+
+        def take(a, per_request, rows=rows, n=n):
+            if a.shape[:len(batch)] != batch:        # shared by every run (a scalar param)
+                return a
+            a = a[rows]
+            return np.ascontiguousarray(a[..., :n]) if per_request else a
+
+        p = jax.tree_util.tree_unflatten(tree_p, [take(a, False) for a in leaves_p])
+        s = jax.tree_util.tree_unflatten(
+            tree_s, [take(a, a.ndim == len(batch) + 1) for a in leaves_s])
+        for k, v in finalize_fn(_Own(int(n)), p, s).items():
+            out.setdefault(k, np.zeros(batch, np.float64))[rows] = v
+    return out
+
+
+class _Own:
+    """The one Config attribute the finalizers read (n), for a run's own requests."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+
 def finalize(config, params, state) -> dict[str, np.ndarray]:
-    """Metrics per run (arrays with the state's batch shape) as float64."""
+    """Metrics per run (arrays with the state's batch shape) as float64. A run padded into a
+    size bucket is finalized on its own requests (`by_own_size`)."""
+    if getattr(params, "sizes", None) is not None:
+        return by_own_size(_finalize, params, state)
+    return _finalize(config, params, state)
+
+
+def _finalize(config, params, state) -> dict[str, np.ndarray]:
     done = (np.asarray(state.head) >= np.asarray(state.live)) & (np.asarray(state.t) >= np.asarray(state.last))
     return {**batch_metrics(params, state.c, state.finish, state.clock, state.last,
                             state.peak_memory, state.memory_sum),

@@ -1,12 +1,18 @@
 """Orders for the offline executor: which request it tries to admit next (papers 002, 003).
 
-A policy is `fn(s, o, seed, M, config) -> int32[n]`, a permutation of the request indices
-computed once per run from the lengths (s: prompt, o: output, int32[n], tokens), the KV limit M
-(traced), the run's seed (random choices hash (seed, request index), `jaxsched.rng`, so a
-plain-Python reference reproduces them) and the static `OfflineConfig`, whose solver options
+A policy is `fn(s, o, seed, M, config, n=None) -> int32[n]`, a permutation of the request
+indices computed once per run from the lengths (s: prompt, o: output, int32[n], tokens), the KV
+limit M (traced), the run's seed (random choices hash (seed, request index), `jaxsched.rng`, so
+a plain-Python reference reproduces them) and the static `OfflineConfig`, whose solver options
 (`Policy.options`) it may read. The executor
 (`jaxsched.offline.engine`) admits requests in that order, stopping at the first that does not
 fit. Ties are broken by request index (stable sorts), as notes/002.md §2.1 suggests.
+
+n (int32 scalar or None): the run's own number of requests when the arrays are padded into a
+size bucket (`OfflineEngine.pad`); entries i >= n are padding with s + o > M, which no policy
+ever puts in a batch. Orders are decided by comparisons and index ties, so the padding changes
+neither the relative order of the run's own requests nor any choice among them; only a count of
+requests (quantile greedy's sample round) needs n itself.
 """
 from __future__ import annotations
 
@@ -19,7 +25,7 @@ from ..engine import Policy
 from . import sorted_f
 
 
-def fcfs(s: jnp.ndarray, o: jnp.ndarray, seed, M, config=None) -> jnp.ndarray:
+def fcfs(s: jnp.ndarray, o: jnp.ndarray, seed, M, config=None, n=None) -> jnp.ndarray:
     """FCFS: the arrival order, which for a batch at t = 0 is a uniformly random permutation:
     requests sorted by hash3(seed, i, STREAM_ORDER) (ties, of probability ~n^2 / 2^33, by
     index)."""
@@ -27,30 +33,30 @@ def fcfs(s: jnp.ndarray, o: jnp.ndarray, seed, M, config=None) -> jnp.ndarray:
     return jnp.argsort(keys, stable=True).astype(jnp.int32)
 
 
-def mcsf(s: jnp.ndarray, o: jnp.ndarray, seed, M, config=None) -> jnp.ndarray:
+def mcsf(s: jnp.ndarray, o: jnp.ndarray, seed, M, config=None, n=None) -> jnp.ndarray:
     """MC-SF (Jaillet et al.): ascending output length o, ties by index."""
     return jnp.argsort(o, stable=True).astype(jnp.int32)
 
 
-def mcsf2(s: jnp.ndarray, o: jnp.ndarray, seed, M, config=None) -> jnp.ndarray:
+def mcsf2(s: jnp.ndarray, o: jnp.ndarray, seed, M, config=None, n=None) -> jnp.ndarray:
     """MC-SF2 (paper 002, EC.1): ascending s + o, ties by index."""
     return jnp.argsort(s + o, stable=True).astype(jnp.int32)
 
 
-def sorted_f_swap(s: jnp.ndarray, o: jnp.ndarray, seed, M, config=None) -> jnp.ndarray:
+def sorted_f_swap(s: jnp.ndarray, o: jnp.ndarray, seed, M, config=None, n=None) -> jnp.ndarray:
     """Sorted-F with the local swap search (paper 002, Algorithms 1 and 4): O(n^2) memory per
     swap round, meant for n up to about 500 as the paper recommends."""
     return sorted_f.order(s, o, M, sorted_f.local_swap)
 
 
-def sorted_f_dp(s: jnp.ndarray, o: jnp.ndarray, seed, M, config) -> jnp.ndarray:
+def sorted_f_dp(s: jnp.ndarray, o: jnp.ndarray, seed, M, config, n=None) -> jnp.ndarray:
     """Sorted-F with the exact DP (paper 002, Algorithms 1 and 2): the exact argmin of F per
     batch, ties to the larger batch; table width config.dp_width >= M. O(n^2 dp_width) work per
     batch: meant for n up to about 100."""
     return sorted_f.order(s, o, M, functools.partial(sorted_f.exact_dp, cap=config.dp_width))
 
 
-def sorted_f_scaled(s: jnp.ndarray, o: jnp.ndarray, seed, M, config) -> jnp.ndarray:
+def sorted_f_scaled(s: jnp.ndarray, o: jnp.ndarray, seed, M, config, n=None) -> jnp.ndarray:
     """Sorted-F with the scaled DP (paper 002, Algorithms 1 and 3): weights s + o rounded up to
     a unit lambda = max(1, M / W), W = floor(config.scale_b / config.epsilon) (exact; eps M / B
     when B / eps is an integer), then a feasibility re-check. Any M works; the table width is
@@ -60,7 +66,7 @@ def sorted_f_scaled(s: jnp.ndarray, o: jnp.ndarray, seed, M, config) -> jnp.ndar
                                                      B=config.scale_b))
 
 
-def sorted_f_quantile(s: jnp.ndarray, o: jnp.ndarray, seed, M, config) -> jnp.ndarray:
+def sorted_f_quantile(s: jnp.ndarray, o: jnp.ndarray, seed, M, config, n=None) -> jnp.ndarray:
     """Sorted-F with quantile greedy (paper 002, Algorithms 1 and 5): thresholds are the exact
     config.quantile-quantiles (numpy "linear") of s + o and o over a sample of max(1, floor(
     config.sample_fraction m)) of the m remaining requests, drawn by hash3(seed, round 2^16 + i,
@@ -69,7 +75,7 @@ def sorted_f_quantile(s: jnp.ndarray, o: jnp.ndarray, seed, M, config) -> jnp.nd
     ratios = sorted_f.ratio_rank(s, o)
     return sorted_f.order(s, o, M, functools.partial(
         sorted_f.quantile_greedy, seed=seed, q=config.quantile, frac=config.sample_fraction,
-        ratios=ratios))
+        ratios=ratios, n_real=n))
 
 
 POLICIES = {

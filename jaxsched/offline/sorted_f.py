@@ -376,13 +376,15 @@ def ratio_rank(s: jnp.ndarray, o: jnp.ndarray) -> jnp.ndarray:
     return jnp.zeros((n,), jnp.int32).at[perm].set(ids)
 
 
-def quantile_sample(avail: jnp.ndarray, seed, size) -> jnp.ndarray:
+def quantile_sample(avail: jnp.ndarray, seed, size, n_real=None) -> jnp.ndarray:
     """Algorithm 5's random sample: the `size` available requests with the least
     (hash3(seed, round 2^16 + i, STREAM_QUANTILE), i), round = number of unavailable requests.
-    Returns bool[n]. tests/reference/offline.py's `hash_quantile_solver` draws the same."""
+    Returns bool[n]. tests/reference/offline.py's `hash_quantile_solver` draws the same.
+    n_real (int32 scalar or None): the instance's own requests when entries i >= n_real are
+    padding (never available); the round counts the instance's own requests only."""
     n = avail.shape[0]
     ids = jnp.arange(n, dtype=jnp.int32)
-    rnd = (n - jnp.sum(avail)).astype(jnp.uint32)
+    rnd = ((n if n_real is None else n_real) - jnp.sum(avail)).astype(jnp.uint32)
     keys = rng.hash3(seed, (rnd << 16) | ids.astype(jnp.uint32), STREAM_QUANTILE)
     _, _, perm = jax.lax.sort(((~avail).astype(jnp.int32), keys, ids), num_keys=3)
     pos = jnp.zeros((n,), jnp.int32).at[perm].set(ids)
@@ -391,11 +393,12 @@ def quantile_sample(avail: jnp.ndarray, seed, size) -> jnp.ndarray:
 
 def quantile_greedy(s: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, M, *, seed,
                     q: float = 0.3, frac: float = 0.5,
-                    ratios: jnp.ndarray | None = None) -> jnp.ndarray:
+                    ratios: jnp.ndarray | None = None, n_real=None) -> jnp.ndarray:
     """Algorithm 5 (quantile greedy). s, o: int32[n] (tokens, s + o < 2^31); avail: bool[n];
     M: KV limit (tokens); seed: the run's uint32 seed; q, frac: static options (paper: 0.3,
     0.5), read as decimals (`decimal_fraction`); ratios: `ratio_rank(s, o)` if already
-    computed (it depends only on the instance; the policy computes it once per run).
+    computed (it depends only on the instance; the policy computes it once per run);
+    n_real: the instance's own requests when the arrays are padded (`quantile_sample`).
     Returns bool[n].
 
     1. Sample: max(1, floor(frac m)) of the m available requests (`quantile_sample`).
@@ -411,7 +414,7 @@ def quantile_greedy(s: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, M, *, se
     w = s + o
     size_t, lo_t, hi_t, gp_t, gq_t = (jnp.asarray(t) for t in _quantile_tables(n, q, frac))
     size = size_t[jnp.sum(avail)]
-    sample = quantile_sample(avail, seed, size)
+    sample = quantile_sample(avail, seed, size, n_real)
     big = jnp.iinfo(jnp.int32).max
     ws, os_ = jnp.sort(jnp.where(sample, w, big)), jnp.sort(jnp.where(sample, o, big))
     k = jnp.maximum(size, 1)
