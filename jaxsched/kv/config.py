@@ -156,6 +156,17 @@ class KVConfig:
         return np.concatenate([[0], b[:-1] + 1]).astype(np.int32)
 
 
+class KVSizes(eqx.Module):
+    """The sizes of one run padded into a larger config (a size bucket, `KVEngine.pad`), as
+    traced int32 scalars: table_size Q <= config.table_size (the ring: request id lives in slot
+    id mod Q) and arrivals_per_step A <= config.arrivals_per_step (candidates examined per
+    epoch). Slots q >= Q exist in the arrays but never hold a request (id -1) and enter no
+    metric; the arrival buffers' rows a >= A are never filled. The run's metrics and
+    trajectories are bitwise those of the unpadded run (tests/kv/test_buckets.py)."""
+    table_size: jnp.ndarray
+    arrivals_per_step: jnp.ndarray
+
+
 class KVParams(eqx.Module):
     """Traced parameters of a kv run (build with `make_params`, which validates them).
 
@@ -175,6 +186,7 @@ class KVParams(eqx.Module):
     (docs/kv-semantics.md §6).
     fence: int32 -1, the traced all-ones word of `jaxsched.clock.fence` (keeps products from
     being fused into the clock's adds).
+    sizes: the run's own sizes inside a size bucket (`KVSizes`), or None.
     """
     d0_s: jnp.ndarray
     d1_s_per_token: jnp.ndarray
@@ -199,6 +211,9 @@ class KVParams(eqx.Module):
     watermark_blocks: jnp.ndarray
     chunk_size: jnp.ndarray
     fence: jnp.ndarray
+    # The run's own sizes when it runs padded inside a size bucket (`KVEngine.pad`); None: the
+    # config's shapes are the run's sizes. Not part of a results key: the point's config is.
+    sizes: KVSizes | None = eqx.field(default=None, metadata={"identity": False})
 
 
 def _rates(config: KVConfig, rates) -> np.ndarray:

@@ -18,17 +18,32 @@ from kernels import ordered_sum
 from .. import clock
 from ..clock import DF
 from ..engine import Engine
+from ..errors import ConfigError, require
 from ..histogram import bit_bins
 from ..run import Results, trajectory_rows
 from ..timing import iteration_time_s, priced_iteration_time_s
 from ..workload import arrivals
-from .config import INT_LIMIT, KVConfig, KVParams, make_params
+from .config import INT_LIMIT, KVConfig, KVParams, KVSizes, make_params
 from .metrics import METRICS, finalize as _finalize
 from .policies import POLICIES, View, within_limits
 from .state import KVState, Table, Totals, Window
 
 # Kinds of epoch in the recorded trajectories.
 KIND_NONE, KIND_INSERT, KIND_BATCH, KIND_IDLE, KIND_END = 0, 1, 2, 3, 4
+
+
+# A run padded into a larger config (`KVEngine.pad`) carries its own sizes in `params.sizes`;
+# the arrays have the bucket's shapes. Slots q >= Q never hold a request: the ring places id in
+# slot id mod Q with the run's Q, so they keep id -1, every policy masks them out with `valid`,
+# and the integer prefix sums by id (kernels.ring) read zeros there. The one float sum over the
+# table (`ordered_sum` of latencies and TTFTs) meets the run's slots at the same positions and
+# exact zeros after them; its pairwise tree adds those zeros at its upper levels only, so it
+# gives the unpadded run's bits (tests/kv/test_buckets.py checks every policy).
+
+def ring_size(config: KVConfig, params: KVParams):
+    """Q of the run: the config's table_size (a Python int), or the traced int32 size of a
+    padded run."""
+    return config.table_size if params.sizes is None else params.sizes.table_size
 
 
 def init(config: KVConfig, params: KVParams, seed) -> KVState:
@@ -57,10 +72,12 @@ def _insert(config, params, state: KVState, active):
     included.
     """
     Q = config.table_size
+    # A padded run examines its own A candidates and rings over its own Q slots.
+    limit = None if params.sizes is None else params.sizes.arrivals_per_step
     gen, buf, more_due = arrivals.collect_due(config, params, state.seed, state.gen, state.clock,
-                                              active, config.arrivals_per_step)
+                                              active, config.arrivals_per_step, limit)
     held = state.table.id >= 0
-    slot = buf["id"] % Q
+    slot = buf["id"] % ring_size(config, params)
     put = buf["ok"] & ~held[slot]
     typ = buf["type"]
     k = jnp.arange(typ.shape[0])
@@ -185,7 +202,7 @@ def _decide(config: KVConfig, params: KVParams, state: KVState, gen, table, more
     draining = all_in & (config.end_mode == "drain")
     valid = table.id >= 0
     work = jnp.where(valid, jnp.asarray(config.prefill_tokens, jnp.int32)[table.type] + table.stage, 0)
-    view = View(table, valid, work, draining, gen.num_arrived % config.table_size,
+    view = View(table, valid, work, draining, gen.num_arrived % ring_size(config, params),
                 state.type_completed, table.prefilled)
     member, preempt, chunk = POLICIES[config.policy].fn(config, params, view)
     member = within_limits(view, member & valid & go, chunk, params)
@@ -305,8 +322,36 @@ class KVEngine(Engine):
     done = staticmethod(done)
     finalize = staticmethod(finalize)
 
+    # The ring Q and the candidates per epoch A run padded (`pad`). The number of request
+    # types m is not a size: the types' lengths are static tuples (prefill_tokens,
+    # decode_tokens) that the program holds as constants and that fix the stage axis K1 and
+    # nested_wait's segments, so configs with different m differ in fields that are not sizes
+    # and could never share a bucket. (Padding with extra types of zero rate would be exact:
+    # a type whose cumulative rate equals its predecessor's is never drawn, and a threshold
+    # >= 1 never fires on an empty queue; but only configs whose type lists extend one
+    # another would gain, and the lengths would have to become traced, changing the unpadded
+    # program.)
+    size_fields = ("table_size", "arrivals_per_step")
+
     def max_steps(self, config: KVConfig) -> int:
         return config.max_epochs
+
+    def can_pad(self, config: KVConfig) -> bool:
+        # Every policy and option: the table enters the policies through integer counts and
+        # prefix sums only, and the float sums over it through `ordered_sum` (see `ring_size`).
+        return True
+
+    def pad(self, config: KVConfig, params: KVParams, capacity) -> tuple[KVConfig, KVParams]:
+        from ..buckets import check_capacity
+        require(params.sizes is None, "params", "params of an unpadded run (sizes None)",
+                "params already padded")
+        cap = check_capacity(self, config, capacity)
+        try:
+            bucket = replace(config, **cap)
+        except ConfigError as err:      # e.g. A > Q, or Q * max_len over the int32 headroom
+            raise ConfigError(f"capacity {cap} is not a valid bucket: {err}") from None
+        sizes = KVSizes(*(jnp.int32(getattr(config, f)) for f in self.size_fields))
+        return bucket, replace(params, sizes=sizes)
 
     def trajectory_length(self, config: KVConfig, metrics) -> int:
         # The longest run over the seeds: independent of the chunking and the block size.
@@ -314,11 +359,15 @@ class KVEngine(Engine):
 
     def working_set_bytes(self, config: KVConfig) -> int:
         # About 32 bytes per table slot (id, type, seq, arrival, stage, flags, prefill) and the
-        # two histograms; the policies' prefix sums touch the table a few times per epoch.
-        return 4 * 32 * config.table_size + 8 * config.hist_bins
+        # two histograms; the policies' prefix sums touch the table a few times per epoch. The
+        # insertion step's same-type matrix over the A candidates is A^2 bytes, and its
+        # buffers about 32 bytes per candidate. Monotone in Q and A (the bucket rule reads it).
+        A = config.arrivals_per_step
+        return 4 * 32 * config.table_size + 8 * config.hist_bins + A * A + 32 * A
 
     def peak_bytes(self, config: KVConfig, record: bool) -> int:
-        per_seed = 16 * 32 * config.table_size + 8 * config.hist_bins
+        A = config.arrivals_per_step
+        per_seed = 16 * 32 * config.table_size + 8 * config.hist_bins + 4 * (A * A + 32 * A)
         if record:
             per_seed += config.max_epochs * (64 + 4 * config.m * config.num_stages)
         return per_seed

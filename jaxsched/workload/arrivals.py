@@ -172,7 +172,8 @@ def advance(config, params, seed, gen: ArrivalState) -> ArrivalState:
     return candidate(config, params, seed, gen.index + 1, gen.time, n)
 
 
-def collect_due(config, params, seed, gen: ArrivalState, now: DF, active, max_take: int):
+def collect_due(config, params, seed, gen: ArrivalState, now: DF, active, max_take: int,
+                limit=None):
     """Examine the due candidates (a_i <= now) in order, up to `max_take` of them.
 
     Returns (gen after them, buf, more_due): buf {"ok": bool, "id", "type": int32, "hi", "lo":
@@ -180,8 +181,10 @@ def collect_due(config, params, seed, gen: ArrivalState, now: DF, active, max_ta
     id = num_arrived before it), rows past the examined ones with ok False; more_due: a due
     candidate is left for the next step. The loop carries only the generator and these [A]
     buffers; engines place the accepted rows in their own tables.
+    limit: None (examine up to max_take), or a traced int32 <= max_take, the run's own
+    arrivals per step when it runs padded in a size bucket (rows from limit on stay empty).
     """
-    A = max_take
+    A = max_take if limit is None else limit
     due = lambda g: active & ~g.exhausted & clock.le(g.time, now)
 
     def cond(c):
@@ -193,9 +196,9 @@ def collect_due(config, params, seed, gen: ArrivalState, now: DF, active, max_ta
         buf = {key: buf[key].at[k].set(v) for key, v in row.items()}
         return advance(config, params, seed, g), k + 1, buf
 
-    zi = jnp.zeros((A,), jnp.int32)
-    zf = jnp.zeros((A,), jnp.float32)
-    buf = dict(ok=jnp.zeros((A,), bool), id=zi, type=zi, hi=zf, lo=zf)
+    zi = jnp.zeros((max_take,), jnp.int32)
+    zf = jnp.zeros((max_take,), jnp.float32)
+    buf = dict(ok=jnp.zeros((max_take,), bool), id=zi, type=zi, hi=zf, lo=zf)
     gen, _, buf = jax.lax.while_loop(cond, body, (gen, jnp.int32(0), buf))
     return gen, buf, due(gen)
 
