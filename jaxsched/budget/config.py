@@ -219,6 +219,17 @@ class BudgetConfig:
         return self.burn_in_s + np.arange(G) * (self.horizon_s - self.burn_in_s) / G
 
 
+class BudgetSizes(eqx.Module):
+    """The sizes of one run padded into a larger config (a size bucket), as traced int32
+    scalars: table_size Q <= config.table_size (ring slots), arrivals_per_step A <=
+    config.arrivals_per_step (arrival buffer rows). Slots q >= Q and rows a >= A exist in the
+    arrays but never hold a request (the ring is entry mod Q, the run's own Q) and enter no
+    metric, so the run's metrics are bitwise those of the unpadded run (`BudgetEngine.pad`,
+    tests/budget/test_buckets.py)."""
+    table_size: jnp.ndarray
+    arrivals_per_step: jnp.ndarray
+
+
 class BudgetParams(eqx.Module):
     """Traced parameters of a budget run (build with `make_params`, which validates them).
 
@@ -234,6 +245,7 @@ class BudgetParams(eqx.Module):
     kv_limit: int32 KV tokens the batch may hold before (A.2) charges (INT_LIMIT when off).
     mem_c1, mem_c2: float32 coefficients of the selected overhead, swap (a1 s/token, a2 s) or
     recompute (b1 s/token^2, b2 s); 0 when off.
+    sizes: the run's sizes inside a size bucket (`BudgetSizes`), or None.
     """
     budget: jnp.ndarray
     max_requests: jnp.ndarray
@@ -260,6 +272,9 @@ class BudgetParams(eqx.Module):
     kv_limit: jnp.ndarray
     mem_c1: jnp.ndarray
     mem_c2: jnp.ndarray
+    # The run's own sizes when it runs padded inside a size bucket (`BudgetEngine.pad`); None:
+    # the config's shapes are the run's sizes. Not part of a results key: the point's config is.
+    sizes: BudgetSizes | None = eqx.field(default=None, metadata={"identity": False})
 
 
 def _marginal_mean(m) -> float | None:

@@ -19,6 +19,7 @@ from kernels import ordered_sum
 from .. import clock
 from ..clock import DF
 from ..engine import Engine
+from ..errors import require
 from ..histogram import bit_bins
 from ..run import Results, trajectory_rows
 from kernels import prefix_by_id
@@ -26,13 +27,30 @@ from kernels import prefix_by_id
 from ..timing import (budget_attention_s, budget_batch_time_s, budget_memory_overhead_s,
                       kv_excess_tokens)
 from ..workload import arrivals
-from .config import BACKLOG_ID, BudgetConfig, BudgetParams, make_params
+from .config import BACKLOG_ID, BudgetConfig, BudgetParams, BudgetSizes, make_params
 from .metrics import METRICS, finalize as _finalize
 from .policies import POLICIES, View
 from .state import BudgetState, Table, Totals
 
 # Kinds of step in the recorded trajectories.
 KIND_NONE, KIND_INSERT, KIND_BATCH, KIND_IDLE, KIND_END = 0, 1, 2, 3, 4
+
+
+# --------------------------------------------------------------------------- size buckets
+# A run padded into a larger config (`BudgetEngine.pad`) carries its own sizes in
+# `params.sizes`; the arrays have the config's shapes. Its ring is entry mod its own Q, so the
+# slots from Q on are never filled (entry -1): every policy reads them as empty, and the
+# integer sums over the table are unchanged. The only float sums over the table are the
+# `ordered_sum`s of `_apply`, where the extra slots are exact zeros after the run's own, in
+# the same slot order: the pairwise tree then adds only zero halves above the unpadded tree's
+# top (x + 0 = x), so the sums round as the unpadded run's do.
+
+def run_sizes(config: BudgetConfig, params: BudgetParams):
+    """(Q, A) of the run: the config's table_size and arrivals_per_step (Python ints), or the
+    traced int32 sizes of a run padded into a bucket."""
+    if params.sizes is None:
+        return config.table_size, config.arrivals_per_step
+    return params.sizes.table_size, params.sizes.arrivals_per_step
 
 
 def init(config: BudgetConfig, params: BudgetParams, seed) -> BudgetState:
@@ -85,9 +103,10 @@ def _insert(config: BudgetConfig, params: BudgetParams, state: BudgetState, acti
     now, more_due, inserted now). Accepted arrivals take consecutive entry numbers; the first
     whose slot is still held is rejected, and so is every later one of this step (each would
     try the same slot, and nothing departs within a step: docs §4)."""
-    Q = config.table_size
+    Q, A = run_sizes(config, params)
     gen, buf, more_due = arrivals.collect_due(config, params, state.seed, state.gen, state.clock,
-                                              active, config.arrivals_per_step)
+                                              active, config.arrivals_per_step,
+                                              None if params.sizes is None else A)
     ok = buf["ok"]
     oki = ok.astype(jnp.int32)
     entry = state.entries + jnp.cumsum(oki) - oki        # entry number of each accepted row
@@ -96,7 +115,7 @@ def _insert(config: BudgetConfig, params: BudgetParams, state: BudgetState, acti
     bad = ok & (t.entry[slot] >= 0)
     put = ok & (jnp.cumsum(bad.astype(jnp.int32)) == 0)
     vp, vd = request_lengths(config, state.seed, buf["id"], buf["type"], params)
-    at = jnp.where(put, slot, Q)
+    at = jnp.where(put, slot, config.table_size)                # the config's Q: dropped
     s = lambda a, v: a.at[at].set(v, mode="drop")
     arrival = DF(s(t.arrival.hi, buf["hi"]), s(t.arrival.lo, buf["lo"]))
     last = DF(s(t.last.hi, buf["hi"]), s(t.last.lo, buf["lo"]))
@@ -189,7 +208,7 @@ def step(config: BudgetConfig, params: BudgetParams, state: BudgetState, record:
     hit = hit & settled
     decide = settled & ~hit
     valid = table.valid
-    view = View(valid, table.p, table.type, table.entry, entries % config.table_size)
+    view = View(valid, table.p, table.type, table.entry, entries % run_sizes(config, params)[0])
     dp, dd = POLICIES[config.policy].fn(config, params, view)
     dp = jnp.where(decide & valid, jnp.minimum(dp, table.p), 0)
     dd = decide & valid & dd & (table.p == 0)
@@ -293,6 +312,18 @@ def batches(results: Results, s: int) -> dict[str, np.ndarray]:
     return trajectory_rows(results, s, KIND_BATCH)
 
 
+def trim_trajectories(table_size: int, trajectories) -> dict[str, np.ndarray]:
+    """Trajectories [S, T, ...] of runs padded into a bucket, cut to what the unpadded runs
+    record (this engine and jaxsched.network): T to the longest of these runs (the rows whose
+    kind is not KIND_NONE: a run's active steps come first, and its unpadded trajectories end
+    after the longest of them) and per-slot rows [S, T, Q'] (record_members) to the run's own
+    table_size Q."""
+    out = dict(trajectories)
+    steps = int((np.asarray(out["kind"]) != KIND_NONE).sum(axis=1).max(initial=0))
+    return {k: (v[:, :steps, :table_size] if v.ndim == 3 else v[:, :steps])
+            for k, v in out.items()}
+
+
 def run_warnings(engine: str, what: str, where: str, config, metrics) -> list[str]:
     """The warnings of token-budget runs (this engine and jaxsched.network): seeds whose table
     rejected `what` (unstable, or the table is too small), that did not reach the horizon
@@ -327,15 +358,42 @@ class BudgetEngine(Engine):
     done = staticmethod(done)
     finalize = staticmethod(finalize)
 
+    # The ring and the arrival buffer: every policy and option runs padded (`pad`).
+    size_fields = ("table_size", "arrivals_per_step")
+
     def max_steps(self, config: BudgetConfig) -> int:
         return config.max_steps
 
     def trajectory_length(self, config: BudgetConfig, metrics) -> int:
         return int(np.max(metrics["num_steps"]))
 
+    def can_pad(self, config: BudgetConfig) -> bool:
+        # The padded slots are empty ring slots and the padded buffer rows empty arrivals,
+        # which every policy (the srpt sort included: their keys are the largest, and they
+        # take 0 tokens) and every batch-time term reads as absent.
+        return True
+
+    def pad(self, config: BudgetConfig, params: BudgetParams,
+            capacity) -> tuple[BudgetConfig, BudgetParams]:
+        """(bucket config, params) running `config` inside the table_size and
+        arrivals_per_step of `capacity` (see `Engine.pad`): the params carry the run's own
+        sizes (`BudgetSizes`), and its metrics are bitwise those of the unpadded run. Recorded
+        per-slot rows (record_members) have the bucket's Q columns, the run's first."""
+        from ..buckets import check_capacity
+        require(params.sizes is None, "params", "params of an unpadded run (sizes None)",
+                "params already padded")
+        cap = check_capacity(self, config, capacity)
+        bucket = replace(config, **cap)
+        sizes = BudgetSizes(*(jnp.int32(getattr(config, f)) for f in self.size_fields))
+        return bucket, replace(params, sizes=sizes)
+
+    def trim(self, config: BudgetConfig, trajectories) -> dict:
+        return trim_trajectories(config.table_size, trajectories)
+
     def working_set_bytes(self, config: BudgetConfig) -> int:
         # About 44 bytes per slot (entry, id, type, arrival, p, d, vp, vd, last, ttft) and three
-        # histograms; the policies' prefix sums read the table a few times per step.
+        # histograms; the policies' prefix sums read the table a few times per step. (The
+        # arrival buffer, 20 bytes per row of arrivals_per_step <= Q, is small beside them.)
         return 4 * 44 * config.table_size + 12 * config.hist_bins
 
     def peak_bytes(self, config: BudgetConfig, record: bool) -> int:

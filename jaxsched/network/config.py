@@ -152,7 +152,9 @@ class NetworkConfig:
         m = self.m
         orders = self.type_orders
         if orders is None:
-            orders = (tuple(range(m)),) * K
+            # Kept None (not K copies of the default): a config's other fields then do not
+            # depend on K, so configs of different agents can share a size bucket.
+            return
         require(isinstance(orders, (tuple, list)) and len(orders) == K, "type_orders",
                 f"None or a tuple of K = {K} permutations of the types 0..{m - 1}", orders)
         for k, o in enumerate(orders):
@@ -168,6 +170,14 @@ class NetworkConfig:
     @property
     def K(self) -> int:
         return self.agents
+
+    @property
+    def orders(self) -> tuple[tuple[int, ...], ...]:
+        """Per agent, the types from highest to lowest priority: type_orders, or 0, 1, ...
+        at every agent when it is None."""
+        if self.type_orders is None:
+            return (tuple(range(self.m)),) * self.K
+        return self.type_orders
 
     @property
     def num_stages(self) -> int:
@@ -205,6 +215,16 @@ class NetworkConfig:
                     horizon_s=self.horizon_s)
 
 
+class NetworkSizes(eqx.Module):
+    """The sizes of one run padded into a larger config (a size bucket), as traced int32
+    scalars: table_size Q <= config.table_size (ring slots per agent), agents K <= config.K
+    (`parallel` only). Slots q >= Q of every agent and agents k >= K exist in the arrays but
+    never hold a task or take an event, and enter no metric, so the run's metrics are bitwise
+    those of the unpadded run (`NetworkEngine.pad`, tests/network/test_buckets.py)."""
+    table_size: jnp.ndarray
+    agents: jnp.ndarray
+
+
 class NetworkParams(eqx.Module):
     """Traced parameters of a network run (build with `make_params`).
 
@@ -212,10 +232,14 @@ class NetworkParams(eqx.Module):
     time constants). arrival: the arrival stream's fields (a BudgetParams: rate_max,
     inv_rate_max, type_cdf, period_s, inv_period_s, fence). rank: int32 [K, m], rank[k, z] the
     priority of type z at agent k (0 highest; `priority`).
+    sizes: the run's sizes inside a size bucket (`NetworkSizes`), or None.
     """
     agent: BudgetParams
     arrival: BudgetParams
     rank: jnp.ndarray
+    # The run's own sizes when it runs padded inside a size bucket (`NetworkEngine.pad`); None:
+    # the config's shapes are the run's sizes. Not part of a results key: the point's config is.
+    sizes: NetworkSizes | None = eqx.field(default=None, metadata={"identity": False})
 
 
 def _per_agent(value, name: str, K: int) -> list:
@@ -328,7 +352,7 @@ def make_params(config: NetworkConfig, *, rates=None, budget=DEFAULT_BUDGET,
             "a candidate, a wake-up and its stages, +10%), or the run cannot reach its horizon",
             config.max_steps)
     rank = np.zeros((K, config.m), np.int32)
-    for k, order in enumerate(config.type_orders):
+    for k, order in enumerate(config.orders):
         rank[k, list(order)] = np.arange(config.m)
     return NetworkParams(agent=agent, arrival=arrival, rank=jnp.asarray(rank))
 

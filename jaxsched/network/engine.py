@@ -17,14 +17,15 @@ import numpy as np
 from kernels import ordered_sum, prefix_by_id
 
 from .. import clock, rng
-from ..budget.engine import _hist_add, _Window, batch_time, run_warnings
+from ..budget.engine import _hist_add, _Window, batch_time, run_warnings, trim_trajectories
 from ..budget.policies import POLICIES, View
 from ..budget.state import Table
 from ..clock import DF
 from ..engine import Engine
+from ..errors import require
 from ..run import Results, trajectory_rows
 from ..workload import arrivals
-from .config import NetworkConfig, NetworkParams, make_params
+from .config import NetworkConfig, NetworkParams, NetworkSizes, make_params
 from .metrics import METRICS, finalize as _finalize
 from .routers import ROUTERS
 from .state import Agents, Joins, NetworkState, NetworkTotals, Tasks
@@ -62,6 +63,24 @@ def _next_agent(config: NetworkConfig) -> np.ndarray:
         for z, route in enumerate(config.routes):
             out[z, :len(route) - 1] = route[1:]
     return out
+
+
+# --------------------------------------------------------------------------- size buckets
+# A run padded into a larger config (`NetworkEngine.pad`) carries its own sizes in
+# `params.sizes`; the arrays have the config's shapes. Each agent's ring is entry mod the run's
+# own Q, so slots from Q on never hold a task; agents from the run's K on (`parallel` only)
+# are never routed to, so they never hold a task, are never pending nor ready, and take no
+# event. The float sums over a ring (`_flush`'s latency, the budget batch time's) see the
+# extra slots as exact zeros after the run's own, which leaves the pairwise `ordered_sum`
+# tree's rounding unchanged (x + 0 = x); per-agent float sums are elementwise; the host
+# metrics over agents read the run's own agents (`metrics.finalize`).
+
+def run_sizes(config: NetworkConfig, params: NetworkParams):
+    """(Q, K) of the run: the config's table_size and agents (Python ints), or the traced int32
+    sizes of a run padded into a bucket."""
+    if params.sizes is None:
+        return config.table_size, config.K
+    return params.sizes.table_size, params.sizes.agents
 
 
 def init(config: NetworkConfig, params: NetworkParams, seed) -> NetworkState:
@@ -116,12 +135,13 @@ def _row(tasks: Tasks, k) -> tuple[Table, jnp.ndarray, jnp.ndarray]:
             _take(tasks.leaving, k))
 
 
-def _enter(config: NetworkConfig, state: NetworkState, j, mask, rank, fields: dict, t: DF):
+def _enter(config: NetworkConfig, params: NetworkParams, state: NetworkState, j, mask, rank,
+           fields: dict, t: DF):
     """Tasks `mask` (arrays [L], `rank` their order) enter agent j at time t, taking entry
     numbers entries[j] + rank; the first whose slot is held is rejected and so is every later
     one (a rejected task takes no entry: the next tries the same slot, budget docs §4).
     Returns (tasks, agents, totals)."""
-    Q = config.table_size
+    Q, _ = run_sizes(config, params)
     ag = state.agents
     s0 = ag.entries[j] % Q
     # The candidates would fill the consecutive slots s0, s0 + 1, ... (mod Q) in rank order.
@@ -131,7 +151,12 @@ def _enter(config: NetworkConfig, state: NetworkState, j, mask, rank, fields: di
         n = jnp.where(held, 0, n_mask)
         tasks = _enter_one(config, state.tasks, j, s0, ag.entries[j], n > 0, fields, t)
     else:
-        r = (jnp.arange(Q, dtype=jnp.int32) - s0) % Q
+        slot = jnp.arange(config.table_size, dtype=jnp.int32)
+        r = (slot - s0) % Q
+        if params.sizes is not None:
+            # Slots past the run's ring get a rank no task reaches (n_mask <= Q of them flush),
+            # inside the arrays (Q < config.table_size whenever such a slot exists).
+            r = jnp.where(slot < Q, r, config.table_size - 1)
         held = state.tasks.table.entry[j] >= 0
         n = jnp.minimum(n_mask, jnp.min(jnp.where(held & (r < n_mask), r, Q)))
         tasks = _enter_many(config, state.tasks, j, mask & (rank < n), rank, r, n,
@@ -228,7 +253,8 @@ def _arrive(config: NetworkConfig, params: NetworkParams, state: NetworkState, t
     plan_d = jnp.stack([d for _, d in plan], axis=1)
     vp, vd = plan_p[:, 0], plan_d[:, 0]
     if config.topology == "parallel":
-        j = ROUTERS[config.router](config, state.agents, state.seed, gen.num_arrived)
+        j = ROUTERS[config.router](config, state.agents, state.seed, gen.num_arrived,
+                                   run_sizes(config, params)[1])
     elif config.topology == "fork_join":
         j = jnp.int32(0)
     else:
@@ -236,7 +262,8 @@ def _arrive(config: NetworkConfig, params: NetworkParams, state: NetworkState, t
     fields = dict(id=ids, type=types, stage=one(0), vp=vp, vd=vd, plan_p=plan_p, plan_d=plan_d,
                   arrival=DF(jnp.reshape(t.hi, (1,)), jnp.reshape(t.lo, (1,))))
     mask = jnp.reshape(gen.accepted & on, (1,))
-    tasks, agents, totals = _enter(config, state, j, mask, jnp.zeros((1,), jnp.int32), fields, t)
+    tasks, agents, totals = _enter(config, params, state, j, mask, jnp.zeros((1,), jnp.int32),
+                                   fields, t)
     gen = _pick(on, arrivals.advance(config, params.arrival, state.seed, gen), gen)
     return replace(state, gen=gen, tasks=tasks, agents=agents, totals=totals), j
 
@@ -274,12 +301,13 @@ def _flush(config: NetworkConfig, params: NetworkParams, state: NetworkState, k,
     state = replace(state, tasks=tasks, agents=ag, totals=tot)
     if config.topology == "parallel":
         return state
-    base = state.agents.entries[k] % config.table_size
+    Q, _ = run_sizes(config, params)
+    base = state.agents.entries[k] % Q
     if config.topology == "routes":
         moves = [(j, leaving & (nxt == j), stage + 1) for j in range(config.K)]
     else:
         forked = leaving & (k == 0)
-        state, joined = _join(config, state, leaving & ((k == 1) | (k == 2)), table.id, base)
+        state, joined = _join(config, state, leaving & ((k == 1) | (k == 2)), table.id, base, Q)
         moves = [(1, forked, 1), (2, forked, 2), (3, joined, 3)]
     plan_p, plan_d = _take(state.tasks.plan_p, k), _take(state.tasks.plan_d, k)
     for j, mask, st in moves:
@@ -289,19 +317,20 @@ def _flush(config: NetworkConfig, params: NetworkParams, state: NetworkState, k,
                       vd=jnp.take_along_axis(plan_d, at, axis=1)[:, 0], plan_p=plan_p,
                       plan_d=plan_d, arrival=table.arrival)
         rank = prefix_by_id(mask.astype(jnp.int32), base)
-        tasks, agents, totals = _enter(config, state, j, mask, rank, fields, t)
+        tasks, agents, totals = _enter(config, params, state, j, mask, rank, fields, t)
         state = replace(state, tasks=tasks, agents=agents, totals=totals)
     return state
 
 
-def _join(config: NetworkConfig, state: NetworkState, joining, ids, base):
+def _join(config: NetworkConfig, state: NetworkState, joining, ids, base, Q):
     """The join of `fork_join` (docs §3) for the tasks `joining` (one agent's flush, [Q]):
     a task whose request waits in its slot (id mod J) completes the join and is returned in
     the mask; a task finding the slot free waits there (the oldest by entry among those
     wanting one slot gets it); a task finding the slot held by another request (as read
-    before this flush), or losing that race, is rejected. Returns (state, joined [Q])."""
+    before this flush), or losing that race, is rejected. Q: the run's table size, the join's
+    ring (int, or traced in a size bucket). Returns (state, joined [Q])."""
     J = state.joins.id.shape[0]
-    slot = ids % J
+    slot = ids % Q
     cur = state.joins.id[slot]
     joined = joining & (cur == ids)
     want = joining & (cur == -1)
@@ -325,7 +354,7 @@ def _decide(config: NetworkConfig, params: NetworkParams, state: NetworkState, k
     pk = jax.tree.map(lambda a: a[k], params.agent)
     pconfig = config.policy_config()
     valid = table.valid
-    base = state.agents.entries[k] % config.table_size
+    base = state.agents.entries[k] % run_sizes(config, params)[0]
     view = View(valid, table.p, params.rank[k][table.type], table.entry, base)
     dp, dd = POLICIES[config.policy].fn(pconfig, pk, view)
     dp = jnp.where(valid & on, jnp.minimum(dp, table.p), 0)
@@ -428,7 +457,7 @@ def done(config: NetworkConfig, state: NetworkState) -> jnp.ndarray:
 
 def finalize(config: NetworkConfig, params: NetworkParams, state: NetworkState):
     """Metrics per run (docs §5), float64 on the host."""
-    return _finalize(config, state)
+    return _finalize(config, state, None if params.sizes is None else params.sizes.agents)
 
 
 def batches(results: Results, s: int) -> dict[str, np.ndarray]:
@@ -458,11 +487,50 @@ class NetworkEngine(Engine):
     done = staticmethod(done)
     finalize = staticmethod(finalize)
 
+    # Every agent's ring, and the agents themselves behind a router (`pad`).
+    size_fields = ("table_size", "agents")
+
     def max_steps(self, config: NetworkConfig) -> int:
         return config.max_steps
 
+    def can_pad(self, config: NetworkConfig) -> bool:
+        # Every policy, router and topology pads its table; only `parallel` pads its agents
+        # (`pad`), and configs of other topologies never differ in agents alone (their routes
+        # name every agent, fork_join has four), so a bucket never asks them to.
+        return True
+
+    def pad(self, config: NetworkConfig, params: NetworkParams,
+            capacity) -> tuple[NetworkConfig, NetworkParams]:
+        """(bucket config, params) running `config` inside the table_size and agents of
+        `capacity` (see `Engine.pad`): the params carry the run's own sizes (`NetworkSizes`),
+        and its metrics are bitwise those of the unpadded run. More agents need topology
+        `parallel` (the routes of `routes` and the stages of `fork_join` name their agents);
+        the extra agents get agent 0's constants and the default type priority, which nothing
+        reads (they never hold a task). Recorded per-slot rows (record_members) have the
+        bucket's Q columns, the run's first."""
+        from ..buckets import check_capacity
+        require(params.sizes is None, "params", "params of an unpadded run (sizes None)",
+                "params already padded")
+        cap = check_capacity(self, config, capacity)
+        K, extra = config.K, cap["agents"] - config.K
+        require(extra == 0 or config.topology == "parallel", "capacity agents",
+                f"{K} (the config's) for topology {config.topology!r}, whose routes name their "
+                "agents (only 'parallel' runs padded into more agents)", cap["agents"])
+        orders = config.type_orders
+        if orders is not None and extra:
+            orders = orders + (tuple(range(config.m)),) * extra
+        bucket = replace(config, **cap, type_orders=orders)
+        grow = lambda a: jnp.concatenate([a, jnp.repeat(a[:1], extra, axis=0)]) if extra else a
+        sizes = NetworkSizes(jnp.int32(config.table_size), jnp.int32(K))
+        return bucket, replace(params, agent=jax.tree.map(grow, params.agent),
+                               rank=grow(params.rank), sizes=sizes)
+
     def trajectory_length(self, config: NetworkConfig, metrics) -> int:
         return int(np.max(metrics["num_steps"]))
+
+    def trim(self, config: NetworkConfig, trajectories) -> dict:
+        # The event kinds share the budget engine's KIND_NONE (0) for steps of ended runs.
+        return trim_trajectories(config.table_size, trajectories)
 
     def working_set_bytes(self, config: NetworkConfig) -> int:
         # About 50 bytes per slot per agent (the budget ring plus stage and leaving).

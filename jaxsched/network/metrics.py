@@ -56,8 +56,25 @@ def _open_waits(config: NetworkConfig, state: NetworkState) -> np.ndarray:
     return np.where(waiting, np.maximum(config.horizon_s - lo, 0.0), 0.0)
 
 
-def finalize(config: NetworkConfig, state: NetworkState) -> dict[str, np.ndarray]:
-    """Metrics per run (arrays with the state's batch shape) as float64."""
+def _over_agents(x: np.ndarray, agents, reduce) -> np.ndarray:
+    """reduce(x, -1) over each run's own agents: all of x's [..., K] (agents None), or the first
+    agents[...] (the traced K of runs padded into a size bucket; the agents after them wait
+    forever and are not the run's). Each run's row is reduced as a contiguous array of its own
+    length, as the unpadded run's is, so that NumPy sums in the same order."""
+    if agents is None:
+        return reduce(x, -1)
+    x = np.asarray(x)
+    agents = np.broadcast_to(np.asarray(agents), x.shape[:-1])
+    out = np.empty(x.shape[:-1], np.float64)
+    for K in np.unique(agents):
+        rows = agents == K
+        out[rows] = reduce(np.ascontiguousarray(x[rows][..., :int(K)]), -1)
+    return out
+
+
+def finalize(config: NetworkConfig, state: NetworkState, agents=None) -> dict[str, np.ndarray]:
+    """Metrics per run (arrays with the state's batch shape) as float64. agents: None, or the
+    int32 run's K (batch shape) of runs padded into a size bucket (`NetworkSizes`)."""
     t = state.totals
     f = lambda x: np.asarray(x, np.float64)
     window = config.horizon_s - config.burn_in_s
@@ -75,8 +92,8 @@ def finalize(config: NetworkConfig, state: NetworkState) -> dict[str, np.ndarray
                                               t.snap_next),
         "token_growth_per_s": growth_slopes(np.broadcast_to(grid, n_snap.shape), f(t.snap_x),
                                             t.snap_next),
-        "idle_fraction_mean": idle.mean(-1),
-        "idle_fraction_min": idle.min(-1),
+        "idle_fraction_mean": _over_agents(idle, agents, np.mean),
+        "idle_fraction_min": _over_agents(idle, agents, np.min),
         "partial_batch_fraction": _div(f(t.partial).sum(-1), wb.sum(-1)),
         "num_batches": wb.sum(-1),
         "batch_share_max": _div(wb.max(-1), wb.sum(-1)),
