@@ -8,11 +8,9 @@ many times and small tables reject arrivals, so the ring's `entry mod Q` is exer
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
 import re
 
-import jax
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +22,9 @@ from jaxsched.budget.engine import ENGINE
 from jaxsched.errors import ConfigError
 from jaxsched.run import simulate, simulate_points
 from jaxsched.sweep import run_sweep
+from tests.sweep_checks import COMPILES as _COMPILES
+from tests.sweep_checks import block_compiles as _block_compiles
+from tests.sweep_checks import refuses_common_capacities, same_rows
 from jaxsched.workload import Independent, Poisson
 
 SIZES = ("table_size", "arrivals_per_step")
@@ -34,20 +35,6 @@ LAWS = (Independent(Poisson(20), Poisson(12), name="short"),
 # the ring wraps and the small tables overflow.
 PARAMS = {"rates": [30.0, 20.0], "budget": 64, "max_requests": 16, "prefill_cap": 96, "c_s": 0.01,
               "a_s_per_token": 0.0002, "b0": 8}
-_COMPILES: list[str] = []
-
-
-def _listen(event: str, duration: float, **kw) -> None:
-    if event == "/jax/core/compile/backend_compile_duration":
-        _COMPILES.append(str(kw.get("fun_name", "")))
-
-
-jax.monitoring.register_event_duration_secs_listener(_listen)
-
-
-def _block_compiles(since: int) -> int:
-    """Block programs (the scanned step) compiled since `since` entries of _COMPILES."""
-    return sum("run_block" in name for name in _COMPILES[since:])
 
 
 def _config(Q: int, A: int, policy: str = "sarathi", **kw) -> BudgetConfig:
@@ -138,18 +125,13 @@ def test_padded_equals_unpadded_random(policy, Q, A, extra_q, extra_a):
 def test_pad_refuses_bad_capacity():
     cfg = _config(16, 4)
     par = make_params(cfg, **PARAMS)
-    with pytest.raises(ConfigError, match="capacity table_size"):
-        ENGINE.pad(cfg, par, {"table_size": 15})
+    refuses_common_capacities(ENGINE, cfg, par, "table_size")
     with pytest.raises(ConfigError, match="capacity arrivals_per_step"):
         ENGINE.pad(cfg, par, {"arrivals_per_step": 3})
     with pytest.raises(ConfigError, match="size fields"):
         ENGINE.pad(cfg, par, {"snapshots": 64})
-    with pytest.raises(ConfigError, match="capacity"):
-        ENGINE.pad(cfg, par, [32])
     with pytest.raises(ConfigError, match="capacity table_size"):
         ENGINE.pad(cfg, par, {"table_size": 2.5})
-    with pytest.raises(ConfigError, match="padded"):
-        ENGINE.pad(cfg, ENGINE.pad(cfg, par, {"table_size": 32})[1], {"table_size": 32})
     # A bucket the config's own checks refuse (int32 token sums over the table).
     with pytest.raises(ConfigError, match="table_size"):
         ENGINE.pad(cfg, par, {"table_size": 2**21})
@@ -183,13 +165,6 @@ def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
         alone = run_sweep(base, axes, range(3), tmp_path / "a.csv", params=params,
                           progress=False, buckets=False)
     assert _block_compiles(n1) == 2
-    rows_b, rows_a = ({r["key"]: r for r in csv.DictReader(path.read_text().splitlines())}
-                      for path in (bucketed, alone))
-    assert rows_b.keys() == rows_a.keys() and len(rows_a) == 2
-    for k, r in rows_a.items():
-        assert r["table_size"] == rows_b[k]["table_size"]        # the point's own
-        for col, v in r.items():
-            if col.endswith(("_mean", "_std", "_ci95")):
-                assert rows_b[k][col] == v, (r["point"], col)
+    rows_a = same_rows(alone, bucketed, 2, ["table_size"])     # the point's own table size
     rejected = [float(r["num_rejected_mean"]) for r in rows_a.values()]
     assert rejected[0] > rejected[1]                    # the smaller table rejects more

@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 
-import jax
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,22 +20,10 @@ from jaxsched.dp.engine import ENGINE
 from jaxsched.errors import ConfigError
 from jaxsched.run import simulate, simulate_points
 from jaxsched.sweep import run_sweep
+from tests.sweep_checks import COMPILES as _COMPILES
+from tests.sweep_checks import block_compiles as _block_compiles
 
 SIZES = ("num_workers", "slots_per_worker", "pool_size")
-_COMPILES: list[str] = []
-
-
-def _listen(event: str, duration: float, **kw) -> None:
-    if event == "/jax/core/compile/backend_compile_duration":
-        _COMPILES.append(str(kw.get("fun_name", "")))
-
-
-jax.monitoring.register_event_duration_secs_listener(_listen)
-
-
-def _block_compiles(since: int) -> int:
-    """Block programs (the scanned step) compiled since `since` entries of _COMPILES."""
-    return sum("run_block" in name for name in _COMPILES[since:])
 
 
 def _same_runs(configs: list[DPConfig], capacity: dict, seeds=(0, 1, 2), **params_kw) -> None:

@@ -181,13 +181,8 @@ def test_grid_buckets_equal_single_runs(tmp_path):
     the rows of one program per run, bitwise in every statistic; large runs are never padded."""
     import csv
 
-    import jax
-
     from jaxsched.dp.theorems import COMPILE_S, plan_grid, run_cost_s, run_grid, theorem_grid
-    names: list[str] = []
-    listen = lambda event, duration, **kw: names.append(str(kw.get("fun_name", ""))) \
-        if event == "/jax/core/compile/backend_compile_duration" else None
-    jax.monitoring.register_event_duration_secs_listener(listen)
+    from tests.sweep_checks import COMPILES as names
     pts = [pt for pt in theorem_grid(quick=True) if pt.theorem in (1, 2)]
     run = lambda out, waste: run_grid(pts, tmp_path / out, kernel="window", t1_kernel="round_lpt",
                                       measured=4, seeds=[0, 1, 2], progress=False,

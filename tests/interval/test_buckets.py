@@ -19,7 +19,10 @@ from jaxsched.interval.workloads import two_point
 from jaxsched.offline.config import LINEAR_STEP_MODEL
 from jaxsched.sweep import run_sweep
 from jaxsched.workload import Batch
-from tests.offline.test_buckets import _COMPILES, _block_compiles, _rows, same_runs
+from tests.sweep_checks import COMPILES as _COMPILES
+from tests.sweep_checks import block_compiles as _block_compiles
+from tests.offline.test_buckets import same_runs
+from tests.sweep_checks import same_rows
 
 # Each case compiles three programs: A_min (evictions) and A_l (promotions) by default, the
 # rest with -m slow.
@@ -86,9 +89,4 @@ def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
     alone = run_sweep(base, axes, range(3), tmp_path / "a.csv", params=params, progress=False,
                       buckets=False)
     assert _block_compiles(n1) == 2
-    rows_b, rows_a = _rows(bucketed), _rows(alone)
-    assert rows_b.keys() == rows_a.keys() and len(rows_a) == 2
-    for k, r in rows_a.items():
-        for col, v in r.items():
-            if col.endswith(("_mean", "_std", "_ci95")):
-                assert rows_b[k][col] == v, (r["point"], col)
+    same_rows(alone, bucketed, 2, ["num_requests"])

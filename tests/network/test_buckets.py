@@ -8,11 +8,9 @@ with small rings, so rings wrap, tables reject and agents wait.
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
 import re
 
-import jax
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +22,9 @@ from jaxsched.network import NetworkConfig, make_params
 from jaxsched.network.engine import ENGINE
 from jaxsched.run import simulate, simulate_points
 from jaxsched.sweep import run_sweep
+from tests.sweep_checks import COMPILES as _COMPILES
+from tests.sweep_checks import block_compiles as _block_compiles
+from tests.sweep_checks import refuses_common_capacities, same_rows
 from jaxsched.workload import Constant, Independent, Poisson, UniformInt
 
 LAWS = (Independent(UniformInt(1, 12), Poisson(3.0), name="a"),
@@ -31,20 +32,6 @@ LAWS = (Independent(UniformInt(1, 12), Poisson(3.0), name="a"),
 # Per agent: budget 16 tokens in 50 ms + 10 ms/token batches.
 AGENT = {"budget": 16, "max_requests": 6, "prefill_cap": 24, "c_s": 0.05, "a_s_per_token": 0.01,
          "b0": 4}
-_COMPILES: list[str] = []
-
-
-def _listen(event: str, duration: float, **kw) -> None:
-    if event == "/jax/core/compile/backend_compile_duration":
-        _COMPILES.append(str(kw.get("fun_name", "")))
-
-
-jax.monitoring.register_event_duration_secs_listener(_listen)
-
-
-def _block_compiles(since: int) -> int:
-    """Block programs (the scanned step) compiled since `since` entries of _COMPILES."""
-    return sum("run_block" in name for name in _COMPILES[since:])
 
 
 def _config(table_size: int = 8, agents: int = 2, **kw) -> NetworkConfig:
@@ -131,16 +118,11 @@ def test_padded_equals_unpadded_random(router, policy, Q, K, extra_q, extra_k):
 def test_pad_refuses_bad_capacity():
     cfg = _config(8, 2)
     par = make_params(cfg, **_params(cfg))
-    with pytest.raises(ConfigError, match="capacity table_size"):
-        ENGINE.pad(cfg, par, {"table_size": 7})
+    refuses_common_capacities(ENGINE, cfg, par, "table_size")
     with pytest.raises(ConfigError, match="capacity agents"):
         ENGINE.pad(cfg, par, {"agents": 1})
     with pytest.raises(ConfigError, match="size fields"):
         ENGINE.pad(cfg, par, {"snapshots": 16})
-    with pytest.raises(ConfigError, match="capacity"):
-        ENGINE.pad(cfg, par, [16])
-    with pytest.raises(ConfigError, match="padded"):
-        ENGINE.pad(cfg, ENGINE.pad(cfg, par, {"table_size": 16})[1], {"table_size": 16})
     with pytest.raises(ConfigError, match="agents"):          # beyond MAX_AGENTS
         ENGINE.pad(cfg, par, {"agents": 65})
     fj = _config(4, 4, topology="fork_join", workload=((LAWS[1],) * 4,), policy="orca")
@@ -180,11 +162,4 @@ def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
         alone = run_sweep(base, axes, range(2), tmp_path / "a.csv", params=params,
                           progress=False, buckets=False)
     assert _block_compiles(n1) == 4
-    rows_b, rows_a = ({r["key"]: r for r in csv.DictReader(path.read_text().splitlines())}
-                      for path in (bucketed, alone))
-    assert rows_b.keys() == rows_a.keys() and len(rows_a) == 4
-    for k, r in rows_a.items():
-        assert (r["table_size"], r["agents"]) == (rows_b[k]["table_size"], rows_b[k]["agents"])
-        for col, v in r.items():
-            if col.endswith(("_mean", "_std", "_ci95")):
-                assert rows_b[k][col] == v, (r["point"], col)
+    same_rows(alone, bucketed, 4, ["table_size", "agents"])

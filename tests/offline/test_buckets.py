@@ -9,10 +9,8 @@ chunk are still live (`jaxsched.run`), in either layout.
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
 
-import jax
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,28 +22,11 @@ from jaxsched.offline import LINEAR_STEP_MODEL, POLICIES, OfflineConfig, make_pa
 from jaxsched.offline.engine import ENGINE
 from jaxsched.run import simulate, simulate_points
 from jaxsched.sweep import run_sweep
+from tests.sweep_checks import COMPILES as _COMPILES
+from tests.sweep_checks import block_compiles as _block_compiles
+from tests.sweep_checks import same_rows
 from jaxsched.workload import Batch, Independent, Trace, UniformInt
 
-_COMPILES: list[str] = []
-
-
-def _listen(event: str, duration: float, **kw) -> None:
-    if event == "/jax/core/compile/backend_compile_duration":
-        _COMPILES.append(str(kw.get("fun_name", "")))
-
-
-jax.monitoring.register_event_duration_secs_listener(_listen)
-
-
-def _block_compiles(since: int) -> int:
-    """Block programs (the scanned step) compiled since `since` entries of _COMPILES."""
-    return sum("run_block" in name for name in _COMPILES[since:])
-
-
-def _rows(path) -> dict[str, dict]:
-    """The rows of a results file by key."""
-    with open(path) as f:
-        return {r["key"]: r for r in csv.DictReader(f)}
 
 
 def same_runs(engine, configs: list, capacity: dict, seeds=(0, 1, 2), record=True,
@@ -157,10 +138,4 @@ def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
     alone = run_sweep(base, axes, range(3), tmp_path / "a.csv", params=params, progress=False,
                       buckets=False)
     assert _block_compiles(n1) == 3
-    rows_b, rows_a = _rows(bucketed), _rows(alone)
-    assert rows_b.keys() == rows_a.keys() and len(rows_a) == 3
-    for k, r in rows_a.items():
-        assert rows_b[k]["num_requests"] == r["num_requests"]
-        for col, v in r.items():
-            if col.endswith(("_mean", "_std", "_ci95")):
-                assert rows_b[k][col] == v, (r["point"], col)
+    same_rows(alone, bucketed, 3, ["num_requests"])
