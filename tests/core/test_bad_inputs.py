@@ -386,6 +386,12 @@ def _off_cfg(n=4, **kw):
     return OfflineConfig(Batch(Independent(), n), **kw)
 
 
+def _off_trace(**kw):
+    from jaxsched.offline import OfflineConfig
+    from jaxsched.workload import Trace
+    return OfflineConfig(Trace(np.array([1, 2, 3]), np.array([4, 5, 6]), order="sequential"), **kw)
+
+
 def _off_named(name):
     from jaxsched.offline import OfflineConfig
     return OfflineConfig(name)
@@ -722,7 +728,9 @@ API_CASES = [
     ("tune-capacity-nan", lambda c: _tune_setup(capacity_factor=NAN), r"capacity_factor"),
     # --- offline engine (paper 002)
     ("offline-n-too-large", lambda c: _off_cfg(n=2_000_000), r"num_requests"),
-    ("offline-num-requests-with-batch", lambda c: _off_cfg(num_requests=5), r"num_requests"),
+    # num_requests resizes a Batch (how a sweep varies n); a fixed instance cannot resize.
+    ("offline-num-requests-zero", lambda c: _off_cfg(num_requests=0), r"num_requests"),
+    ("offline-num-requests-with-trace", lambda c: _off_trace(num_requests=5), r"num_requests"),
     ("offline-workload-name-unknown", lambda c: _off_named("zipf"), r"workload"),
     ("offline-epsilon-nan", lambda c: _off_cfg(epsilon=NAN), r"epsilon"),
     ("offline-dp-width-float", lambda c: _off_cfg(dp_width=100.5), r"dp_width"),
@@ -759,7 +767,7 @@ API_CASES = [
      r"capacity_tokens"),
     ("interval-intervals-not-a-spec", lambda c: _iv_cfg(intervals=(1, 1000)), r"intervals"),
     ("interval-buckets-unsorted", lambda c: _iv_buckets((1, 50, 40)), r"intervals.edges"),
-    ("interval-num-requests-with-batch", lambda c: _iv_cfg(num_requests=5), r"num_requests"),
+    ("interval-num-requests-zero", lambda c: _iv_cfg(num_requests=0), r"num_requests"),
     ("interval-two-point-high-below-low", lambda c: _iv_law("TwoPoint", 5, 3, 0.5),
      r"TwoPoint.high"),
     ("interval-geometric-p-zero", lambda c: _iv_law("TruncGeometric", 0.0, 100),
