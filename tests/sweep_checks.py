@@ -60,3 +60,19 @@ def refuses_common_capacities(engine, config, params, field: str) -> None:
         engine.pad(config, params, [own])
     with pytest.raises(ConfigError, match="padded"):
         engine.pad(config, engine.pad(config, params, {field: 2 * own})[1], {field: 2 * own})
+
+
+def bucketed_sweep_equals_alone(base, axes: dict, tmp_path: Path, params: dict,
+                                buckets: int, alone: int, columns: Sequence[str] = (),
+                                seeds=range(3)) -> None:
+    """Run the sweep `axes` over `base` with size buckets and without: the bucketed one
+    compiles `buckets` block programs, the other `alone`, and both write the same rows."""
+    from jaxsched.sweep import run_sweep
+    n0 = len(COMPILES)
+    bucketed = run_sweep(base, axes, seeds, tmp_path / "b.csv", params=params, progress=False)
+    assert block_compiles(n0) == buckets
+    n1 = len(COMPILES)
+    single = run_sweep(base, axes, seeds, tmp_path / "a.csv", params=params, progress=False,
+                       buckets=False)
+    assert block_compiles(n1) == alone
+    same_rows(single, bucketed, alone, columns)

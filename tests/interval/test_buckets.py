@@ -17,12 +17,9 @@ from jaxsched.interval import POLICIES, IntervalConfig, make_params
 from jaxsched.interval.engine import ENGINE
 from jaxsched.interval.workloads import two_point
 from jaxsched.offline.config import LINEAR_STEP_MODEL
-from jaxsched.sweep import run_sweep
 from jaxsched.workload import Batch
-from tests.sweep_checks import COMPILES as _COMPILES
-from tests.sweep_checks import block_compiles as _block_compiles
 from tests.offline.test_buckets import same_runs
-from tests.sweep_checks import same_rows
+from tests.sweep_checks import bucketed_sweep_equals_alone
 
 # Each case compiles three programs: A_min (evictions) and A_l (promotions) by default, the
 # rest with -m slow.
@@ -81,12 +78,4 @@ def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
     plan = plan_buckets(ENGINE, [dataclasses.replace(base, num_requests=n)
                                  for n in axes["num_requests"]])
     assert len(plan) == 1 and plan[0].padded and plan[0].config.n == 16
-    n0 = len(_COMPILES)
-    bucketed = run_sweep(base, axes, range(3), tmp_path / "b.csv", params=params,
-                         progress=False)
-    assert _block_compiles(n0) == len(plan)
-    n1 = len(_COMPILES)
-    alone = run_sweep(base, axes, range(3), tmp_path / "a.csv", params=params, progress=False,
-                      buckets=False)
-    assert _block_compiles(n1) == 2
-    same_rows(alone, bucketed, 2, ["num_requests"])
+    bucketed_sweep_equals_alone(base, axes, tmp_path, params, len(plan), 2, ["num_requests"])

@@ -21,10 +21,7 @@ from jaxsched.errors import ConfigError
 from jaxsched.offline import LINEAR_STEP_MODEL, POLICIES, OfflineConfig, make_params
 from jaxsched.offline.engine import ENGINE
 from jaxsched.run import simulate, simulate_points
-from jaxsched.sweep import run_sweep
-from tests.sweep_checks import COMPILES as _COMPILES
-from tests.sweep_checks import block_compiles as _block_compiles
-from tests.sweep_checks import same_rows
+from tests.sweep_checks import bucketed_sweep_equals_alone
 from jaxsched.workload import Batch, Independent, Trace, UniformInt
 
 
@@ -130,12 +127,4 @@ def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
     plan = plan_buckets(ENGINE, [dataclasses.replace(base, num_requests=n)
                                  for n in axes["num_requests"]])
     assert len(plan) == 1 and plan[0].padded and plan[0].config.n == 21
-    n0 = len(_COMPILES)
-    bucketed = run_sweep(base, axes, range(3), tmp_path / "b.csv", params=params,
-                         progress=False)
-    assert _block_compiles(n0) == len(plan)
-    n1 = len(_COMPILES)
-    alone = run_sweep(base, axes, range(3), tmp_path / "a.csv", params=params, progress=False,
-                      buckets=False)
-    assert _block_compiles(n1) == 3
-    same_rows(alone, bucketed, 3, ["num_requests"])
+    bucketed_sweep_equals_alone(base, axes, tmp_path, params, len(plan), 3, ["num_requests"])
