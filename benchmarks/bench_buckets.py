@@ -182,6 +182,7 @@ def main() -> int:
     out = a.out or _HERE / "results" / ("bucket_speed_quick.json" if a.quick else
                                         "bucket_speed.json")
     import datetime
+
     import jax
     env = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
            "cpu_count": os.cpu_count(), "jax": jax.__version__}

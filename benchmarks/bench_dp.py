@@ -40,16 +40,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
-import jax
-
 import jaxsched
-import kernels
-from jaxsched.dp import simulate
-
 from benchmarks.numpy_dp import simulate_numpy
 from benchmarks.numpy_dp_loops import simulate_loops
+from jaxsched import kernels
+from jaxsched.dp import simulate
 
 _HERE = Path(__file__).resolve().parent
 

@@ -27,8 +27,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import jaxsched as js  # noqa: E402
 from jaxsched.dp import simulate  # noqa: E402
 from jaxsched.dp.experiments import table1_workload  # noqa: E402
+from jaxsched.kernels import BFIO_VARIANTS  # noqa: E402
 from jaxsched.results import markdown_table  # noqa: E402
-from kernels import BFIO_VARIANTS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -131,7 +131,8 @@ def lpt(loads: np.ndarray, free: np.ndarray, sizes: np.ndarray, valid: np.ndarra
 def kernel_variants() -> dict[str, Kernel]:
     """kernels.BFIO_VARIANTS, or plain valley fill (always converged) if it does not exist."""
     import jax.numpy as jnp
-    import kernels
+
+    from jaxsched import kernels
     variants = getattr(kernels, "BFIO_VARIANTS", None)
     if variants:
         return dict(variants)

@@ -21,8 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsched.kernels import valley_fill
 from jaxsched.results import markdown_table
-from kernels import valley_fill
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

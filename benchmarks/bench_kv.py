@@ -18,7 +18,8 @@ over S seeds; a first call over one seed chunk (`jaxsched.run.default_seed_chunk
 compiled shape) compiles and warms up, then the call over all S seeds is timed (it returns
 NumPy metrics, so all device work is included); epochs/s = the seeds' epochs / seconds,
 requests/s likewise. Reference (`tests/reference/kv.py::simulate`) on the same requests (the
-engine's gaps, `arrival_stream`), one seed after another for about REF_TARGET_S seconds (at least one seed). ratio = engine /
+engine's gaps, `arrival_stream`), one seed after another for about REF_TARGET_S seconds (at least one seed).
+ratio = engine /
 reference epochs/s (and requests/s) from this run. The engine's epoch, batch and completed
 request counts must equal the reference's on the seeds both ran; the script exits 1
 otherwise. Writes JSON to --out and the markdown table next to it (.md).

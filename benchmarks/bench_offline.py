@@ -24,7 +24,8 @@ Grid reductions (measured on a shared 2-core x86-64 machine, where the full run 
 11 minutes): 1024 instances only at n = 200 (the engine's cost per call grows as instances x n
 x the batch's LARGEST makespan, since a vmapped loop runs until its last instance is done, and
 makespan grows with n: 1024 instances of n = 200 already take about 40 s per call, of
-n = 1000 they would take several minutes); Sorted-F (Swap)'s Phase 1 costs about 3 s per instance at n = 1000 and 30 s at n = 2000
+n = 1000 they would take several minutes); Sorted-F (Swap)'s Phase 1 costs about 3 s per instance at n = 1000
+and 30 s at n = 2000
 there, so only SWAP_DISTINCT[n] distinct instances get its order and a batch repeats them
 (column "distinct"; the executor's work per instance does not depend on the repetition, but
 copies share one makespan, so such a batch escapes the largest-makespan cost above and its
@@ -48,10 +49,8 @@ prints the markdown to stdout and progress to stderr. Exits 1 if a consistency c
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib.util
 import json
-import os
 import platform
 import sys
 import time
@@ -61,16 +60,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-import jax
-
+from benchmarks.bench_dp import environment as dp_environment
+from benchmarks.numpy_offline import execute_numpy
 from jaxsched.offline import instances as inst
 from jaxsched.offline import workloads
 from jaxsched.offline.config import PAPER_CAPACITY_TOKENS, OfflineConfig, instance_params
-from jaxsched.offline.policies import POLICIES
+from jaxsched.offline.registry import POLICIES
 from jaxsched.workload import Batch
-
-from benchmarks.bench_dp import environment as dp_environment
-from benchmarks.numpy_offline import execute_numpy
 from tests.reference import offline as ref
 
 _HERE = Path(__file__).resolve().parent
@@ -432,7 +428,8 @@ def exec_table(rows: list[ExecRow]) -> str:
     for r in rows:
         lines.append(f"| {r.order} | {r.n} | {r.instances} | {r.distinct} | "
                      f"{_fmt(r.engine_instances_per_s)} | {_fmt(r.numpy_instances_per_s)} | "
-                     f"{r.ratio:.2f}x | {r.mean_makespan_steps:.0f} / {r.max_makespan_steps} | {r.engine_timed_s:.2f} | "
+                     f"{r.ratio:.2f}x | {r.mean_makespan_steps:.0f} / {r.max_makespan_steps} | "
+                     f"{r.engine_timed_s:.2f} | "
                      f"{r.engine_compile_s:.1f} | {r.numpy_instances} in {r.numpy_timed_s:.1f} s | "
                      f"{'yes' if r.tel_equal else 'NO'} ({r.tel_checked}) |")
     return "\n".join(lines)
@@ -487,11 +484,13 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Instances: {family}, M = {REAL_M} tokens, unit steps; orders precomputed. Engine: "
         "instances / seconds of the second of two identical calls (compile s = first minus "
-        "second; 0 where an earlier row compiled the same shapes). NumPy (`benchmarks/numpy_offline.py`): the same instances one at a time, "
+        "second; 0 where an earlier row compiled the same shapes). NumPy "
+        "(`benchmarks/numpy_offline.py`): the same instances one at a time, "
         f"about {target:g} s of them; ratio = engine / NumPy instances/s. 'distinct': "
         "distinct instances in the batch (Sorted-F (Swap) orders only a few at large n; the "
         "batch repeats them, and copies share one makespan, so those rows escape the cost "
-        "below and are not comparable with the others). The engine's batched loop runs until the batch's last instance is done "
+        "below and are not comparable with the others). The engine's batched loop runs until "
+        "the batch's last instance is done "
         "(max makespan), so heavy-tailed lengths cost more steps in larger batches. TEL equal: "
         "engine TEL = NumPy TEL on the (k) instances both ran.",
         "",
@@ -508,7 +507,9 @@ def main(argv: list[str] | None = None) -> int:
         "## Phase 1: seconds per instance to compute the order",
         "",
         f"Compiled once per (policy, n, batch) with `instances.compiled_orders`; s/instance = "
-        f"one run of the compiled call / batch; compilation apart (about 0 where the same policy, n and batch were compiled for the other family: M is traced, so the executable is reused). A size is skipped when the "
+        f"one run of the compiled call / batch; compilation apart (about 0 where the same "
+        f"policy, n and batch were compiled for the other family: M is traced, so the "
+        f"executable is reused). A size is skipped when the "
         f"last run scaled by (n / n_prev)^k (k per policy, in the JSON) exceeds "
         f"{QUICK_SOLVER_LIMIT_S if args.quick else SOLVER_LIMIT_S:g} s. sorted_f_dp: dp_width "
         f"= M = {SMALL_M}. {lp_note}",

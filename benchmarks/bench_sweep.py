@@ -14,7 +14,8 @@ reuses another's compiled programs), in this order:
 - "buckets, warm cache": the same command again, the cache now filled.
 Each reports its wall time, the programs it compiled (`jax.monitoring` backend-compile events,
 count and seconds, less those loaded from the persistent cache; block programs, the scanned
-step, counted apart, compiled or loaded) and the programs loaded from the persistent cache. The rows of every variant must equal the per-point rows in every metric column, bit for
+step, counted apart, compiled or loaded) and the programs loaded from the persistent cache. The rows of every
+variant must equal the per-point rows in every metric column, bit for
 bit (the command exits 1 otherwise). The load average is recorded before and after. Every
 process has one CPU device per core, as `jaxsched sweep` does.
 

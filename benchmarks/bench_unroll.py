@@ -31,9 +31,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
-import kernels
 from benchmarks.bench_dp import environment, environment_line
 from benchmarks.bench_kernel_scale import instances
+from jaxsched import kernels
 from jaxsched.results import markdown_table
 
 _HERE = Path(__file__).resolve().parent

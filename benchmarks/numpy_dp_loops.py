@@ -28,8 +28,16 @@ from typing import Callable
 
 import numpy as np
 
-from benchmarks.numpy_dp import (IDLE_POWER_W, arg_parser, MAX_POWER_W, POLICIES, POWER_EXPONENT,
-                                 RequestsExhausted, draw_lengths, simulate_numpy)
+from benchmarks.numpy_dp import (
+    IDLE_POWER_W,
+    MAX_POWER_W,
+    POLICIES,
+    POWER_EXPONENT,
+    RequestsExhausted,
+    arg_parser,
+    draw_lengths,
+    simulate_numpy,
+)
 
 # A policy's admissions: (queue position in the step's pool, worker), in the order it chose them.
 Picks = list[tuple[int, int]]

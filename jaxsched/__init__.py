@@ -7,10 +7,13 @@ Engines, one package each, all behind one protocol (`jaxsched.engine`):
   known (paper 002) or interval-predicted (paper 003) output lengths,
 - `jaxsched.budget`: one engine with a token budget per batch (paper 004).
 
-Shared by every engine: `simulate` (the runner: seed chunks, devices, progress, early stop),
-`simulate_points` (a grid of parameter points in one vmapped run) and its `Results`, `run_sweep` (grids x seeds, resumable), `multihost`, request workloads
-(`workload`), `fluid` models, `timing` and `energy` models, `stats`, `histogram`, `results`
-files, `plots` and the optax `tune`r.
+Shared by the engines: `simulate` (the runner: seed chunks, devices, progress, early stop),
+`simulate_points` (a grid of parameter points in one vmapped run) and its `Results`,
+`run_sweep` (grids x seeds, resumable), `multihost`, request workloads (`workload`), the
+array `kernels`, the double-float `clock` and iteration `timing`, `stats`, `histogram`,
+`results` files and the report figure (`plots`). What one engine alone uses lives in its
+package: `kv.fluid` and `kv.tune` (the WAIT fluid model and the optax tuner),
+`budget.fluid` and `budget.timing`, `dp.energy` and `dp.timing`, `dp.plots` and `kv.plots`.
 
     import jaxsched as js
     cfg = js.dp.DPConfig(policy="bfio", num_steps=2000)
@@ -26,14 +29,17 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-# Every engine's package, as `jaxsched.<name>` (jaxsched.engine.ENGINE_MODULES lists the same).
-ENGINES = ("dp", "kv", "offline", "interval", "budget", "network")
+from .registry import ENGINES as _ENGINE_REGISTRY
+
+# Every built-in engine's package, as `jaxsched.<name>` (the names of `jaxsched.registry.ENGINES`).
+ENGINES = _ENGINE_REGISTRY.names()
 # name -> (module, attribute or None for the module itself)
 _LAZY = {
     **{name: (f"jaxsched.{name}", None) for name in ENGINES},
     "workload": ("jaxsched.workload", None),
     "Engine": ("jaxsched.engine", "Engine"), "Metric": ("jaxsched.engine", "Metric"),
-    "Policy": ("jaxsched.engine", "Policy"), "ENGINE_MODULES": ("jaxsched.engine", "ENGINE_MODULES"),
+    "register_policy": ("jaxsched.registry", "register_policy"),
+    "register_engine": ("jaxsched.registry", "register_engine"),
     "engine_of": ("jaxsched.engine", "engine_of"), "get_engine": ("jaxsched.engine", "get_engine"),
     "ConfigError": ("jaxsched.errors", "ConfigError"),
     "Results": ("jaxsched.run", "Results"), "simulate": ("jaxsched.run", "simulate"),

@@ -13,57 +13,44 @@ An engine is a pure step function over immutable state, in the shape of gymnax's
   -> (state, out)`, `done(config, state) -> bool` (cheap: read flags, never scan arrays),
   `finalize(config, params, state) -> {metric: float64[...]}` on the host.
 - `METRICS`: {name: Metric(unit, doc)}, the names every result carries.
-- `POLICIES`: {name: Policy(fn, doc, options)}, the single source of truth for policy names and
-  for the config / params fields each policy reads. One policy signature per engine family,
-  documented in the engine's `policies` module: adding a policy touches that file only.
+- `POLICIES`: the engine's policy `Registry` (`jaxsched/<engine>/registry.py`, JAX-free), the
+  single source of truth for policy names and for the config / params fields each policy reads.
+  One policy signature per engine family, documented in the engine's `policies` module.
 
 `jaxsched.run.simulate(engine, config, params, seeds)` runs any engine: block scans, seed
 chunks, device sharding, progress, early stop. `jaxsched.sweep.run_sweep` sweeps any engine's
-Config and Params fields. An engine registers its name in `ENGINE_MODULES`; its package
-exposes the instance as `ENGINE`.
+Config and Params fields. An engine registers its name in `jaxsched.registry.ENGINES`; its
+package exposes the instance as `ENGINE`.
 """
 from __future__ import annotations
 
 import abc
 import dataclasses
-import importlib
 import inspect
-from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Mapping, NamedTuple
+from typing import Any, ClassVar, Mapping, NamedTuple
 
 import numpy as np
 
 from .errors import ConfigError
+from .registry import Registry
 
-# name -> module holding `ENGINE`. Adding an engine adds one line here.
-ENGINE_MODULES = {"dp": "jaxsched.dp", "kv": "jaxsched.kv", "offline": "jaxsched.offline",
-                  "interval": "jaxsched.interval", "budget": "jaxsched.budget",
-                  "network": "jaxsched.network"}
-
-
-# Units whose per-seed values are whole numbers (written as integers in results files).
+# Units whose per-seed values are whole numbers (written as integers in results files), unless
+# a metric says otherwise (`Metric.whole`, e.g. a mean number of steps).
 INTEGER_UNITS = ("count", "steps", "step", "flag")
 
 
 class Metric(NamedTuple):
-    """One summary metric of a run: its unit ("tokens", "s", "J", "count", "fraction", ...)
-    and a one-line definition."""
+    """One summary metric of a run: its unit ("tokens", "s", "J", "count", "fraction", ...),
+    a one-line definition, and whether each run's value is a whole number (`whole`; None: by
+    the unit, `INTEGER_UNITS`)."""
     unit: str
     doc: str
+    whole: bool | None = None
 
     @property
     def integer(self) -> bool:
         """Whether each run's value is a whole number (a count, a step index, a flag)."""
-        return self.unit in INTEGER_UNITS
-
-
-@dataclass(frozen=True)
-class Policy:
-    """A registered policy: the function, a one-line description, and the names of the Config
-    and Params fields it reads (its options; other policies ignore them)."""
-    fn: Callable
-    doc: str
-    options: tuple[str, ...] = ()
+        return self.unit in INTEGER_UNITS if self.whole is None else self.whole
 
 
 class Engine(abc.ABC):
@@ -73,7 +60,7 @@ class Engine(abc.ABC):
     Config: ClassVar[type]
     Params: ClassVar[type]
     METRICS: ClassVar[Mapping[str, Metric]]
-    POLICIES: ClassVar[Mapping[str, Policy]]
+    POLICIES: ClassVar[Registry]          # jaxsched/<engine>/registry.py
     # One scan step is a "step" (dp: a decode step) or an "epoch" (kv: a decision epoch).
     step_unit: ClassVar[str] = "step"
     # Inside a block, skip the steps of a chunk whose runs are all done (lax.cond around the
@@ -121,6 +108,11 @@ class Engine(abc.ABC):
     def trajectory_length(self, config: Any, metrics: Mapping[str, np.ndarray]) -> int:
         """Rows of recorded trajectories (later rows are cut, missing ones are zeros)."""
         return self.max_steps(config)
+
+    def example(self) -> Any:
+        """A small Config of this engine whose runs take a second or two: the conformance kit
+        (`jaxsched.testing`) runs every check on it."""
+        raise NotImplementedError(f"engine {self.name!r} declares no example configuration")
 
     @abc.abstractmethod
     def working_set_bytes(self, config: Any) -> int:
@@ -192,16 +184,16 @@ class Engine(abc.ABC):
 
 def get_engine(name: str) -> Engine:
     """The registered engine `name` (ConfigError naming the allowed names otherwise)."""
-    if not isinstance(name, str) or name not in ENGINE_MODULES:
-        raise ConfigError(f"engine must be one of {tuple(ENGINE_MODULES)}, got {name!r}")
-    return importlib.import_module(ENGINE_MODULES[name]).ENGINE
+    from .registry import ENGINES
+    return ENGINES[ENGINES.require(name, "engine")].fn
 
 
 def engine_of(config: Any) -> Engine:
     """The engine whose Config `config` is."""
-    for name in ENGINE_MODULES:
+    from .registry import ENGINES
+    for name in ENGINES:
         eng = get_engine(name)
         if isinstance(config, eng.Config):
             return eng
-    raise ConfigError(f"config must be the Config of an engine in {tuple(ENGINE_MODULES)}, "
+    raise ConfigError(f"config must be the Config of an engine in {ENGINES.names()}, "
                       f"got {type(config).__name__}")

@@ -11,6 +11,15 @@ Compilation is a phase of its own: the runner calls `phase("compiling")` before 
 out of the rate, so the ETA counts simulation only (a first ETA that included a minute of
 compilation would promise an hour for a run of seconds). `Share` hands a sub-task (one bucket
 of a sweep) a slice of a parent bar.
+
+Every bar has a total, so that it shows a percentage and an ETA. The rule: a driver that knows
+its work up front (an experiment over its grid, a sweep over its points) declares it with
+`set_total` before the first unit, counted from the same loops that will run, units its
+helpers advance included; helpers that only advance the bar (`offline.compare.evaluate`, one
+unit per algorithm) never change the total. A runner given the bar itself as its callback sets
+the total to its blocks, so a driver hands the runner a `Share` of its units instead. At the
+end the done count equals the total. `declare`, `tick` and `share` are the same calls for a
+driver whose bar may be None (no reporting).
 """
 from __future__ import annotations
 
@@ -23,6 +32,7 @@ from tqdm import tqdm
 
 class Progress:
     """`Progress(label, total)`; call `update(done, detail="")` or `advance(weight)`; `close()`.
+    A bar made before its work is known gets its total from `set_total(total)`.
 
     Also usable as a runner callback: `progress(done, total)` updates both. `write(line)`
     prints a line above the bar. The bar appears at the first report, so a command that fails
@@ -59,7 +69,10 @@ class Progress:
             self._bar.start_t = self._bar.last_print_t = self.t0
         return self._bar
 
-    def _set_total(self, total: float) -> None:
+    def set_total(self, total: float) -> None:
+        """Declare the work: `total` units (0: unknown, no percentage or ETA). A driver calls
+        it once, before its first unit (module docstring); the bar, if drawn, follows."""
+        total = float(total)
         self.total = total
         if self._bar is not None:
             self._bar.total = total or None
@@ -94,7 +107,7 @@ class Progress:
 
     def __call__(self, done: float, total: float) -> None:
         if float(total) != self.total:
-            self._set_total(float(total))
+            self.set_total(total)
         self.update(done)
 
     def advance(self, weight: float = 1.0, detail: str = "") -> None:
@@ -138,6 +151,24 @@ class Progress:
             self._bar.postfix = message
         self._bar.refresh()
         self._bar.close()
+
+
+def declare(progress: Progress | None, total: float) -> None:
+    """`progress.set_total(total)`, where a driver's bar may be None (no reporting)."""
+    if progress is not None:
+        progress.set_total(total)
+
+
+def tick(progress: Progress | None, detail: str = "", weight: float = 1.0) -> None:
+    """`progress.advance(weight, detail)`: a unit of a driver's work done (None: silent)."""
+    if progress is not None:
+        progress.advance(weight, detail)
+
+
+def share(progress: Progress | None, start: float, weight: float,
+          detail: str = "") -> Share | None:
+    """A runner callback for `weight` units of `progress` from `start` (None: none)."""
+    return None if progress is None else Share(progress, start, weight, detail)
 
 
 class Share:

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-from dataclasses import dataclass, field
 import hashlib
 import json
 import math
 import os
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .errors import ConfigError
 from .outputs import fallback_path, file_mode
 
 
@@ -127,8 +128,10 @@ def seed_rows(res, config_columns: Mapping[str, object]) -> list[dict]:
 
 def metric_value(v: float, metric) -> int | float:
     """One run's value of `metric` (a jaxsched.engine.Metric) for a results file: an int for
-    whole-number metrics (counts, steps, flags), a float otherwise."""
-    return int(v) if getattr(metric, "integer", False) and np.isfinite(v) else float(v)
+    whole-number metrics (counts, steps, flags), a float otherwise. A value with a fraction
+    stays a float whatever the metric says, so that no number is ever truncated."""
+    whole = getattr(metric, "integer", False) and np.isfinite(v) and float(v).is_integer()
+    return int(v) if whole else float(v)
 
 
 def identity(value: Any) -> Any:
@@ -161,6 +164,33 @@ def identity(value: Any) -> Any:
     return repr(value)
 
 
+def user_policy_code(engine: str, config: Any) -> dict[str, str]:
+    """{policy name: SHA-256 of its source} for the policies of `config` (its `policy` and
+    `policy_set`) that user code registered (`jaxsched.registry.register_policy`): the package
+    version pins the built-in ones, but a user's function may change under the same name."""
+    import inspect
+
+    from .registry import ENGINES, policies
+    if engine not in ENGINES:
+        return {}
+    try:
+        registry = policies(engine)
+    except ConfigError:           # an engine without a policy registry
+        return {}
+    names = [getattr(config, "policy", None), *getattr(config, "policy_set", ())]
+    out = {}
+    for name in names:
+        entry = registry.get(name) if isinstance(name, str) else None
+        if entry is None or entry.builtin:
+            continue
+        try:
+            code = inspect.getsource(entry.fn)
+        except (OSError, TypeError):
+            code = identity(entry.fn)
+        out[name] = hashlib.sha256(code.encode()).hexdigest()
+    return out
+
+
 def run_key(engine: str, config: Any, params: Any, seeds: Sequence[int], **extra: Any) -> str:
     """The resume key of a results row: SHA-256 of everything that changes its numbers (the
     engine, every Config and Params field, the workload's content, the full seed list, the
@@ -170,6 +200,9 @@ def run_key(engine: str, config: Any, params: Any, seeds: Sequence[int], **extra
     doc = {"engine": engine, "config": identity(config), "params": identity(params),
            "seeds": [int(s) for s in seeds], "version": __version__,
            "extra": identity(dict(extra))}
+    user = user_policy_code(engine, config)
+    if user:                      # only then, so that the keys of built-in policies stay put
+        doc["user_policies"] = user
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
 

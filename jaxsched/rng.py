@@ -43,6 +43,9 @@ STREAM_TIE_EVICT = 13
 # with the stage seed hash3(seed, s, STREAM_STAGE); the random router's draw per request id.
 STREAM_STAGE = 14
 STREAM_ROUTE = 15
+# randomized admission policies (dp power of two choices): the stream of step k is
+# hash3(seed, k, STREAM_POLICY), draw i of it hash3(that, i, STREAM_POLICY).
+STREAM_POLICY = 16
 # trace-driven arrivals (docs/budget-semantics.md): the replay's starting row, hash3(seed, 0,
 # tag) mod n. 63 keeps it clear of the sequential tags above and of `uniform`'s stream * 64 + sub.
 STREAM_TRACE_START = 63

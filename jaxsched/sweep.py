@@ -33,13 +33,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from . import __version__
+from .buckets import DEFAULT_MAX_WASTE, check_max_waste, plan_buckets
 from .engine import Engine, engine_of
 from .errors import ConfigError, require_float
-from .buckets import DEFAULT_MAX_WASTE, check_max_waste, plan_buckets
 from .multihost import broadcast_from_writer, is_writer, simulate_multihost
-from .progress import Progress, Share
-from . import __version__
 from .outputs import check_file
+from .progress import Progress, Share
 from .results import ResultsFile, run_key
 from .rng import check_seeds
 from .run import seeds_for_budget, simulate_points

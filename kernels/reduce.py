@@ -16,7 +16,6 @@ from typing import Sequence
 import jax
 import jax.numpy as jnp
 
-
 # Width of the row vectors in `ordered_sum`: its upper levels add whole rows of this many
 # elements, which XLA fuses into one pass; 256 was the fastest of 32-256 on [1024, 1152].
 _ROW = 256

@@ -46,7 +46,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-
 # The pool sort packs (size class, position) into one int32 key: class * R + position with
 # class <= R needs R * R + R - 1 < 2^31. Larger pools take the two-key sort.
 _PACKED_POOL_MAX = 46340

@@ -37,7 +37,7 @@ from IPython.display import Image, Markdown, display
 
 import jaxsched as js
 from jaxsched.dp import experiments as X
-from jaxsched.plots import horizon_curve
+from jaxsched.dp.plots import horizon_curve
 from jaxsched.stats import mean_ci
 
 # Plot files and the theorem report go to a temporary folder, removed when the kernel exits.
@@ -141,7 +141,7 @@ display(Markdown("\n\n".join("#### " + s for s in sections if not s.startswith("
 # %%
 from jaxsched.dp.theorems import (DEFAULT_KERNEL, DEFAULT_T1_KERNEL, Point, ratio_rows,
                                   ratio_slopes, run_grid)
-from jaxsched.plots import improvement_ratio
+from jaxsched.dp.plots import improvement_ratio
 
 # The quick check's settings (20 measured lifetimes, 4 seeds), so that its rows are reused.
 points = [Point(theorem=2, G=8, B=B, s_max=20, p=0.1) for B in (16, 64, 256)]

@@ -32,7 +32,7 @@ import numpy as np
 from IPython.display import Image, Markdown, display
 
 import jaxsched as js
-from jaxsched.plots import load_trajectories
+from jaxsched.dp.plots import load_trajectories
 from jaxsched.stats import mean_ci
 
 import matplotlib.pyplot as plt

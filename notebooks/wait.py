@@ -22,7 +22,7 @@
 # (Algorithm 1) starts a type's waiting requests only when n_j of them are queued; Nested WAIT
 # (Algorithm 2) does the same per segment of stages. This notebook:
 #
-# 1. computes the fluid benchmark (equilibrium and thresholds) with `jaxsched.fluid`,
+# 1. computes the fluid benchmark (equilibrium and thresholds) with `jaxsched.kv.fluid`,
 # 2. runs WAIT on the kv engine and looks at its batches,
 # 3. compares WAIT with the baselines at one operating point of experiment E1,
 # 4. tunes Nested WAIT's thresholds by gradient on a differentiable relaxation (`jaxsched tune`).
@@ -36,7 +36,7 @@ import numpy as np
 from IPython.display import Image, Markdown, display
 
 import jaxsched as js
-from jaxsched import fluid
+from jaxsched.kv import fluid
 from jaxsched.kv import experiments as kx
 
 import matplotlib.pyplot as plt

@@ -9,19 +9,24 @@ continuous time (docs/budget-semantics.md).
 and memory-overhead coefficients), `simulate` (the shared runner), `request_stream` (the
 requests of a run, for references), `trace_load` (a replay's offered load), `POLICIES` and
 `METRICS`.
+
+Every name is imported on first use (the registry is JAX-free).
 """
 from __future__ import annotations
 
-from ..run import Results, simulate
-from .config import (BudgetConfig, BudgetParams, capacity_tokens_per_s, make_params, mean_lengths,
-                     offered_load, rates_for_load, trace_load, trace_token_rate)
-from .engine import ENGINE, batches, done, init, request_lengths, step
-from .metrics import METRICS
-from .policies import POLICIES
-from .state import BudgetState
-from .stream import request_stream
+from ..lazy import lazy_exports
 
-__all__ = ["BudgetConfig", "BudgetParams", "BudgetState", "make_params", "simulate", "Results",
-           "ENGINE", "init", "step", "done", "batches", "request_lengths", "request_stream",
-           "capacity_tokens_per_s", "mean_lengths", "offered_load", "rates_for_load", "trace_load",
-           "trace_token_rate", "METRICS", "POLICIES"]
+_EXPORTS = {
+    "Results": "..run:Results", "simulate": "..run:simulate",
+    "BudgetConfig": ".config:BudgetConfig", "BudgetParams": ".config:BudgetParams",
+    "capacity_tokens_per_s": ".config:capacity_tokens_per_s", "make_params": ".config:make_params",
+    "mean_lengths": ".config:mean_lengths", "offered_load": ".config:offered_load",
+    "rates_for_load": ".config:rates_for_load", "trace_load": ".config:trace_load",
+    "trace_token_rate": ".config:trace_token_rate", "ENGINE": ".engine:ENGINE",
+    "batches": ".engine:batches", "done": ".engine:done", "init": ".engine:init",
+    "request_lengths": ".engine:request_lengths", "step": ".engine:step",
+    "METRICS": ".metrics:METRICS", "POLICIES": ".registry:POLICIES",
+    "BudgetState": ".state:BudgetState", "request_stream": ".stream:request_stream",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = list(_EXPORTS)

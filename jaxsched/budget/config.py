@@ -20,12 +20,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..clock import split12
-from ..workload.arrivals import check_rates, trace_gaps_s, trace_max_arrivals
-from ..errors import (ConfigError, require, require_bool, require_choice, require_float,
-                      require_int)
+from ..errors import ConfigError, require, require_bool, require_choice, require_float, require_int
 from ..histogram import bit_num_bins
 from ..workload import BivariateNormal, BurstGPTLike, Constant, Independent, Trace
-from .policies import POLICIES
+from ..workload.arrivals import check_rates, trace_gaps_s, trace_max_arrivals
+from .registry import POLICIES
 
 # Paper 004's batch-time constants (notes/004.md sections 1 and 6): c = 45.5 ms and b0 = 64
 # tokens are the paper's Llama-3-70B fit; a = 0.18 ms/token is assumed (the paper's 0.30 puts
@@ -72,8 +71,9 @@ def _trace_law(workload) -> tuple:
     return (law,)
 
 
-def _laws(workload) -> tuple:
-    """The per-type length laws as a tuple (one law: one type)."""
+def length_laws(workload) -> tuple:
+    """The per-type length laws of a Poisson-mode workload as a validated tuple (one law: one
+    type); also the per-stage laws of each type of a `jaxsched.network` workload."""
     laws = workload if isinstance(workload, tuple) else (workload,)
     require(len(laws) >= 1, "workload", "a length law or a non-empty tuple of them (one per type)",
             workload)
@@ -90,7 +90,7 @@ class BudgetConfig:
 
     workload: a length law per request type (a single law: one type); type j's requests draw
     (v_p, v_d) from workload[j] at their request id. policy: a name in
-    jaxsched.budget.policies.POLICIES. horizon_s: the run ends at the first epoch at or after it
+    jaxsched.budget.registry.POLICIES. horizon_s: the run ends at the first epoch at or after it
     (s). burn_in_s: metrics cover [burn_in_s, horizon_s). num_requests: optional cap on the
     arrivals. table_size Q: ring slots (docs §4). arrivals_per_step: arrivals inserted per scan
     step. max_steps: bound on the scan steps (make_params checks it suffices for the horizon).
@@ -134,7 +134,7 @@ class BudgetConfig:
     def __post_init__(self):
         require_choice(self.arrival_mode, "arrival_mode", ARRIVAL_MODES)
         require_choice(self.memory_overhead, "memory_overhead", MEMORY_OVERHEADS)
-        laws = _trace_law(self.workload) if self.trace else _laws(self.workload)
+        laws = _trace_law(self.workload) if self.trace else length_laws(self.workload)
         object.__setattr__(self, "workload", laws)
         require_choice(self.policy, "policy", POLICIES)
         h = require_float(self.horizon_s, "horizon_s", lo=0.0, hi=1e7, lo_open=True)

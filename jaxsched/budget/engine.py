@@ -4,36 +4,33 @@ Pure functions in the gymnax style: `init(config, params, seed) -> state` and
 `step(config, params, state) -> (state, out)`; one step is one decision epoch (a batch, an
 idle jump to the next arrival, or an insert-only step when more arrivals are due than one step
 inserts), a run is `lax.scan(step)`, seeds are `vmap`ped (jaxsched.run). The exact semantics
-are in docs/budget-semantics.md.
+are in docs/budget-semantics.md; the batch model this engine shares with jaxsched.network (the
+policy's batch, its duration, the window and histograms) is `core`.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-
-from kernels import ordered_sum
 
 from .. import clock
 from ..clock import DF
 from ..engine import Engine
 from ..errors import require
-from ..histogram import bit_bins
+from ..kernels import ordered_sum
 from ..run import Results, trajectory_rows
-from kernels import prefix_by_id
-
-from ..timing import (budget_attention_s, budget_batch_time_s, budget_memory_overhead_s,
-                      kv_excess_tokens)
 from ..workload import arrivals
 from .config import BACKLOG_ID, BudgetConfig, BudgetParams, BudgetSizes, make_params
-from .metrics import METRICS, finalize as _finalize
-from .policies import POLICIES, View
+from .core import KIND_NONE, Window, batch_time, choose_batch, hist_add, run_warnings, trim_trajectories
+from .metrics import METRICS
+from .metrics import finalize as _finalize
+from .policies import View
+from .registry import POLICIES
 from .state import BudgetState, Table, Totals
 
-# Kinds of step in the recorded trajectories.
-KIND_NONE, KIND_INSERT, KIND_BATCH, KIND_IDLE, KIND_END = 0, 1, 2, 3, 4
+# Kinds of step in the recorded trajectories (KIND_NONE = 0, a step of an ended run: `core`).
+KIND_INSERT, KIND_BATCH, KIND_IDLE, KIND_END = 1, 2, 3, 4
 
 
 # --------------------------------------------------------------------------- size buckets
@@ -127,54 +124,6 @@ def _insert(config: BudgetConfig, params: BudgetParams, state: BudgetState, acti
             n_put)
 
 
-def batch_time(config: BudgetConfig, params: BudgetParams, table: Table, dp, dd, load) -> DF:
-    """Duration (s, double-float) of the batch (dp int32[Q], dd bool[Q]) on the pre-loading
-    `table`: eq. (2.3), plus the attention term (A.1) when config.attention, plus the
-    KV-memory overhead (A.2) when config.memory_overhead is on (jaxsched.timing; docs §2
-    step 5, in that order)."""
-    tau = budget_batch_time_s(load, params.c_s, params.a_hi, params.a_lo, params.b0)
-    P = table.vp - table.p
-    D = table.vd - table.d
-    if config.attention:
-        s1 = jnp.sum(dp * dp, dtype=jnp.int32)
-        s2 = jnp.sum(jnp.where(dd, P + D, 0), dtype=jnp.int32)
-        s3 = jnp.sum(dp * P, dtype=jnp.int32) if config.attention_prefix else jnp.int32(0)
-        tau = budget_attention_s(tau, s1, s2, s3, params.alpha, params.beta, params.fence)
-    if config.memory_overhead != "off":
-        member = (dp > 0) | dd
-        kv = jnp.where(member, P + D + dp + dd.astype(jnp.int32), 0)
-        # FCFS prefix sums from the oldest member's slot: members are valid entries, all
-        # within Q consecutive entry numbers, so ring order from there is entry order.
-        base = jnp.argmin(jnp.where(member, table.entry, jnp.iinfo(jnp.int32).max))
-        x = kv_excess_tokens(kv, prefix_by_id(kv, base.astype(jnp.int32)), params.kv_limit)
-        tau = budget_memory_overhead_s(tau, x, config.memory_overhead == "recompute",
-                                       params.mem_c1, params.mem_c2, params.fence)
-    return tau
-
-
-class _Window(eqx.Module):
-    """The measurement window [burn_in, horizon) as double-floats."""
-    start: DF
-    end: DF
-
-    @staticmethod
-    def of(config: BudgetConfig) -> "_Window":
-        return _Window(DF.from_float64(config.burn_in_s), DF.from_float64(config.horizon_s))
-
-    def contains(self, t: DF) -> jnp.ndarray:
-        return clock.le(self.start, t) & ~clock.le(self.end, t)
-
-    def overlap_s(self, a: DF, b: DF) -> jnp.ndarray:
-        """float32 length of [a, b) within the window (s, >= 0)."""
-        lo = clock.where(clock.le(self.start, a), a, self.start)
-        hi = clock.where(clock.le(b, self.end), b, self.end)
-        return jnp.maximum(clock.sub(hi, lo), 0.0)
-
-
-def _hist_add(hist, x_s, mask, config: BudgetConfig):
-    return hist.at[bit_bins(x_s, mask, config.hist_octave_bits)].add(1, mode="drop")
-
-
 def _snapshots(config: BudgetConfig, totals: Totals, t0: DF, now, fill, n_in, x_pre) -> Totals:
     """Record the snapshots whose grid time g_k <= t0 at a deciding step (`now`), and (g_k, 0,
     0) for every later one when the run ends early with an empty system (`fill`)."""
@@ -198,7 +147,7 @@ def _snapshots(config: BudgetConfig, totals: Totals, t0: DF, now, fill, n_in, x_
 def step(config: BudgetConfig, params: BudgetParams, state: BudgetState, record: bool = False):
     """One decision epoch (docs/budget-semantics.md §2). Returns (state, the step's trajectory
     row when `record`, else None)."""
-    w = _Window.of(config)
+    w = Window.of(config)
     t0 = state.clock
     active = ~state.done
     hit = clock.le(w.end, t0)
@@ -209,7 +158,7 @@ def step(config: BudgetConfig, params: BudgetParams, state: BudgetState, record:
     decide = settled & ~hit
     valid = table.valid
     view = View(valid, table.p, table.type, table.entry, entries % run_sizes(config, params)[0])
-    dp, dd = POLICIES[config.policy].fn(config, params, view)
+    dp, dd = choose_batch(config, params, view)
     dp = jnp.where(decide & valid, jnp.minimum(dp, table.p), 0)
     dd = decide & valid & dd & (table.p == 0)
     load = jnp.sum(dp, dtype=jnp.int32) + jnp.sum(dd, dtype=jnp.int32)
@@ -264,7 +213,7 @@ def step(config: BudgetConfig, params: BudgetParams, state: BudgetState, record:
 
 
 def _apply(config: BudgetConfig, table: Table, totals: Totals, dp, dd, batch, t_end: DF,
-           w: _Window) -> tuple[Table, Totals]:
+           w: Window) -> tuple[Table, Totals]:
     """Load the batch (p -= dp, d -= dd) and record its completions at t_end (docs §2 step 6):
     first tokens, decode tokens (TBT) and departures, counted when t_end is in the window."""
     p = table.p - dp
@@ -288,9 +237,9 @@ def _apply(config: BudgetConfig, table: Table, totals: Totals, dp, dd, batch, t_
         ttft_s=totals.ttft_s.add(ordered_sum(jnp.where(m_dep, ttft, 0.0))),
         tbt_s=totals.tbt_s.add(ordered_sum(jnp.where(m_tok, gap, 0.0))),
         tbt_count=totals.tbt_count + jnp.sum(m_tok, dtype=jnp.int32),
-        latency_hist=_hist_add(totals.latency_hist, since, m_dep, config),
-        ttft_hist=_hist_add(totals.ttft_hist, ttft, m_dep, config),
-        tbt_hist=_hist_add(totals.tbt_hist, gap, m_tok, config))
+        latency_hist=hist_add(totals.latency_hist, since, m_dep, config.hist_octave_bits),
+        ttft_hist=hist_add(totals.ttft_hist, ttft, m_dep, config.hist_octave_bits),
+        tbt_hist=hist_add(totals.tbt_hist, gap, m_tok, config.hist_octave_bits))
     new = replace(table, entry=jnp.where(depart, -1, table.entry), p=p, d=d,
                   last=clock.where(first | dd, end, table.last), ttft=ttft)
     return new, totals
@@ -312,36 +261,6 @@ def batches(results: Results, s: int) -> dict[str, np.ndarray]:
     return trajectory_rows(results, s, KIND_BATCH)
 
 
-def trim_trajectories(table_size: int, trajectories) -> dict[str, np.ndarray]:
-    """Trajectories [S, T, ...] of runs padded into a bucket, cut to what the unpadded runs
-    record (this engine and jaxsched.network): T to the longest of these runs (the rows whose
-    kind is not KIND_NONE: a run's active steps come first, and its unpadded trajectories end
-    after the longest of them) and per-slot rows [S, T, Q'] (record_members) to the run's own
-    table_size Q."""
-    out = dict(trajectories)
-    steps = int((np.asarray(out["kind"]) != KIND_NONE).sum(axis=1).max(initial=0))
-    return {k: (v[:, :steps, :table_size] if v.ndim == 3 else v[:, :steps])
-            for k, v in out.items()}
-
-
-def run_warnings(engine: str, what: str, where: str, config, metrics) -> list[str]:
-    """The warnings of token-budget runs (this engine and jaxsched.network): seeds whose table
-    rejected `what` (unstable, or the table is too small), that did not reach the horizon
-    within max_steps, or that stalled."""
-    out = []
-    bad = int((metrics["overflowed"] > 0).sum())
-    if bad:
-        out.append(f"{engine}: {bad} seeds rejected {what} (table_size {config.table_size} "
-                   f"full{where}): unstable at this horizon, or raise table_size")
-    open_ = int((metrics["done"] == 0).sum())
-    if open_:
-        out.append(f"{engine}: {open_} seeds did not reach the horizon within max_steps")
-    stalled = int(metrics["stalled"].sum())
-    if stalled:
-        out.append(f"{engine}: {stalled} seeds stalled with work no batch would take")
-    return out
-
-
 class BudgetEngine(Engine):
     """One engine with a token budget per batch (paper 004); see the module docstring."""
     name = "budget"
@@ -360,6 +279,9 @@ class BudgetEngine(Engine):
 
     # The ring and the arrival buffer: every policy and option runs padded (`pad`).
     size_fields = ("table_size", "arrivals_per_step")
+
+    def example(self) -> BudgetConfig:
+        return BudgetConfig(horizon_s=10.0, table_size=256)
 
     def max_steps(self, config: BudgetConfig) -> int:
         return config.max_steps

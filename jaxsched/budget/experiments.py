@@ -26,15 +26,26 @@ import math
 import numpy as np
 
 from ..errors import require, require_float, require_int
+from ..progress import declare, share, tick
 from ..results import Report, markdown_table, mean_ci_column
 from ..run import simulate, simulate_points
 from ..stats import mean_ci
-from ..fluid import budget_drain_time_s
 from ..workload import Independent, Poisson, read_trace
-from .config import (DEFAULT_A_S_PER_TOKEN, DEFAULT_B0, DEFAULT_C_S, BudgetConfig,
-                     capacity_tokens_per_s, enough_steps, make_params, mean_lengths,
-                     rates_for_load, trace_load, trace_token_rate)
+from .config import (
+    DEFAULT_A_S_PER_TOKEN,
+    DEFAULT_B0,
+    DEFAULT_C_S,
+    BudgetConfig,
+    capacity_tokens_per_s,
+    enough_steps,
+    make_params,
+    mean_lengths,
+    rates_for_load,
+    trace_load,
+    trace_token_rate,
+)
 from .engine import batches
+from .fluid import budget_drain_time_s
 
 # Fig. 1's engine (notes/004.md sections 5 and 6): b = 512, M = 256 (vLLM's max_num_seqs),
 # prefill cap = b, c = 45.5 ms, b0 = 64, a = 0.18 ms/token (assumed; rho = 0.85 at 14.3 qps).
@@ -46,12 +57,6 @@ STABILITY_POLICIES = ("sarathi", "orca", "vllm", "ft")
 # rate lambda (m_p + m_d) (assumed: a bounded queue's fitted slope is noise around 0, an
 # unstable one keeps (offered - served) / offered, tens of percent).
 GROWTH_THRESHOLD = 0.02
-
-
-def _tick(progress, detail: str) -> None:
-    """One unit of work done (a `jaxsched.progress.Progress`, or None)."""
-    if progress is not None:
-        progress.advance(1.0, detail)
 
 
 def verdict(fractions: np.ndarray, overflowed: np.ndarray,
@@ -89,6 +94,10 @@ def stability(quick: bool = False, seeds: int | None = None, progress=None) -> R
     horizon, burn_in = (200.0, 40.0) if quick else (600.0, 100.0)
     Q = 8192 if quick else 16384
     rows, growth_panel, traj_panel, verdicts = [], {}, {}, {}
+    # One unit per (policy, load) point. A policy's Fig. 1 trajectory run and its compilations
+    # fall within its units: every policy compiles anew, so a rate that counts compilation
+    # predicts the policies still to run.
+    declare(progress, len(STABILITY_POLICIES) * len(loads))
     for policy in STABILITY_POLICIES:
         cfg = _fig1_config(policy, horizon, burn_in, Q, max(loads))
         work = float(mean_lengths(cfg).sum())
@@ -115,7 +124,7 @@ def stability(quick: bool = False, seeds: int | None = None, progress=None) -> R
                              partial_batch_fraction=float(m["partial_batch_fraction"].mean())))
             for lst, val in zip(series, (rho, mean, half)):
                 lst.append(val)
-            _tick(progress, f"{policy} rho={rho}")
+            tick(progress, f"{policy} rho={rho}")
         growth_panel[policy] = series
         # Fig. 1: tokens in system over time at 14.3 qps, one seed.
         p = make_params(cfg, rates=rates_for_load(cfg, FIG1_LOAD, **_time_kw()), **FIG1)
@@ -172,6 +181,8 @@ TWO_TYPES = (Independent(Poisson(129.0), Poisson(112.0), name="chat"),
 TWO_TYPE_POLICIES = (("sarathi", {}), ("orca", {}), ("wc_srpt", dict(inner_order="srpt")),
                      ("vllm", {}))
 DRAIN_FRACTION = 0.02
+# The work-conserving ones, checked at a steady two-type load (full runs only).
+TWO_TYPE_STEADY = TWO_TYPE_POLICIES[:3]
 
 
 def _policy_of(label: str) -> str:
@@ -187,6 +198,9 @@ def two_type(quick: bool = False, seeds: int | None = None, progress=None) -> Re
     ml = None
     rows, ok = [], True
     cap = capacity_tokens_per_s(FIG1["budget"], FIG1["c_s"], FIG1["a_s_per_token"], FIG1["b0"])
+    # One unit per (policy, load) point, then (full runs) one per steady-state policy.
+    declare(progress, len(TWO_TYPE_POLICIES) * len(loads)
+            + (0 if quick else len(TWO_TYPE_STEADY)))
     for label, static in TWO_TYPE_POLICIES:
         policy = _policy_of(label)
         base = BudgetConfig(workload=TWO_TYPES, policy=policy, horizon_s=horizon, table_size=8192,
@@ -212,7 +226,7 @@ def two_type(quick: bool = False, seeds: int | None = None, progress=None) -> Re
                              drain_s=float(np.nanmean(m["drain_time_s"])) if drained.any() else math.nan,
                              ratio=mean, ratio_ci95=half, drained_seeds=int(drained.sum()),
                              work_conserving=wc, check="PASS" if good else "FAIL"))
-            _tick(progress, f"{label} rho={rho}")
+            tick(progress, f"{label} rho={rho}")
     steady = [] if quick else _two_type_steady(S, progress)
     ok &= all(r["verdict"] == "bounded" for r in steady)
     return _two_type_report(rows, steady, ml, ok, S)
@@ -222,7 +236,7 @@ def _two_type_steady(S: int, progress) -> list[dict]:
     """Load (4.2) = 0.9 with two types, no backlog: the growth verdict per work-conserving
     policy."""
     out = []
-    for label, static in TWO_TYPE_POLICIES[:3]:
+    for label, static in TWO_TYPE_STEADY:
         base = BudgetConfig(workload=TWO_TYPES, policy=_policy_of(label), horizon_s=600.0,
                             burn_in_s=100.0, table_size=8192, **static)
         r = rates_for_load(base, 0.9, **_time_kw())
@@ -233,7 +247,7 @@ def _two_type_steady(S: int, progress) -> list[dict]:
         v, mean, half = verdict(m["token_growth_per_s"] / offered, m["overflowed"])
         out.append(dict(policy=label, load=0.9, growth_fraction=mean, growth_fraction_ci95=half,
                         verdict=v))
-        _tick(progress, f"{label} steady")
+        tick(progress, f"{label} steady")
     return out
 
 
@@ -328,7 +342,11 @@ def fig9(quick: bool = False, seeds: int | None = None, progress=None, *, trace_
     timing = dict(c_s=c_s, a_s_per_token=a_s_per_token, b0=b0)
     params = [make_params(cfg, rate_scale=rate_scale, budget=b, max_requests=b, alpha=alpha,
                           beta=beta, **timing) for b in budgets]
-    results = simulate_points(cfg, params, range(S), warn=False, progress=progress)
+    # One unit per budget; the runner reports its blocks through a Share of them, so the bar
+    # keeps its total, shows the compilation as a phase and its ETA counts the runs only.
+    declare(progress, len(budgets))
+    results = simulate_points(cfg, params, range(S), warn=False,
+                              progress=share(progress, 0, len(budgets), "budgets x seeds"))
     rows = []
     for b, res in zip(budgets, results):
         m = res.metrics

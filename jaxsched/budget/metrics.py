@@ -1,5 +1,6 @@
 """Summary metrics of budget runs, finalized on the host in float64 from the streaming sums
-(docs/budget-semantics.md §6), and the growth-rate fit of the stability check.
+(docs/budget-semantics.md §6); the growth-rate fit of the stability check is `core`'s
+(`growth_slopes`, imported here).
 
 Every metric name carries its unit or is a count; "window" is [burn_in_s, horizon_s).
 """
@@ -10,9 +11,8 @@ import numpy as np
 from ..engine import Metric
 from ..histogram import bit_quantile
 from .config import BudgetConfig
+from .core import QUANTILES, growth_slopes, safe_div
 from .state import BudgetState
-
-QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
 
 
 def _latency_metrics(name: str, what: str) -> dict[str, Metric]:
@@ -54,27 +54,6 @@ METRICS = {
 }
 
 
-def _div(a, b) -> np.ndarray:
-    a = np.asarray(a, np.float64)
-    b = np.asarray(b, np.float64)
-    return np.divide(a, b, out=np.zeros(np.broadcast(a, b).shape), where=b > 0)
-
-
-def growth_slopes(t: np.ndarray, y: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """Least-squares slopes of y against t over the first count[...] points of each row
-    ([..., G] arrays, float64); nan with fewer than 2 points."""
-    t = np.asarray(t, np.float64)
-    y = np.asarray(y, np.float64)
-    mask = np.arange(t.shape[-1]) < np.asarray(count)[..., None]
-    n = mask.sum(-1)
-    tm = _div(np.where(mask, t, 0).sum(-1), n)[..., None]
-    ym = _div(np.where(mask, y, 0).sum(-1), n)[..., None]
-    sxx = np.where(mask, (t - tm) ** 2, 0).sum(-1)
-    sxy = np.where(mask, (t - tm) * (y - ym), 0).sum(-1)
-    out = _div(sxy, sxx)
-    return np.where(n >= 2, out, np.nan)
-
-
 def finalize(config: BudgetConfig, state: BudgetState) -> dict[str, np.ndarray]:
     """Metrics per run (arrays with the state's batch shape) as float64."""
     t = state.totals
@@ -88,11 +67,11 @@ def finalize(config: BudgetConfig, state: BudgetState) -> dict[str, np.ndarray]:
         "num_departed": f(t.departed),
         "mean_requests_in_system": t.area_requests.to_numpy() / window,
         "mean_tokens_in_system": t.area_tokens.to_numpy() / window,
-        "ttft_mean_s": _div(t.ttft_s.to_numpy(), f(t.departed)),
-        "tbt_mean_s": _div(t.tbt_s.to_numpy(), f(t.tbt_count)),
-        "latency_mean_s": _div(t.latency_s.to_numpy(), f(t.departed)),
+        "ttft_mean_s": safe_div(t.ttft_s.to_numpy(), f(t.departed)),
+        "tbt_mean_s": safe_div(t.tbt_s.to_numpy(), f(t.tbt_count)),
+        "latency_mean_s": safe_div(t.latency_s.to_numpy(), f(t.departed)),
         "idle_fraction": t.idle_s.to_numpy() / window,
-        "partial_batch_fraction": _div(f(t.partial), f(t.window_batches)),
+        "partial_batch_fraction": safe_div(f(t.partial), f(t.window_batches)),
         "num_batches": f(t.window_batches),
         "token_growth_per_s": growth_slopes(t.snap_t, t.snap_x, t.snap_next),
         "request_growth_per_s": growth_slopes(t.snap_t, t.snap_n, t.snap_next),

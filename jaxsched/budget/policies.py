@@ -5,8 +5,9 @@ prefill tokens each request loads in this batch, dd (bool[Q]) whether it loads o
 token. FCFS orders are by entry number, computed on the ring with `kernels.prefix_by_id` (O(Q),
 no sort); only `wc` with inner_order="srpt" sorts. Policies are built from four phase
 primitives (`decode_phase`, `chunk_phase`, `srpt_chunk_phase`, `whole_phase`) that consume a
-remaining budget and request count, so adding a policy touches this file only: write the
-function and register it in `POLICIES` with the options it reads.
+remaining budget and request count, so adding a policy takes a function here and one line in
+`jaxsched/budget/registry.py` naming
+the options it reads.
 """
 from __future__ import annotations
 
@@ -17,11 +18,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels import prefix_by_id
+from ..kernels import prefix_by_id
 
-from ..engine import Policy
-
-if TYPE_CHECKING:                       # the config validates policy names against POLICIES
+if TYPE_CHECKING:                       # the config validates policy names (registry.POLICIES)
     from .config import BudgetConfig, BudgetParams
 
 _BIG = np.int32(2**31 - 1)
@@ -183,19 +182,3 @@ def priority(config: BudgetConfig, params: BudgetParams, view: View):
         p_j, left = chunk_phase(view, view.prefilling & mine, left)
         dp, dd = dp + p_j, dd | d_j
     return dp, dd
-
-
-# The registry: the single source of truth for policy names and the options each one reads.
-POLICIES: dict[str, Policy] = {
-    "sarathi": Policy(sarathi, "Sarathi-Serve: decode first, chunked prefill (work-conserving)"),
-    "orca": Policy(orca, "Orca: prefill first, mixed batches once prefills are loaded "
-                   "(work-conserving)"),
-    "vllm": Policy(vllm, "vanilla vLLM: prefill first, no mixed batches",
-                   options=("prefill_cap",)),
-    "ft": Policy(ft, "FasterTransformer: decode first, request-level batching",
-                 options=("prefill_cap",)),
-    "wc": Policy(wc, "generic work-conserving (K_p, K_d)-FCFS",
-                 options=("K_p", "K_d", "phase_first", "inner_order")),
-    "priority": Policy(priority, "strict type priority, sarathi within a type",
-                       options=("type_order",)),
-}

@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..budget.registry import POLICIES as BUDGET_POLICIES
 from ..errors import require_float, require_int
 from ..outputs import check_file
-from .base import (command, config_path, print_metrics, run_experiment, save_seed_rows,
-                   write_resolved)
-from .catalog import BUDGET_EXPERIMENTS, BUDGET_POLICIES
+from .base import command, config_path, print_metrics, run_experiment, save_seed_rows, write_resolved
+from .catalog import BUDGET_EXPERIMENTS
 
 
 def cmd_budget_run(a: argparse.Namespace) -> int:
@@ -61,6 +61,12 @@ def cmd_budget_experiment(a: argparse.Namespace) -> int:
     return run_experiment(a, "budget", BUDGET_EXPERIMENTS, "jaxsched.budget.experiments")
 
 
+def cmd_budget_check_stability(a: argparse.Namespace) -> int:
+    """`jaxsched budget check-stability`: the `stability` experiment."""
+    return run_experiment(a, "budget", BUDGET_EXPERIMENTS, "jaxsched.budget.experiments",
+                          what="stability")
+
+
 def add_parsers(sub) -> None:
     """The `jaxsched budget` group."""
     k = sub.add_parser("budget", help="paper 004's token-budget engine: Sarathi, Orca, vLLM, "
@@ -105,3 +111,11 @@ def add_parsers(sub) -> None:
                    "options files")
     e.add_argument("--quiet", action="store_true", help="no progress output")
     e.set_defaults(func=cmd_budget_experiment)
+    c = command(ksub, "check-stability", help="paper 004's Fig. 1 and Theorem 1: queue growth "
+                                              "against the load (`jaxsched check stability`)")
+    c.add_argument("--quick", action="store_true", help="3 loads, 200 s runs, about a minute")
+    c.add_argument("--seeds", type=int, default=None, help="seeds per point (default 8, quick 4)")
+    c.add_argument("--out", default="results/budget", help="folder for the CSV, MD, PNG and "
+                   "options files")
+    c.add_argument("--quiet", action="store_true", help="no progress output")
+    c.set_defaults(func=cmd_budget_check_stability)

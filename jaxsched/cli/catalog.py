@@ -1,47 +1,41 @@
-"""Names and defaults that the command line's help lists, without importing JAX.
+"""Names and defaults that the command line's help lists, without importing JAX, that are not
+yet in a registry: experiments, workloads, kernels, defaults and sweepable fields.
 
-`--help` must answer at once, so the parsers cannot import the engines (which import JAX) to
-learn their policy names, kernels and sweepable fields. They read this catalogue instead;
-tests/core/test_cli_surface.py checks every entry against the live registries, so it cannot
-drift from the engines.
+`--help` must answer at once, so the parsers cannot import the engines (which import JAX).
+Policy and router names come from the engines' JAX-free registries (`jaxsched/<engine>/
+registry.py`); the rest is listed here, and tests/core/test_cli_surface.py checks every entry
+against the live modules, so it cannot drift from the engines.
 """
 from __future__ import annotations
 
-# jaxsched.dp.POLICIES, kernels.BFIO_VARIANTS
-DP_POLICIES = ("fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio")
+# kernels.BFIO_VARIANTS (dp's policies: jaxsched.dp.registry)
 BFIO_KERNELS = ("vf", "vf_ls", "vf_ls_chain", "ms_ls", "ms_ls_chain", "ms_lf", "round_lpt", "window")
 DP_WORKLOADS = ("burstgpt_like", "bivariate_normal")
 DP_PREDICTORS = ("oracle", "noisy", "classifier")
 DP_SEMANTICS = ("paper", "theory")
 
-# jaxsched.kv.POLICIES, jaxsched.kv.experiments.EXPERIMENTS, jaxsched.kv.config defaults
-KV_POLICIES = ("wait", "nested_wait", "fcfs", "vllm", "sarathi")
+# jaxsched.kv.experiments.EXPERIMENTS, jaxsched.kv.config defaults (policies: jaxsched.kv.registry)
 KV_EXPERIMENTS = ("e1", "e2", "e3", "e4")
 KV_CAPACITY_RULES = ("mstar", "mpi", "hardware")
 KV_DEFAULT_CAPACITY_TOKENS = 110_000
 KV_DEFAULT_D0_S = 0.01
 KV_DEFAULT_D1_S_PER_TOKEN = 1e-6
 
-# jaxsched.offline.POLICIES, experiments, workloads.named, compare.STEP_MODELS
-OFFLINE_POLICIES = ("fcfs", "mcsf", "mcsf2", "sorted_f_swap", "sorted_f_dp", "sorted_f_scaled",
-                    "sorted_f_quantile")
+# jaxsched.offline experiments, workloads.named, compare.STEP_MODELS
 OFFLINE_EXPERIMENTS = ("example1", "example2", "lemma1", "opt", "lower_bound", "ec42", "real")
 OFFLINE_WORKLOADS = ("uniform", "normal", "binomial", "exponential", "mixed", "lmsys", "arxiv",
                      "mix", "azure")
 OFFLINE_STEP_MODELS = ("unit", "linear")
 
-# jaxsched.interval.POLICIES, experiments, workloads.NAMES, intervals
-INTERVAL_POLICIES = ("hsf", "amax", "amin", "al", "arandom")
+# jaxsched.interval experiments, workloads.NAMES, intervals
 INTERVAL_EXPERIMENTS = ("examples", "cor48", "two_point", "geometric", "lower_bound", "section6")
 INTERVAL_WORKLOADS = ("lmsys",)
 INTERVAL_KINDS = ("shared", "buckets", "relative", "exact")
 
-# jaxsched.budget.POLICIES, experiments
-BUDGET_POLICIES = ("sarathi", "orca", "vllm", "ft", "wc", "priority")
+# jaxsched.budget experiments
 BUDGET_EXPERIMENTS = ("stability", "two_type", "fig9")
 
-# jaxsched.network.ROUTERS, experiments
-NETWORK_ROUTERS = ("random", "fewest_requests", "fewest_tokens")
+# jaxsched.network experiments
 NETWORK_EXPERIMENTS = ("routing", "fork_join", "rybko_stolyar")
 
 # Sweepable names per engine: (Config fields, make_params keywords) of `Engine.config_fields()`

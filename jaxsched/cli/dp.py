@@ -14,10 +14,11 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from ..dp.registry import POLICIES as DP_POLICIES
 from ..errors import ConfigError, require_int
 from ..outputs import check_dir, check_file, save
 from .base import command, config_path, require_what, write_resolved
-from .catalog import BFIO_KERNELS, DP_POLICIES, DP_PREDICTORS, DP_SEMANTICS, DP_WORKLOADS
+from .catalog import BFIO_KERNELS, DP_PREDICTORS, DP_SEMANTICS, DP_WORKLOADS
 
 REPRODUCIBLE = ("table1", "fig4", "noise")
 CHECKS = ("theorems", "stability")
@@ -49,7 +50,7 @@ def _plot_run(base, specs, seed: int, steps: int, path: Path, params_kw: dict,
               progress: bool) -> Path:
     """One recorded run per policy (seed `seed`, first `steps` steps) drawn as Fig. 6."""
     from ..dp import make_params, simulate
-    from ..plots import load_trajectories
+    from ..dp.plots import load_trajectories
     from ..progress import Progress
     steps = min(steps, base.num_steps)
     bar = Progress("plot (seed %d, steps 1-%d)" % (seed, steps), len(specs), enabled=progress)
@@ -136,7 +137,7 @@ def _reproduce_table1(trace: str, quiet: bool):
 
 def _reproduce_fig4(n_seeds: int, png: Path, quiet: bool):
     from ..dp.experiments import fig4_sweep
-    from ..plots import horizon_curve
+    from ..dp.plots import horizon_curve
     from ..results import markdown_table, mean_ci_column
     seeds = list(range(n_seeds))
     print(f"jaxsched reproduce fig4: BF-IO(H) on the synthetic workload, {n_seeds} seeds, "
@@ -154,7 +155,7 @@ def _reproduce_fig4(n_seeds: int, png: Path, quiet: bool):
 
 def _reproduce_noise(n_seeds: int, png: Path, quiet: bool):
     from ..dp.experiments import noise_sweep
-    from ..plots import error_curves
+    from ..dp.plots import error_curves
     from ..results import markdown_table, mean_ci_column
     seeds = list(range(n_seeds))
     res = noise_sweep(seeds=seeds, progress=not quiet)
@@ -166,6 +167,16 @@ def _reproduce_noise(n_seeds: int, png: Path, quiet: bool):
             markdown_table(["series", "error level", "avg imbalance (tokens)"],
                            [[k, str(lvl), c] for (k, lvl), c in zip(keys, cells)]))
     return rows, text, error_curves(res, png)
+
+
+def cmd_dp_check(a: argparse.Namespace) -> int:
+    """`jaxsched dp check theorems` (paper 004's stability check is `jaxsched budget
+    check-stability`)."""
+    if a.what == "stability":
+        raise ConfigError("dp check: the check must be theorems; paper 004's stability check is "
+                          "`jaxsched budget check-stability`")
+    require_what(a.what, "dp check: the check", ("theorems",))
+    return cmd_check(a)
 
 
 def cmd_check(a: argparse.Namespace) -> int:
@@ -210,9 +221,23 @@ def add_shape_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_parsers(sub) -> None:
-    """The dp engine's commands: run, reproduce, check."""
+    """The dp engine's commands, `jaxsched dp run | reproduce | check`, and the same commands at
+    the top level (`jaxsched run | reproduce | check`, where `check` also runs `stability`)."""
+    k = sub.add_parser("dp", help="the BF-IO paper's data-parallel decode engine: runs, the "
+                                  "paper's tables and figures, the theorem checks",
+                       description="G data-parallel decode workers with B sticky slots behind a "
+                                   "barrier (paper 000): `dp run`, `dp reproduce`, `dp check "
+                                   "theorems`. The same commands also answer at the top level.")
+    ksub = k.add_subparsers(dest="dp_command", required=True, metavar="SUBCOMMAND")
+    _add_commands(ksub, group=True)
+    _add_commands(sub, group=False)
+
+
+def _add_commands(sub, group: bool) -> None:
+    """run, reproduce, check on `sub` (the dp group's, or the top level's)."""
+    alias = "" if group else " (= `jaxsched dp run`)"
     r = command(sub, "run", help="compare policies on one configuration over several seeds (dp "
-                                 "engine, BF-IO paper)")
+                                 "engine, BF-IO paper)" + alias)
     add_shape_args(r)
     r.add_argument("--policies", default="fcfs,jsq_tokens,bfio:0,bfio:20",
                    help=f"comma-separated, from {', '.join(DP_POLICIES)}; bfio:H gives BF-IO a "
@@ -237,7 +262,8 @@ def add_parsers(sub) -> None:
     r.add_argument("--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=cmd_run)
 
-    q = command(sub, "reproduce", help="reproduce a table or figure of the BF-IO paper")
+    q = command(sub, "reproduce", help="reproduce a table or figure of the BF-IO paper"
+                + ("" if group else " (= `jaxsched dp reproduce`)"))
     q.add_argument("what", nargs="?", help=f"one of {', '.join(REPRODUCIBLE)}: Table 1, Fig. 4 "
                    "(imbalance against H), BF-IO(H) under prediction errors")
     q.add_argument("--trace", help="table1: path to burstgpt_8000.csv")
@@ -247,11 +273,13 @@ def add_parsers(sub) -> None:
     q.add_argument("--quiet", action="store_true", help="no progress output")
     q.set_defaults(func=cmd_reproduce)
 
-    c = command(sub, "check", help="check a paper's claims: the BF-IO theorems (paper 000) or "
-                                   "the stability of token-budget schedulers (paper 004)")
+    c = command(sub, "check", help="check the BF-IO theorems (paper 000)" if group else
+                "check a paper's claims: the BF-IO theorems (= `jaxsched dp check theorems`) or "
+                "the stability of token-budget schedulers (= `jaxsched budget check-stability`)")
     c.add_argument("what", nargs="?", help="theorems (BF-IO Theorems 1-3: FCFS prediction, BF-IO "
-                                           "bounds, ratio growth) or stability (paper 004's "
-                                           "Fig. 1 and Theorem 1: growth against the load)")
+                                           "bounds, ratio growth)" + ("" if group else
+                   " or stability (paper 004's Fig. 1 and Theorem 1: growth against the load; "
+                   "also `jaxsched budget check-stability`)"))
     c.add_argument("--quick", action="store_true", help="the reduced grid (theorems: 8 runs, "
                    "about 30 CPU seconds; stability: 3 loads, 200 s runs, about a minute)")
     c.add_argument("--out", default=None,
@@ -273,4 +301,4 @@ def add_parsers(sub) -> None:
     c.add_argument("--no-buckets", action="store_true",
                    help="theorems: compile each run on its own (same rows, slower)")
     c.add_argument("--quiet", action="store_true", help="no progress output")
-    c.set_defaults(func=cmd_check)
+    c.set_defaults(func=cmd_dp_check if group else cmd_check)

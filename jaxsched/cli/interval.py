@@ -9,11 +9,10 @@ import argparse
 import sys
 
 from ..errors import require_int
+from ..interval.registry import POLICIES as INTERVAL_POLICIES
 from ..outputs import check_file
-from .base import (command, config_path, print_metrics, run_experiment, save_seed_rows,
-                   write_resolved)
-from .catalog import (INTERVAL_EXPERIMENTS, INTERVAL_KINDS, INTERVAL_POLICIES, INTERVAL_WORKLOADS,
-                      OFFLINE_STEP_MODELS)
+from .base import command, config_path, print_metrics, run_experiment, save_seed_rows, write_resolved
+from .catalog import INTERVAL_EXPERIMENTS, INTERVAL_KINDS, INTERVAL_WORKLOADS, OFFLINE_STEP_MODELS
 
 
 def _intervals(a: argparse.Namespace):

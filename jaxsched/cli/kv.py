@@ -10,11 +10,16 @@ import sys
 import time
 
 from ..errors import ConfigError, require_int
+from ..kv.registry import POLICIES as KV_POLICIES
 from ..outputs import check_dir, check_file, save
-from .base import (command, config_path, print_metrics, require_what, save_seed_rows,
-                   write_resolved)
-from .catalog import (KV_CAPACITY_RULES, KV_DEFAULT_CAPACITY_TOKENS, KV_DEFAULT_D0_S,
-                      KV_DEFAULT_D1_S_PER_TOKEN, KV_EXPERIMENTS, KV_POLICIES)
+from .base import command, config_path, print_metrics, require_what, save_seed_rows, write_resolved
+from .catalog import (
+    KV_CAPACITY_RULES,
+    KV_DEFAULT_CAPACITY_TOKENS,
+    KV_DEFAULT_D0_S,
+    KV_DEFAULT_D1_S_PER_TOKEN,
+    KV_EXPERIMENTS,
+)
 
 
 def _kv_ints(text: str, flag: str) -> tuple[int, ...]:
@@ -108,7 +113,7 @@ def cmd_kv_experiment(a: argparse.Namespace) -> int:
     out = check_dir(a.out, "--out")
     conf = write_resolved(a, out / f"{what}.config.toml")
     from ..kv import experiments as kx
-    from ..plots import plot_kv_rates, plot_kv_scaling
+    from ..kv.plots import plot_kv_rates, plot_kv_scaling
     from ..progress import Progress
     from ..results import write_csv
     bar = Progress(f"kv {what}, points", enabled=not a.quiet)
@@ -172,10 +177,13 @@ def cmd_tune(a: argparse.Namespace) -> int:
 
 
 def add_parsers(sub) -> None:
-    """The kv engine's commands: the `jaxsched kv` group and `jaxsched tune`."""
-    k = sub.add_parser("kv", help="the WAIT paper's KV-memory engine: one run or experiments E1-E4",
+    """The kv engine's commands: the `jaxsched kv` group (run, experiment, tune) and `jaxsched
+    tune`, the same as `jaxsched kv tune`."""
+    k = sub.add_parser("kv", help="the WAIT paper's KV-memory engine: one run, experiments "
+                                  "E1-E4, threshold tuning",
                        description="The WAIT paper's KV-memory engine: `kv run` (one "
-                                   "configuration) or `kv experiment` (E1-E4, scaling).")
+                                   "configuration), `kv experiment` (E1-E4, scaling) or `kv tune` "
+                                   "(Nested WAIT thresholds by gradient).")
     ksub = k.add_subparsers(dest="kv_command", required=True, metavar="SUBCOMMAND")
     r = command(ksub, "run", help="one configuration over several seeds, prints its metrics")
     r.add_argument("--policy", default="wait", choices=KV_POLICIES, help="batch policy")
@@ -216,8 +224,15 @@ def add_parsers(sub) -> None:
     e.add_argument("--quiet", action="store_true", help="no progress output")
     e.set_defaults(func=cmd_kv_experiment)
 
+    _add_tune(ksub)
+    _add_tune(sub, alias=True)
+
+
+def _add_tune(sub, alias: bool = False) -> None:
+    """`tune` on `sub` (the kv group's, or the top level's)."""
     t = command(sub, "tune", help="tune Nested WAIT thresholds on a differentiable relaxation "
-                                  "and compare them with the fluid ones in the exact engine")
+                                  "and compare them with the fluid ones in the exact engine"
+                + (" (= `jaxsched kv tune`)" if alias else ""))
     t.add_argument("experiment", nargs="?", metavar="EXPERIMENT",
                    help="operating point, e3 or e4 (jaxsched.kv.tuning)")
     t.add_argument("--steps", type=int, default=200, help="optimizer steps")

@@ -9,10 +9,11 @@ import argparse
 import sys
 
 from ..errors import require_float, require_int
+from ..network.registry import POLICIES as NETWORK_POLICIES
+from ..network.registry import ROUTERS as NETWORK_ROUTERS
 from ..outputs import check_file
-from .base import (command, config_path, print_metrics, run_experiment, save_seed_rows,
-                   write_resolved)
-from .catalog import BUDGET_POLICIES, NETWORK_EXPERIMENTS, NETWORK_ROUTERS
+from .base import command, config_path, print_metrics, run_experiment, save_seed_rows, write_resolved
+from .catalog import NETWORK_EXPERIMENTS
 
 
 def _parallel(a: argparse.Namespace):
@@ -91,7 +92,7 @@ def add_parsers(sub) -> None:
                    help="how an arrival picks its engine (parallel)")
     r.add_argument("--priority", default="unstable", choices=("unstable", "stable"),
                    help="rs: priority to the long exiting class (unstable) or the swap")
-    r.add_argument("--policy", default="sarathi", choices=BUDGET_POLICIES,
+    r.add_argument("--policy", default="sarathi", choices=NETWORK_POLICIES,
                    help="each engine's batch policy (parallel)")
     r.add_argument("--prompt", type=float, default=129, help="mean prefill tokens (Poisson)")
     r.add_argument("--decode", type=float, default=112, help="mean decode tokens (Poisson)")

@@ -8,11 +8,10 @@ import argparse
 import sys
 
 from ..errors import ConfigError, require_int
+from ..offline.registry import POLICIES as OFFLINE_POLICIES
 from ..outputs import check_file
-from .base import (command, config_path, print_metrics, run_experiment, save_seed_rows,
-                   write_resolved)
-from .catalog import (OFFLINE_EXPERIMENTS, OFFLINE_POLICIES, OFFLINE_STEP_MODELS,
-                      OFFLINE_WORKLOADS)
+from .base import command, config_path, print_metrics, run_experiment, save_seed_rows, write_resolved
+from .catalog import OFFLINE_EXPERIMENTS, OFFLINE_STEP_MODELS, OFFLINE_WORKLOADS
 
 
 def cmd_offline_run(a: argparse.Namespace) -> int:

@@ -8,13 +8,16 @@ drivers of the paper's tables, figures and theorem checks.
 """
 from __future__ import annotations
 
-from ..run import Results, simulate
-from .config import DPConfig, DPParams, make_params
-from .engine import ENGINE, done, init, projected_loads, step
-from .metrics import METRICS, finalize
-from .policies import POLICIES, Observation
-from .state import DPState, Pool, Slots
+from ..lazy import lazy_exports
 
-__all__ = ["DPConfig", "DPParams", "make_params", "ENGINE", "simulate", "Results", "init", "step",
-           "done", "finalize", "projected_loads", "METRICS", "POLICIES", "Observation", "DPState",
-           "Pool", "Slots"]
+_EXPORTS = {
+    "DPConfig": ".config:DPConfig", "DPParams": ".config:DPParams",
+    "make_params": ".config:make_params", "ENGINE": ".engine:ENGINE", "init": ".engine:init",
+    "step": ".engine:step", "done": ".engine:done", "projected_loads": ".engine:projected_loads",
+    "METRICS": ".metrics:METRICS", "finalize": ".metrics:finalize",
+    "Observation": ".policies:Observation", "POLICIES": ".registry:POLICIES",
+    "DPState": ".state:DPState", "Pool": ".state:Pool", "Slots": ".state:Slots",
+    "simulate": "..run:simulate", "Results": "..run:Results",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = list(_EXPORTS)

@@ -13,8 +13,8 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from ..errors import ConfigError, require, require_choice, require_float, require_int
-from ..workload import BurstGPTLike, Workload, INT32_MAX
-from .policies import POLICIES
+from ..workload import INT32_MAX, BurstGPTLike, Workload
+from .registry import POLICIES
 
 SEMANTICS = ("paper", "theory")
 PREDICTORS = ("oracle", "noisy", "classifier")
@@ -82,7 +82,7 @@ class DPConfig:
     def __post_init__(self):
         G = require_int(self.num_workers, "num_workers (G)", lo=1, hi=65536)
         B = require_int(self.slots_per_worker, "slots_per_worker (B)", lo=1, hi=65536)
-        R = require_int(self.pool_size, "pool_size (R)", lo=1, hi=65536)
+        require_int(self.pool_size, "pool_size (R)", lo=1, hi=65536)
         H = require_int(self.horizon, "horizon (H)", lo=0, hi=4096)
         require_int(self.num_steps, "num_steps", lo=1, hi=STEP_LIMIT)
         require_int(self.burn_in_steps, "burn_in_steps", lo=0, hi=self.num_steps - 1)
@@ -115,11 +115,11 @@ class DPConfig:
                 f"overflow the int32 cumulative drift; it must be <= {STEP_LIMIT} "
                 "(lower num_steps or drift)")
         require_float(self.lookahead_decay, "lookahead_decay", lo=0.0, hi=1.0, lo_open=True)
-        from kernels import BFIO_VARIANTS
+        from ..kernels import BFIO_VARIANTS
         require_choice(self.bfio_kernel, "bfio_kernel", BFIO_VARIANTS)
         if "bfio" in self.policies and H > 0:
             # The lookahead score sums w_h * (s - G * overflow) over the window in int32.
-            from kernels import window_weights
+            from ..kernels import window_weights
             wsum = int(window_weights(H + 1, self.lookahead_decay).sum())
             bound = wsum * (G + 1) * wl.max_prompt
             if bound > LOAD_LIMIT:

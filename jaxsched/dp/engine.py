@@ -13,20 +13,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels import count_bits, fused_sums, ordered_mean, ordered_sum, select_bit
-
 from .. import rng
 from ..accumulate import Kahan, WideInt
-from ..energy import utilization, utilization_power_w
 from ..engine import Engine
 from ..errors import ConfigError, require
 from ..histogram import log_bins
-from ..timing import barrier_step_time_s
+from ..kernels import count_bits, fused_sums, ordered_mean, ordered_sum, select_bit
 from .config import DELAY_MAX_S, DELAY_MIN_S, DPConfig, DPParams, DPSizes, make_params
+from .energy import utilization, utilization_power_w
 from .metrics import METRICS, finalize
-from .policies import POLICIES, Observation
+from .policies import Observation
+from .registry import POLICIES
 from .state import Clock, DPState, Pool, Slots, Totals, Window
-
+from .timing import barrier_step_time_s
 
 
 def uses_predictions(config: DPConfig) -> bool:
@@ -259,7 +258,8 @@ def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, words, 
     obs = Observation(
         loads=loads, free=free, active=B_run - free, pool_size_tokens=pool.prompt, pool_valid=valid,
         projected=projected_loads(config, params, slots, k, D) if uses_predictions(config) else None,
-        rr_pointer=state.rr_pointer, num_workers=G_run, horizon=run_horizon(config, params))
+        rr_pointer=state.rr_pointer, num_workers=G_run, horizon=run_horizon(config, params),
+        seed=state.seed, step=jnp.asarray(k, jnp.int32))
     worker, rank, rr = _choose(config, params, obs)
     admitted = (worker >= 0) & allow
     row = jnp.where(admitted, worker, G)                            # row G: dropped by the scatter
@@ -315,7 +315,7 @@ def _zero_totals(config: DPConfig) -> Totals:
 
 def init(config: DPConfig, params: DPParams, seed) -> DPState:
     """State after step 0 (the initial admission) of run `seed` (uint32 scalar)."""
-    G, B, R = config.num_workers, config.slots_per_worker, config.pool_size
+    G, B = config.num_workers, config.slots_per_worker
     seed = jnp.asarray(seed, jnp.uint32)
     preds = uses_predictions(config)
     clock = Clock(jnp.int32(0), WideInt.zeros())
@@ -475,6 +475,9 @@ class DPEngine(Engine):
     finalize = staticmethod(finalize)
 
     size_fields = ("num_workers", "slots_per_worker", "pool_size", "horizon")
+
+    def example(self) -> DPConfig:
+        return DPConfig(num_workers=2, slots_per_worker=4, pool_size=4, num_steps=40)
 
     def max_steps(self, config: DPConfig) -> int:
         return config.num_steps

@@ -8,15 +8,15 @@ from typing import Sequence
 
 import numpy as np
 
+from ..buckets import simulate_buckets
 from ..errors import ConfigError
 from ..progress import Progress
 from ..results import markdown_table, mean_ci_column, metric_value
-from ..workload import Trace, read_trace
-from ..buckets import simulate_buckets
 from ..run import simulate
+from ..workload import Trace, read_trace
 from .config import DPConfig, make_params
-from .policies import POLICIES
 from .metrics import METRICS
+from .registry import POLICIES
 
 TABLE_METRICS = ("avg_imbalance_tokens", "throughput_tokens_per_s", "tpot_s", "energy_j",
                  "avg_power_w", "idle_fraction", "queue_delay_mean_s", "queue_delay_p99_s")

@@ -16,7 +16,7 @@ METRICS = {
     "avg_gap_tokens": Metric("tokens", "mean over measured steps of max_g L_g - min_g L_g"),
     "throughput_tokens_per_s": Metric("tokens/s", "decode tokens of measured steps / their time"),
     "tpot_s": Metric("s", "time per output token, averaged over requests"),
-    "energy_j": Metric("J", "energy of measured steps (power model of jaxsched.energy)"),
+    "energy_j": Metric("J", "energy of measured steps (power model of jaxsched.dp.energy)"),
     "avg_power_w": Metric("W", "mean over measured steps of the mean worker power"),
     "idle_fraction": Metric("fraction", "mean over measured steps of mean_g (1 - L_g / max L)"),
     "makespan_s": Metric("s", "clock at the last live step"),

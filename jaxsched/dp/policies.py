@@ -6,8 +6,11 @@ rank[p] the number of requests admitted to the same worker before it (the engine
 worker's rank[p]-th free slot). Pool entries
 are in queue order (position 0 is the oldest); `obs.pool_valid` marks the waiting ones. A
 policy admits at most `obs.free[g]` requests to worker g. Ties go to the lowest worker index and
-the earliest request, so every policy is deterministic. Adding a policy touches this file only:
-write the function and register it in `POLICIES` with the config / params fields it reads.
+the earliest request, so every policy is a deterministic function of the observation; a
+randomized policy draws from the run's random stream (`obs.seed`, `obs.step`, see
+`step_stream`), so that a run is reproducible and a padded run draws what the unpadded one does.
+Adding a policy: write the function here and register it in `jaxsched/dp/registry.py` with the
+config / params fields it reads (from user code: `jaxsched.registry.register_policy`).
 """
 from __future__ import annotations
 
@@ -18,9 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels import BFIO_VARIANTS, lookahead_valley_fill, packable, valley_fill, valley_fill_unpacked, window_weights
-
-from ..engine import Policy
+from .. import rng
+from ..kernels import BFIO_VARIANTS, lookahead_valley_fill, packable, valley_fill, valley_fill_unpacked, window_weights
 
 _BIG = np.int32(2**31 - 1)
 
@@ -37,6 +39,8 @@ class Observation(eqx.Module):
     bucket: workers g >= num_workers then have no free slot and are never chosen).
     horizon: the run's lookahead H (an int, or an int32 scalar when padded: the rows of
     `projected` beyond it are 0 and weigh nothing).
+    seed uint32[]: the run's seed. step int32[]: the step k of this admission (0: the initial
+    one). Together the run's random stream for randomized policies (`step_stream`).
     """
     loads: jnp.ndarray
     free: jnp.ndarray
@@ -47,9 +51,11 @@ class Observation(eqx.Module):
     rr_pointer: jnp.ndarray
     num_workers: jnp.ndarray | int
     horizon: jnp.ndarray | int
+    seed: jnp.ndarray
+    step: jnp.ndarray
 
 
-def _in_queue_order(obs: Observation, choose: Callable, update: Callable, state0):
+def in_queue_order(obs: Observation, choose: Callable, update: Callable, state0):
     """Admit pool entries one by one in queue order; `choose(state, free, p) -> g` (free int32[G])."""
     R = obs.pool_valid.shape[0]
 
@@ -83,7 +89,7 @@ def fcfs(obs: Observation, config) -> tuple[jnp.ndarray, jnp.ndarray]:
 
 def fcfs_alg2(obs: Observation, config):
     """Queue order, each request to the worker with the most free slots (paper's Algorithm 2)."""
-    worker, rank, _ = _in_queue_order(
+    worker, rank, _ = in_queue_order(
         obs, lambda st, free, p: jnp.argmax(jnp.where(free > 0, free, -1)),
         lambda st, g, p: st, jnp.int32(0))
     return worker, rank, obs.rr_pointer
@@ -91,7 +97,7 @@ def fcfs_alg2(obs: Observation, config):
 
 def jsq_tokens(obs: Observation, config):
     """Queue order, each request to the worker with a free slot and the least token load."""
-    worker, rank, _ = _in_queue_order(
+    worker, rank, _ = in_queue_order(
         obs, lambda L, free, p: jnp.argmin(jnp.where(free > 0, L, _BIG)),
         lambda L, g, p: L.at[g].add(obs.pool_size_tokens[p]), obs.loads)
     return worker, rank, obs.rr_pointer
@@ -99,7 +105,7 @@ def jsq_tokens(obs: Observation, config):
 
 def jsq_count(obs: Observation, config):
     """Queue order, each request to the worker with a free slot and the fewest active requests."""
-    worker, rank, _ = _in_queue_order(
+    worker, rank, _ = in_queue_order(
         obs, lambda n, free, p: jnp.argmin(jnp.where(free > 0, n, _BIG)),
         lambda n, g, p: n.at[g].add(1), obs.active)
     return worker, rank, obs.rr_pointer
@@ -113,7 +119,7 @@ def round_robin(obs: Observation, config):
     def choose(ptr, free, p):
         return jnp.argmin(jnp.where(free > 0, (ids - ptr) % G, _BIG))
 
-    worker, rank, ptr = _in_queue_order(obs, choose, lambda ptr, g, p: ((g + 1) % G).astype(jnp.int32),
+    worker, rank, ptr = in_queue_order(obs, choose, lambda ptr, g, p: ((g + 1) % G).astype(jnp.int32),
                                         obs.rr_pointer)
     return worker, rank, ptr
 
@@ -139,14 +145,36 @@ def bfio(obs: Observation, config):
     return worker, rank, obs.rr_pointer
 
 
-# The registry: the single source of truth for policy names and the options each one reads.
-POLICIES: dict[str, Policy] = {
-    "fcfs": Policy(fcfs, "queue order fills workers in index order (the BF-IO experiments' FCFS)"),
-    "fcfs_alg2": Policy(fcfs_alg2, "queue order, to the worker with the most free slots (Alg. 2)"),
-    "jsq_tokens": Policy(jsq_tokens, "queue order, to the least token-loaded worker with a free slot"),
-    "jsq_count": Policy(jsq_count, "queue order, to the worker with the fewest active requests"),
-    "round_robin": Policy(round_robin, "queue order, cyclic pointer over workers with a free slot"),
-    "bfio": Policy(bfio, "BF-IO: balance-future integer optimization (H = 0 kernel or lookahead)",
-                   options=("horizon", "bfio_kernel", "lookahead_decay", "predictor", "noise_lo",
-                            "noise_hi", "fp_rate", "fn_rate")),
-}
+def step_stream(obs: Observation) -> jnp.ndarray:
+    """uint32[]: the random stream of this admission, hash3(seed, step, STREAM_POLICY); draw
+    number i of it is `rng.hash3(step_stream(obs), i, rng.STREAM_POLICY)`."""
+    return rng.hash3(obs.seed, obs.step, rng.STREAM_POLICY)
+
+
+def uniform_worker(h: jnp.ndarray, free: jnp.ndarray) -> jnp.ndarray:
+    """A worker drawn uniformly among those with a free slot (free int32[G]) by the uint32 draw
+    `h`: the k-th of the n open workers, k = ((h >> 16) * n) >> 16 (integer arithmetic, so the
+    plain-Python reference draws the same worker; exact for n <= 2^16 = the largest G). Workers beyond the run's G
+    are never open, so a padded run draws the same worker."""
+    is_open = (free > 0).astype(jnp.int32)
+    n = jnp.sum(is_open).astype(jnp.uint32)
+    k = (((h >> 16) * n) >> 16).astype(jnp.int32)
+    g = jnp.searchsorted(jnp.cumsum(is_open), k, side="right").astype(jnp.int32)
+    return jnp.minimum(g, free.shape[0] - 1)            # no open worker: any index (unused)
+
+
+def power_of_two(obs: Observation, config):
+    """Power of two choices: queue order; each request draws two workers with a free slot
+    (uniformly, with replacement, from the run's random stream: draws 2p and 2p + 1 for pool
+    entry p) and goes to the one with the smaller token load (ties: the lower index)."""
+    h0 = step_stream(obs)
+
+    def choose(L, free, p):
+        g1 = uniform_worker(rng.hash3(h0, 2 * p, rng.STREAM_POLICY), free)
+        g2 = uniform_worker(rng.hash3(h0, 2 * p + 1, rng.STREAM_POLICY), free)
+        second = (L[g2] < L[g1]) | ((L[g2] == L[g1]) & (g2 < g1))
+        return jnp.where(second, g2, g1)
+
+    worker, rank, _ = in_queue_order(
+        obs, choose, lambda L, g, p: L.at[g].add(obs.pool_size_tokens[p]), obs.loads)
+    return worker, rank, obs.rr_pointer

@@ -6,18 +6,23 @@ under one step loop with cancellation (docs/interval-semantics.md).
 `make_params` (traced `OfflineParams`: M and the step-time model, shared with the offline
 engine), `simulate` (the shared runner), `execute` (explicit instances), the interval specs,
 `POLICIES` and `METRICS`; `theory` holds the paper's formulas.
+
+Every name is imported on first use (the registry is JAX-free).
 """
 from __future__ import annotations
 
-from ..run import Results, simulate
-from .config import IntervalConfig, make_params
-from .engine import ENGINE, done, init, jobs, start, step
-from .instances import execute, policy_config
-from .intervals import Buckets, Exact, Relative, Shared, check_instance
-from .metrics import METRICS
-from .policies import POLICIES
-from .state import IntervalState
+from ..lazy import lazy_exports
 
-__all__ = ["IntervalConfig", "IntervalState", "make_params", "simulate", "Results", "ENGINE",
-           "init", "start", "step", "done", "jobs", "execute", "policy_config", "Buckets",
-           "Exact", "Relative", "Shared", "check_instance", "METRICS", "POLICIES"]
+_EXPORTS = {
+    "Results": "..run:Results", "simulate": "..run:simulate",
+    "IntervalConfig": ".config:IntervalConfig", "make_params": ".config:make_params",
+    "ENGINE": ".engine:ENGINE", "done": ".engine:done", "init": ".engine:init",
+    "jobs": ".engine:jobs", "start": ".engine:start", "step": ".engine:step",
+    "execute": ".instances:execute", "policy_config": ".instances:policy_config",
+    "Buckets": ".intervals:Buckets", "Exact": ".intervals:Exact",
+    "Relative": ".intervals:Relative", "Shared": ".intervals:Shared",
+    "check_instance": ".intervals:check_instance", "METRICS": ".metrics:METRICS",
+    "POLICIES": ".registry:POLICIES", "IntervalState": ".state:IntervalState",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = list(_EXPORTS)

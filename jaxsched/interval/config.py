@@ -2,20 +2,29 @@
 
 `IntervalConfig` (static) names the job batch (`workload`, as in the offline engine), the
 prediction intervals (`intervals`, `intervals.py`), the policy and its options. The traced
-params are the offline engine's `OfflineParams` (the KV limit M and the step-time model), built
-by `make_params`, which also proves that every job fits alone at its upper bound (s + u <= M)
-and that no memory sum can overflow int32.
+params are the batch model's `OfflineParams` (`jaxsched.batchmodel`: the KV limit M and the
+step-time model, shared with the offline engine), built by `make_params`, which also proves
+that every job fits alone at its upper bound (s + u <= M) and that no memory sum can overflow
+int32.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from ..batchmodel import (
+    INT_LIMIT,
+    LINEAR_STEP_MODEL,
+    PAPER_CAPACITY_TOKENS,
+    UNIT_STEP_MODEL,
+    OfflineParams,
+    instance_params,
+    resolve_batch,
+)
 from ..errors import ConfigError, require, require_choice, require_int
-from ..offline.config import (INT_LIMIT, LINEAR_STEP_MODEL, PAPER_CAPACITY_TOKENS,
-                              UNIT_STEP_MODEL, OfflineParams, instance_params, resolve_batch)
 from .intervals import Buckets, Exact, Relative, Shared, output_support, parse
-from .policies import POLICIES
+from .registry import POLICIES
+from .workloads import named
 
 EVICTION_KEYS = ("stale", "live")
 AMAX_ORDERS = ("sorted", "random")
@@ -32,7 +41,7 @@ class IntervalConfig:
       a request mix (`workloads.named`: "lmsys", "two_point", ...), resolved with
       `num_requests` jobs.
     num_requests: n for a workload given by name (default 2,000); given with a Batch, it
-      resizes the Batch to n jobs. The size of a size bucket (`OfflineEngine.pad`).
+      resizes the Batch to n jobs. The size of a size bucket (`batchmodel.pad`).
     intervals: the predictor (`Shared`, `Buckets`, `Relative`, `Exact`, or the short forms
       "shared:L:U", "buckets:WIDTH:COUNT", "relative:X", "exact"; default: one shared interval
       [1, largest possible output], the uninformed predictor of Experiment 1).
@@ -53,8 +62,11 @@ class IntervalConfig:
     max_steps: int | None = None
 
     def __post_init__(self):
-        from .workloads import named
-        w = resolve_batch(self, named)
+        w = resolve_batch(self.workload, self.num_requests, named)
+        if w is not self.workload:
+            # Normalized in place, as OfflineConfig does (a name or a resize becomes its Batch):
+            # configs are built with a name and resized by dataclasses.replace in sweeps.
+            object.__setattr__(self, "workload", w)
         require_int(w.num_requests, "workload.num_requests (n)", lo=1, hi=MAX_JOBS)
         require_choice(self.policy, "policy", tuple(POLICIES))
         require_choice(self.eviction_key, "eviction_key", EVICTION_KEYS)
@@ -100,7 +112,7 @@ def make_params(config: IntervalConfig, *, capacity_tokens: int = PAPER_CAPACITY
                 step_const_s: float = 1.0, per_decode_s: float = 0.0,
                 per_prefill_token_s: float = 0.0, per_kv_token_s: float = 0.0) -> OfflineParams:
     """Validated params: the KV limit M (tokens; default the paper's 16,492) and the step-time
-    model of the offline engine (keywords step_const_s, per_decode_s, per_prefill_token_s,
+    model of `jaxsched.batchmodel` (keywords step_const_s, per_decode_s, per_prefill_token_s,
     per_kv_token_s; default unit steps)."""
     if not isinstance(config, IntervalConfig):
         raise ConfigError(f"config must be an IntervalConfig, got {type(config).__name__}")

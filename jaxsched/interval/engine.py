@@ -25,16 +25,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels import admit_check, completion_peaks_binned, lex_argmin
-
-from .. import rng
+from .. import batchmodel, rng
 from ..accumulate import WideInt
+from ..batchmodel import INT_LIMIT, OfflineParams, run_requests, step_clock
 from ..clock import DF
-from ..offline.config import INT_LIMIT, OfflineParams
-from ..offline.engine import OfflineEngine, run_requests, step_clock
+from ..engine import Engine
+from ..kernels import admit_check, completion_peaks_binned, lex_argmin
 from .config import IntervalConfig, make_params
-from .metrics import METRICS, finalize as _finalize
-from .policies import POLICIES, Rule
+from .metrics import METRICS
+from .metrics import finalize as _finalize
+from .policies import Rule
+from .registry import POLICIES
 from .state import IntervalState
 
 
@@ -195,20 +196,46 @@ def finalize(config: IntervalConfig, params: OfflineParams, state: IntervalState
     return _finalize(config, params, state)
 
 
-class IntervalEngine(OfflineEngine):
+class IntervalEngine(Engine):
     """n jobs at t = 0 with predicted output intervals, on one worker with a KV limit (paper 003).
-    A batch engine like the offline one, whose runner hints (max_steps, trajectory_length) it
-    inherits."""
+    A batch engine on the batch model it shares with the offline engine (`jaxsched.batchmodel`):
+    the same params, step clock, size buckets over n and runner hints."""
     name = "interval"
     Config = IntervalConfig
     Params = OfflineParams
     METRICS = METRICS
     POLICIES = POLICIES
+    # Runs of one chunk end at different steps; a step costs O(n) per candidate.
+    skip_done_in_block = True
     make_params = staticmethod(make_params)
     init = staticmethod(init)
     step = staticmethod(step)
     done = staticmethod(done)
     finalize = staticmethod(finalize)
+
+    # n, the number of jobs: the size of the batch model's buckets (`batchmodel`).
+    size_fields = ("num_requests",)
+
+    def example(self) -> IntervalConfig:
+        from ..workload import Batch, Independent, UniformInt
+        return IntervalConfig(Batch(Independent(UniformInt(1, 50), UniformInt(1, 50)), 40))
+
+    def max_steps(self, config: IntervalConfig) -> int:
+        return config.steps
+
+    def can_pad(self, config: IntervalConfig) -> bool:
+        return batchmodel.can_pad(config)
+
+    def size_free(self, config: IntervalConfig) -> IntervalConfig:
+        return batchmodel.size_free(config)
+
+    def pad(self, config: IntervalConfig, params: OfflineParams, capacity):
+        """(bucket config with `capacity`'s num_requests, params carrying the run's own n):
+        `batchmodel.pad`."""
+        return batchmodel.pad(self, config, params, capacity)
+
+    def trajectory_length(self, config: IntervalConfig, metrics) -> int:
+        return batchmodel.trajectory_length(metrics)
 
     def working_set_bytes(self, config: IntervalConfig) -> int:
         return 4 * 16 * config.n

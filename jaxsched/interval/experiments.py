@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..progress import declare, tick
 from ..results import Report, markdown_table
 from ..stats import mean_ci
 from . import theory
@@ -29,7 +30,7 @@ from .workloads import LMSYS
 
 
 def _params(M: int, linear: bool = False):
-    from ..offline.config import instance_params
+    from ..batchmodel import instance_params
     return instance_params(M, **(LINEAR_STEP_MODEL if linear else {}))
 
 
@@ -42,11 +43,6 @@ def _ci(x) -> tuple[float, float]:
     return m, h
 
 
-def _tick(progress, k: int = 1) -> None:
-    if progress is not None:
-        progress.update(k)
-
-
 # --------------------------------------------------------------------------------------------
 # Examples 3.2 and 8.2
 # --------------------------------------------------------------------------------------------
@@ -55,6 +51,7 @@ def examples(quick: bool = False, seeds: int | None = None, progress=None) -> Re
     Example 8.2 (M = 7, s = 1, o = (1, 2, 3, 4): H-SF schedule ({1,2,3}, {}, {4}), TEL 12)."""
     rows, ok = [], True
     S = 1 if quick else (seeds or 64)
+    declare(progress, 1)                      # both examples together: one unit
     e32 = dict(s=[1] * 5, o=[1] * 5, low=[1] * 5, high=[4] * 5)
     for pol, want_tel, want_c in (("hsf", 5, [1] * 5), ("amax", 9, [1, 1, 2, 2, 3])):
         r = execute(_params(10), **e32, policy=pol, seeds=np.arange(S), per_job=True)
@@ -72,7 +69,7 @@ def examples(quick: bool = False, seeds: int | None = None, progress=None) -> Re
     rows.append(dict(example="8.2", policy="hsf", tel=float(r["tel_steps"][0]),
                      completions=" ".join(map(str, r["jobs"]["c"][0])), paper_tel=12,
                      paper_completions="1 2 3 6", seeds=S, match=good))
-    _tick(progress)
+    tick(progress, "examples 3.2 and 8.2")
     md = markdown_table(["example", "policy", "TEL", "completions", "paper TEL",
                          "paper completions", "seeds", "match"],
                         [[x["example"], x["policy"], f"{x['tel']:g}", x["completions"],
@@ -93,9 +90,10 @@ def cor48(quick: bool = False, seeds: int | None = None, progress=None) -> Repor
     """lambda_max(A_u, B_u) at the guide's u (its values to 4 decimals), tr(B^-1 A) = H_u, and
     Figure 1's logarithmic fit over u = 2..1000 (quick: 2..200)."""
     rows, ok = [], True
-    for u, want in COR48_PAPER.items():
-        if quick and u > 200:
-            continue
+    checked = [u for u in COR48_PAPER if not (quick and u > 200)]
+    declare(progress, len(checked))
+    for u in checked:
+        want = COR48_PAPER[u]
         lam, _ = theory.cor48_lambda_max(u)
         tr = theory.cor48_trace(u)
         H = float(np.sum(1.0 / np.arange(1, u + 1)))
@@ -104,7 +102,7 @@ def cor48(quick: bool = False, seeds: int | None = None, progress=None) -> Repor
         ok &= good
         rows.append(dict(u=u, lambda_max=lam, guide=want, paper_fit=fit, trace=tr, H_u=H,
                          match=good))
-        _tick(progress)
+        tick(progress, f"u={u}")
     us = np.unique(np.round(np.geomspace(2, 200 if quick else 1000, 40)).astype(int))
     lams = np.array([theory.cor48_lambda_max(int(u))[0] for u in us])
     a, b, c, r2 = theory.fig1_fit(us, lams)
@@ -177,16 +175,15 @@ def two_point(quick: bool = False, seeds: int | None = None, progress=None) -> R
     alphas = (0.2, 0.5) if quick else TWO_POINT_ALPHAS
     capacities = (500,) if quick else (2000, 500, 125)
     rows = []
-    for M in capacities:
-        for alpha in alphas:
-            for t in (1.0, 1.0 / alpha):
-                r = ratios_to_hsf(*two_point_instances(alpha, t, n, S), M, ("amin", "al"),
-                            np.arange(S))
-                (m1, h1), (m2, h2) = _ci(r["amin"]), _ci(r["al"])
-                rows.append(dict(n=n, M=M, n_over_M=n / M, alpha=alpha, t=t, amin=m1,
-                                 amin_ci=h1, thm51=theory.thm51_cr(alpha, t), al=m2, al_ci=h2,
-                                 thm52=theory.thm52_cr(alpha, t)))
-                _tick(progress)
+    grid = [(M, alpha, t) for M in capacities for alpha in alphas for t in (1.0, 1.0 / alpha)]
+    declare(progress, len(grid))
+    for M, alpha, t in grid:
+        r = ratios_to_hsf(*two_point_instances(alpha, t, n, S), M, ("amin", "al"), np.arange(S))
+        (m1, h1), (m2, h2) = _ci(r["amin"]), _ci(r["al"])
+        rows.append(dict(n=n, M=M, n_over_M=n / M, alpha=alpha, t=t, amin=m1,
+                         amin_ci=h1, thm51=theory.thm51_cr(alpha, t), al=m2, al_ci=h2,
+                         thm52=theory.thm52_cr(alpha, t)))
+        tick(progress, f"M={M} alpha={alpha:g} t={t:.3g}")
     err_al = max(abs(x["al"] - x["thm52"]) for x in rows)
     inv = [x for x in rows if abs(x["t"] - 1 / x["alpha"]) < 1e-9]
     grid = np.linspace(0.01, 0.99, 99)
@@ -244,7 +241,9 @@ def geometric(quick: bool = False, seeds: int | None = None, progress=None) -> R
     qs = (0.5, 0.9) if quick else (0.1, 0.3, 0.5, 0.7, 0.9)
     loads = (4,) if quick else (4, 16)
     rows, panels = [], {}
-    for law, pmf_fn in (("G", theory.geometric_pmf), ("LG", theory.lg_pmf)):
+    laws = (("G", theory.geometric_pmf), ("LG", theory.lg_pmf))
+    declare(progress, len(laws) * len(loads) * len(qs))
+    for law, pmf_fn in laws:
         for div in loads:
             series = {"A_min (sim)": ([], [], []), "Lemma 4.6": ([], [], [])}
             for q in qs:
@@ -264,7 +263,7 @@ def geometric(quick: bool = False, seeds: int | None = None, progress=None) -> R
                     k.append(v)
                 for k, v in zip(series["Lemma 4.6"], (q, lem, 0.0)):
                     k.append(v)
-                _tick(progress)
+                tick(progress, f"{law} load={div} q={q:g}")
             panels[f"{law}(p), load n E[o] / M = {div}"] = series
     ok = all(x["lemma46"] < (1.7 if x["law"] == "G" else 14 / 9 + 1e-9) for x in rows)
     ok &= all(abs(x["lemma46"] - x["thm53"]) < 1e-6 for x in rows if x["law"] == "LG")
@@ -296,11 +295,11 @@ def lower_bound(quick: bool = False, seeds: int | None = None, progress=None) ->
     cases = ((2, 8),) if quick else ((2, 8), (2, 20), (4, 16))
     b = 4 if quick else 8
     rows, ok = [], True
+    declare(progress, sum(len(_construction_ratios(lo / u, quick)) for lo, u in cases))
     for lo, u in cases:
         alpha = lo / u
         r_star, best = theory.thm34_max(alpha)
-        rs = {math.sqrt(alpha), round(r_star, 3)} | (set() if quick else {0.5, 1.0, 2.0})
-        for r in sorted(rs):
+        for r in _construction_ratios(alpha, quick):
             a = max(1, int(round(r * b)))
             n_l, n_u = a * u, b * lo
             o = np.array([lo] * n_l + [u] * n_u)
@@ -314,7 +313,7 @@ def lower_bound(quick: bool = False, seeds: int | None = None, progress=None) ->
                              proof_exact=e_tel / h_tel, formula=theory.thm34_ratio(alpha, a / b),
                              printed=theory.thm34_printed(alpha), max_ratio=best,
                              max_r=r_star))
-            _tick(progress)
+            tick(progress, f"l={lo} u={u} r={r:.3g}")
     grid = np.linspace(0.01, 0.99, 99)
     ok &= bool(np.all(theory.thm34_ratio(grid, np.sqrt(grid)) < theory.thm34_printed(grid)))
     ok &= bool(np.all(np.array([theory.thm34_max(a)[1] for a in grid]) < theory.thm34_printed(grid)))
@@ -334,6 +333,13 @@ def lower_bound(quick: bool = False, seeds: int | None = None, progress=None) ->
            "memory at their estimated end allows, which packs more and gives lower ratios.")
     return Report("lower_bound", "Paper 003, Theorem 3.4's lower-bound construction", rows, md,
                   ok)
+
+
+def _construction_ratios(alpha: float, quick: bool) -> list[float]:
+    """The r = a / b `lower_bound` tries at alpha, ascending: sqrt(alpha), the maximizer r*
+    (to 3 decimals) and, unless quick, 0.5, 1 and 2 (a set: equal values run once)."""
+    r_star, _ = theory.thm34_max(alpha)
+    return sorted({math.sqrt(alpha), round(r_star, 3)} | (set() if quick else {0.5, 1.0, 2.0}))
 
 
 # --------------------------------------------------------------------------------------------
@@ -371,6 +377,8 @@ def section6(quick: bool = False, seeds: int | None = None, progress=None, *,
     pool_s, pool_o = _lmsys_pool(S)
     pick = np.random.default_rng(11)
     rows = []
+    declare(progress, len(sizes) * len(capacities) * len(SECTION6_INTERVALS)
+            * len(SECTION6_POLICIES))
     for n in sizes:
         idx = np.stack([pick.permutation(2000)[:n] for _ in range(S)])
         s, o = np.take_along_axis(pool_s, idx, 1), np.take_along_axis(pool_o, idx, 1)
@@ -386,7 +394,7 @@ def section6(quick: bool = False, seeds: int | None = None, progress=None, *,
                                      linear_s=float(r["avg_latency_s"].mean()),
                                      linear_ci=_ci(r["avg_latency_s"])[1],
                                      evictions=float(r["evictions"].mean()), seeds=S))
-                    _tick(progress)
+                    tick(progress, f"n={n} M={M} {exp} {pol}")
     return _section6_report(rows, sizes, capacities)
 
 

@@ -19,8 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..batchmodel import INT_LIMIT, OfflineParams
 from ..errors import require
-from ..offline.config import INT_LIMIT, OfflineParams
 from ..workload import Batch, Constant, Independent, UniformInt
 from .config import IntervalConfig, check_capacity
 from .engine import done, start, step

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..batchmodel import batch_metrics, by_own_size
 from ..engine import Metric
-from ..offline.metrics import batch_metrics, by_own_size
 
 METRICS = {
     "tel_steps": Metric("steps", "total end-to-end latency sum_i c_i (the paper's TEL)"),
-    "avg_latency_steps": Metric("steps", "TEL / n (the paper's average latency)"),
+    "avg_latency_steps": Metric("steps", "TEL / n (the paper's average latency)", whole=False),
     "makespan_steps": Metric("steps", "the last completion step"),
     "tel_s": Metric("s", "sum over jobs of the time at the end of step c_i"),
     "avg_latency_s": Metric("s", "tel_s / n"),
@@ -32,7 +32,7 @@ METRICS = {
 
 def finalize(config, params, state) -> dict[str, np.ndarray]:
     """Metrics per run (arrays with the state's batch shape) as float64. A run padded into a
-    size bucket is finalized on its own jobs (`offline.metrics.by_own_size`)."""
+    size bucket is finalized on its own jobs (`batchmodel.by_own_size`)."""
     if getattr(params, "sizes", None) is not None:
         return by_own_size(_finalize, params, state)
     return _finalize(config, params, state)

@@ -23,8 +23,6 @@ from dataclasses import dataclass
 
 import jax.numpy as jnp
 
-from ..engine import Policy
-
 
 @dataclass(frozen=True)
 class Rule:
@@ -51,14 +49,9 @@ class Rule:
         return getattr(state, self.estimate), order
 
 
-POLICIES = {
-    "hsf": Policy(Rule("o", "o", "o"), "H-SF (hindsight): true lengths, shortest first"),
-    "amax": Policy(Rule("high", "high", "high"), "A_max: every job at its upper bound u_i; never "
-                   "overflows", ("amax_order",)),
-    "amin": Policy(Rule("est", "low", "est"), "A_min: lower-bound estimates raised on eviction",
-                   ("eviction_key",)),
-    "al": Policy(Rule("est", "low", "qkey", fixed_tie=True, promote=True),
-                 "A_l (promote-l): FIFO at l_i; re-queued at u_i after l_i tokens"),
-    "arandom": Policy(Rule("o", "o", "none", fixed_tie=True),
-                      "A_random: true lengths, one random permutation"),
-}
+# The rules of the registered policies (`jaxsched/interval/registry.py`).
+HSF = Rule("o", "o", "o")
+AMAX = Rule("high", "high", "high")
+AMIN = Rule("est", "low", "est")
+AL = Rule("est", "low", "qkey", fixed_tie=True, promote=True)
+ARANDOM = Rule("o", "o", "none", fixed_tie=True)

@@ -20,8 +20,7 @@
 from __future__ import annotations
 
 from ..errors import require_choice, require_int
-from ..workload import (Batch, Constant, Independent, LinearGeometric, RoundedLogNormal,
-                        TruncGeometric, TwoPoint)
+from ..workload import Batch, Constant, Independent, LinearGeometric, RoundedLogNormal, TruncGeometric, TwoPoint
 
 LMSYS = Independent(RoundedLogNormal(11.0, 1.75619, 1, 468),
                     RoundedLogNormal(43.0, 1.19668, 1, 883), name="lmsys_003")

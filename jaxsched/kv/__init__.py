@@ -5,16 +5,22 @@ boundaries.
 `KVConfig` (static) and `make_params` (traced `KVParams`; defaults: the paper's hardware and
 load 0.5), `simulate` (the shared runner, `jaxsched.run.simulate`; `batches` reads a recorded run's
 batches), the policy registry `POLICIES` and the metric table `METRICS`. The exact contract is
-docs/kv-semantics.md. The fluid benchmark lives in `jaxsched.fluid`; `experiments` (E1-E4,
-Theorem 1's scaling), `relaxed` (a differentiable relaxation) and `tuning` are the drivers.
+docs/kv-semantics.md. The fluid benchmark is `fluid`, the figures `plots`; `experiments` (E1-E4,
+Theorem 1's scaling), `relaxed` (a differentiable relaxation), `tune` (its optax tuner) and
+`tuning` are the drivers. Every name is imported on first use (`jaxsched.kv.registry` is
+JAX-free).
 """
 from __future__ import annotations
 
-from ..run import Results, simulate
-from .config import KVConfig, KVParams, default_rates, make_params
-from .engine import ENGINE, batches, done, finalize, init, step
-from .metrics import METRICS
-from .policies import POLICIES
+from ..lazy import lazy_exports
 
-__all__ = ["KVConfig", "KVParams", "make_params", "default_rates", "ENGINE", "simulate", "Results",
-           "batches", "init", "step", "done", "finalize", "METRICS", "POLICIES"]
+_EXPORTS = {
+    "KVConfig": ".config:KVConfig", "KVParams": ".config:KVParams",
+    "make_params": ".config:make_params", "default_rates": ".config:default_rates",
+    "ENGINE": ".engine:ENGINE", "batches": ".engine:batches", "init": ".engine:init",
+    "step": ".engine:step", "done": ".engine:done", "finalize": ".engine:finalize",
+    "METRICS": ".metrics:METRICS", "POLICIES": ".registry:POLICIES",
+    "simulate": "..run:simulate", "Results": "..run:Results",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = list(_EXPORTS)

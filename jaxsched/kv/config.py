@@ -16,13 +16,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..clock import split12
-from ..workload.arrivals import check_rates
-from .policies import POLICIES
+from ..errors import ConfigError, require, require_bool, require_choice, require_float, require_int
 from ..histogram import bit_num_bins
-from ..errors import (ConfigError, require, require_bool, require_choice, require_float,
-                      require_int)
-from ..fluid import (FluidTypes, Segments, equilibrium, nested_thresholds, span_work,
-                     stage_work)
+from ..workload.arrivals import check_rates
+from .fluid import FluidTypes, Segments, equilibrium, nested_thresholds, span_work, stage_work
+from .registry import POLICIES
 
 END_MODES = ("drain", "force_clear")
 # Default hardware of make_params: the WAIT paper's experiments (notes/001.md section 4), and
@@ -222,14 +220,14 @@ def _rates(config: KVConfig, rates) -> np.ndarray:
 
 def work_per_request(config: KVConfig) -> np.ndarray:
     """(m,) int64 tokens: sum_{k=0}^{l'_j} (l_j + k), the batch tokens one request costs over
-    its life (`jaxsched.fluid.stage_work`, exact in integers)."""
+    its life (`jaxsched.kv.fluid.stage_work`, exact in integers)."""
     return stage_work(np.asarray(config.prefill_tokens, np.int64),
                       np.asarray(config.decode_tokens, np.int64))
 
 
 def _segment_work(config: KVConfig) -> np.ndarray:
     """(L,) int64 tokens: sum over the stages k of segment i of (l + k) (nested_wait;
-    `jaxsched.fluid.span_work`, exact in integers)."""
+    `jaxsched.kv.fluid.span_work`, exact in integers)."""
     return span_work(np.int64(config.prefill_tokens[0]), config.segment_entry().astype(np.int64),
                      np.asarray(config.segment_bounds, np.int64))
 

@@ -13,19 +13,20 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from kernels import ordered_sum
-
 from .. import clock
 from ..clock import DF
 from ..engine import Engine
 from ..errors import ConfigError, require
 from ..histogram import bit_bins
+from ..kernels import ordered_sum
 from ..run import Results, trajectory_rows
 from ..timing import iteration_time_s, priced_iteration_time_s
 from ..workload import arrivals
 from .config import INT_LIMIT, KVConfig, KVParams, KVSizes, make_params
-from .metrics import METRICS, finalize as _finalize
-from .policies import POLICIES, View, within_limits
+from .metrics import METRICS
+from .metrics import finalize as _finalize
+from .policies import View, within_limits
+from .registry import POLICIES
 from .state import KVState, Table, Totals, Window
 
 # Kinds of epoch in the recorded trajectories.
@@ -332,6 +333,9 @@ class KVEngine(Engine):
     # another would gain, and the lengths would have to become traced, changing the unpadded
     # program.)
     size_fields = ("table_size", "arrivals_per_step")
+
+    def example(self) -> KVConfig:
+        return KVConfig(num_requests=40, table_size=64)
 
     def max_steps(self, config: KVConfig) -> int:
         return config.max_epochs

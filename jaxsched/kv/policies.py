@@ -4,8 +4,8 @@ Every policy has one signature: `policy(config, params, view) -> (member, preemp
 member (bool[Q]) marks the requests processed by this batch, preempt (bool[Q]) the requests
 that lose their KV now (restart), chunk (int32[Q]) the tokens each member processes (its whole
 work l_j + k except for a chunked prefill, sarathi). Orders are by request id, never by table
-slot, so every policy is deterministic and independent of where requests sit in the table. Adding a policy touches this
-file only: write the function and register it in `POLICIES` with the options it reads. The
+slot, so every policy is deterministic and independent of where requests sit in the table. Adding a policy: write the
+function here and register it in `jaxsched/kv/registry.py` with the options it reads. The
 engine then applies the batch limits shared by every policy (`within_limits`).
 """
 from __future__ import annotations
@@ -15,12 +15,10 @@ from typing import TYPE_CHECKING
 import equinox as eqx
 import jax.numpy as jnp
 
-from kernels import prefix_by_id, prefix_max_by_id, suffix_sums
-
-from ..engine import Policy
+from ..kernels import prefix_by_id, prefix_max_by_id, suffix_sums
 from .state import Table
 
-if TYPE_CHECKING:                       # the config validates policy names against POLICIES
+if TYPE_CHECKING:                       # the config validates policy names (registry.POLICIES)
     from .config import KVConfig, KVParams
 
 
@@ -188,19 +186,3 @@ def sarathi(config: KVConfig, params: KVParams, view: View):
     member = dec | (par & (c_par > 0)) | admit
     chunk = jnp.where(dec, view.work, jnp.where(par, c_par, jnp.clip(budget - before, 0, w_new)))
     return member, holding & ~keep, jnp.where(member, chunk, 0)
-
-
-# The registry: the single source of truth for policy names and the options each one reads
-# (Config / Params fields; KVConfig and make_params validate an option only for the policies
-# that name it).
-POLICIES: dict[str, Policy] = {
-    "wait": Policy(wait, "WAIT (Alg. 1): per-type thresholds on the stage-0 queues",
-                   options=("thresholds",)),
-    "nested_wait": Policy(nested_wait, "Nested WAIT (Alg. 2): per-segment thresholds, memory check",
-                          options=("thresholds", "segment_bounds")),
-    "fcfs": Policy(fcfs, "FCFS: the longest prefix by arrival that fits in C"),
-    "vllm": Policy(vllm, "vLLM-style: prefill first, batch and token caps, block watermark",
-                   options=("batch_size_cap", "max_tokens_in_batch", "block_size", "watermark")),
-    "sarathi": Policy(sarathi, "Sarathi-style: decodes first, chunked prefills in a token budget",
-                      options=("batch_size_cap", "block_size", "watermark", "chunk_size")),
-}

@@ -3,7 +3,7 @@
 The exact engine (docs/kv-semantics.md) tracks requests one by one; thresholds enter only
 through hard tests (`queue >= n`) and integer takes (`min(n, count)`), so its outputs are
 piecewise constant in the thresholds. This module replaces it by a count model whose outputs
-are smooth functions of real-valued thresholds, for gradient-based tuning (jaxsched.tune):
+are smooth functions of real-valued thresholds, for gradient-based tuning (jaxsched.kv.tune):
 
 - State: S[r, k] >= 0, the (real) number of requests of row r at stage k. WAIT: one row per
   type, stages 0..l'_j. Nested WAIT: one row (all types mixed), stages 0..max l'_j.
@@ -47,7 +47,7 @@ import numpy as np
 
 from ..errors import require, require_float, require_int
 from .config import KVConfig
-from ..fluid import FluidTypes, equilibrium
+from .fluid import FluidTypes, equilibrium
 
 RELAXED_POLICIES = ("wait", "nested_wait")
 

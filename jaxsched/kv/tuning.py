@@ -1,7 +1,7 @@
 """Threshold tuning of Nested WAIT on the E3 / E4 operating points (`jaxsched tune e3|e4`).
 
 The experiment driver around the relaxation (`jaxsched.kv.relaxed`) and the tuner
-(`jaxsched.tune`): `tune_setup` builds an operating point (`_POINTS`), `tune_experiment` tunes
+(`jaxsched.kv.tune`): `tune_setup` builds an operating point (`_POINTS`), `tune_experiment` tunes
 its thresholds on the relaxation, rounds them, and compares them with the fluid-derived
 thresholds (`fluid_baselines`) in the exact engine on held-out seeds (`exact_comparison`).
 
@@ -26,12 +26,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import require, require_float, require_int
-from ..fluid import (FluidTypes, Segments, equilibrium, nested_segments, nested_thresholds,
-                     nested_thresholds_practical, stage_work)
 from ..results import format_value, markdown_table, write_csv
 from ..rng import check_seeds
 from ..stats import mean_ci
 from .config import KVConfig, KVParams, _segment_work, default_thresholds, make_params
+from .fluid import (
+    FluidTypes,
+    Segments,
+    equilibrium,
+    nested_segments,
+    nested_thresholds,
+    nested_thresholds_practical,
+    stage_work,
+)
 from .metrics import settling, stability_issues
 from .relaxed import RelaxedConfig, RelaxedSystem, objective, relaxed_system
 
@@ -184,7 +191,7 @@ def fluid_baselines(setup: TuneSetup) -> dict[str, np.ndarray]:
 
 
 def relaxed_objective(setup: TuneSetup) -> Callable[[jnp.ndarray, jax.Array, float], jnp.ndarray]:
-    """objective(thresholds, key, temperature) of the relaxation for jaxsched.tune.tune, in
+    """objective(thresholds, key, temperature) of the relaxation for jaxsched.kv.tune.tune, in
     units of throughput* (so its gradients are O(1)): (thr - lam lat - w overflow) / thr*.
     thresholds: float[L]; returns a float32 scalar."""
     sys = setup.system()
@@ -290,9 +297,10 @@ def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
     them, and compare them with the fluid-derived thresholds in the exact engine on `seeds`
     (held out: the relaxation only ever sees jax PRNG keys derived from `key`).
 
-    Steps: (1) jaxsched.tune.tune from the real fluid thresholds c_min Lambda_i; (2) rounding by
-    jaxsched.tune.integer_search around the tuned values on the relaxation at temperature 0.05
-    (16 samples, one fixed key), among integers with n_1 >= ceil(Lambda dT*) (stage 0 keeps up); (3) `exact_comparison`: exact runs of tuned, "fluid" and
+    Steps: (1) jaxsched.kv.tune.tune from the real fluid thresholds c_min Lambda_i; (2) rounding by
+    jaxsched.kv.tune.integer_search around the tuned values on the relaxation at temperature 0.05
+    (16 samples, one fixed key), among integers with n_1 >= ceil(Lambda dT*) (stage 0 keeps up); (3)
+    `exact_comparison`: exact runs of tuned, "fluid" and
     "practical" thresholds on the same seeds (common random numbers), per-seed objective
     throughput - lam * latency, the 95% CI of the paired differences tuned - baseline
     (jaxsched.results.mean_ci), and the stability guard (valid = no arm drops arrivals, loses
@@ -322,8 +330,8 @@ def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
     # Deferred: the optimizer stack is needed only when tuning runs.
     import optax
 
-    from ..tune import integer_search, tune
     from ..progress import Progress
+    from .tune import integer_search, tune
     bar = log if isinstance(log, Progress) else None
     say = bar.write if bar is not None else (log or (lambda msg: None))
     setup = tune_setup(name, lam=lam)
@@ -375,7 +383,7 @@ def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
 
 def _write_experiment(out: Path, run: dict, seeds: list[int]) -> None:
     """The files of `tune_experiment` (see there)."""
-    from ..plots import plot_tuning  # deferred: matplotlib
+    from .plots import plot_tuning  # deferred: matplotlib
     out.mkdir(parents=True, exist_ok=True)
     setup, res = run["setup"], run["result"]
     doc = {"experiment": setup.name, "lam": setup.lam, "rates": list(setup.rates),

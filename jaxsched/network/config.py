@@ -19,15 +19,30 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..budget.config import (DEFAULT_A_S_PER_TOKEN, DEFAULT_B0, DEFAULT_BUDGET, DEFAULT_C_S,
-                             DEFAULT_LOAD, DEFAULT_MAX_REQUESTS, FIG1_WORKLOAD, INT_LIMIT,
-                             INNER_ORDERS, PHASES, BudgetConfig, BudgetParams, _laws,
-                             batch_time_s, make_params as budget_params, mean_lengths, min_batch_s)
-from ..budget.policies import POLICIES
+from ..budget.config import (
+    DEFAULT_A_S_PER_TOKEN,
+    DEFAULT_B0,
+    DEFAULT_BUDGET,
+    DEFAULT_C_S,
+    DEFAULT_LOAD,
+    DEFAULT_MAX_REQUESTS,
+    FIG1_WORKLOAD,
+    INNER_ORDERS,
+    INT_LIMIT,
+    PHASES,
+    BudgetConfig,
+    BudgetParams,
+    batch_time_s,
+    length_laws,
+    mean_lengths,
+    min_batch_s,
+)
+from ..budget.config import make_params as budget_params
+from ..budget.core import BatchOptions
 from ..errors import ConfigError, require, require_choice, require_float, require_int
 from ..histogram import bit_num_bins
 from ..workload.arrivals import check_rates
-from .routers import ROUTERS
+from .registry import POLICIES, ROUTERS
 
 TOPOLOGIES = ("parallel", "routes", "fork_join")
 # The fork-join network of paper 004 §4.3 (Conjecture 1): agent 0, then agents 1 and 2 in
@@ -53,7 +68,7 @@ def _stages(workload) -> tuple:
         stages = w if isinstance(w, tuple) else (w,)
         require(1 <= len(stages) <= MAX_STAGES, f"workload[{z}]",
                 f"a length law or a tuple of 1..{MAX_STAGES} of them (one per stage)", w)
-        out.append(_laws(stages))
+        out.append(length_laws(stages))
     return tuple(out)
 
 
@@ -207,12 +222,13 @@ class NetworkConfig:
         G = self.snapshots
         return self.burn_in_s + np.arange(G) * (self.horizon_s - self.burn_in_s) / G
 
-    def policy_config(self) -> BudgetConfig:
-        """The budget config the policy functions read (static options; the per-agent type
-        priorities enter as ranks, `NetworkParams.rank`)."""
-        return _cfg(tuple(st[0] for st in self.workload), policy=self.policy,
-                    phase_first=self.phase_first, inner_order=self.inner_order,
-                    horizon_s=self.horizon_s)
+    def batch_options(self) -> BatchOptions:
+        """The static options every agent's policy and batch time read (`budget.core`): the
+        policy and its `wc` options; the per-agent type priorities enter as ranks
+        (`NetworkParams.rank`, the `View.type` the agents' policies see), so `priority` serves
+        ranks 0, 1, ... in turn; agents have no attention or memory-overhead term."""
+        return BatchOptions(policy=self.policy, phase_first=self.phase_first,
+                            inner_order=self.inner_order, type_order=tuple(range(self.m)))
 
 
 class NetworkSizes(eqx.Module):

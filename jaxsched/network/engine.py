@@ -2,7 +2,7 @@
 
 One scan step processes one event (docs/network-semantics.md §3): the end of an agent's batch
 (its leaving tasks exit or move to their next agent), an arrival (routed), or an agent's
-decision (a budget-engine batch: `jaxsched.budget` policies and batch time, unchanged). The
+decision (a budget-engine batch: `jaxsched.budget.core`'s policies and batch time). The
 event is the smallest by (time, class, agent), so work reaching an agent at time t is visible
 to its decision at t. Pure functions in the gymnax style; seeds are vmapped by jaxsched.run.
 """
@@ -14,25 +14,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels import ordered_sum, prefix_by_id
-
 from .. import clock, rng
-from ..budget.engine import _hist_add, _Window, batch_time, run_warnings, trim_trajectories
-from ..budget.policies import POLICIES, View
+from ..budget.core import KIND_NONE, Window, batch_time, choose_batch, hist_add, run_warnings, trim_trajectories
+from ..budget.policies import View
 from ..budget.state import Table
 from ..clock import DF
 from ..engine import Engine
 from ..errors import require
+from ..kernels import ordered_sum, prefix_by_id
 from ..run import Results, trajectory_rows
 from ..workload import arrivals
 from .config import NetworkConfig, NetworkParams, NetworkSizes, make_params
-from .metrics import METRICS, finalize as _finalize
-from .routers import ROUTERS
+from .metrics import METRICS
+from .metrics import finalize as _finalize
+from .registry import POLICIES, ROUTERS
 from .state import Agents, Joins, NetworkState, NetworkTotals, Tasks
 
 # Event classes, in their order at equal times (docs §3), and the recorded step kinds.
 FLUSH, ARRIVAL, DECIDE = 0, 1, 2
-KIND_NONE, KIND_FLUSH, KIND_ARRIVAL, KIND_BATCH, KIND_WAIT, KIND_END = 0, 1, 2, 3, 4, 5
+# (KIND_NONE = 0: a step of an ended run, as in the budget engine's; `budget.core`.)
+KIND_FLUSH, KIND_ARRIVAL, KIND_BATCH, KIND_WAIT, KIND_END = 1, 2, 3, 4, 5
 _EXIT = -1
 
 
@@ -163,7 +164,7 @@ def _enter(config: NetworkConfig, params: NetworkParams, state: NetworkState, j,
                             ag.entries[j] + r, fields, t)
     tok = jnp.sum(jnp.where(mask & (rank < n), fields["vp"] + fields["vd"], 0), dtype=jnp.int32)
     wake = (n > 0) & ~ag.pending[j] & ~ag.ready[j]
-    w = _Window.of(config)
+    w = Window.of(config)
     waited = w.overlap_s(DF(ag.since.hi[j], ag.since.lo[j]), t)
     K = config.K
     totals = state.totals
@@ -208,7 +209,8 @@ def _enter_many(config: NetworkConfig, tasks: Tasks, j: int, put, rank, r, n, en
                 fields: dict, t: DF) -> Tasks:
     """Tasks `put` (arrays [Q] of the flushing agent, `rank` their order) into the slots
     s0 + rank of agent j (a static index), where r[s] = (s - s0) mod Q is the rank each slot
-    receives, entry[s] its entry number and n the number entering. The fields are packed in one int32 matrix and moved by
+    receives, entry[s] its entry number and n the number entering. The fields are packed in one int32 matrix
+    and moved by
     one compaction scatter and one row gather: per-field scatters of Q elements each cost ten
     times more on CPU."""
     Q = config.table_size
@@ -253,7 +255,7 @@ def _arrive(config: NetworkConfig, params: NetworkParams, state: NetworkState, t
     plan_d = jnp.stack([d for _, d in plan], axis=1)
     vp, vd = plan_p[:, 0], plan_d[:, 0]
     if config.topology == "parallel":
-        j = ROUTERS[config.router](config, state.agents, state.seed, gen.num_arrived,
+        j = ROUTERS[config.router].fn(config, state.agents, state.seed, gen.num_arrived,
                                    run_sizes(config, params)[1])
     elif config.topology == "fork_join":
         j = jnp.int32(0)
@@ -281,14 +283,15 @@ def _flush(config: NetworkConfig, params: NetworkParams, state: NetworkState, k,
         exits = leaving & (k == config.K - 1)
     else:
         exits = leaving
-    w = _Window.of(config)
+    w = Window.of(config)
     end = DF(jnp.broadcast_to(t.hi, table.p.shape), jnp.broadcast_to(t.lo, table.p.shape))
     since = clock.sub(end, table.arrival)
     counted = exits & w.contains(t)
     tot = state.totals
     tot = replace(tot, exits=tot.exits + jnp.sum(counted, dtype=jnp.int32),
                   latency_s=tot.latency_s.add(ordered_sum(jnp.where(counted, since, 0.0))),
-                  latency_hist=_hist_add(tot.latency_hist, since, counted, config))
+                  latency_hist=hist_add(tot.latency_hist, since, counted,
+                                        config.hist_octave_bits))
     n_left = jnp.sum(leaving, dtype=jnp.int32)
     ag = state.agents
     ag = replace(ag, pending=ag.pending.at[k].set(ag.pending[k] & ~on),
@@ -352,24 +355,24 @@ def _decide(config: NetworkConfig, params: NetworkParams, state: NetworkState, k
     dd, load, tau), zeros when off."""
     table, stage, leaving = _row(state.tasks, k)
     pk = jax.tree.map(lambda a: a[k], params.agent)
-    pconfig = config.policy_config()
+    options = config.batch_options()
     valid = table.valid
     base = state.agents.entries[k] % run_sizes(config, params)[0]
     view = View(valid, table.p, params.rank[k][table.type], table.entry, base)
-    dp, dd = POLICIES[config.policy].fn(pconfig, pk, view)
+    dp, dd = choose_batch(options, pk, view)
     dp = jnp.where(valid & on, jnp.minimum(dp, table.p), 0)
     dd = valid & dd & (table.p == 0) & on
     n_pre = jnp.sum(dp, dtype=jnp.int32)
     load = n_pre + jnp.sum(dd, dtype=jnp.int32)
     batch = load > 0
-    tau = batch_time(pconfig, pk, table, dp, dd, load)
+    tau = batch_time(options, pk, table, dp, dd, load)
     t_end = clock.add(t, tau)
     p = table.p - dp
     d = table.d - dd.astype(jnp.int32)
     depart = dd & (d == 0)
     new = replace(table, p=p, d=d)
     available = jnp.sum(jnp.where(valid, table.p, 0)) + jnp.sum(valid & (table.p == 0))
-    w = _Window.of(config)
+    w = Window.of(config)
     starts_in = batch & w.contains(t)
     ag, tot = state.agents, state.totals
     one = lambda x: jnp.zeros((config.K,), jnp.int32).at[k].set(x.astype(jnp.int32))
@@ -466,12 +469,6 @@ def batches(results: Results, s: int) -> dict[str, np.ndarray]:
     return trajectory_rows(results, s, KIND_BATCH)
 
 
-# The budget policies read `type_order`; here each agent has its own, set by `type_orders`.
-_OPTION_NAMES = {"type_order": "type_orders"}
-NETWORK_POLICIES = {name: replace(p, options=tuple(_OPTION_NAMES.get(o, o) for o in p.options))
-                    for name, p in POLICIES.items()}
-
-
 class NetworkEngine(Engine):
     """K token-budget engines behind a router, or an agent network; see the module docstring."""
     name = "network"
@@ -479,7 +476,7 @@ class NetworkEngine(Engine):
     Config = NetworkConfig
     Params = NetworkParams
     METRICS = METRICS
-    POLICIES = NETWORK_POLICIES
+    POLICIES = POLICIES
     skip_done_in_block = True
     make_params = staticmethod(make_params)
     init = staticmethod(init)
@@ -489,6 +486,9 @@ class NetworkEngine(Engine):
 
     # Every agent's ring, and the agents themselves behind a router (`pad`).
     size_fields = ("table_size", "agents")
+
+    def example(self) -> NetworkConfig:
+        return NetworkConfig(horizon_s=5.0, table_size=256)
 
     def max_steps(self, config: NetworkConfig) -> int:
         return config.max_steps
@@ -529,7 +529,7 @@ class NetworkEngine(Engine):
         return int(np.max(metrics["num_steps"]))
 
     def trim(self, config: NetworkConfig, trajectories) -> dict:
-        # The event kinds share the budget engine's KIND_NONE (0) for steps of ended runs.
+        # The event kinds share KIND_NONE (0) for steps of ended runs with the budget engine.
         return trim_trajectories(config.table_size, trajectories)
 
     def working_set_bytes(self, config: NetworkConfig) -> int:

@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..budget.experiments import FIG1, GROWTH_THRESHOLD, _tick, verdict
+from ..budget.config import capacity_tokens_per_s
+from ..budget.experiments import FIG1, GROWTH_THRESHOLD, verdict
 from ..errors import require_int
+from ..progress import declare, share, tick
 from ..results import Report, markdown_table
 from ..run import simulate, simulate_points
 from ..stats import mean_ci
 from ..workload import Independent, Poisson
-from ..budget.config import capacity_tokens_per_s
 from .config import NetworkConfig, enough_steps, make_params, rates_for_load, stage_work
 from .engine import KIND_ARRIVAL, KIND_BATCH, KIND_FLUSH
-from .routers import ROUTERS
+from .registry import ROUTERS
 
 # Fig. 1's requests with Poisson sizes (notes/004.md §6: "constant, or Poisson around those
 # means"), so that the routers see unequal requests.
@@ -57,6 +58,7 @@ def routing(quick: bool = False, seeds: int | None = None, progress=None) -> Rep
     horizon, burn_in = (120.0, 30.0) if quick else (240.0, 60.0)
     K = ROUTING_AGENTS
     rows, growth_panel, latency_panel, verdicts = [], {}, {}, {}
+    declare(progress, len(ROUTERS) * len(loads))                 # one unit per point
     for router in ROUTERS:
         base = NetworkConfig(topology="parallel", agents=K, workload=(FIG1_POISSON,),
                              router=router, horizon_s=horizon, burn_in_s=burn_in,
@@ -89,7 +91,7 @@ def routing(quick: bool = False, seeds: int | None = None, progress=None) -> Rep
                 l_mean, _, l_half, _ = mean_ci(m["latency_mean_s"])
                 for lst, val in zip(lat, (rho, l_mean, l_half)):
                     lst.append(val)
-            _tick(progress, f"{router} rho={rho}")
+            tick(progress, f"{router} rho={rho}")
         growth_panel[router] = series
         latency_panel[router] = lat
     return _routing_report(rows, loads, verdicts, growth_panel, latency_panel, horizon, S, K)
@@ -160,6 +162,7 @@ def rybko_stolyar(quick: bool = False, seeds: int | None = None, progress=None) 
     horizon, burn_in = (1200.0, 200.0) if quick else (4000.0, 500.0)
     Q = 4096 if quick else 8192
     rows, panels, verdicts = [], {"requests in the network": {}, "tokens in the network": {}}, {}
+    declare(progress, len(RS_ORDERS))                            # one unit per priority order
     for name, orders in RS_ORDERS.items():
         cfg = rs_config(orders, horizon, burn_in, Q)
         rates = rs_rates(cfg)
@@ -185,7 +188,7 @@ def rybko_stolyar(quick: bool = False, seeds: int | None = None, progress=None) 
         for key, title in (("requests", "requests in the network"),
                            ("tokens", "tokens in the network")):
             panels[title][name] = (t, traj[key][0][keep].astype(float), np.zeros(keep.size))
-        _tick(progress, name)
+        tick(progress, name)
     return _rs_report(rows, verdicts, panels, horizon, S)
 
 
@@ -237,8 +240,11 @@ def fork_join(quick: bool = False, seeds: int | None = None, progress=None) -> R
                                             FIG1["b0"]))
     rates = [rates_for_load(base, rho, caps) for rho in loads]
     cfg = enough_steps(base, rates[-1], **kw)
+    # One unit per load. Every run shares one compilation, so the runner reports its blocks
+    # through a Share of the units: the compilation shows as a phase, the ETA counts the runs.
+    declare(progress, len(loads))
     results = simulate_points(cfg, [make_params(cfg, rates=r, **kw) for r in rates], range(S),
-                              warn=False)
+                              warn=False, progress=share(progress, 0, len(loads), "loads x seeds"))
     # Growth is measured against one agent's offered tokens/s, since the condition is per agent:
     # above it, agent 0 grows at (1 - 1/rho) of its input and the agents after it receive
     # exactly their capacity, so the network's growth is that of one agent, not of four.
@@ -256,7 +262,6 @@ def fork_join(quick: bool = False, seeds: int | None = None, progress=None) -> R
         verdicts[rho] = row["verdict"]
         for lst, val in zip(panel, (rho, row["growth_fraction"], row["growth_fraction_ci95"])):
             lst.append(val)
-        _tick(progress, f"rho={rho}")
     checks = [("bounded at every load below the per-agent condition (Conjecture 1)",
                all(verdicts[rho] == "bounded" for rho in loads if rho < 1)),
               ("grows above it", all(verdicts[rho] == "grows" for rho in loads if rho > 1))]

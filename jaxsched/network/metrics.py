@@ -1,11 +1,12 @@
 """Summary metrics of network runs, finalized on the host in float64 (docs/network-semantics.md
 §5). Per-agent metrics are reported for the busiest agent (max over agents) and as the mean
-over agents; the growth rates are the budget engine's least-squares fit over the snapshots."""
+over agents; the growth rates are the budget engine's least-squares fit over the snapshots
+(`budget.core.growth_slopes`)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..budget.metrics import QUANTILES, _div, growth_slopes
+from ..budget.core import QUANTILES, growth_slopes, safe_div
 from ..engine import Metric
 from ..histogram import bit_quantile
 from .config import NetworkConfig
@@ -85,7 +86,7 @@ def finalize(config: NetworkConfig, state: NetworkState, agents=None) -> dict[st
     out = {
         "throughput_requests_per_s": f(t.exits) / window,
         "num_departed": f(t.exits),
-        "latency_mean_s": _div(t.latency_s.to_numpy(), f(t.exits)),
+        "latency_mean_s": safe_div(t.latency_s.to_numpy(), f(t.exits)),
         "mean_requests_in_system": n_snap.mean(-1),
         "mean_tokens_in_system": f(t.snap_x).mean(-1),
         "request_growth_per_s": growth_slopes(np.broadcast_to(grid, n_snap.shape), n_snap,
@@ -94,9 +95,9 @@ def finalize(config: NetworkConfig, state: NetworkState, agents=None) -> dict[st
                                             t.snap_next),
         "idle_fraction_mean": _over_agents(idle, agents, np.mean),
         "idle_fraction_min": _over_agents(idle, agents, np.min),
-        "partial_batch_fraction": _div(f(t.partial).sum(-1), wb.sum(-1)),
+        "partial_batch_fraction": safe_div(f(t.partial).sum(-1), wb.sum(-1)),
         "num_batches": wb.sum(-1),
-        "batch_share_max": _div(wb.max(-1), wb.sum(-1)),
+        "batch_share_max": safe_div(wb.max(-1), wb.sum(-1)),
         "requests_end": f(state.agents.held).sum(-1) + f(state.joins.waiting),
         "tokens_end": f(state.agents.tokens).sum(-1),
         "num_rejected": f(t.rejected),

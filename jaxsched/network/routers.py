@@ -41,5 +41,3 @@ def fewest_tokens(config, agents, seed, request_id, num_agents) -> jnp.ndarray:
     """The agent with the fewest unprocessed tokens (ties: lowest index)."""
     return jnp.argmin(_own(config, agents.tokens, num_agents)).astype(jnp.int32)
 
-
-ROUTERS = {"random": random, "fewest_requests": fewest_requests, "fewest_tokens": fewest_tokens}

@@ -6,19 +6,24 @@ plug in as orders).
 `OfflineConfig` (static: the request batch, the policy) and `make_params` (traced
 `OfflineParams`: M and the step-time model; default unit steps), `simulate` (the shared runner),
 `POLICIES` and `METRICS`.
+
+Every name is imported on first use (the registry is JAX-free).
 """
 from __future__ import annotations
 
-from ..run import Results, simulate
-from .config import (LINEAR_STEP_MODEL, PAPER_CAPACITY_TOKENS, UNIT_STEP_MODEL, OfflineConfig,
-                     OfflineParams, instance_params, make_params)
-from .engine import ENGINE, done, init, jobs, start, step
-from .instances import draw, execute, orders
-from .metrics import METRICS
-from .policies import POLICIES
-from .state import OfflineState
+from ..lazy import lazy_exports
 
-__all__ = ["OfflineConfig", "OfflineParams", "OfflineState", "make_params", "simulate", "Results",
-           "ENGINE", "init", "start", "step", "done", "jobs", "instance_params", "draw", "orders",
-           "execute", "METRICS", "POLICIES", "LINEAR_STEP_MODEL",
-           "UNIT_STEP_MODEL", "PAPER_CAPACITY_TOKENS"]
+_EXPORTS = {
+    "Results": "..run:Results", "simulate": "..run:simulate",
+    "LINEAR_STEP_MODEL": ".config:LINEAR_STEP_MODEL",
+    "PAPER_CAPACITY_TOKENS": ".config:PAPER_CAPACITY_TOKENS",
+    "UNIT_STEP_MODEL": ".config:UNIT_STEP_MODEL", "OfflineConfig": ".config:OfflineConfig",
+    "OfflineParams": ".config:OfflineParams", "instance_params": ".config:instance_params",
+    "make_params": ".config:make_params", "ENGINE": ".engine:ENGINE", "done": ".engine:done",
+    "init": ".engine:init", "jobs": ".engine:jobs", "start": ".engine:start",
+    "step": ".engine:step", "draw": ".instances:draw", "execute": ".instances:execute",
+    "orders": ".instances:orders", "METRICS": ".metrics:METRICS", "POLICIES": ".registry:POLICIES",
+    "OfflineState": ".state:OfflineState",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = list(_EXPORTS)

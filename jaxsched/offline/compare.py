@@ -83,7 +83,8 @@ def evaluate(names: Sequence[str], s: np.ndarray, o: np.ndarray, M: int,
              progress=None) -> dict[str, Evaluation]:
     """Each algorithm of `names` on the instances (s, o: int[S, n]) with KV limit M, executed
     under each step-time model of `models` (keys of STEP_MODELS). progress: a `Progress`
-    advanced once per algorithm. The relaxed LP is solved once per instance for both LP orders;
+    advanced once per algorithm (len(names) units; the caller declares the total). The relaxed LP is solved
+    once per instance for both LP orders;
     its time is added to each LP order's solve time (what either alone would cost)."""
     for m in models:
         require_choice(m, "step model", tuple(STEP_MODELS))

@@ -20,16 +20,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels import admit_check
-
-from .. import clock
+from .. import batchmodel
 from ..accumulate import WideInt
+from ..batchmodel import INT_LIMIT, OfflineParams, run_requests, step_clock
 from ..clock import DF
 from ..engine import Engine
-from ..errors import ConfigError, require
-from .config import INT_LIMIT, OfflineConfig, OfflineParams, OfflineSizes, make_params
-from .metrics import METRICS, finalize as _finalize
-from .policies import POLICIES
+from ..kernels import admit_check
+from .config import OfflineConfig, make_params
+from .metrics import METRICS
+from .metrics import finalize as _finalize
+from .registry import POLICIES
 from .state import OfflineState
 
 
@@ -45,12 +45,6 @@ def jobs(config: OfflineConfig, seed) -> tuple[jnp.ndarray, jnp.ndarray]:
 # or admitted, and sorts after every real length (<= 2^24 tokens); sums of lengths stay far
 # below 2^31.
 PAD_OUTPUT = INT_LIMIT
-
-
-def run_requests(params: OfflineParams) -> jnp.ndarray | None:
-    """int32 scalar: the run's own number of requests when it runs padded inside a size bucket
-    (`OfflineEngine.pad`), else None (the config's n)."""
-    return None if params.sizes is None else params.sizes.num_requests
 
 
 def pad_jobs(s: jnp.ndarray, o: jnp.ndarray, n) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -120,19 +114,6 @@ def _admit(state: OfflineState, params: OfflineParams, t) -> tuple[OfflineState,
     return state, prefill
 
 
-def step_clock(params: OfflineParams, now: DF, finish: DF, ends, decoding, prefill,
-               memory) -> tuple[DF, DF]:
-    """(clock at the end of this step, finish times with the jobs in `ends` stamped) under the
-    step-time model: duration = step_const_s + per_decode_s * decoding + per_prefill_token_s *
-    prefill + per_kv_token_s * memory (int32 counts of this step). Shared with the interval
-    engine."""
-    dt = (params.step_const_s + params.per_decode_s * decoding.astype(jnp.float32)
-          + params.per_prefill_token_s * prefill.astype(jnp.float32)
-          + params.per_kv_token_s * memory.astype(jnp.float32))
-    now = clock.add_f32(now, dt)
-    return now, DF(jnp.where(ends, now.hi, finish.hi), jnp.where(ends, now.lo, finish.lo))
-
-
 def done(config: OfflineConfig, state: OfflineState) -> jnp.ndarray:
     """Every servable request admitted and completed."""
     return (state.head >= state.live) & (state.t >= state.last)
@@ -178,53 +159,29 @@ class OfflineEngine(Engine):
     done = staticmethod(done)
     finalize = staticmethod(finalize)
 
-    # n, the number of requests (jobs): it fixes every per-request array. The other static
-    # fields are not sizes: max_steps is where a run is cut (a result, read by `done`, which
-    # has no params); the solver options (dp_width, epsilon, scale_b, ...) and the interval
-    # engine's `intervals` are the method itself, static in the program.
+    # n, the number of requests (jobs): the size of the batch model's buckets (`batchmodel`).
     size_fields = ("num_requests",)
+
+    def example(self) -> OfflineConfig:
+        from ..workload import Batch, Independent, UniformInt
+        return OfflineConfig(Batch(Independent(UniformInt(1, 50), UniformInt(1, 50)), 40))
 
     def max_steps(self, config: OfflineConfig) -> int:
         return config.steps
 
-    def can_pad(self, config) -> bool:
-        # A fixed instance (a sequential Trace) cannot grow: its rows are the instance. The
-        # bucket plan reads the size from num_requests, so a Batch given with its own n pads
-        # once num_requests states it (as a sweep over num_requests does).
-        from ..workload import Finite
-        return isinstance(config.workload, Finite) and config.num_requests is not None
+    def can_pad(self, config: OfflineConfig) -> bool:
+        return batchmodel.can_pad(config)
 
-    def size_free(self, config):
-        # The workload is a Batch of n requests: compared at one canonical n.
-        return replace(config, num_requests=1)
+    def size_free(self, config: OfflineConfig) -> OfflineConfig:
+        return batchmodel.size_free(config)
 
-    def pad(self, config, params: OfflineParams, capacity):
+    def pad(self, config: OfflineConfig, params: OfflineParams, capacity):
         """(bucket config with `capacity`'s num_requests, params carrying the run's own n):
-        the bucket draws the same lengths for the run's jobs (each is a pure function of
-        (seed, index)), its other jobs never enter the run, and every metric is bitwise that
-        of the unpadded run (tests/offline/test_buckets.py, tests/interval/test_buckets.py)."""
-        from ..buckets import check_capacity
-        from ..workload import Finite
-        require(isinstance(config, self.Config), "config", f"a {self.Config.__name__}",
-                type(config).__name__)
-        require(isinstance(config.workload, Finite), "workload", "a Batch (a fixed instance, "
-                "a sequential Trace, does not run padded into a size bucket)",
-                config.workload.name)
-        require(config.num_requests is not None, "num_requests",
-                f"set (the config's n, here {config.n}) to run padded into a size bucket", None)
-        require(params.sizes is None, "params", "params of an unpadded run (sizes None)",
-                "params already padded")
-        cap = check_capacity(self, config, capacity)
-        try:
-            bucket = replace(config, **cap)
-        except ConfigError as e:
-            raise ConfigError(f"capacity num_requests {cap['num_requests']} does not make a "
-                              f"valid config: {e}") from None
-        return bucket, replace(params, sizes=OfflineSizes(jnp.int32(config.n)))
+        `batchmodel.pad`."""
+        return batchmodel.pad(self, config, params, capacity)
 
     def trajectory_length(self, config: OfflineConfig, metrics) -> int:
-        # The longest run over the seeds: independent of the chunking and the block size.
-        return max(1, int(np.max(metrics["makespan_steps"])))
+        return batchmodel.trajectory_length(metrics)
 
     def working_set_bytes(self, config: OfflineConfig) -> int:
         return 4 * 10 * config.n

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from ..progress import declare
 from ..results import Report, markdown_table, mean_ci_column
 from ..stats import loglog_slope, mean_ci
 from .compare import ALGORITHMS, evaluate
@@ -50,6 +51,7 @@ def example1(quick: bool = False, seeds: int | None = None, progress=None) -> Re
     M = EXAMPLE1["M"]
     s, o = (np.asarray([EXAMPLE1[k]]) for k in ("s", "o"))
     names = [n for n in ALGORITHMS if ALGORITHMS[n].kind == "policy" or _have_scipy()]
+    declare(progress, len(names))                       # evaluate: one unit per algorithm
     ev = evaluate(names, s, o, M, [0], options=dict(dp_width=64), progress=progress)
     rows = [dict(algorithm=ALGORITHMS[n].label, tel_steps=int(e.metrics["unit"]["tel_steps"][0]))
             for n, e in ev.items()]
@@ -97,6 +99,7 @@ def example2(quick: bool = False, seeds: int | None = None, progress=None) -> Re
     groups: dict[tuple[int, int], list] = {}
     for ex in example2_grid(quick):                    # one executor call per (M, n)
         groups.setdefault((ex.M, ex.s.size), []).append(ex)
+    declare(progress, len(groups))
     for (M, _), exs in groups.items():
         s, o = np.stack([e.s for e in exs]), np.stack([e.o for e in exs])
         tels = [execute(instance_params(M), s, o, np.stack([getattr(e, k) for e in exs]))
@@ -157,15 +160,17 @@ def lemma1(quick: bool = False, seeds: int | None = None, progress=None) -> Repo
     executor's TEL is at most the separate-batches TEL. On S random instances (default 2000,
     quick 200) of n = 24 requests, s, o uniform on 1..20, M = 100, with the exact DP; Theorem 4
     also with the swap search."""
+    from .compare import phase1_batches
     from .config import instance_params
     from .instances import execute
-    from .compare import phase1_batches
     S = seeds or (200 if quick else 2000)
     n, hi, M = 24, 20, 100
     s, o = _uniform_instances(S, n, hi, seed=2)
     rows, ok = [], True
     batches_checked = violations = 0
-    for solver in ("dp", "swap"):
+    solvers = ("dp", "swap")
+    declare(progress, len(solvers))
+    for solver in solvers:
         order, batch = phase1_batches(s, o, M, solver, dp_width=M)
         if solver == "dp":
             for r in range(S):
@@ -216,6 +221,7 @@ def opt(quick: bool = False, seeds: int | None = None, progress=None) -> Report:
     s = rng.integers(1, 13, (S, n)).astype(np.int32)
     o = rng.integers(1, 9, (S, n)).astype(np.int32)
     best = np.zeros(S, np.int64)
+    declare(progress, S + len(OPT_ALGORITHMS))   # one per OPT solve, one per algorithm (evaluate)
     for r in range(S):
         best[r] = opt_ip(s[r], o[r], M, horizon=int(o[r].sum()))[0]
         if progress is not None:
@@ -267,6 +273,7 @@ def ec42(quick: bool = False, seeds: int | None = None, progress=None, *,
     M = SYNTHETIC_CAPACITY_TOKENS
     names = [n for n in algorithms if ALGORITHMS[n].kind == "policy" or _have_scipy()]
     rows, table, ok = [], [], True
+    declare(progress, len(distributions) * len(names))     # evaluate: one unit per algorithm
     for dist in distributions:
         batch = synthetic(dist)
         s, o = draw(_config_for(batch), np.arange(S))
@@ -334,17 +341,17 @@ def real(quick: bool = False, seeds: int | None = None, progress=None, *,
     M = PAPER_CAPACITY_TOKENS
     rows = []
     panels: dict[str, dict[str, tuple[list, list, list]]] = {}
+    missing = {mix: _real_missing(mix, ns[0]) for mix in mixes}
+    declare(progress, sum(len(_real_names(mix, n, algorithms))     # evaluate: one per algorithm
+                          for mix in mixes if missing[mix] is None for n in ns))
     for mix in mixes:
-        try:
-            named(mix, ns[0])
-        except FileNotFoundError as e:                    # the Azure trace is not shipped
-            rows.append(dict(mix=mix, skipped=str(e)))
+        if missing[mix] is not None:
+            rows.append(dict(mix=mix, skipped=missing[mix]))
             continue
         for n in ns:
             batch, _ = named(mix, n)
             s, o = draw(_config_for(batch), np.arange(S))
-            names = [a for a in algorithms if ALGORITHMS[a].kind == "policy"
-                     or (n <= REAL_LP_MAX_N and mix in REAL_LP_MIXES and _have_scipy())]
+            names = _real_names(mix, n, algorithms)
             ev = evaluate(names, s, o, M, np.arange(S), models=("unit", "linear"),
                           lp_options=dict(time_step=max(1, n // REAL_LP_GRID)),
                           progress=progress)
@@ -375,6 +382,23 @@ def real(quick: bool = False, seeds: int | None = None, progress=None, *,
                   md, ok, plot=dict(kind="curves", panels=panels, ylabel="average latency"))
 
 
+def _real_missing(mix: str, n: int) -> str | None:
+    """Why `real` skips `mix` (its data file is absent), or None when it runs."""
+    from .workloads import named
+    try:
+        named(mix, n)
+    except FileNotFoundError as e:                    # the Azure trace is not shipped
+        return str(e)
+    return None
+
+
+def _real_names(mix: str, n: int, algorithms) -> list[str]:
+    """The algorithms `real` runs at (mix, n): the LP orders only up to REAL_LP_MAX_N, on
+    REAL_LP_MIXES, with scipy."""
+    return [a for a in algorithms if ALGORITHMS[a].kind == "policy"
+            or (n <= REAL_LP_MAX_N and mix in REAL_LP_MIXES and _have_scipy())]
+
+
 # --------------------------------------------------------------------------------------------
 # Lower-bound families of Theorems 1 and EC.1
 # --------------------------------------------------------------------------------------------
@@ -397,10 +421,12 @@ def lower_bound(quick: bool = False, seeds: int | None = None, progress=None) ->
     from .config import instance_params
     from .instances import execute, orders, policy_config
     grid = LOWER_BOUND_M_QUICK if quick else LOWER_BOUND_M
+    kinds = (False, True)                                   # printed, corrected
+    declare(progress, len(families.THEOREMS) * sum(len(grid[c]) for c in kinds))
     rows, series, ok = [], {}, True
     for theorem in families.THEOREMS:
         build = getattr(families, theorem)
-        for corrected in (False, True):
+        for corrected in kinds:
             Ms, ratios = [], []
             for M in grid[corrected]:
                 s, o = build(M, corrected)

@@ -19,7 +19,8 @@ unbounded as the theorems claim, though at rate M^(1/4), not sqrt(M).
 Requests are laid out type 1 first (indices 0..X-1), then type 2 (X..X+Y-1); `type2_first`
 is the proofs' better schedule (all type 2, then type 1).
 M must be j^2 (printed) or j^4 (corrected), j >= 2, so that sqrt(M) and Y are integers. With
-M = 3^(2k) or 3^(4k) M / 3 is an integer too, and in Theorem 1 the type-2 requests (peak 3 tokens) fill M exactly in synchronous
+M = 3^(2k) or 3^(4k) M / 3 is an integer too, and in Theorem 1 the type-2 requests (peak 3 tokens) fill M
+exactly in synchronous
 batches of M / 3, so the executor reproduces the proof's accounting under MC-SF to the unit
 (`theorem1_paper_tel`; `theorem1_tel` gives the executor's exact TELs). In EC.1 it does not:
 a type-2 request peaks at sqrt(M) + 1 tokens, so only sqrt(M) - 1 (not sqrt(M)) run per step,

@@ -24,7 +24,7 @@ from ..errors import ConfigError, require
 from .config import INT_LIMIT, OfflineConfig, OfflineParams
 from .engine import done, jobs, start, step
 from .metrics import finalize
-from .policies import POLICIES
+from .registry import POLICIES
 
 
 @functools.partial(jax.jit, static_argnums=0)

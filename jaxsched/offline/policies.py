@@ -4,7 +4,7 @@ A policy is `fn(s, o, seed, M, config, n=None) -> int32[n]`, a permutation of th
 indices computed once per run from the lengths (s: prompt, o: output, int32[n], tokens), the KV
 limit M (traced), the run's seed (random choices hash (seed, request index), `jaxsched.rng`, so
 a plain-Python reference reproduces them) and the static `OfflineConfig`, whose solver options
-(`Policy.options`) it may read. The executor
+(the `options` of its registry entry, `jaxsched/offline/registry.py`) it may read. The executor
 (`jaxsched.offline.engine`) admits requests in that order, stopping at the first that does not
 fit. Ties are broken by request index (stable sorts), as notes/002.md §2.1 suggests.
 
@@ -21,7 +21,6 @@ import functools
 import jax.numpy as jnp
 
 from .. import rng
-from ..engine import Policy
 from . import sorted_f
 
 
@@ -76,17 +75,3 @@ def sorted_f_quantile(s: jnp.ndarray, o: jnp.ndarray, seed, M, config, n=None) -
     return sorted_f.order(s, o, M, functools.partial(
         sorted_f.quantile_greedy, seed=seed, q=config.quantile, frac=config.sample_fraction,
         ratios=ratios, n_real=n))
-
-
-POLICIES = {
-    "fcfs": Policy(fcfs, "arrival order: a random permutation per run"),
-    "mcsf": Policy(mcsf, "MC-SF: shortest output first"),
-    "mcsf2": Policy(mcsf2, "MC-SF2: smallest s + o first (paper 002, EC.1)"),
-    "sorted_f_swap": Policy(sorted_f_swap, "Sorted-F, Phase 1 by local swap search (paper 002)"),
-    "sorted_f_dp": Policy(sorted_f_dp, "Sorted-F, Phase 1 by the exact DP (paper 002)",
-                          ("dp_width",)),
-    "sorted_f_scaled": Policy(sorted_f_scaled, "Sorted-F, Phase 1 by the scaled DP (paper 002, "
-                              "Algorithm 3)", ("epsilon", "scale_b")),
-    "sorted_f_quantile": Policy(sorted_f_quantile, "Sorted-F, Phase 1 by quantile greedy "
-                                "(paper 002, Algorithm 5)", ("quantile", "sample_fraction")),
-}

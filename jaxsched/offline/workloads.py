@@ -49,11 +49,22 @@ from pathlib import Path
 
 import numpy as np
 
+from ..batchmodel import PAPER_CAPACITY_TOKENS
 from ..errors import ConfigError, require, require_choice, require_float, require_int
-from ..workload import (Batch, Binomial, Constant, Independent, Mixture, RoundedExponential,
-                        RoundedLogNormal, RoundedNormal, Trace, UniformInt, read_trace)
+from ..workload import (
+    Batch,
+    Binomial,
+    Constant,
+    Independent,
+    Mixture,
+    RoundedExponential,
+    RoundedLogNormal,
+    RoundedNormal,
+    Trace,
+    UniformInt,
+    read_trace,
+)
 from ..workload.lengths import JointMixture
-from .config import PAPER_CAPACITY_TOKENS
 
 SYNTHETIC_CAPACITY_TOKENS = 100
 _EXP5 = RoundedExponential(5.0, 1, 50)

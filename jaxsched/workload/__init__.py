@@ -17,15 +17,32 @@ and the arrival times come from one of three processes:
   `arrival_s(seed, ids)` is 0.
 """
 from .batch import Batch
-from .lengths import (INT32_MAX, Binomial, BivariateNormal, BurstGPTLike, Constant, Finite,
-                      Geometric, Independent, LinearGeometric, Mixture, Poisson, RoundedExponential, RoundedLogNormal,
-                      RoundedNormal, TruncGeometric, TwoPoint, UniformInt, materialize)
+from .lengths import (
+                      INT32_MAX,
+                      Binomial,
+                      BivariateNormal,
+                      BurstGPTLike,
+                      Constant,
+                      Finite,
+                      Geometric,
+                      Independent,
+                      LinearGeometric,
+                      Mixture,
+                      Poisson,
+                      RoundedExponential,
+                      RoundedLogNormal,
+                      RoundedNormal,
+                      TruncGeometric,
+                      TwoPoint,
+                      UniformInt,
+                      materialize,
+)
 from .traces import Trace, read_trace
 
 Workload = Independent | BivariateNormal | BurstGPTLike | Trace | Finite | Batch
 """The length laws an engine config accepts."""
 
 __all__ = ["Batch", "Binomial", "BivariateNormal", "BurstGPTLike", "Constant", "Finite",
-           "Geometric", "Independent", "INT32_MAX", "LinearGeometric", "TruncGeometric", "TwoPoint", "Mixture", "Poisson", "RoundedExponential",
-           "RoundedLogNormal", "RoundedNormal", "Trace", "UniformInt", "Workload", "materialize",
-           "read_trace"]
+           "Geometric", "Independent", "INT32_MAX", "LinearGeometric", "TruncGeometric",
+           "TwoPoint", "Mixture", "Poisson", "RoundedExponential", "RoundedLogNormal",
+           "RoundedNormal", "Trace", "UniformInt", "Workload", "materialize", "read_trace"]

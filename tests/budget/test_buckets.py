@@ -22,10 +22,10 @@ from jaxsched.budget.engine import ENGINE
 from jaxsched.errors import ConfigError
 from jaxsched.run import simulate, simulate_points
 from jaxsched.sweep import run_sweep
+from jaxsched.workload import Independent, Poisson
 from tests.sweep_checks import COMPILES as _COMPILES
 from tests.sweep_checks import block_compiles as _block_compiles
 from tests.sweep_checks import refuses_common_capacities, same_rows
-from jaxsched.workload import Independent, Poisson
 
 SIZES = ("table_size", "arrivals_per_step")
 # Two request types (priority orders them); prompts up to 86 tokens, decodes up to 70.

@@ -7,8 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from jaxsched.budget import (POLICIES, BudgetConfig, batches, make_params, rates_for_load,
-                             request_stream, simulate)
+from jaxsched.budget import POLICIES, BudgetConfig, batches, make_params, rates_for_load, request_stream, simulate
 from jaxsched.budget.metrics import growth_slopes
 from jaxsched.errors import ConfigError
 from jaxsched.workload import Constant, Independent, Poisson
@@ -241,7 +240,7 @@ def test_backlog_drains_in_the_fluid_time():
     # corrected workload f = (m_p + m_d) Z_p + m_d Z_d (every backlog request is in prefill).
     from jaxsched.budget.config import capacity_tokens_per_s
     from jaxsched.budget.experiments import TWO_TYPES
-    from jaxsched.fluid import budget_drain_time_s, budget_workload
+    from jaxsched.budget.fluid import budget_drain_time_s, budget_workload
     cfg = BudgetConfig(workload=TWO_TYPES, horizon_s=300.0, table_size=4096,
                        initial_requests=(250, 250), drain_fraction=0.02)
     rates = rates_for_load(cfg, 0.5)
@@ -263,7 +262,7 @@ def test_backlog_drains_in_the_fluid_time():
 
 
 def test_fluid_drain_time_is_infinite_at_capacity():
-    from jaxsched.fluid import budget_drain_time_s
+    from jaxsched.budget.fluid import budget_drain_time_s
     assert budget_drain_time_s(1e6, [10.0], [100.0], [100.0], 2000.0) == float("inf")
     assert budget_drain_time_s(1e6, [5.0], [100.0], [100.0], 2000.0) == pytest.approx(1e3)
 

@@ -155,9 +155,10 @@ def test_engine_matches_reference_many(policy, m, static, data, seed):
 
 def test_backlog_matches_reference():
     # A backlog present at t = 0 is the reference's requests arriving at time 0, in entry order.
+    import jax.numpy as jnp
+
     from jaxsched.budget import request_lengths
     from jaxsched.budget.config import BACKLOG_ID
-    import jax.numpy as jnp
     cfg = BudgetConfig(workload=LAWS, policy="wc", horizon_s=HORIZON, table_size=32,
                        max_steps=6000, record_members=True, initial_requests=(5, 4),
                        inner_order="srpt")
@@ -182,8 +183,9 @@ def test_memory_overhead_hand():
     """(A.2) on a hand-computed batch: the timing functions, the reference's batch times, and
     the engine (swap form) on the same requests."""
     import jax.numpy as jnp
+
+    from jaxsched.budget.timing import budget_memory_overhead_s, kv_excess_tokens
     from jaxsched.clock import DF as JDF
-    from jaxsched.timing import budget_memory_overhead_s, kv_excess_tokens
     # Members by entry 0, 1, 2 holding 5, 7, 4 KV tokens after the batch, limit 9: excess 7
     # charged newest first: entry 2 all 4, entry 1 the remaining 3, entry 0 nothing.
     kv = jnp.array([5, 7, 4, 0], jnp.int32)

@@ -26,13 +26,13 @@ class ReachedCompilation(Exception):
 
 @pytest.fixture
 def no_compile(monkeypatch):
+    import jaxsched.kv.tune
     import jaxsched.run
-    import jaxsched.tune
 
     def refuse(*args, **kwargs):
         raise ReachedCompilation("a simulation or tuning run was about to compile")
     monkeypatch.setattr(jaxsched.run, "_compiled", refuse)
-    monkeypatch.setattr(jaxsched.tune, "tune", refuse)
+    monkeypatch.setattr(jaxsched.kv.tune, "tune", refuse)
 
 
 # ------------------------------------------------------------------------------ files
@@ -545,7 +545,7 @@ def _theorem_point(**kw):
 
 
 def _fluid_types(**kw):
-    from jaxsched.fluid import FluidTypes
+    from jaxsched.kv.fluid import FluidTypes
     return FluidTypes(**{"prefill": [10, 10], "decode": [10, 20], "rates": [1, 1], "d0": 0.01,
                          "d1": 1e-6, "capacity": 1e5, **kw})
 
@@ -701,7 +701,7 @@ API_CASES = [
     ("fluid-decode-float", lambda c: _fluid_types(decode=[1.5, 2]), r"decode\[0\]"),
     ("fluid-rates-wrong-length", lambda c: _fluid_types(rates=[1]), r"rates"),
     ("fluid-capacity-inf", lambda c: _fluid_types(capacity=INF), r"capacity"),
-    ("fluid-theta-p-one", lambda c: __import__("jaxsched.fluid").fluid.theta_root(1, 1, 1),
+    ("fluid-theta-p-one", lambda c: __import__("jaxsched.kv.fluid").kv.fluid.theta_root(1, 1, 1),
      r"\bp\b"),
     # --- kv experiments
     ("exp-unknown", lambda c: _experiment("e9"), r"experiment"),

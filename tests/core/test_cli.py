@@ -71,3 +71,25 @@ def test_sweep_command_writes_and_resumes(tmp_path, capsys):
     assert list(csv.DictReader(out.open())) == rows
     assert main(["sweep", "--axis", "bogus", "--out", str(out)]) == 2
     assert "--axis must look like" in capsys.readouterr().err
+
+
+def test_engine_groups_and_their_top_level_aliases(tmp_path, capsys):
+    # `jaxsched ENGINE COMMAND` for every engine; today's top-level commands are aliases that
+    # give the same rows.
+    rows = {}
+    for argv in (["run"], ["dp", "run"]):
+        out = tmp_path / f"{len(argv)}.csv"
+        assert main([*argv, *SMALL, "--policies", "fcfs,power_of_two", "--out", str(out),
+                     "--plot", "none"]) == 0
+        rows[len(argv)] = [{k: v for k, v in r.items() if k != "wall_s"}
+                           for r in csv.DictReader(out.open())]
+    assert rows[1] == rows[2] and {r["policy"] for r in rows[1]} == {"fcfs", "power_of_two"}
+    assert "dp run" in (tmp_path / "2.config.toml").read_text().splitlines()[0]
+    for argv in (["dp", "check", "--help"], ["dp", "reproduce", "--help"], ["kv", "tune", "--help"],
+                 ["budget", "check-stability", "--help"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 0
+    capsys.readouterr()
+    assert main(["dp", "check", "stability"]) == 2
+    assert "budget check-stability" in capsys.readouterr().err

@@ -11,8 +11,7 @@ import tomllib
 import pytest
 
 from jaxsched import __version__
-from jaxsched.cli import build_parser, main
-from jaxsched.cli import catalog
+from jaxsched.cli import build_parser, catalog, main
 from jaxsched.errors import ConfigError
 from jaxsched.outputs import check_dir, check_file, file_mode, save
 from jaxsched.results import ResultsFile, write_csv
@@ -23,28 +22,24 @@ TINY = ["--G", "2", "--B", "4", "--R", "4", "--steps", "40", "--seeds", "2", "--
 
 def test_catalog_matches_the_live_registries():
     # The parsers list these names without importing JAX; they must be the engines' own.
-    from kernels import BFIO_VARIANTS
-    from jaxsched import dp, get_engine, kv
+    from jaxsched import get_engine
+    from jaxsched.kernels import BFIO_VARIANTS
     from jaxsched.kv import experiments as kx
     from jaxsched.kv.config import DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN
     from jaxsched.kv.experiments.setups import CAPACITY_RULES
-    assert catalog.DP_POLICIES == tuple(dp.POLICIES)
     assert catalog.BFIO_KERNELS == tuple(BFIO_VARIANTS)
-    assert catalog.KV_POLICIES == tuple(kv.POLICIES)
     assert catalog.KV_EXPERIMENTS == tuple(kx.EXPERIMENTS)
     assert catalog.KV_CAPACITY_RULES == tuple(CAPACITY_RULES)
     assert (catalog.KV_DEFAULT_CAPACITY_TOKENS, catalog.KV_DEFAULT_D0_S,
             catalog.KV_DEFAULT_D1_S_PER_TOKEN) == (DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S,
                                                    DEFAULT_D1_S_PER_TOKEN)
-    from jaxsched import offline
     from jaxsched.offline import compare, experiments, workloads
-    assert catalog.OFFLINE_POLICIES == tuple(offline.POLICIES)
     assert catalog.OFFLINE_EXPERIMENTS == tuple(experiments.EXPERIMENTS)
     assert catalog.OFFLINE_WORKLOADS == workloads.NAMES
     assert catalog.OFFLINE_STEP_MODELS == tuple(compare.STEP_MODELS)
-    from jaxsched import interval
-    from jaxsched.interval import config as iconfig, experiments as iexp, workloads as iwork
-    assert catalog.INTERVAL_POLICIES == tuple(interval.POLICIES)
+    from jaxsched.interval import config as iconfig
+    from jaxsched.interval import experiments as iexp
+    from jaxsched.interval import workloads as iwork
     assert catalog.INTERVAL_EXPERIMENTS == tuple(iexp.EXPERIMENTS)
     assert catalog.INTERVAL_WORKLOADS == iwork.NAMES
     assert (("stale", "live"), ("sorted", "random")) == (iconfig.EVICTION_KEYS, iconfig.AMAX_ORDERS)
@@ -219,7 +214,7 @@ def test_files_respect_the_umask(tmp_path):
 # ---------------------------------------------------------------- readable results
 
 def test_run_results_are_readable(tmp_path, capsys, monkeypatch):
-    import jaxsched.plots as plots
+    import jaxsched.dp.plots as plots
     titles = []
     real = plots.load_trajectories
     monkeypatch.setattr(plots, "load_trajectories",
@@ -238,6 +233,7 @@ def test_run_results_are_readable(tmp_path, capsys, monkeypatch):
 
 def test_summary_columns_share_one_format():
     import numpy as np
+
     from jaxsched.results import mean_ci_column
     cells = mean_ci_column([np.array([1.0, 1.2, 1.1]), np.array([12.5, 13.0, 12.0])])
     assert cells[0].startswith("1.10 ± ") and cells[1].startswith("12.50 ± ")

@@ -7,7 +7,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jaxsched import clock
 from jaxsched.clock import DF
@@ -152,7 +153,7 @@ def test_priced_iteration_time_matches_the_reference_and_reduces_to_eq1():
 def test_budget_batch_time_is_eq_2_3():
     # Paper 004's t(b') = c + a max(0, b' - b0): flat below b0, then eq. (1)'s exact products
     # on the excess tokens, bit for bit as the NumPy mirror; the paper's Llama-3-70B constants.
-    from jaxsched.timing import budget_batch_time_s
+    from jaxsched.budget.timing import budget_batch_time_s
     c, a, b0 = f32(0.0455), f32(0.30e-3), 64
     hi, lo = clock.split12(a)
     loads = np.array([0, 1, 63, 64, 65, 128, 512, 4096, 100_000], np.int32)

@@ -13,8 +13,15 @@ from pathlib import Path
 import pytest
 
 from jaxsched.cli import build_parser
-from jaxsched.cli.compile_cache import (DIR_ENV, ENV, JAX_DIR_ENV, THRESHOLDS, cache_folder,
-                                        cache_wanted, use_compile_cache)
+from jaxsched.cli.compile_cache import (
+    DIR_ENV,
+    ENV,
+    JAX_DIR_ENV,
+    THRESHOLDS,
+    cache_folder,
+    cache_wanted,
+    use_compile_cache,
+)
 from jaxsched.errors import ConfigError
 
 # The cheapest command that compiles real programs: two simulation steps over 0.5 s each here.

@@ -13,8 +13,8 @@ import pytest
 
 from jaxsched.dp import DPConfig, make_params
 from jaxsched.dp.config import DEFAULT_PER_TOKEN_S, default_step_const_s
-from jaxsched.energy import utilization, utilization_power_w
-from jaxsched.timing import barrier_step_time_s
+from jaxsched.dp.energy import utilization, utilization_power_w
+from jaxsched.dp.timing import barrier_step_time_s
 
 
 def test_step_constant_and_per_token_time():

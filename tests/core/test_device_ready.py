@@ -12,10 +12,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.extend.core import Jaxpr
 import pytest
+from jax.extend.core import Jaxpr
 
-from jaxsched.engine import ENGINE_MODULES, get_engine
+from jaxsched.engine import get_engine
+from jaxsched.registry import ENGINES
 from jaxsched.run import DEFAULT_BLOCK, _compiled
 
 from .test_engine_protocol import SMALL
@@ -60,7 +61,7 @@ def test_the_checker_sees_callbacks_and_wide_types():
     assert any(p.startswith("float64") for p in _problems(wide))
 
 
-@pytest.mark.parametrize("name", list(ENGINE_MODULES))
+@pytest.mark.parametrize("name", list(ENGINES))
 def test_scanned_steps_have_no_callback_and_no_64_bit_value(name):
     eng, cfg = get_engine(name), SMALL[name]
     params = eng.make_params(cfg)
@@ -74,7 +75,7 @@ def test_scanned_steps_have_no_callback_and_no_64_bit_value(name):
 # The kv step takes about two minutes to compile at SMALL's table size on 2 cores: its case
 # runs with -m slow (the protocol tests compile it in the default run already).
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "kv" else n
-                                  for n in ENGINE_MODULES])
+                                  for n in ENGINES])
 def test_a_run_of_many_blocks_compiles_each_function_once(name):
     eng, cfg = get_engine(name), SMALL[name]
     params = eng.make_params(cfg)

@@ -9,41 +9,21 @@ import numpy as np
 import pytest
 
 import jaxsched as js
-from jaxsched import ConfigError, budget, dp, interval, kv, network, offline
-from jaxsched.engine import ENGINE_MODULES, Engine, Metric, Policy, engine_of, get_engine
+from jaxsched import ConfigError, dp, kv
+from jaxsched.engine import engine_of, get_engine
 from jaxsched.progress import Progress
+from jaxsched.registry import ENGINES
 from jaxsched.run import Results, default_seed_chunk, seeds_for_budget, simulate
-from jaxsched.workload import Batch, BurstGPTLike, Independent, UniformInt
+from jaxsched.workload import Batch, BurstGPTLike
 
-SMALL = {
-    "dp": dp.DPConfig(num_workers=2, slots_per_worker=4, pool_size=4, num_steps=40),
-    "kv": kv.KVConfig(num_requests=40, table_size=64),
-    "offline": offline.OfflineConfig(Batch(Independent(UniformInt(1, 50), UniformInt(1, 50)), 40)),
-    "interval": interval.IntervalConfig(Batch(Independent(UniformInt(1, 50), UniformInt(1, 50)),
-                                              40)),
-    "budget": budget.BudgetConfig(horizon_s=10.0, table_size=256),
-    "network": network.NetworkConfig(horizon_s=5.0, table_size=256),
-}
+# Each engine's own small example (`Engine.example`, the conformance kit's configuration).
+SMALL = {name: get_engine(name).example() for name in ENGINES}
 
 
-@pytest.mark.parametrize("name", list(ENGINE_MODULES))
-def test_registered_engines_follow_the_protocol(name):
-    eng = get_engine(name)
-    assert isinstance(eng, Engine) and eng.name == name and engine_of(SMALL[name]) is eng
-    assert all(isinstance(m, Metric) and m.unit and m.doc for m in eng.METRICS.values())
-    assert all(isinstance(p, Policy) and callable(p.fn) and p.doc for p in eng.POLICIES.values())
-    cfg_f, par_f = set(eng.config_fields()), set(eng.params_fields())
-    assert "policy" in cfg_f and par_f and not cfg_f & par_f
-    # Every option a policy names is a field someone can set.
-    assert all(set(p.options) <= cfg_f | par_f for p in eng.POLICIES.values()), name
-    # The config accepts exactly the registry's names.
-    for policy in eng.POLICIES:
-        assert dataclasses.replace(SMALL[name], policy=policy).policy == policy
-    with pytest.raises(ConfigError, match="policy must be one of"):
-        dataclasses.replace(SMALL[name], policy="nope")
+# The protocol's tables, registries and pure steps: tests/core/test_conformance.py (the kit).
 
 
-@pytest.mark.parametrize("name", list(ENGINE_MODULES))
+@pytest.mark.parametrize("name", list(ENGINES))
 def test_runner_results_and_metric_table_agree(name):
     cfg = SMALL[name]
     eng = get_engine(name)
@@ -135,6 +115,6 @@ def test_top_level_names_no_engine_silently():
 
 def test_every_engine_is_an_attribute_of_the_package():
     import importlib
-    assert js.ENGINES == tuple(ENGINE_MODULES) and set(js.ENGINES) <= set(js.__all__)
+    assert js.ENGINES == ENGINES.names() and set(js.ENGINES) <= set(js.__all__)
     for name in js.ENGINES:
-        assert getattr(js, name) is importlib.import_module(ENGINE_MODULES[name])
+        assert getattr(js, name) is importlib.import_module(f"jaxsched.{name}")

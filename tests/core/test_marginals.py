@@ -8,8 +8,15 @@ import pytest
 from scipy import stats
 
 from jaxsched.errors import ConfigError
-from jaxsched.workload import (Binomial, Independent, Mixture, RoundedExponential,
-                               RoundedLogNormal, RoundedNormal, UniformInt)
+from jaxsched.workload import (
+    Binomial,
+    Independent,
+    Mixture,
+    RoundedExponential,
+    RoundedLogNormal,
+    RoundedNormal,
+    UniformInt,
+)
 
 N = 400_000
 K = np.arange(0, 52)

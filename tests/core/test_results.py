@@ -29,3 +29,16 @@ def test_non_writer_reads_and_writes_nothing(tmp_path):
     assert other.done == set()
     other.append({"key": "b"})
     assert [r["key"] for r in read_rows(path)] == ["a"]
+
+
+def test_metric_values_are_never_truncated():
+    from jaxsched.engine import Metric
+    from jaxsched.offline.metrics import METRICS
+    from jaxsched.results import metric_value
+    assert metric_value(35.0, Metric("steps", "a count of steps")) == 35
+    assert isinstance(metric_value(35.0, Metric("steps", "a count of steps")), int)
+    # A mean number of steps is not whole, and a fraction is kept even where a metric's unit
+    # promises whole numbers.
+    assert not METRICS["avg_latency_steps"].integer
+    assert metric_value(12.5, METRICS["avg_latency_steps"]) == 12.5
+    assert metric_value(12.5, Metric("count", "x")) == 12.5

@@ -299,7 +299,8 @@ def test_hash_matches_documented_lowbias32_chain() -> None:
         got = np.asarray(rng.hash3(s, IDS, rng.STREAM_OUTPUT * 64 + 3), np.uint32)
         assert np.array_equal(got, _hash3_np(s, IDS, rng.STREAM_OUTPUT * 64 + 3))
     u = np.asarray(rng.uniform(42, IDS[:1000], rng.STREAM_MIX, 2))
-    want = (_hash3_np(42, IDS[:1000], rng.STREAM_MIX * 64 + 2) >> np.uint32(8)).astype(np.float32) * np.float32(2.0**-24)
+    want = ((_hash3_np(42, IDS[:1000], rng.STREAM_MIX * 64 + 2) >> np.uint32(8)).astype(np.float32)
+            * np.float32(2.0**-24))
     assert np.array_equal(u, want)
     assert np.array_equal(np.asarray(rng.mix32(jnp.arange(1000, dtype=jnp.uint32))),
                           _lowbias32_np(np.arange(1000, dtype=np.uint32)))

@@ -3,21 +3,18 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import jaxsched as js
 from jaxsched import kv
-from jaxsched.dp import simulate
+from jaxsched.dp import ENGINE, simulate
 from jaxsched.errors import ConfigError
-from jaxsched.dp import ENGINE
 from jaxsched.run import seeds_for_budget
 from jaxsched.sweep import grid_points, parse_axis, point_label, run_sweep
 

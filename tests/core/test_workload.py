@@ -15,8 +15,16 @@ import numpy as np
 import pytest
 
 from jaxsched import ConfigError, read_trace
-from jaxsched.workload import (BivariateNormal, BurstGPTLike, Constant, Geometric, Independent,
-                               Trace, UniformInt, materialize)
+from jaxsched.workload import (
+    BivariateNormal,
+    BurstGPTLike,
+    Constant,
+    Geometric,
+    Independent,
+    Trace,
+    UniformInt,
+    materialize,
+)
 
 Z = 6.0
 N = 400_000  # draws per statistical check (one size everywhere: eager JAX compiles per shape)

@@ -5,8 +5,14 @@ import numpy as np
 import pytest
 
 from benchmarks import bench_dp
-from benchmarks.bench_dp import EngineRow, full_steps, make_config, measure_bandwidth, \
-    policy_cost_ratios, state_bytes_per_seed
+from benchmarks.bench_dp import (
+    EngineRow,
+    full_steps,
+    make_config,
+    measure_bandwidth,
+    policy_cost_ratios,
+    state_bytes_per_seed,
+)
 
 
 def test_state_bytes_count_every_slot_and_pool_field():

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from jaxsched.buckets import check_max_waste, plan_buckets
 from jaxsched.dp.config import DPConfig, make_params
 from jaxsched.dp.engine import ENGINE
+from jaxsched.dp.registry import POLICIES as DP_POLICIES
 from jaxsched.errors import ConfigError
 from jaxsched.run import simulate, simulate_points
 from jaxsched.sweep import run_sweep
@@ -45,12 +46,12 @@ def _same_runs(configs: list[DPConfig], capacity: dict, seeds=(0, 1, 2), **param
             assert np.array_equal(v, w), (c, k)
 
 
-POLICIES = ["fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio"]
+POLICIES = list(DP_POLICIES)
 
 
 # Every policy in the paper's semantics and three in the theory's run by default; the rest of
 # the matrix with -m slow (each case compiles three programs).
-_THEORY_DEFAULT = ("fcfs", "round_robin", "bfio")
+_THEORY_DEFAULT = ("fcfs", "round_robin", "bfio", "power_of_two")
 CASES = [pytest.param(p, sem, marks=() if sem == "paper" or p in _THEORY_DEFAULT
                       else pytest.mark.slow)
          for sem in ("paper", "theory") for p in POLICIES]

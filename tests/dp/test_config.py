@@ -12,11 +12,17 @@ import jax
 import numpy as np
 import pytest
 
-import kernels  # noqa: F401  (imported up front: DPConfig imports it lazily for the bfio bound)
-from jaxsched import BurstGPTLike, ConfigError, Constant, Geometric, Independent, Trace
-from jaxsched.dp import DPConfig, make_params
+from jaxsched import (
+    BurstGPTLike,
+    ConfigError,
+    Constant,
+    Geometric,
+    Independent,
+    Trace,
+    kernels,  # noqa: F401  (imported up front: DPConfig imports it lazily for the bfio bound)
+)
+from jaxsched.dp import DPConfig, make_params, simulate
 from jaxsched.dp.config import DRIFT_MAX, LOAD_LIMIT, STEP_LIMIT
-from jaxsched.dp import simulate
 from jaxsched.workload import INT32_MAX
 
 SMALL = dict(num_workers=2, slots_per_worker=2, pool_size=2, num_steps=5, policy="fcfs",

@@ -34,7 +34,6 @@ checks the drift draw itself against the reference's stdlib copy of the counter 
 from __future__ import annotations
 
 import dataclasses
-
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,13 +48,12 @@ import jaxsched as js
 from jaxsched import rng
 from jaxsched.dp import simulate
 from jaxsched.dp.engine import _reveal, step_drift
-
 from tests.reference.dp import drift_uniform, noisy_ohat
 from tests.reference.dp import simulate as reference_simulate
 from tests.reference.dp import step_drift as reference_step_drift
 
 POLICY_VARIANTS: list[tuple[str, int, str]] = (
-    [(p, 0, "oracle") for p in ("fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio")]
+    [(p, 0, "oracle") for p in js.dp.POLICIES]
     + [("bfio", h, pred) for h in (1, 2, 3) for pred in ("oracle", "noisy", "classifier")])
 
 FLOAT_METRICS = ("avg_imbalance_tokens", "avg_gap_tokens", "throughput_tokens_per_s", "tpot_s",
@@ -324,7 +322,8 @@ class Case:
         wl = workload or DrawnLengths(num_requests=self.num_requests)
         return js.dp.DPConfig(num_workers=self.G, slots_per_worker=self.B, pool_size=self.R,
                            policy=self.policy, horizon=self.horizon, predictor=self.predictor,
-                           semantics=self.semantics, num_steps=self.K, burn_in_steps=self.burn_in, workload=wl, drift=self.drift)
+                           semantics=self.semantics, num_steps=self.K, burn_in_steps=self.burn_in,
+                           workload=wl, drift=self.drift)
 
     @property
     def id(self) -> str:
@@ -345,6 +344,7 @@ SHAPES: dict[tuple[str, int, str, str], tuple[int, int, int, int | None]] = {
     ("jsq_tokens", 0, "oracle", "paper"): (3, 2, 4, 12), ("jsq_tokens", 0, "oracle", "theory"): (1, 2, 1, 12),
     ("jsq_count", 0, "oracle", "paper"): (2, 3, 2, None), ("jsq_count", 0, "oracle", "theory"): (3, 3, 4, 6),
     ("round_robin", 0, "oracle", "paper"): (3, 1, 2, 12), ("round_robin", 0, "oracle", "theory"): (2, 1, 4, 12),
+    ("power_of_two", 0, "oracle", "paper"): (3, 2, 4, None), ("power_of_two", 0, "oracle", "theory"): (4, 2, 4, 12),
     ("bfio", 0, "oracle", "paper"): (2, 2, 4, None), ("bfio", 0, "oracle", "theory"): (3, 2, 2, 6),
     ("bfio", 1, "oracle", "paper"): (2, 2, 4, None), ("bfio", 1, "oracle", "theory"): (3, 2, 2, 12),
     ("bfio", 1, "noisy", "paper"): (3, 1, 4, 6), ("bfio", 1, "noisy", "theory"): (2, 3, 4, 6),
@@ -376,13 +376,13 @@ FINITE_CASES = [c for c in DEFAULT_CASES if c.num_requests is not None]
 def test_default_cases_cover_the_matrix() -> None:
     assert {(c.policy, c.horizon, c.predictor, c.semantics) for c in DEFAULT_CASES} == {
         (*v, s) for v in POLICY_VARIANTS for s in ("paper", "theory")}
-    assert {c.G for c in DEFAULT_CASES} == {1, 2, 3} and {c.B for c in DEFAULT_CASES} == {1, 2, 3}
+    assert {c.G for c in DEFAULT_CASES} == {1, 2, 3, 4} and {c.B for c in DEFAULT_CASES} == {1, 2, 3}
     assert {c.R for c in DEFAULT_CASES} == {1, 2, 4}
     assert {c.burn_in for c in DEFAULT_CASES if c.semantics == "theory"} == {0, 1, 2}
     for semantics in ("paper", "theory"):
         assert {c.K for c in DEFAULT_CASES if c.semantics == semantics and not c.num_requests} == {6, 12}
     finite = {(c.policy, c.horizon, c.predictor) for c in FINITE_CASES}
-    assert {p for p, _, _ in finite} == {"fcfs", "fcfs_alg2", "jsq_count", "bfio"}
+    assert {p for p, _, _ in finite} == {"fcfs", "fcfs_alg2", "jsq_count", "bfio", "power_of_two"}
     assert {h for _, h, _ in finite} == {0, 1, 2, 3} and {p for _, _, p in finite} == {"oracle", "noisy", "classifier"}
     for c in DEFAULT_CASES:
         if c.policy == "bfio":
@@ -525,7 +525,8 @@ def test_engine_matches_reference_drawn_shapes(variant, semantics: str, data: st
     decay = data.draw(st.sampled_from([0.7, 0.5, 1.0]), label="decay") if horizon else 0.7
     burn = data.draw(st.integers(0, K - 1), label="burn-in") if semantics == "theory" else 0
     cfg = js.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, horizon=horizon,
-                      predictor=predictor, semantics=semantics, num_steps=K, burn_in_steps=burn, workload=wl, lookahead_decay=decay)
+                      predictor=predictor, semantics=semantics, num_steps=K, burn_in_steps=burn,
+                      workload=wl, lookahead_decay=decay)
     params = draw_params(data, cfg)
     seeds = draw_seeds_and_lengths(data, cfg, num_seeds=3)
     check_against_reference(cfg, params, seeds)
@@ -539,8 +540,7 @@ DRIFTS: tuple[tuple[int, int], ...] = ((0, 0), (0, 2), (1, 4), (1, 1))
 # plus the lookahead with each predictor under every non-default drift (its projection adds
 # floor(mean drift) = 0, 1 or 2 tokens per future step). Shapes and burn-in vary across cases.
 _DRIFT_VARIANTS: list[tuple[str, int, str, tuple[int, int]]] = (
-    [(p, 0, "oracle", DRIFTS[i % 4]) for i, p in enumerate(
-        ("fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio"))]
+    [(p, 0, "oracle", DRIFTS[i % 4]) for i, p in enumerate(js.dp.POLICIES)]
     + [("bfio", 1, "oracle", (0, 0)), ("bfio", 2, "oracle", (1, 4)), ("bfio", 1, "noisy", (0, 2)),
        ("bfio", 3, "classifier", (1, 4)), ("bfio", 2, "classifier", (0, 0))])
 _DRIFT_SHAPES = ((2, 2, 2, 12), (3, 1, 4, 12), (2, 3, 2, 8), (3, 2, 4, 8))
@@ -549,8 +549,7 @@ DRIFT_CASES = [Case(p, h, pred, "theory", *_DRIFT_SHAPES[i % len(_DRIFT_SHAPES)]
 
 
 def test_drift_cases_cover_policies_and_drifts() -> None:
-    assert {c.policy for c in DRIFT_CASES} == {"fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count",
-                                               "round_robin", "bfio"}
+    assert {c.policy for c in DRIFT_CASES} == set(js.dp.POLICIES)
     assert {c.drift for c in DRIFT_CASES} == set(DRIFTS)
     lookahead = {(c.predictor, c.drift) for c in DRIFT_CASES if c.horizon > 0}
     assert {d for _, d in lookahead} == set(DRIFTS) - {(1, 1)}
@@ -646,7 +645,8 @@ def test_non_live_steps_record_zero_duration() -> None:
     # fcfs, G=1, B=1, R=1, one request (s, o) = (2, 1): live at step 1 only. The spec: a step
     # that is not live changes nothing; the reference records dt = 0 for it, and the clock and
     # makespan (1 + 0.5 * 2 = 2 s) agree that no time passes.
-    cfg = js.dp.DPConfig(num_workers=1, slots_per_worker=1, pool_size=1, policy="fcfs", num_steps=3, workload=js.Trace(np.array([2]), np.array([1]), order="sequential"))
+    cfg = js.dp.DPConfig(num_workers=1, slots_per_worker=1, pool_size=1, policy="fcfs", num_steps=3,
+                         workload=js.Trace(np.array([2]), np.array([1]), order="sequential"))
     params = js.dp.make_params(cfg, step_const_s=1.0, per_token_s=0.5)
     res = simulate(cfg, params, [0], record=True)
     ref = run_reference(cfg, params, 0)

@@ -6,8 +6,8 @@ import pytest
 
 import jaxsched as js
 from jaxsched.dp import simulate
-from jaxsched.errors import ConfigError
 from jaxsched.dp.experiments import fig4_sweep, noise_sweep
+from jaxsched.errors import ConfigError
 from jaxsched.workload import Finite
 
 

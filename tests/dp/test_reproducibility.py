@@ -17,8 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jaxsched.dp import DPConfig, make_params
-from jaxsched.dp import simulate
+from jaxsched.dp import DPConfig, make_params, simulate
 
 SEEDS = list(range(8))
 NUM_STEPS = 300

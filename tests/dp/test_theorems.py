@@ -6,10 +6,21 @@ import math
 import numpy as np
 import pytest
 
+from jaxsched.dp.theorems import (
+    DEFAULT_KERNEL,
+    DEFAULT_T1_KERNEL,
+    Point,
+    admission_margin,
+    all_checks,
+    check_theorems,
+    expected_max_normal,
+    fcfs_prediction,
+    ols,
+    ratio_slopes,
+    snapshot_var,
+    theorem_grid,
+)
 from jaxsched.stats import t975
-from jaxsched.dp.theorems import (DEFAULT_KERNEL, DEFAULT_T1_KERNEL, Point, admission_margin, all_checks,
-                               check_theorems, expected_max_normal, fcfs_prediction, ols,
-                               ratio_slopes, snapshot_var, theorem_grid)
 
 # E[max of G iid N(0, 1)] (notes/000.md section 1.1; G = 2: 1/sqrt(pi)).
 E_MAX = {1: 0.0, 2: 0.5642, 4: 1.0294, 8: 1.4236, 16: 1.7660, 32: 2.0697, 64: 2.3437, 128: 2.5946,
@@ -122,7 +133,7 @@ def test_points_and_pool_sizes():
 def test_round_lpt_partitions_are_s_max_balanced():
     """Theorem 1's kernel: a fixed multiset of G B prompts (s_max = 20) dealt to G empty workers
     of B slots ends with max - min <= s_max - 1, every worker holding exactly B."""
-    from kernels import BFIO_VARIANTS
+    from jaxsched.kernels import BFIO_VARIANTS
     rng = np.random.default_rng(4)
     fn = BFIO_VARIANTS[DEFAULT_T1_KERNEL]
     for G, B in ((3, 5), (8, 16), (16, 7), (64, 4)):

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jaxsched.batchmodel import LINEAR_STEP_MODEL
 from jaxsched.buckets import plan_buckets
 from jaxsched.errors import ConfigError
 from jaxsched.interval import POLICIES, IntervalConfig, make_params
 from jaxsched.interval.engine import ENGINE
 from jaxsched.interval.workloads import two_point
-from jaxsched.offline.config import LINEAR_STEP_MODEL
 from jaxsched.workload import Batch
 from tests.offline.test_buckets import same_runs
 from tests.sweep_checks import bucketed_sweep_equals_alone

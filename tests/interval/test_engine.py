@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jaxsched.batchmodel import instance_params
 from jaxsched.errors import ConfigError
 from jaxsched.interval import IntervalConfig, execute, make_params, simulate
 from jaxsched.interval.intervals import Buckets, Relative, Shared
-from jaxsched.offline.config import instance_params
 from tests.reference import interval as ref
 
 N = 6            # one shape per policy: hypothesis examples share one compilation
@@ -116,8 +116,9 @@ def test_runner_equals_explicit_instances():
     cfg = IntervalConfig("lmsys", policy="amin", num_requests=60, intervals=Buckets.uniform())
     params = make_params(cfg, capacity_tokens=3000)
     res = simulate(cfg, params, seeds=[0, 1, 2])
-    from jaxsched.interval import jobs
     import jax
+
+    from jaxsched.interval import jobs
     s, o, lo, hi = (np.asarray(a) for a in jax.vmap(lambda x: jobs(cfg, x))(
         np.arange(3, dtype=np.uint32)))
     got = execute(params, s, o, lo, hi, policy="amin", seeds=np.arange(3))

@@ -15,7 +15,6 @@ import pytest
 from jaxsched.errors import ConfigError
 from jaxsched.interval import theory as T
 
-
 # ---------------------------------------------------------------------------------------------
 # Oracles: literal transcriptions of the paper's sums (slow, small sizes only)
 

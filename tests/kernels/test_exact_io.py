@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import kernels
+from jaxsched import kernels
 from tests.reference import exact_io
 
 G_PAD, R_PAD = 3, 7

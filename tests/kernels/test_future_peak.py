@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels import admit_check, completion_peaks, completion_peaks_binned, lex_argmin
+from jaxsched.kernels import admit_check, completion_peaks, completion_peaks_binned, lex_argmin
 
 N, WIDTH = 12, 16
 

@@ -1,18 +1,17 @@
 """Kernels: bit-packed slot selection and the valley-fill assignment, on random instances."""
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import functools
-
-import jax
-
-import kernels
-from kernels import count_bits, free_slot_rank, pack_bits, window_weights
+from jaxsched import kernels
+from jaxsched.kernels import count_bits, free_slot_rank, pack_bits, window_weights
 
 # Jitted once per shape: the instances below are padded to fixed shapes.
 select_bit = jax.jit(kernels.select_bit)

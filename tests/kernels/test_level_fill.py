@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels import BFIO_VARIANTS
-from kernels.level_fill import ENUM_MAX, SUBSET_MAX, level_fill, subset_masks
+from jaxsched.kernels import BFIO_VARIANTS
+from jaxsched.kernels.level_fill import ENUM_MAX, SUBSET_MAX, level_fill, subset_masks
 
 
 def _popcount(x: int) -> int:

@@ -9,12 +9,11 @@ import itertools
 
 import jax
 import numpy as np
-import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-import kernels
-from kernels import BFIO_VARIANTS
+from jaxsched import kernels
+from jaxsched.kernels import BFIO_VARIANTS
 from tests.reference import local_search as ls_ref
 
 G, R = 5, 12

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kernels
-from kernels import native
+from jaxsched import kernels
+from jaxsched.kernels import native
 
 needs_native = pytest.mark.skipif(not native.available(),
                                   reason="the native kernel could not be built here (no C++ compiler)")

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from kernels import fused_sums, ordered_mean, ordered_sum
+from jaxsched.kernels import fused_sums, ordered_mean, ordered_sum
 
 
 def _pairwise(x: np.ndarray) -> np.float32:

@@ -10,15 +10,16 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kernels
+from jaxsched import kernels
 from tests.reference import exact_io
-from tests.reference.instances import G_PAD, R_PAD, instances, loads_after as _loads_after
+from tests.reference.instances import G_PAD, R_PAD, instances
+from tests.reference.instances import loads_after as _loads_after
 
 # One compilation: a padded worker has no free slot and a padded request is invalid, so neither
 # takes part in any round.
 round_lpt = jax.jit(kernels.round_lpt)
 valley_fill = jax.jit(kernels.valley_fill)
-_descending = jax.jit(importlib.import_module("kernels.round_lpt")._descending_requests,
+_descending = jax.jit(importlib.import_module("jaxsched.kernels.round_lpt")._descending_requests,
                       static_argnums=2)
 
 

@@ -12,12 +12,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kernels
+from jaxsched import kernels
 from jaxsched.dp import theorems
 from tests.reference.instances import G_PAD, R_PAD, instances
 
 window_fill = jax.jit(kernels.window_fill)
-_wf = importlib.import_module("kernels.window_fill")
+_wf = importlib.import_module("jaxsched.kernels.window_fill")
 _mul_divmod = jax.jit(_wf._mul_divmod)
 
 

@@ -10,12 +10,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import kernels
+from jaxsched import kernels
 from jaxsched.errors import ConfigError
-from jaxsched.kv import KVConfig, POLICIES, batches, make_params, simulate
-from jaxsched.kv import engine, policies
-from jaxsched.workload.arrivals import arrival_stream
+from jaxsched.kv import POLICIES, KVConfig, batches, engine, make_params, policies, simulate
 from jaxsched.kv.config import work_per_request
+from jaxsched.workload.arrivals import arrival_stream
 
 # Prop. 4 instance (notes/001.md §5): l = (1, 1), l' = (1, 2), lambda = (1, 1), d0 + 9 d1 = 1,
 # C = 9. Its fluid counts n*_j = (2, 3) are the per-type totals; WAIT's per-stage thresholds
@@ -429,7 +428,9 @@ def test_default_thresholds_meet_memory():
 
 
 def test_histogram_bins_and_quantiles():
-    from jaxsched.histogram import bit_bin_host as histogram_bin, bit_bins, bit_quantile as histogram_quantile
+    from jaxsched.histogram import bit_bin_host as histogram_bin
+    from jaxsched.histogram import bit_bins
+    from jaxsched.histogram import bit_quantile as histogram_quantile
     cfg = KVConfig(**PROP4)
     rng = np.random.default_rng(0)
     x = np.exp(rng.uniform(-12, 12, 4000)).astype(np.float32)

@@ -10,8 +10,8 @@ from jaxsched.cli import main
 from jaxsched.errors import ConfigError
 from jaxsched.kv import POLICIES
 from jaxsched.kv import experiments as kx
+from jaxsched.kv.fluid import equilibrium, nested_check, nested_segments, wait_check
 from jaxsched.stats import loglog_slope
-from jaxsched.fluid import equilibrium, nested_check, nested_segments, wait_check
 
 
 def test_rates_hit_the_requested_load():

@@ -1,4 +1,4 @@
-"""Tests of jaxsched.fluid: the WAIT paper's fluid benchmark against hand-computed values.
+"""Tests of jaxsched.kv.fluid: the WAIT paper's fluid benchmark against hand-computed values.
 
 Hand values use the corrected formulas of notes/001.md §2-§6: A = sum_j lambda_j (l'_j+1)
 (l_j + l'_j/2), dT* = d0 / (1 - d1 A), M* = d0 A / (1 - d1 A), throughput* = sum_j lambda_j
@@ -15,10 +15,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxsched.errors import ConfigError
-from jaxsched.fluid import (FluidTypes, Segments, bisect, equilibrium, nested_check,
-                         nested_memory_bound, nested_segments, nested_thresholds,
-                         nested_thresholds_practical, stage_work, theta_lower_bound, theta_root,
-                         wait_c_range, wait_check, wait_thresholds, wait_thresholds_practical)
+from jaxsched.kv.fluid import (
+    FluidTypes,
+    Segments,
+    bisect,
+    equilibrium,
+    nested_check,
+    nested_memory_bound,
+    nested_segments,
+    nested_thresholds,
+    nested_thresholds_practical,
+    stage_work,
+    theta_lower_bound,
+    theta_root,
+    wait_c_range,
+    wait_check,
+    wait_thresholds,
+    wait_thresholds_practical,
+)
 
 HYP = settings(max_examples=60, deadline=None)
 

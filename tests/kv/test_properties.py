@@ -32,12 +32,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 kv = pytest.importorskip("jaxsched.kv", reason="the kv engine (jaxsched.kv) is not importable")
-from jaxsched.kv import KVConfig, make_params  # noqa: E402
-from jaxsched.workload.arrivals import arrival_stream  # noqa: E402
-from jaxsched.kv.config import work_per_request  # noqa: E402
 from jaxsched.histogram import bit_bin_host as histogram_bin  # noqa: E402
-
-from tests.reference import kv as ref
+from jaxsched.kv import KVConfig, make_params  # noqa: E402
+from jaxsched.kv.config import work_per_request  # noqa: E402
+from jaxsched.workload.arrivals import arrival_stream  # noqa: E402
+from tests.reference import kv as ref  # noqa: E402
 
 BLOCK = 256  # epochs per jitted block: small runs stop after a block or two
 SEEDS_PER_EXAMPLE = 3

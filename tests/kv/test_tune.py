@@ -1,4 +1,5 @@
-"""Threshold tuning (jaxsched.tune) and the differentiable kv relaxation (jaxsched.kv.relaxed)."""
+"""Threshold tuning (jaxsched.kv.tune) and the differentiable kv relaxation
+(jaxsched.kv.relaxed)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -6,10 +7,9 @@ import optax
 import pytest
 
 from jaxsched.errors import ConfigError
-from jaxsched.kv import KVConfig, make_params, simulate
+from jaxsched.kv import KVConfig, make_params, simulate, tuning
 from jaxsched.kv import relaxed as R
-from jaxsched.kv import tuning
-from jaxsched.tune import integer_search, round_thresholds, temperatures, tune
+from jaxsched.kv.tune import integer_search, round_thresholds, temperatures, tune
 
 # Tiny WAIT system: one type, l = 1, l' = 2 (stages cost 1, 2, 3 tokens: 6 per request),
 # d0 = 1 s, d1 = 0.01 s/token. A batch of n per stage lasts 1 + 0.06 n s.

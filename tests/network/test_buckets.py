@@ -22,10 +22,10 @@ from jaxsched.network import NetworkConfig, make_params
 from jaxsched.network.engine import ENGINE
 from jaxsched.run import simulate, simulate_points
 from jaxsched.sweep import run_sweep
+from jaxsched.workload import Constant, Independent, Poisson, UniformInt
 from tests.sweep_checks import COMPILES as _COMPILES
 from tests.sweep_checks import block_compiles as _block_compiles
 from tests.sweep_checks import refuses_common_capacities, same_rows
-from jaxsched.workload import Constant, Independent, Poisson, UniformInt
 
 LAWS = (Independent(UniformInt(1, 12), Poisson(3.0), name="a"),
         Independent(Constant(5), UniformInt(1, 4), name="b"))

@@ -17,8 +17,7 @@ import pytest
 
 from jaxsched import budget, network
 from jaxsched.budget.config import capacity_tokens_per_s
-from jaxsched.network.experiments import (FIG1_POISSON, RS_AGENT, RS_ORDERS, rs_config,
-                                          rs_rates)
+from jaxsched.network.experiments import FIG1_POISSON, RS_AGENT, RS_ORDERS, rs_config, rs_rates
 from jaxsched.run import simulate, simulate_points
 from jaxsched.workload import Independent, Poisson
 

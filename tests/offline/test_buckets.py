@@ -21,9 +21,8 @@ from jaxsched.errors import ConfigError
 from jaxsched.offline import LINEAR_STEP_MODEL, POLICIES, OfflineConfig, make_params
 from jaxsched.offline.engine import ENGINE
 from jaxsched.run import simulate, simulate_points
-from tests.sweep_checks import bucketed_sweep_equals_alone
 from jaxsched.workload import Batch, Independent, Trace, UniformInt
-
+from tests.sweep_checks import bucketed_sweep_equals_alone
 
 
 def same_runs(engine, configs: list, capacity: dict, seeds=(0, 1, 2), record=True,

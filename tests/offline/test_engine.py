@@ -9,13 +9,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import jaxsched as js
 from jaxsched import offline as off
 from jaxsched.errors import ConfigError
 from jaxsched.offline.engine import start, step
-from jaxsched.offline.policies import POLICIES
+from jaxsched.offline.registry import POLICIES
 from jaxsched.workload import Batch, Independent, Trace, UniformInt
 from tests.reference import offline as ref
 

@@ -6,7 +6,8 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import jaxsched as js
 from jaxsched import offline as off

@@ -17,16 +17,20 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from tests.reference.rng import uniform
+from tests.reference.rng import hash3, uniform
 
 __all__ = ["simulate", "noisy_ohat", "empirical_quantile", "drift_uniform", "step_drift", "POLICIES",
            "PREDICTORS", "SEMANTICS", "STREAM_DRIFT"]
 
-POLICIES: tuple[str, ...] = ("fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio")
+POLICIES: tuple[str, ...] = ("fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio",
+                             "power_of_two")
 PREDICTORS: tuple[str, ...] = ("oracle", "noisy", "classifier")
 SEMANTICS: tuple[str, ...] = ("paper", "theory")
 # Stream tag of the per-step drift draw (jaxsched.rng.STREAM_DRIFT; index = step number k).
 STREAM_DRIFT = 7
+# Stream tag of randomized policies (jaxsched.rng.STREAM_POLICY): step k's stream is
+# hash3(seed, k, tag), its draw i hash3(that, i, tag).
+STREAM_POLICY = 16
 
 
 # --------------------------------------------------------------------------------------------
@@ -150,6 +154,8 @@ class _AdmissionInput:
     active: list[list[_Request]]  # per worker, its active requests
     pool: list[_Request]  # queue order (ascending id)
     num_admit: int  # U = min(len(pool), sum(free))
+    seed: int = 0  # the run's seed and this admission's step: the random stream of
+    step: int = 0  # randomized policies
 
 
 @dataclass
@@ -245,6 +251,29 @@ def _policy_round_robin(inp: _AdmissionInput, pointer: int) -> tuple[Decisions, 
         free[g] -= 1
         pointer = (g + 1) % num_workers
     return out, pointer
+
+
+def _uniform_worker(h: int, free: Sequence[int]) -> int:
+    """The k-th worker with a free slot, k = ((h >> 16) * n) >> 16 for n such workers."""
+    open_workers = [g for g, f in enumerate(free) if f > 0]
+    return open_workers[((h >> 16) * len(open_workers)) >> 16]
+
+
+def _policy_power_of_two(inp: _AdmissionInput) -> Decisions:
+    """First U requests; request p draws two workers with a free slot (draws 2p and 2p + 1 of
+    the step's stream) and goes to the one with the smaller load (ties: the lower index)."""
+    free = list(inp.free)
+    loads = list(inp.loads)
+    h0 = hash3(inp.seed, inp.step, STREAM_POLICY)
+    out: Decisions = []
+    for p, req in enumerate(inp.pool[:inp.num_admit]):
+        g1 = _uniform_worker(hash3(h0, 2 * p, STREAM_POLICY), free)
+        g2 = _uniform_worker(hash3(h0, 2 * p + 1, STREAM_POLICY), free)
+        g = g2 if (loads[g2], g2) < (loads[g1], g1) else g1
+        out.append((req, g))
+        free[g] -= 1
+        loads[g] += req.prompt
+    return out
 
 
 def _policy_bfio_h0(inp: _AdmissionInput) -> Decisions:
@@ -352,7 +381,8 @@ class _Engine:
     """Mutable simulation state plus the step-level operations of the spec."""
 
     def __init__(self, num_workers: int, slots_per_worker: int, pool_size: int, stream: _Stream,
-                 policy: _PolicyConfig) -> None:
+                 policy: _PolicyConfig, seed: int = 0) -> None:
+        self.seed = seed
         self.G = num_workers
         self.B = slots_per_worker
         self.R = pool_size
@@ -411,7 +441,8 @@ class _Engine:
         self.top_up(clock)
         free = self.free()
         inp = _AdmissionInput(loads=self.loads(), free=free, active=self.active(),
-                              pool=list(self.pool), num_admit=min(len(self.pool), sum(free)))
+                              pool=list(self.pool), num_admit=min(len(self.pool), sum(free)),
+                              seed=self.seed, step=step)
         decisions = self._decide(inp)
         assert len(decisions) == inp.num_admit
         # Placement: a worker's requests, in queue order, take its free slots in slot order.
@@ -435,6 +466,8 @@ class _Engine:
             return _policy_jsq_tokens(inp)
         if name == "jsq_count":
             return _policy_jsq_count(inp)
+        if name == "power_of_two":
+            return _policy_power_of_two(inp)
         if name == "round_robin":
             decisions, self.rr_pointer = _policy_round_robin(inp, self.rr_pointer)
             return decisions
@@ -541,7 +574,7 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
     cfg = _PolicyConfig(name=policy, horizon=horizon, predictor=predictor, fp_rate=fp_rate, fn_rate=fn_rate,
                         lookahead_decay=lookahead_decay, projection_drift=(lo + hi) // 2,
                         bfio_kernel=bfio_kernel)
-    eng = _Engine(num_workers, slots_per_worker, pool_size, stream, cfg)
+    eng = _Engine(num_workers, slots_per_worker, pool_size, stream, cfg, seed)
     theory = semantics == "theory"
 
     # ---- step 0 ----------------------------------------------------------------------------

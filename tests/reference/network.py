@@ -55,8 +55,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from tests.reference.budget import _Req, choose
-from tests.reference.kv import (DF, add, from_float64, hist_quantile, iteration_time, le, sub,
-                                to_float64)
+from tests.reference.kv import DF, add, from_float64, hist_quantile, iteration_time, le, sub, to_float64
 
 __all__ = ["Request", "simulate", "engine_inputs", "engine_inputs_checked", "FLUSH", "ARRIVAL",
            "DECIDE", "JOIN"]
@@ -65,6 +64,9 @@ F32 = np.float32
 FLUSH, ARRIVAL, DECIDE = 0, 1, 2
 # The `agent` of a rejection at the join of `fork_join`.
 JOIN = -1
+# The routers of the parallel topology this reference implements (`simulate(router=...)`);
+# every agent's batch policy is tests.reference.budget's (`choose`).
+ROUTERS: tuple[str, ...] = ("random", "fewest_requests", "fewest_tokens")
 FORK_JOIN_AGENTS = 4
 # Kinds of the event log, numbered as the engine's recorded steps (jaxsched.network.engine).
 KIND_FLUSH, KIND_ARRIVAL, KIND_BATCH, KIND_WAIT, KIND_END = 1, 2, 3, 4, 5

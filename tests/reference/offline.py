@@ -151,6 +151,13 @@ def tel(c: Sequence[int]) -> int:
 # --------------------------------------------------------------------------------------------
 # Orders
 # --------------------------------------------------------------------------------------------
+# The orders this reference implements, by the engine's policy names: fcfs (order_fcfs of the
+# run's random permutation), mcsf, mcsf2 (order_mcsf, order_mcsf2) and Sorted-F (`sorted_f`) with
+# Phase 1 by local_swap, exact_dp, scaled_dp and hash_quantile_solver.
+POLICIES: tuple[str, ...] = ("fcfs", "mcsf", "mcsf2", "sorted_f_swap", "sorted_f_dp",
+                             "sorted_f_scaled", "sorted_f_quantile")
+
+
 def order_fcfs(perm: Sequence[int]) -> list[int]:
     """FCFS: the arrival order itself (a given permutation, e.g. a random shuffle)."""
     return list(perm)

@@ -15,6 +15,15 @@ def _mix32(x: int) -> int:
     return x
 
 
+def hash3(seed: int, index: int, tag: int) -> int:
+    """jaxsched.rng.hash3(seed, index, tag): mix(mix(mix(seed * golden + tag) ^ index) +
+    mix(seed ^ salt)), mod 2^32."""
+    seed &= _MASK32
+    h = _mix32(seed * 0x9E3779B9 + tag)
+    h = _mix32(h ^ (index & _MASK32))
+    return _mix32(h + _mix32(seed ^ 0x5BD1E995))
+
+
 def uniform(seed: int, index: int, stream: int) -> float:
     """jaxsched.rng.uniform(seed, index, stream): (hash3(seed, index, stream * 64) >> 8) / 2^24.
 
@@ -22,8 +31,4 @@ def uniform(seed: int, index: int, stream: int) -> float:
     with tag = stream * 64 (sub-draw 0). The result is a multiple of 2^-24 in [0, 1), exact in
     float32.
     """
-    seed &= _MASK32
-    h = _mix32(seed * 0x9E3779B9 + stream * 64)
-    h = _mix32(h ^ (index & _MASK32))
-    h = _mix32(h + _mix32(seed ^ 0x5BD1E995))
-    return (h >> 8) / 2.0**24
+    return (hash3(seed, index, stream * 64) >> 8) / 2.0**24

@@ -16,16 +16,46 @@ from pathlib import Path
 from ...buckets import DEFAULT_MAX_WASTE, check_max_waste
 from ...errors import require, require_bool, require_choice, require_int
 from ...stats import ols
-from .checks import (FCFS_MIN_B, FCFS_TOLERANCE, Check, admission_margin, all_checks, bfio_check,
-                     fcfs_check, growth_report, overload_check, ratio_rows, rounds_check,
-                     throughput)
-from .grid import (COMPILE_S, MAX_POOL, MAX_WINDOW_WORK, POOL_SIGMAS, Point, plan_grid, run_cost_s,
-                   run_grid, run_point, theorem_grid)
+from .checks import (
+    FCFS_MIN_B,
+    FCFS_TOLERANCE,
+    Check,
+    admission_margin,
+    all_checks,
+    bfio_check,
+    fcfs_check,
+    growth_report,
+    overload_check,
+    ratio_rows,
+    rounds_check,
+    throughput,
+)
+
 # Re-exported: the simulator and its parameters as the grid runs them (tests run points through
 # them; `grid` holds the only import of the runner), and the least squares the fits use (`ols`).
-from .grid import make_params, simulate
-from .predictions import (drift_moments, expected_max_normal, fcfs_prediction, ratio_slopes,
-                          snapshot_sigma, snapshot_var, uniform_prompt_var)
+from .grid import (
+    COMPILE_S,
+    MAX_POOL,
+    MAX_WINDOW_WORK,
+    POOL_SIGMAS,
+    Point,
+    make_params,
+    plan_grid,
+    run_cost_s,
+    run_grid,
+    run_point,
+    simulate,
+    theorem_grid,
+)
+from .predictions import (
+    drift_moments,
+    expected_max_normal,
+    fcfs_prediction,
+    ratio_slopes,
+    snapshot_sigma,
+    snapshot_var,
+    uniform_prompt_var,
+)
 from .report import make_plots, render_report
 
 # BF-IO kernels (kernels.BFIO_VARIANTS), one per proof (docs/theorems.md, "BF-IO kernels"):
@@ -51,7 +81,7 @@ def check_theorems(out_dir: str | Path, *, quick: bool = False, kernel: str = DE
     require(not Path(out_dir).exists() or Path(out_dir).is_dir(), "out_dir",
             "a folder (it exists and is not one)", str(out_dir))
     require_bool(quick, "quick")
-    from kernels import BFIO_VARIANTS
+    from ...kernels import BFIO_VARIANTS
     require_choice(kernel, "kernel", BFIO_VARIANTS)
     require_choice(t1_kernel, "t1_kernel", BFIO_VARIANTS)
     # Two seeds at least: the checks use 95% confidence intervals over seeds.
@@ -79,18 +109,11 @@ def check_theorems(out_dir: str | Path, *, quick: bool = False, kernel: str = DE
     return all(c.status != "FAIL" for c in checks), checks, report
 
 
-__all__ = [
-    "check_theorems", "DEFAULT_KERNEL", "DEFAULT_T1_KERNEL",
-    # predictions
-    "expected_max_normal", "uniform_prompt_var", "drift_moments", "snapshot_var", "snapshot_sigma",
-    "fcfs_prediction", "ratio_slopes",
-    # grid
-    "Point", "theorem_grid", "run_point", "run_grid", "plan_grid", "COMPILE_S", "run_cost_s", "MAX_WINDOW_WORK", "POOL_SIGMAS", "MAX_POOL",
-    # checks
-    "Check", "fcfs_check", "admission_margin", "bfio_check", "rounds_check", "overload_check",
-    "ratio_rows", "growth_report", "all_checks", "throughput", "FCFS_TOLERANCE", "FCFS_MIN_B",
-    # report
-    "render_report", "make_plots",
-    # re-exported from elsewhere
-    "simulate", "make_params", "ols",
-]
+__all__ = ["check_theorems", "DEFAULT_KERNEL", "DEFAULT_T1_KERNEL", "expected_max_normal",
+           "uniform_prompt_var", "drift_moments", "snapshot_var", "snapshot_sigma",
+           "fcfs_prediction", "ratio_slopes", "Point", "theorem_grid", "run_point", "run_grid",
+           "plan_grid", "COMPILE_S", "run_cost_s", "MAX_WINDOW_WORK", "POOL_SIGMAS", "MAX_POOL",
+           "Check", "fcfs_check", "admission_margin", "bfio_check", "rounds_check",
+           "overload_check", "ratio_rows", "growth_report", "all_checks", "throughput",
+           "FCFS_TOLERANCE", "FCFS_MIN_B", "render_report", "make_plots", "simulate",
+           "make_params", "ols"]

@@ -26,14 +26,14 @@ from typing import Sequence
 
 import numpy as np
 
-from ..config import DPConfig, make_params
-from ..engine import ENGINE
 from ...buckets import DEFAULT_MAX_WASTE, Bucket, check_max_waste, plan_buckets
 from ...progress import Progress, Share
 from ...results import ResultsFile, read_rows, run_key
 from ...run import seeds_for_budget, simulate, simulate_points
 from ...stats import mean_ci
 from ...workload import Constant, Geometric, Independent, UniformInt
+from ..config import DPConfig, make_params
+from ..engine import ENGINE
 from .predictions import fcfs_prediction, snapshot_sigma
 
 POOL_SIGMAS = 6.0            # pool margin above the mean completions, in standard deviations

@@ -49,7 +49,7 @@ def render_report(rows: Sequence[dict], checks: Sequence[Check], tables: dict, *
 def make_plots(rows: Sequence[dict], out_dir: Path) -> list[Path]:
     """The three figures (PNG) in out_dir: the improvement ratio against sqrt(B log G), FCFS
     against its prediction, and BF-IO's gap against B beside its bound."""
-    from ...plots import bfio_gap_vs_b, fcfs_vs_prediction, improvement_ratio
+    from ..plots import bfio_gap_vs_b, fcfs_vs_prediction, improvement_ratio
     ratio = {g: ([math.sqrt(B * math.log(G)) for G, B, _ in pts], [r for *_, r in pts])
              for g, pts in ratio_rows(rows).items()}
     fcfs: dict[str, tuple] = {}

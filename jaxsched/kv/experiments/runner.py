@@ -24,14 +24,25 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ...errors import require, require_bool, require_float, require_int
-from ...fluid import FluidTypes, equilibrium
 from ...run import simulate
 from ...stats import mean_ci
 from ..config import INT_LIMIT, KVConfig, make_params
+from ..fluid import FluidTypes, equilibrium
 from ..metrics import settling, stability_issues
-from ..policies import POLICIES
-from .setups import (CAPACITY_RULES, EXPERIMENTS, HARDWARE, POLICY_LABELS, POLICY_ORDER, Hardware,
-                     KVExperiment, SteadyPlan, capacity_for, steady_plan, thresholds_for)
+from ..registry import POLICIES
+from .setups import (
+    CAPACITY_RULES,
+    EXPERIMENTS,
+    HARDWARE,
+    POLICY_LABELS,
+    POLICY_ORDER,
+    Hardware,
+    KVExperiment,
+    SteadyPlan,
+    capacity_for,
+    steady_plan,
+    thresholds_for,
+)
 
 
 def registered_policies(requested: Sequence[str] | None = None) -> list[str]:
@@ -359,10 +370,12 @@ def run_experiment(name: str, *, quick: bool = False, seeds: int | None = None,
 
 def report_to(progress, total: int) -> Callable[[str], None]:
     """A per-point reporter: a `Progress` bar (its total set to `total`, each line written
-    above it), a plain callable of one line, or nothing."""
+    above it), a plain callable of one line, or nothing. Called once per experiment before its
+    first point, `total` counted from the experiment's own grid."""
     from ...progress import Progress
     if isinstance(progress, Progress):
-        progress(0, total)
+        progress.set_total(total)
+        progress.update(0)                # the bar appears before the first point compiles
 
         def report(line: str) -> None:
             progress.write(line)

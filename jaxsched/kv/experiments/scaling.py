@@ -17,10 +17,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ...errors import require, require_bool, require_float, require_int
+from ...run import simulate
 from ...stats import loglog_slope
 from ...workload.arrivals import arrival_stream
 from ..config import KVConfig, KVParams, make_params
-from ...run import simulate
 from .runner import mean_half_width, report_to
 
 

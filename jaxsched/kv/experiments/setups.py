@@ -39,9 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import require, require_float, require_int
-from ...fluid import (FluidTypes, equilibrium, nested_check, nested_segments, nested_thresholds,
-                      stage_work, wait_check)
 from ..config import DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN, INT_LIMIT
+from ..fluid import FluidTypes, equilibrium, nested_check, nested_segments, nested_thresholds, stage_work, wait_check
 
 # Known policies first, in this order; policies registered later (e.g. "vllm", "sarathi")
 # join automatically, after these.
@@ -74,7 +73,8 @@ class KVExperiment:
 
     prefill, decode: (m,) tokens per type; rate_ratio: (m,) relative Poisson rates.
     loads / quick_loads: rho = d1 A of each sweep point. num_requests / quick_requests: the
-    least measured window per seed (requests; `steady_plan`). wait_slack: WAIT c = (1 + slack) dT*. nested_slack, nested_margin: Nested WAIT c and
+    least measured window per seed (requests; `steady_plan`). wait_slack: WAIT c = (1 + slack) dT*.
+    nested_slack, nested_margin: Nested WAIT c and
     strictness margin (see the module docstring). claim: the paper's reported outcome.
     batch_limits / quick_batch_limits: the batch limits B (requests per batch, None: uncapped)
     swept for every policy alike, as the paper applies one limit to all.

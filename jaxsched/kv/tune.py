@@ -1,10 +1,12 @@
-"""Gradient-based tuning of an array of thresholds against a differentiable objective.
+"""Gradient-based tuning of an array of thresholds against a differentiable objective: the
+optimizer of `jaxsched tune`, whose experiment (operating points, held-out comparison in the
+exact engine) is jaxsched.kv.tuning.
 
 `tune(objective_fn, init_thresholds, steps=..., key=...)` maximizes
 `objective_fn(thresholds, key, temperature) -> scalar` over a real array of any shape (WAIT's
-per-type thresholds, Nested WAIT's per-segment thresholds, or any other engine's) with an optax
-optimizer. The optimizer works on z = log(thresholds), so thresholds stay positive and a step
-changes them by a relative amount whatever their scale. The temperature (passed through to the
+per-type thresholds, Nested WAIT's per-segment thresholds) with an optax optimizer. The
+optimizer works on z = log(thresholds), so thresholds stay positive and a step changes them by
+a relative amount whatever their scale. The temperature (passed through to the
 objective, e.g. the gate temperature of jaxsched.kv.relaxed) decays geometrically from
 `temperature[0]` to `temperature[1]` over the steps (annealing: smooth early, close to the hard
 engine late). Every step draws a fresh key (a new noise sample of a stochastic objective).
@@ -25,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .errors import require, require_float, require_int
+from ..errors import require, require_float, require_int
 
 Objective = Callable[[jnp.ndarray, jax.Array, jnp.ndarray], jnp.ndarray]
 

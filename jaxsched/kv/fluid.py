@@ -1,6 +1,6 @@
-"""Fluid benchmarks: the WAIT paper's equilibrium and thresholds (Ao, Luo, Simchi-Levi, Wang
-2025), and paper 004's token-budget workload and drain time (`budget_workload`,
-`budget_drain_time_s`, at the end of this module).
+"""The kv engine's fluid benchmark: the WAIT paper's equilibrium and thresholds (Ao, Luo,
+Simchi-Levi, Wang 2025). The budget engine's fluid workload and drain time (paper 004) are
+jaxsched.budget.fluid.
 
 Host-side float64 NumPy math on scalars and per-type vectors; nothing here is traced by JAX.
 
@@ -46,7 +46,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from .errors import ConfigError, require, require_float, require_int
+from ..errors import ConfigError, require, require_float, require_int
 
 __all__ = [
     "FluidTypes", "Equilibrium", "equilibrium", "span_work", "stage_work",
@@ -689,27 +689,3 @@ def nested_memory_bound(seg: Segments, thresholds, n_batches: float, delta: floa
     total = batch + queue + tail
     return MemoryBound(batch=batch, queue=queue, tail=tail, total=total, theta=_frozen(theta),
                        log_factor=log_factor, fits=bool(total <= seg.capacity))
-
-
-# --------------------------------------------------------------------------- paper 004
-
-def budget_workload(mean_prefill, mean_decode, in_prefill, in_decode) -> float:
-    """Paper 004's fluid workload f = sum_j (m_p^j + m_d^j) Z_p^j + m_d^j Z_d^j (tokens):
-    requests in prefill still carry their prefill and decode tokens, requests in decode their
-    decode tokens. This is the corrected form (notes/004.md section 4: the paper's (C.19), its
-    section 4.2 and C.5 swap the coefficients, under which f(t) = f(0) + lambda (m_p + m_d) t -
-    (B_p + B_d) does not hold). Arguments are per-type vectors (tokens, requests)."""
-    mp, md, zp, zd = (np.asarray(x, np.float64) for x in (mean_prefill, mean_decode, in_prefill,
-                                                           in_decode))
-    return float(np.sum((mp + md) * zp + md * zd))
-
-
-def budget_drain_time_s(workload_tokens: float, rates, mean_prefill, mean_decode,
-                        capacity_tokens_per_s: float) -> float:
-    """Time (s) for a work-conserving engine to drain the fluid workload f(0) while arrivals
-    continue: f(0) / delta with delta = b / t_b - sum_j lambda_j (m_p^j + m_d^j) (Prop. 2(a) and
-    section 4.2); inf when delta <= 0 (no drain: Theorem 1(b))."""
-    load = float(np.dot(np.asarray(rates, np.float64),
-                        np.asarray(mean_prefill, np.float64) + np.asarray(mean_decode, np.float64)))
-    delta = float(capacity_tokens_per_s) - load
-    return float(workload_tokens) / delta if delta > 0 else math.inf
