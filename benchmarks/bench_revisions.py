@@ -2,7 +2,8 @@
 
 A refactoring must not slow the engine down. This benchmark checks out `--base` (default HEAD)
 into a temporary git worktree and times one dp run per policy in alternating child processes,
-base then working tree, `--pairs` times, so that both see the same machine load. Each child
+base and working tree (who goes first alternates), `--pairs` times, so that both see the same
+machine load. Each child
 imports jaxsched from its own tree (PYTHONPATH), compiles and warms up with one call, then times
 a second identical call (`simulate`, 1024 seeds x 2000 steps at G = 16, B = 72, R = 64 by
 default). It also checks that both trees give bitwise the same metrics.
@@ -78,8 +79,12 @@ def main() -> None:
             rows = []
             for policy in a.policies:
                 for i in range(a.pairs):
-                    b = _child(base, policy, a.seeds, a.steps)
-                    n = _child(ROOT, policy, a.seeds, a.steps)
+                    if i % 2 == 0:          # who goes first alternates between pairs
+                        b = _child(base, policy, a.seeds, a.steps)
+                        n = _child(ROOT, policy, a.seeds, a.steps)
+                    else:
+                        n = _child(ROOT, policy, a.seeds, a.steps)
+                        b = _child(base, policy, a.seeds, a.steps)
                     rows.append(dict(policy=policy, pair=i, base_s=b["s"], new_s=n["s"],
                                      same_metrics=b["metrics"] == n["metrics"]))
                     print(f"{policy} pair {i}: base {b['s']:.3f} s, new {n['s']:.3f} s, "

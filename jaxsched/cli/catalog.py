@@ -38,8 +38,9 @@ BUDGET_EXPERIMENTS = ("stability", "two_type", "fig9")
 # jaxsched.network experiments
 NETWORK_EXPERIMENTS = ("routing", "fork_join", "rybko_stolyar")
 
-# Sweepable names per engine: (Config fields, make_params keywords) of `Engine.config_fields()`
-# and `Engine.params_fields()`.
+# Sweepable names per engine, for `jaxsched sweep --help` only: (Config fields, make_params
+# keywords) of `Engine.config_fields()` and `Engine.params_fields()`. The command itself checks
+# names against the live engine, so an engine missing here still sweeps.
 SWEEP_FIELDS = {
     "dp": (("num_workers", "slots_per_worker", "pool_size", "horizon", "policy", "semantics",
             "predictor", "num_steps", "burn_in_steps", "workload", "lookahead_decay",

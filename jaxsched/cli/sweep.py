@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import ConfigError, require_int
 from ..outputs import check_file
+from ..registry import ENGINES
 from .base import command, config_path, write_resolved
 from .catalog import DP_SEMANTICS, DP_WORKLOADS, SWEEP_FIELDS
 
@@ -16,8 +17,9 @@ DP_ONLY = ("steps", "trace", "workload", "semantics")
 
 def _settings(engine: str, items: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """--set name=value items split into (Config fields, make_params keywords)."""
-    from ..sweep import parse_value
-    cfg_f, par_f = (set(x) for x in SWEEP_FIELDS[engine])
+    from ..engine import get_engine
+    from ..sweep import parse_value, sweep_fields
+    cfg_f, par_f = sweep_fields(get_engine(engine))     # the live engine's, any registered one
     cfg, par = {}, {}
     for text in items:
         name, sep, value = text.partition("=")
@@ -98,7 +100,7 @@ def add_parsers(sub) -> None:
                             "and --set take any field of the engine's Config or any keyword of "
                             "its make_params. Values in brackets are sequences: --set "
                             f"prefill_tokens=[10,10].\n\nSweepable names: {fields}.")
-    w.add_argument("--engine", default="dp", choices=tuple(SWEEP_FIELDS), help="engine")
+    w.add_argument("--engine", default="dp", choices=ENGINES.names(), help="engine")
     w.add_argument("--axis", action="append", default=[],
                    help="name=v1,v2,... (required; repeat for more axes, each name once)")
     w.add_argument("--set", action="append", default=[], help="name=value fixed for every point")
