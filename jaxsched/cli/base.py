@@ -72,12 +72,18 @@ def load_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
         raise ConfigError(f"--config {path!r} is not valid TOML: {e}") from None
     actions = {a.dest: a for a in parser._actions
                if a.dest not in _INTERNAL and not a.dest.endswith("_command")}
+    # Every long name of an option is a key too (`num_workers` for `--G`, `--num-workers`).
+    names = {s[2:].replace("-", "_"): a.dest for a in actions.values()
+             for s in a.option_strings if s.startswith("--")}
     out = {}
     for key, value in data.items():
-        dest = key.replace("-", "_")
+        dest = names.get(key.replace("-", "_"), key.replace("-", "_"))
         if dest not in actions:
             raise ConfigError(f"--config {path!r}: unknown option {key!r} for `{parser.prog}`; "
                               f"allowed: {', '.join(sorted(actions))}")
+        if dest in out:
+            raise ConfigError(f"--config {path!r}: {key!r} sets the option {dest!r} a second "
+                              f"time (one name per option)")
         out[dest] = _config_value(actions[dest], value, key, path)
     return out
 

@@ -215,9 +215,9 @@ def cmd_check(a: argparse.Namespace) -> int:
 
 
 def add_shape_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--G", type=int, default=16, help="workers")
-    p.add_argument("--B", type=int, default=72, help="slots per worker")
-    p.add_argument("--R", type=int, default=64, help="waiting-pool size")
+    p.add_argument("--G", "--num-workers", type=int, default=16, help="workers")
+    p.add_argument("--B", "--slots-per-worker", type=int, default=72, help="slots per worker")
+    p.add_argument("--R", "--pool-size", type=int, default=64, help="waiting-pool size")
 
 
 def add_parsers(sub) -> None:
@@ -244,7 +244,7 @@ def _add_commands(sub, group: bool) -> None:
                         "lookahead H")
     r.add_argument("--seeds", type=int, default=8, help="number of seeds")
     r.add_argument("--seed-start", type=int, default=0, help="first seed")
-    r.add_argument("--steps", type=int, default=3000, help="decode steps per run")
+    r.add_argument("--steps", "--num-steps", type=int, default=3000, help="decode steps per run")
     r.add_argument("--trace", help="CSV trace to resample per seed (BurstGPT, Azure or two "
                                    "columns); replaces --workload")
     r.add_argument("--workload", choices=DP_WORKLOADS, default=None,

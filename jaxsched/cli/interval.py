@@ -71,8 +71,8 @@ def add_parsers(sub) -> None:
                    help="hsf (hindsight), amax, amin, al (promote-l), arandom")
     r.add_argument("--workload", default="lmsys", choices=INTERVAL_WORKLOADS,
                    help="job mix: the section 6 LMSYS-like lengths")
-    r.add_argument("--n", type=int, default=1000, help="jobs per instance")
-    r.add_argument("--capacity", type=int, default=16492, help="KV limit M, tokens")
+    r.add_argument("--n", "--num-requests", type=int, default=1000, help="jobs per instance")
+    r.add_argument("--capacity", "--capacity-tokens", type=int, default=16492, help="KV limit M, tokens")
     r.add_argument("--intervals", default="shared", choices=INTERVAL_KINDS,
                    help="predictor: one shared interval [--low, --high] (Experiment 1), "
                         "buckets of --bucket-width (Experiment 2), relative +-x (Experiment 3), "

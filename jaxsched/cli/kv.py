@@ -193,9 +193,9 @@ def add_parsers(sub) -> None:
     r.add_argument("--thresholds", default=None,
                    help="integer thresholds (wait: per type; nested_wait: per segment); "
                         "default: the fluid thresholds")
-    r.add_argument("--d0", type=float, default=KV_DEFAULT_D0_S, help="d0, s per batch")
-    r.add_argument("--d1", type=float, default=KV_DEFAULT_D1_S_PER_TOKEN, help="d1, s per token")
-    r.add_argument("--capacity", type=int, default=KV_DEFAULT_CAPACITY_TOKENS,
+    r.add_argument("--d0", "--d0-s", type=float, default=KV_DEFAULT_D0_S, help="d0, s per batch")
+    r.add_argument("--d1", "--d1-s-per-token", type=float, default=KV_DEFAULT_D1_S_PER_TOKEN, help="d1, s per token")
+    r.add_argument("--capacity", "--capacity-tokens", type=int, default=KV_DEFAULT_CAPACITY_TOKENS,
                    help="KV capacity C, tokens")
     r.add_argument("--num-requests", type=int, default=5000, help="N per seed")
     r.add_argument("--table-size", type=int, default=4096, help="request table slots Q")

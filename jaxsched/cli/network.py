@@ -105,9 +105,9 @@ def add_parsers(sub) -> None:
     r.add_argument("--c-ms", type=float, default=45.5, help="batch time constant c, ms")
     r.add_argument("--a-ms", type=float, default=0.18, help="ms per token above b0 (assumed)")
     r.add_argument("--b0", type=int, default=64, help="tokens below which a batch costs c")
-    r.add_argument("--horizon", type=float, default=300.0,
+    r.add_argument("--horizon", "--horizon-s", type=float, default=300.0,
                    help="simulated seconds (rs: slots) per run")
-    r.add_argument("--burn-in", type=float, default=60.0, help="left out of the metrics")
+    r.add_argument("--burn-in", "--burn-in-s", type=float, default=60.0, help="left out of the metrics")
     r.add_argument("--table-size", type=int, default=4096,
                    help="task slots per engine; a full table rejects tasks (unstable)")
     r.add_argument("--seeds", type=int, default=4, help="number of seeds")

@@ -65,9 +65,9 @@ def add_parsers(sub) -> None:
                         "mixes, or the Azure conversation trace")
     r.add_argument("--trace", default=None, help="azure: path of azure_llm_2023_conv.csv "
                    "(default: ../shared/data beside the checkout or the working directory)")
-    r.add_argument("--n", type=int, default=None,
+    r.add_argument("--n", "--num-requests", type=int, default=None,
                    help="requests per instance (default: the workload's, e.g. 100 for EC.4.2)")
-    r.add_argument("--capacity", type=int, default=None,
+    r.add_argument("--capacity", "--capacity-tokens", type=int, default=None,
                    help="KV limit M, tokens (default: 100 for EC.4.2 laws, 16492 otherwise)")
     r.add_argument("--step-model", default="unit", choices=OFFLINE_STEP_MODELS,
                    help="step time: unit steps, or the linear model (assumed coefficients)")

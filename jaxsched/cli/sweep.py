@@ -106,7 +106,7 @@ def add_parsers(sub) -> None:
     w.add_argument("--set", action="append", default=[], help="name=value fixed for every point")
     w.add_argument("--seeds", type=int, default=64, help="seeds per point")
     w.add_argument("--seed-start", type=int, default=0, help="first seed")
-    w.add_argument("--steps", type=int, default=None, help="dp: decode steps per run (default 2000)")
+    w.add_argument("--steps", "--num-steps", type=int, default=None, help="dp: decode steps per run (default 2000)")
     w.add_argument("--trace", help="dp: CSV trace to resample per seed (replaces --workload)")
     w.add_argument("--workload", choices=DP_WORKLOADS, default=None,
                    help="dp: request-length workload (default burstgpt_like)")

@@ -93,3 +93,26 @@ def test_engine_groups_and_their_top_level_aliases(tmp_path, capsys):
     capsys.readouterr()
     assert main(["dp", "check", "stability"]) == 2
     assert "budget check-stability" in capsys.readouterr().err
+
+
+def test_flags_and_config_keys_take_the_config_field_names(tmp_path):
+    # `--num-workers` is `--G` (the Config field's name beside the paper's letter), on the
+    # command line and as a --config key; one option given under two names is refused.
+    outs = []
+    for i, argv in enumerate((["--G", "3", "--steps", "40"],
+                              ["--num-workers", "3", "--num-steps", "40"])):
+        out = tmp_path / f"{i}.csv"
+        assert main(["dp", "run", "--B", "4", "--R", "4", "--seeds", "2", "--quiet",
+                     "--policies", "fcfs", *argv, "--out", str(out), "--plot", "none"]) == 0
+        outs.append([{k: v for k, v in r.items() if k != "wall_s"}
+                     for r in csv.DictReader(out.open())])
+    assert outs[0] == outs[1] and outs[0][0]["num_workers"] == "3"
+    conf = tmp_path / "c.toml"
+    conf.write_text("num_workers = 3\nslots_per_worker = 4\npool_size = 4\nnum_steps = 40\n"
+                    "seeds = 2\npolicies = 'fcfs'\nquiet = true\nplot = 'none'\n")
+    out = tmp_path / "2.csv"
+    assert main(["dp", "run", "--config", str(conf), "--out", str(out)]) == 0
+    assert [{k: v for k, v in r.items() if k != "wall_s"}
+            for r in csv.DictReader(out.open())] == outs[0]
+    conf.write_text("G = 3\nnum_workers = 4\n")
+    assert main(["dp", "run", "--config", str(conf)]) == 2
