@@ -16,6 +16,9 @@ registered. The checks:
   alone give bitwise the same per-seed metrics (chunking and batching change no number).
 - `check_bad_input`: an unknown policy, an unknown params keyword and bad seeds each raise one
   ConfigError before anything compiles.
+- `check_sharding` (needs two or more devices, e.g. XLA_FLAGS=
+  --xla_force_host_platform_device_count=2 before JAX starts; not part of `check_engine`): the
+  seeds sharded over the devices give bitwise the metrics of one device.
 
 Agreement with a plain-Python reference is engine-specific (each engine's tests compare
 trajectories with `tests/reference/<engine>.py` under hypothesis); `check_engine` takes an
@@ -138,6 +141,19 @@ def check_bad_input(engine: Engine) -> None:
                          f"{engine.name}: negative seed")
     _raises_config_error(lambda: simulate(cfg, seeds=[], engine=engine), "seeds",
                          f"{engine.name}: no seeds")
+
+
+def check_sharding(engine: Engine) -> None:
+    """Seeds sharded over the local devices give bitwise the metrics of one device."""
+    import jax
+    n = len(jax.local_devices())
+    assert n >= 2, f"check_sharding needs two or more devices, this process has {n}"
+    cfg = engine.example()
+    seeds = range(2 * n)
+    a = _run(engine, cfg, seeds=seeds, shard=True)
+    b = _run(engine, cfg, seeds=seeds, shard=False)
+    for k, v in a.metrics.items():
+        assert v.tobytes() == b.metrics[k].tobytes(), f"{engine.name} {k}: sharded differs"
 
 
 def check_reference(engine: Engine, reference: Callable[[Any, Any, int], Mapping[str, float]],
