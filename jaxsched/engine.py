@@ -27,7 +27,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import inspect
-from typing import Any, ClassVar, Mapping, NamedTuple
+from typing import Any, ClassVar, Generic, Mapping, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -37,6 +37,12 @@ from .registry import Registry
 # Units whose per-seed values are whole numbers (written as integers in results files), unless
 # a metric says otherwise (`Metric.whole`, e.g. a mean number of steps).
 INTEGER_UNITS = ("count", "steps", "step", "flag")
+
+
+# An engine's Config, Params and State types (`Engine[C, P, S]`).
+C = TypeVar("C")
+P = TypeVar("P")
+S = TypeVar("S")
 
 
 class Metric(NamedTuple):
@@ -53,7 +59,7 @@ class Metric(NamedTuple):
         return self.unit in INTEGER_UNITS if self.whole is None else self.whole
 
 
-class Engine(abc.ABC):
+class Engine(abc.ABC, Generic[C, P, S]):
     """Base class of every engine; subclasses are stateless singletons (`ENGINE`)."""
 
     name: ClassVar[str]
@@ -75,85 +81,85 @@ class Engine(abc.ABC):
     # ------------------------------------------------------------------ the model
 
     @abc.abstractmethod
-    def make_params(self, config: Any, **overrides: Any) -> Any:
+    def make_params(self, config: C, **overrides: Any) -> P:
         """Validated Params; every keyword has a documented default."""
 
-    def default_params(self, config: Any) -> Any:
+    def default_params(self, config: C) -> P:
         """The engine's default Params for `config`."""
         return self.make_params(config)
 
     @abc.abstractmethod
-    def init(self, config: Any, params: Any, seed: Any) -> Any:
+    def init(self, config: C, params: P, seed: Any) -> S:
         """State at the start of run `seed` (uint32 scalar)."""
 
     @abc.abstractmethod
-    def step(self, config: Any, params: Any, state: Any, record: bool) -> tuple[Any, dict | None]:
+    def step(self, config: C, params: P, state: S, record: bool) -> tuple[S, dict | None]:
         """(next state, this step's trajectory row {name: array} when `record`, else None).
         A step of a run that is done changes nothing."""
 
     @abc.abstractmethod
-    def done(self, config: Any, state: Any) -> Any:
+    def done(self, config: C, state: S) -> Any:
         """bool (batch shape of the state): the run has ended; every later step is a no-op."""
 
     @abc.abstractmethod
-    def finalize(self, config: Any, params: Any, state: Any) -> dict[str, np.ndarray]:
+    def finalize(self, config: C, params: P, state: S) -> dict[str, np.ndarray]:
         """Metrics {name in METRICS: float64[batch]} from the streaming sums, on the host."""
 
     @abc.abstractmethod
-    def max_steps(self, config: Any) -> int:
+    def max_steps(self, config: C) -> int:
         """Scan steps after which every run is done."""
 
     # ------------------------------------------------------------------ runner hints
 
-    def trajectory_length(self, config: Any, metrics: Mapping[str, np.ndarray]) -> int:
+    def trajectory_length(self, config: C, metrics: Mapping[str, np.ndarray]) -> int:
         """Rows of recorded trajectories (later rows are cut, missing ones are zeros)."""
         return self.max_steps(config)
 
-    def example(self) -> Any:
+    def example(self) -> C:
         """A small Config of this engine whose runs take a second or two: the conformance kit
         (`jaxsched.testing`) runs every check on it."""
         raise NotImplementedError(f"engine {self.name!r} declares no example configuration")
 
     @abc.abstractmethod
-    def working_set_bytes(self, config: Any) -> int:
+    def working_set_bytes(self, config: C) -> int:
         """Bytes one run touches per step (sizes the default seed chunk on CPU)."""
 
     @abc.abstractmethod
-    def peak_bytes(self, config: Any, record: bool) -> int:
+    def peak_bytes(self, config: C, record: bool) -> int:
         """Upper estimate of one run's memory, temporaries included (memory budgets)."""
 
-    def check(self, config: Any, metrics: Mapping[str, np.ndarray]) -> list[str]:
+    def check(self, config: C, metrics: Mapping[str, np.ndarray]) -> list[str]:
         """Warnings about results that are not what the config asked for (default none)."""
         return []
 
-    def can_pad(self, config: Any) -> bool:
+    def can_pad(self, config: C) -> bool:
         """Whether runs of `config` can run padded inside a size bucket (`pad`)."""
         return False
 
-    def can_switch(self, config: Any) -> bool:
+    def can_switch(self, config: C) -> bool:
         """Whether runs of `config` can run as one entry of a policy set picked by a traced
         index (`switch`), so that a sweep's policies share one program."""
         return False
 
-    def switch(self, config: Any, params: Any, policy_set: tuple[str, ...]) -> tuple[Any, Any]:
+    def switch(self, config: C, params: P, policy_set: tuple[str, ...]) -> tuple[C, P]:
         """(config, params) that run `config.policy` as one entry of `policy_set`, bitwise
         the plain config's results; see `can_switch`."""
         raise ConfigError(f"engine {self.name!r} does not switch policies in one program")
 
-    def pad_group(self, config: Any) -> Any:
+    def pad_group(self, config: C) -> Any:
         """A hashable that must agree between configs padded into one bucket (default None):
         an engine whose float results change when an axis is padded from some size (dp: a
         size of 1) keeps such configs apart."""
         return None
 
-    def size_free(self, config: Any) -> Any:
+    def size_free(self, config: C) -> C:
         """`config` as compared with other configs of a bucket (`jaxsched.buckets`), whose size
         fields are left out of the comparison by name (default: `config` itself). An engine
         whose other fields embed a size (offline: the workload's batch of n requests) returns
         the config at one canonical size, so that those fields agree across sizes."""
         return config
 
-    def pad(self, config: Any, params: Any, capacity: Mapping[str, int]) -> tuple[Any, Any]:
+    def pad(self, config: C, params: P, capacity: Mapping[str, int]) -> tuple[C, P]:
         """(bucket config, params) that run `config` with `params` inside the shapes
         `capacity` ({size field: value >= config's}, the fields missing keep the config's
         value): the bucket config has the capacity's shapes, the params carry the run's own
@@ -161,12 +167,12 @@ class Engine(abc.ABC):
         into the same capacity shares one bucket config, so one compiled program."""
         raise ConfigError(f"engine {self.name!r} does not run configs padded into size buckets")
 
-    def trim(self, config: Any, trajectories: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def trim(self, config: C, trajectories: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Trajectories of `config` recorded by a run padded into a larger bucket config, cut
         to the shapes the unpadded run records (default: unchanged)."""
         return dict(trajectories)
 
-    def describe(self, config: Any) -> dict[str, Any]:
+    def describe(self, config: C) -> dict[str, Any]:
         """The configuration's columns in result rows (plain values)."""
         return {"policy": config.policy}
 

@@ -104,7 +104,7 @@ def finalize(config: ToyConfig, params: ToyParams, state: ToyState) -> dict[str,
             "num_finished": ok.sum(-1).astype(np.float64)}
 
 
-class ToyEngine(Engine):
+class ToyEngine(Engine[ToyConfig, ToyParams, ToyState]):
     name = "toy"
     Config = ToyConfig
     Params = ToyParams

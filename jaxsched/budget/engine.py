@@ -23,8 +23,7 @@ from ..run import Results, trajectory_rows
 from ..workload import arrivals
 from .config import BACKLOG_ID, BudgetConfig, BudgetParams, BudgetSizes, make_params
 from .core import KIND_NONE, Window, batch_time, choose_batch, hist_add, run_warnings, trim_trajectories
-from .metrics import METRICS
-from .metrics import finalize as _finalize
+from .metrics import METRICS, finalize
 from .policies import View
 from .registry import POLICIES
 from .state import BudgetState, Table, Totals
@@ -250,18 +249,13 @@ def done(config: BudgetConfig, state: BudgetState) -> jnp.ndarray:
     return state.done
 
 
-def finalize(config: BudgetConfig, params: BudgetParams, state: BudgetState) -> dict[str, np.ndarray]:
-    """Metrics per run (docs §6), float64 on the host."""
-    return _finalize(config, state)
-
-
 def batches(results: Results, s: int) -> dict[str, np.ndarray]:
     """The batch steps of seed index s of a recorded run: trajectory rows plus start_s and
     tau_s (float64 values of the double-floats)."""
     return trajectory_rows(results, s, KIND_BATCH)
 
 
-class BudgetEngine(Engine):
+class BudgetEngine(Engine[BudgetConfig, BudgetParams, BudgetState]):
     """One engine with a token budget per batch (paper 004); see the module docstring."""
     name = "budget"
     step_unit = "epoch"

@@ -54,8 +54,9 @@ METRICS = {
 }
 
 
-def finalize(config: BudgetConfig, state: BudgetState) -> dict[str, np.ndarray]:
-    """Metrics per run (arrays with the state's batch shape) as float64."""
+def finalize(config: BudgetConfig, params, state: BudgetState) -> dict[str, np.ndarray]:
+    """Metrics per run (arrays with the state's batch shape) as float64 (the protocol's
+    `finalize`; params are not read)."""
     t = state.totals
     f = lambda x: np.asarray(x, np.float64)
     window = config.horizon_s - config.burn_in_s

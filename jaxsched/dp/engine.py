@@ -461,7 +461,7 @@ def done(config: DPConfig, state: DPState) -> jnp.ndarray:
 PADDED_KERNELS = ("vf", "round_lpt", "window")
 
 
-class DPEngine(Engine):
+class DPEngine(Engine[DPConfig, DPParams, DPState]):
     """Data-parallel decode workers behind a barrier (the BF-IO paper); see the module docstring."""
     name = "dp"
     Config = DPConfig

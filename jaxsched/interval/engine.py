@@ -23,7 +23,6 @@ from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from .. import batchmodel, rng
 from ..accumulate import WideInt
@@ -32,8 +31,7 @@ from ..clock import DF
 from ..engine import Engine
 from ..kernels import admit_check, completion_peaks_binned, lex_argmin
 from .config import IntervalConfig, make_params
-from .metrics import METRICS
-from .metrics import finalize as _finalize
+from .metrics import METRICS, finalize
 from .policies import Rule
 from .registry import POLICIES
 from .state import IntervalState
@@ -192,11 +190,7 @@ def step(config: IntervalConfig, params: OfflineParams, state: IntervalState, re
     return new, out
 
 
-def finalize(config: IntervalConfig, params: OfflineParams, state: IntervalState) -> dict[str, np.ndarray]:
-    return _finalize(config, params, state)
-
-
-class IntervalEngine(Engine):
+class IntervalEngine(Engine[IntervalConfig, OfflineParams, IntervalState]):
     """n jobs at t = 0 with predicted output intervals, on one worker with a KV limit (paper 003).
     A batch engine on the batch model it shares with the offline engine (`jaxsched.batchmodel`):
     the same params, step clock, size buckets over n and runner hints."""

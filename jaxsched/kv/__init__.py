@@ -18,7 +18,7 @@ _EXPORTS = {
     "KVConfig": ".config:KVConfig", "KVParams": ".config:KVParams",
     "make_params": ".config:make_params", "default_rates": ".config:default_rates",
     "ENGINE": ".engine:ENGINE", "batches": ".engine:batches", "init": ".engine:init",
-    "step": ".engine:step", "done": ".engine:done", "finalize": ".engine:finalize",
+    "step": ".engine:step", "done": ".engine:done", "finalize": ".metrics:finalize",
     "METRICS": ".metrics:METRICS", "POLICIES": ".registry:POLICIES",
     "simulate": "..run:simulate", "Results": "..run:Results",
 }

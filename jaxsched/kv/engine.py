@@ -23,8 +23,7 @@ from ..run import Results, trajectory_rows
 from ..timing import iteration_time_s, priced_iteration_time_s
 from ..workload import arrivals
 from .config import INT_LIMIT, KVConfig, KVParams, KVSizes, make_params
-from .metrics import METRICS
-from .metrics import finalize as _finalize
+from .metrics import METRICS, finalize
 from .policies import View, within_limits
 from .registry import POLICIES
 from .state import KVState, Table, Totals, Window
@@ -296,18 +295,13 @@ def done(config: KVConfig, state: KVState) -> jnp.ndarray:
     return state.done
 
 
-def finalize(config: KVConfig, params: KVParams, state: KVState) -> dict[str, np.ndarray]:
-    """Metrics per run (docs §8), float64 on the host."""
-    return _finalize(config, state)
-
-
 def batches(results: Results, s: int) -> dict[str, np.ndarray]:
     """The batch epochs (kind 2) of seed index s of a recorded run: trajectory rows plus
     start_s and tau_s (float64 values of the double-floats)."""
     return trajectory_rows(results, s, KIND_BATCH)
 
 
-class KVEngine(Engine):
+class KVEngine(Engine[KVConfig, KVParams, KVState]):
     """One engine under a KV-memory limit (the WAIT paper); see the module docstring."""
     name = "kv"
     step_unit = "epoch"

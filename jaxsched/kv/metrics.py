@@ -58,8 +58,9 @@ def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.divide(a, b, out=np.zeros(np.broadcast(a, b).shape), where=b > 0)
 
 
-def finalize(config: KVConfig, state: KVState) -> dict[str, np.ndarray]:
-    """Metrics per run (arrays with the state's batch shape) as float64."""
+def finalize(config: KVConfig, params, state: KVState) -> dict[str, np.ndarray]:
+    """Metrics per run (arrays with the state's batch shape) as float64 (the protocol's
+    `finalize`; params are not read)."""
     t = state.totals
     f = lambda x: np.asarray(x, np.float64)
     completed = f(t.completed)

@@ -25,8 +25,7 @@ from ..kernels import ordered_sum, prefix_by_id
 from ..run import Results, trajectory_rows
 from ..workload import arrivals
 from .config import NetworkConfig, NetworkParams, NetworkSizes, make_params
-from .metrics import METRICS
-from .metrics import finalize as _finalize
+from .metrics import METRICS, finalize
 from .registry import POLICIES, ROUTERS
 from .state import Agents, Joins, NetworkState, NetworkTotals, Tasks
 
@@ -458,18 +457,13 @@ def done(config: NetworkConfig, state: NetworkState) -> jnp.ndarray:
     return state.done
 
 
-def finalize(config: NetworkConfig, params: NetworkParams, state: NetworkState):
-    """Metrics per run (docs §5), float64 on the host."""
-    return _finalize(config, state, None if params.sizes is None else params.sizes.agents)
-
-
 def batches(results: Results, s: int) -> dict[str, np.ndarray]:
     """The batch steps of seed index s of a recorded run: trajectory rows (agent, load, ...)
     plus start_s and tau_s."""
     return trajectory_rows(results, s, KIND_BATCH)
 
 
-class NetworkEngine(Engine):
+class NetworkEngine(Engine[NetworkConfig, NetworkParams, NetworkState]):
     """K token-budget engines behind a router, or an agent network; see the module docstring."""
     name = "network"
     step_unit = "event"

@@ -73,9 +73,11 @@ def _over_agents(x: np.ndarray, agents, reduce) -> np.ndarray:
     return out
 
 
-def finalize(config: NetworkConfig, state: NetworkState, agents=None) -> dict[str, np.ndarray]:
-    """Metrics per run (arrays with the state's batch shape) as float64. agents: None, or the
-    int32 run's K (batch shape) of runs padded into a size bucket (`NetworkSizes`)."""
+def finalize(config: NetworkConfig, params, state: NetworkState) -> dict[str, np.ndarray]:
+    """Metrics per run (arrays with the state's batch shape) as float64 (the protocol's
+    `finalize`). Runs padded into a size bucket read their own K from `params.sizes.agents`
+    (int32, batch shape; `NetworkSizes`)."""
+    agents = None if params.sizes is None else params.sizes.agents
     t = state.totals
     f = lambda x: np.asarray(x, np.float64)
     window = config.horizon_s - config.burn_in_s

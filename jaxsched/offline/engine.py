@@ -18,7 +18,6 @@ from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from .. import batchmodel
 from ..accumulate import WideInt
@@ -27,8 +26,7 @@ from ..clock import DF
 from ..engine import Engine
 from ..kernels import admit_check
 from .config import OfflineConfig, make_params
-from .metrics import METRICS
-from .metrics import finalize as _finalize
+from .metrics import METRICS, finalize
 from .registry import POLICIES
 from .state import OfflineState
 
@@ -140,11 +138,7 @@ def step(config: OfflineConfig, params: OfflineParams, state: OfflineState, reco
     return new, out
 
 
-def finalize(config: OfflineConfig, params: OfflineParams, state: OfflineState) -> dict[str, np.ndarray]:
-    return _finalize(config, params, state)
-
-
-class OfflineEngine(Engine):
+class OfflineEngine(Engine[OfflineConfig, OfflineParams, OfflineState]):
     """n requests at t = 0 on one worker with a KV limit (papers 002, 003)."""
     name = "offline"
     Config = OfflineConfig
