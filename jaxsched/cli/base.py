@@ -59,6 +59,16 @@ def command(sub, name: str, *, help: str, description: str | None = None,
     return p
 
 
+def experiment_options(p: argparse.ArgumentParser, out: str, *, quick: str = "reduced sizes and seeds",
+                       seeds: str = "seeds (default per experiment)") -> None:
+    """The options every engine's experiment command takes: --quick, --seeds, --out (a folder
+    for the CSV, MD, PNG and options files, default `out`), --quiet."""
+    p.add_argument("--quick", action="store_true", help=quick)
+    p.add_argument("--seeds", type=int, default=None, help=seeds)
+    p.add_argument("--out", default=out, help="folder for the CSV, MD, PNG and options files")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+
+
 def load_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
     """The options in the TOML file `path`, checked against `parser`'s options."""
     try:

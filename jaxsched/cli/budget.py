@@ -11,7 +11,15 @@ import sys
 from ..budget.registry import POLICIES as BUDGET_POLICIES
 from ..errors import require_float, require_int
 from ..outputs import check_file
-from .base import command, config_path, print_metrics, run_experiment, save_seed_rows, write_resolved
+from .base import (
+    command,
+    config_path,
+    experiment_options,
+    print_metrics,
+    run_experiment,
+    save_seed_rows,
+    write_resolved,
+)
 from .catalog import BUDGET_EXPERIMENTS
 
 
@@ -105,17 +113,10 @@ def add_parsers(sub) -> None:
     r.set_defaults(func=cmd_budget_run)
     e = command(ksub, "experiment", help="a check or experiment of paper 004")
     e.add_argument("what", nargs="?", help=f"one of {', '.join(BUDGET_EXPERIMENTS)}")
-    e.add_argument("--quick", action="store_true", help="reduced sizes and seeds")
-    e.add_argument("--seeds", type=int, default=None, help="seeds (default per experiment)")
-    e.add_argument("--out", default="results/budget", help="folder for the CSV, MD, PNG and "
-                   "options files")
-    e.add_argument("--quiet", action="store_true", help="no progress output")
+    experiment_options(e, "results/budget")
     e.set_defaults(func=cmd_budget_experiment)
     c = command(ksub, "check-stability", help="paper 004's Fig. 1 and Theorem 1: queue growth "
                                               "against the load (`jaxsched check stability`)")
-    c.add_argument("--quick", action="store_true", help="3 loads, 200 s runs, about a minute")
-    c.add_argument("--seeds", type=int, default=None, help="seeds per point (default 8, quick 4)")
-    c.add_argument("--out", default="results/budget", help="folder for the CSV, MD, PNG and "
-                   "options files")
-    c.add_argument("--quiet", action="store_true", help="no progress output")
+    experiment_options(c, "results/budget", quick="3 loads, 200 s runs, about a minute",
+                       seeds="seeds per point (default 8, quick 4)")
     c.set_defaults(func=cmd_budget_check_stability)

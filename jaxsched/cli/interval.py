@@ -11,7 +11,15 @@ import sys
 from ..errors import require_int
 from ..interval.registry import POLICIES as INTERVAL_POLICIES
 from ..outputs import check_file
-from .base import command, config_path, print_metrics, run_experiment, save_seed_rows, write_resolved
+from .base import (
+    command,
+    config_path,
+    experiment_options,
+    print_metrics,
+    run_experiment,
+    save_seed_rows,
+    write_resolved,
+)
 from .catalog import INTERVAL_EXPERIMENTS, INTERVAL_KINDS, INTERVAL_WORKLOADS, OFFLINE_STEP_MODELS
 
 
@@ -95,10 +103,5 @@ def add_parsers(sub) -> None:
     r.set_defaults(func=cmd_interval_run)
     e = command(ksub, "experiment", help="a check or experiment of paper 003")
     e.add_argument("what", nargs="?", help=f"one of {', '.join(INTERVAL_EXPERIMENTS)}")
-    e.add_argument("--quick", action="store_true", help="reduced sizes and seeds")
-    e.add_argument("--seeds", type=int, default=None,
-                   help="instances or seeds (default per experiment)")
-    e.add_argument("--out", default="results/interval", help="folder for the CSV, MD, PNG and "
-                   "options files")
-    e.add_argument("--quiet", action="store_true", help="no progress output")
+    experiment_options(e, "results/interval", seeds="instances or seeds (default per experiment)")
     e.set_defaults(func=cmd_interval_experiment)

@@ -12,7 +12,15 @@ from ..errors import require_float, require_int
 from ..network.registry import POLICIES as NETWORK_POLICIES
 from ..network.registry import ROUTERS as NETWORK_ROUTERS
 from ..outputs import check_file
-from .base import command, config_path, print_metrics, run_experiment, save_seed_rows, write_resolved
+from .base import (
+    command,
+    config_path,
+    experiment_options,
+    print_metrics,
+    run_experiment,
+    save_seed_rows,
+    write_resolved,
+)
 from .catalog import NETWORK_EXPERIMENTS
 
 
@@ -117,9 +125,5 @@ def add_parsers(sub) -> None:
     r.set_defaults(func=cmd_network_run)
     e = command(ksub, "experiment", help="a check or experiment of paper 004 §4")
     e.add_argument("what", nargs="?", help=f"one of {', '.join(NETWORK_EXPERIMENTS)}")
-    e.add_argument("--quick", action="store_true", help="reduced sizes and seeds")
-    e.add_argument("--seeds", type=int, default=None, help="seeds (default per experiment)")
-    e.add_argument("--out", default="results/network", help="folder for the CSV, MD, PNG and "
-                   "options files")
-    e.add_argument("--quiet", action="store_true", help="no progress output")
+    experiment_options(e, "results/network")
     e.set_defaults(func=cmd_network_experiment)

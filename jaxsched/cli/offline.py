@@ -10,7 +10,15 @@ import sys
 from ..errors import ConfigError, require_int
 from ..offline.registry import POLICIES as OFFLINE_POLICIES
 from ..outputs import check_file
-from .base import command, config_path, print_metrics, run_experiment, save_seed_rows, write_resolved
+from .base import (
+    command,
+    config_path,
+    experiment_options,
+    print_metrics,
+    run_experiment,
+    save_seed_rows,
+    write_resolved,
+)
 from .catalog import OFFLINE_EXPERIMENTS, OFFLINE_STEP_MODELS, OFFLINE_WORKLOADS
 
 
@@ -84,10 +92,5 @@ def add_parsers(sub) -> None:
     r.set_defaults(func=cmd_offline_run)
     e = command(ksub, "experiment", help="a reproduction of paper 002")
     e.add_argument("what", nargs="?", help=f"one of {', '.join(OFFLINE_EXPERIMENTS)}")
-    e.add_argument("--quick", action="store_true", help="reduced sizes and seeds")
-    e.add_argument("--seeds", type=int, default=None,
-                   help="instances or seeds (default per experiment)")
-    e.add_argument("--out", default="results/offline", help="folder for the CSV, MD, PNG and "
-                   "options files")
-    e.add_argument("--quiet", action="store_true", help="no progress output")
+    experiment_options(e, "results/offline", seeds="instances or seeds (default per experiment)")
     e.set_defaults(func=cmd_offline_experiment)

@@ -9,19 +9,19 @@ steady-state plans, threshold rules);
 from .runner import mean_half_width, registered_policies, run_experiment, run_point
 from .scaling import SCALING_INSTANCES, SCALING_T, SCALING_T_QUICK, ScalingInstance, run_scaling, scaling_point
 from .setups import (
-                      CAPACITY_RULES,
-                      EXPERIMENTS,
-                      HARDWARE,
-                      POLICY_LABELS,
-                      POLICY_ORDER,
-                      Hardware,
-                      KVExperiment,
-                      SteadyPlan,
-                      capacity_for,
-                      nested_rule,
-                      steady_plan,
-                      thresholds_for,
-                      wait_rule,
+    CAPACITY_RULES,
+    EXPERIMENTS,
+    HARDWARE,
+    POLICY_LABELS,
+    POLICY_ORDER,
+    Hardware,
+    KVExperiment,
+    SteadyPlan,
+    capacity_for,
+    nested_rule,
+    steady_plan,
+    thresholds_for,
+    wait_rule,
 )
 from .tables import experiment_table, scaling_tables
 
