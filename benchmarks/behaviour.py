@@ -64,7 +64,7 @@ def commands(out: Path) -> dict[str, list[str]]:
     }
     if TRACE.is_file():
         cmds["table1"] = ["reproduce", "table1", "--trace", str(TRACE),
-                          "--out", str(out / "table1" / "table1.csv"), "--quiet"]
+                          "--out", str(out / "table1"), "--quiet"]
     return cmds
 
 

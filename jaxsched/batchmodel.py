@@ -26,7 +26,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import clock
-from .buckets import check_capacity
 from .clock import DF
 from .errors import ConfigError, require, require_float, require_int
 from .workload import Finite
@@ -211,12 +210,16 @@ class OwnSize:
 # is cut (a result, read by `done`, which has no params); the offline solver options
 # (dp_width, epsilon, ...) and the interval engine's `intervals` are the method itself.
 
-def can_pad(config) -> bool:
-    """Whether runs of `config` can run padded into a larger n. A fixed instance (a sequential
-    Trace) cannot grow: its rows are the instance. The bucket plan reads the size from
-    num_requests, so a Batch given with its own n pads once num_requests states it (as a
-    sweep over num_requests does)."""
-    return isinstance(config.workload, Finite) and config.num_requests is not None
+def pad_check(config) -> None:
+    """Raise ConfigError unless runs of `config` can run padded into a larger n. A fixed
+    instance (a sequential Trace) cannot grow: its rows are the instance. The bucket plan reads
+    the size from num_requests, so a Batch given with its own n pads once num_requests states
+    it (as a sweep over num_requests does)."""
+    require(isinstance(config.workload, Finite), "workload", "a Batch (a fixed instance, "
+            "a sequential Trace, does not run padded into a size bucket)",
+            config.workload.name)
+    require(config.num_requests is not None, "num_requests",
+            f"set (the config's n, here {config.n}) to run padded into a size bucket", None)
 
 
 def size_free(config):
@@ -225,26 +228,16 @@ def size_free(config):
     return replace(config, num_requests=1)
 
 
-def pad(engine, config, params: OfflineParams, capacity):
-    """(bucket config with `capacity`'s num_requests, params carrying the run's own n) for
-    `engine` (offline or interval; see `jaxsched.engine.Engine.pad`): the bucket draws the same
-    lengths for the run's jobs (each is a pure function of (seed, index)), its other jobs never
-    enter the run, and every metric is bitwise that of the unpadded run
+def pad_into(config, params: OfflineParams, capacity):
+    """(bucket config with the validated `capacity`'s num_requests, params carrying the run's
+    own n), for the offline and interval engines (`jaxsched.engine.Engine.pad`): the bucket
+    draws the same lengths for the run's jobs (each is a pure function of (seed, index)), its
+    other jobs never enter the run, and every metric is bitwise that of the unpadded run
     (tests/offline/test_buckets.py, tests/interval/test_buckets.py)."""
-    require(isinstance(config, engine.Config), "config", f"a {engine.Config.__name__}",
-            type(config).__name__)
-    require(isinstance(config.workload, Finite), "workload", "a Batch (a fixed instance, "
-            "a sequential Trace, does not run padded into a size bucket)",
-            config.workload.name)
-    require(config.num_requests is not None, "num_requests",
-            f"set (the config's n, here {config.n}) to run padded into a size bucket", None)
-    require(params.sizes is None, "params", "params of an unpadded run (sizes None)",
-            "params already padded")
-    cap = check_capacity(engine, config, capacity)
     try:
-        bucket = replace(config, **cap)
+        bucket = replace(config, **capacity)
     except ConfigError as e:
-        raise ConfigError(f"capacity num_requests {cap['num_requests']} does not make a "
+        raise ConfigError(f"capacity num_requests {capacity['num_requests']} does not make a "
                           f"valid config: {e}") from None
     return bucket, replace(params, sizes=OfflineSizes(jnp.int32(config.n)))
 

@@ -1,6 +1,6 @@
 """A seventh engine built from outside the package, by the README's recipe "How to add an engine
 from your own code": one module with Config, Params, State, pure functions, a policy `Registry`
-and an `Engine` subclass, then `register_engine`. tests/core/test_recipes.py registers it and
+and one `Engine` value built from them, then `register_engine`. tests/core/test_recipes.py registers it and
 runs the conformance kit, a sweep and a policy added with `register_policy` on it.
 
 The model: one server and n jobs present at t = 0, job i of run `seed` needing 1..max_size
@@ -104,42 +104,19 @@ def finalize(config: ToyConfig, params: ToyParams, state: ToyState) -> dict[str,
             "num_finished": ok.sum(-1).astype(np.float64)}
 
 
-class ToyEngine(Engine[ToyConfig, ToyParams, ToyState]):
-    name = "toy"
-    Config = ToyConfig
-    Params = ToyParams
-    METRICS = METRICS
-    POLICIES = POLICIES
-
-    def make_params(self, config, *, step_s: float = 1.0):
-        return make_params(config, step_s=step_s)
-
-    def init(self, config, params, seed):
-        return init(config, params, seed)
-
-    def step(self, config, params, state, record):
-        return step(config, params, state, record)
-
-    def done(self, config, state):
-        return done(config, state)
-
-    def finalize(self, config, params, state):
-        return finalize(config, params, state)
-
-    def max_steps(self, config):
-        return config.num_jobs * config.max_size
-
-    def working_set_bytes(self, config):
-        return 8 * config.num_jobs
-
-    def peak_bytes(self, config, record):
-        return 16 * config.num_jobs + (4 * self.max_steps(config) if record else 0)
-
-    def example(self):
-        return ToyConfig(num_jobs=6, max_size=4)
+def max_steps(config: ToyConfig) -> int:
+    return config.num_jobs * config.max_size
 
 
-ENGINE = ToyEngine()
+def peak_bytes(config: ToyConfig, record: bool) -> int:
+    return 16 * config.num_jobs + (4 * max_steps(config) if record else 0)
+
+
+ENGINE = Engine(
+    name="toy", Config=ToyConfig, Params=ToyParams, METRICS=METRICS, POLICIES=POLICIES,
+    make_params=make_params, init=init, step=step, done=done, finalize=finalize,
+    max_steps=max_steps, working_set_bytes=lambda config: 8 * config.num_jobs,
+    peak_bytes=peak_bytes, example=lambda: ToyConfig(num_jobs=6, max_size=4))
 
 
 def register() -> None:

@@ -17,7 +17,6 @@ import numpy as np
 from .. import clock
 from ..clock import DF
 from ..engine import Engine
-from ..errors import require
 from ..kernels import ordered_sum
 from ..run import Results, trajectory_rows
 from ..workload import arrivals
@@ -255,78 +254,73 @@ def batches(results: Results, s: int) -> dict[str, np.ndarray]:
     return trajectory_rows(results, s, KIND_BATCH)
 
 
-class BudgetEngine(Engine[BudgetConfig, BudgetParams, BudgetState]):
-    """One engine with a token budget per batch (paper 004); see the module docstring."""
-    name = "budget"
-    step_unit = "epoch"
-    Config = BudgetConfig
-    Params = BudgetParams
-    METRICS = METRICS
-    POLICIES = POLICIES
+# --------------------------------------------------------------------------- runner hints
+
+def example() -> BudgetConfig:
+    return BudgetConfig(horizon_s=10.0, table_size=256)
+
+
+def max_steps(config: BudgetConfig) -> int:
+    return config.max_steps
+
+
+def trajectory_length(config: BudgetConfig, metrics) -> int:
+    return int(np.max(metrics["num_steps"]))
+
+
+# The ring and the arrival buffer: every policy and option runs padded. The padded slots are
+# empty ring slots and the padded buffer rows empty arrivals, which every policy (the srpt sort
+# included: their keys are the largest, and they take 0 tokens) and every batch-time term reads
+# as absent.
+SIZE_FIELDS = ("table_size", "arrivals_per_step")
+
+
+def pad_into(config: BudgetConfig, params: BudgetParams, capacity) -> tuple[BudgetConfig, BudgetParams]:
+    """(bucket config, params) running `config` inside the validated table_size and
+    arrivals_per_step of `capacity` (`Engine.pad`): the params carry the run's own sizes
+    (`BudgetSizes`), and its metrics are bitwise those of the unpadded run. Recorded per-slot
+    rows (record_members) have the bucket's Q columns, the run's first."""
+    sizes = BudgetSizes(*(jnp.int32(getattr(config, f)) for f in SIZE_FIELDS))
+    return replace(config, **capacity), replace(params, sizes=sizes)
+
+
+def trim(config: BudgetConfig, trajectories) -> dict:
+    return trim_trajectories(config.table_size, trajectories)
+
+
+def working_set_bytes(config: BudgetConfig) -> int:
+    # About 44 bytes per slot (entry, id, type, arrival, p, d, vp, vd, last, ttft) and three
+    # histograms; the policies' prefix sums read the table a few times per step. (The
+    # arrival buffer, 20 bytes per row of arrivals_per_step <= Q, is small beside them.)
+    return 4 * 44 * config.table_size + 12 * config.hist_bins
+
+
+def peak_bytes(config: BudgetConfig, record: bool) -> int:
+    per_seed = 16 * 44 * config.table_size + 12 * config.hist_bins
+    if record:
+        per_seed += config.max_steps * (48 + (16 * config.table_size if config.record_members
+                                              else 0))
+    return per_seed
+
+
+def check(config: BudgetConfig, metrics) -> list[str]:
+    return run_warnings("budget", "arrivals", "", config, metrics)
+
+
+def describe(config: BudgetConfig) -> dict:
+    return dict(policy=config.policy, workload="/".join(getattr(w, "name", type(w).__name__)
+                                                        for w in config.workload),
+                horizon_s=config.horizon_s, burn_in_s=config.burn_in_s,
+                table_size=config.table_size, attention=config.attention)
+
+
+# One engine with a token budget per batch (paper 004); see the module docstring.
+ENGINE: Engine[BudgetConfig, BudgetParams, BudgetState] = Engine(
+    name="budget", Config=BudgetConfig, Params=BudgetParams, METRICS=METRICS, POLICIES=POLICIES,
+    make_params=make_params, init=init, step=step, done=done, finalize=finalize,
+    max_steps=max_steps, working_set_bytes=working_set_bytes, peak_bytes=peak_bytes,
+    step_unit="epoch",
     # Runs end at different steps (an unstable run has more batches per second of horizon).
-    skip_done_in_block = True
-    make_params = staticmethod(make_params)
-    init = staticmethod(init)
-    step = staticmethod(step)
-    done = staticmethod(done)
-    finalize = staticmethod(finalize)
-
-    # The ring and the arrival buffer: every policy and option runs padded (`pad`).
-    size_fields = ("table_size", "arrivals_per_step")
-
-    def example(self) -> BudgetConfig:
-        return BudgetConfig(horizon_s=10.0, table_size=256)
-
-    def max_steps(self, config: BudgetConfig) -> int:
-        return config.max_steps
-
-    def trajectory_length(self, config: BudgetConfig, metrics) -> int:
-        return int(np.max(metrics["num_steps"]))
-
-    def can_pad(self, config: BudgetConfig) -> bool:
-        # The padded slots are empty ring slots and the padded buffer rows empty arrivals,
-        # which every policy (the srpt sort included: their keys are the largest, and they
-        # take 0 tokens) and every batch-time term reads as absent.
-        return True
-
-    def pad(self, config: BudgetConfig, params: BudgetParams,
-            capacity) -> tuple[BudgetConfig, BudgetParams]:
-        """(bucket config, params) running `config` inside the table_size and
-        arrivals_per_step of `capacity` (see `Engine.pad`): the params carry the run's own
-        sizes (`BudgetSizes`), and its metrics are bitwise those of the unpadded run. Recorded
-        per-slot rows (record_members) have the bucket's Q columns, the run's first."""
-        from ..buckets import check_capacity
-        require(params.sizes is None, "params", "params of an unpadded run (sizes None)",
-                "params already padded")
-        cap = check_capacity(self, config, capacity)
-        bucket = replace(config, **cap)
-        sizes = BudgetSizes(*(jnp.int32(getattr(config, f)) for f in self.size_fields))
-        return bucket, replace(params, sizes=sizes)
-
-    def trim(self, config: BudgetConfig, trajectories) -> dict:
-        return trim_trajectories(config.table_size, trajectories)
-
-    def working_set_bytes(self, config: BudgetConfig) -> int:
-        # About 44 bytes per slot (entry, id, type, arrival, p, d, vp, vd, last, ttft) and three
-        # histograms; the policies' prefix sums read the table a few times per step. (The
-        # arrival buffer, 20 bytes per row of arrivals_per_step <= Q, is small beside them.)
-        return 4 * 44 * config.table_size + 12 * config.hist_bins
-
-    def peak_bytes(self, config: BudgetConfig, record: bool) -> int:
-        per_seed = 16 * 44 * config.table_size + 12 * config.hist_bins
-        if record:
-            per_seed += config.max_steps * (48 + (16 * config.table_size if config.record_members
-                                                  else 0))
-        return per_seed
-
-    def check(self, config: BudgetConfig, metrics) -> list[str]:
-        return run_warnings("budget", "arrivals", "", config, metrics)
-
-    def describe(self, config: BudgetConfig) -> dict:
-        return dict(policy=config.policy, workload="/".join(getattr(w, "name", type(w).__name__)
-                                                            for w in config.workload),
-                    horizon_s=config.horizon_s, burn_in_s=config.burn_in_s,
-                    table_size=config.table_size, attention=config.attention)
-
-
-ENGINE = BudgetEngine()
+    skip_done_in_block=True,
+    trajectory_length=trajectory_length, example=example, check=check, describe=describe,
+    size_fields=SIZE_FIELDS, pad_into=pad_into, trim=trim)

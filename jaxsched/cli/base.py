@@ -194,25 +194,23 @@ def print_metrics(res, n_seeds: int) -> None:
     print(markdown_table(["metric", "mean", "95% CI"], rows))
 
 
-def run_experiment(a: argparse.Namespace, group: str, names, module: str,
-                   what: str | None = None) -> int:
-    """`jaxsched GROUP experiment NAME`: run `module`.EXPERIMENTS[NAME] (a `results.Report`),
-    print its markdown, write CSV, markdown, options and (where it has one) a PNG to --out.
-    Exits 1 if the report's check failed."""
-    import importlib
+def run_experiment(a: argparse.Namespace, group: str, experiments, what: str | None = None) -> int:
+    """`jaxsched GROUP experiment NAME`: run the entry NAME of `experiments` (the engine's
+    `registry.EXPERIMENTS`; its function returns a `results.Report`), print its markdown, write
+    CSV, markdown, options and (where it has one) a PNG to the folder --out. Exits 1 if the
+    report's check failed."""
     import time
-    what = what or require_what(a.what, f"{group} experiment: the experiment", names)
+    what = what or require_what(a.what, f"{group} experiment: the experiment", experiments.names())
     seeds = None if a.seeds is None else require_int(a.seeds, "--seeds", lo=1, hi=100_000)
     out = check_dir(a.out, "--out")
     conf = write_resolved(a, out / f"{what}.config.toml")
     from ..plots import plot_offline
     from ..progress import Progress
     from ..results import write_csv
-    experiments = importlib.import_module(module).EXPERIMENTS
     # No total here: the experiment counts its own units and declares them before the first.
     bar = Progress(f"{group} {what}", enabled=not a.quiet)
     t0 = time.perf_counter()
-    rep = experiments[what](quick=a.quick, seeds=seeds, progress=bar)
+    rep = experiments[what].fn(quick=a.quick, seeds=seeds, progress=bar)
     bar.close()
     print(f"{rep.title}\n\n{rep.markdown}\n")
     csv, ok = save(lambda p: write_csv(p, rep.rows), out / f"{what}.csv", "--out")

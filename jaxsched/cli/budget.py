@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..budget.registry import EXPERIMENTS as BUDGET_EXPERIMENTS
 from ..budget.registry import POLICIES as BUDGET_POLICIES
 from ..errors import require_float, require_int
 from ..outputs import check_file
@@ -20,7 +21,6 @@ from .base import (
     save_seed_rows,
     write_resolved,
 )
-from .catalog import BUDGET_EXPERIMENTS
 
 
 def cmd_budget_run(a: argparse.Namespace) -> int:
@@ -66,13 +66,12 @@ def cmd_budget_run(a: argparse.Namespace) -> int:
 
 def cmd_budget_experiment(a: argparse.Namespace) -> int:
     """A check or experiment of paper 004 (`jaxsched.budget.experiments`)."""
-    return run_experiment(a, "budget", BUDGET_EXPERIMENTS, "jaxsched.budget.experiments")
+    return run_experiment(a, "budget", BUDGET_EXPERIMENTS)
 
 
 def cmd_budget_check_stability(a: argparse.Namespace) -> int:
     """`jaxsched budget check-stability`: the `stability` experiment."""
-    return run_experiment(a, "budget", BUDGET_EXPERIMENTS, "jaxsched.budget.experiments",
-                          what="stability")
+    return run_experiment(a, "budget", BUDGET_EXPERIMENTS, what="stability")
 
 
 def add_parsers(sub) -> None:

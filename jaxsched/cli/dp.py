@@ -14,11 +14,14 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from ..dp.registry import KERNELS as BFIO_KERNELS
 from ..dp.registry import POLICIES as DP_POLICIES
+from ..dp.registry import PREDICTORS as DP_PREDICTORS
+from ..dp.registry import SEMANTICS as DP_SEMANTICS
+from ..dp.registry import WORKLOADS as DP_WORKLOADS
 from ..errors import ConfigError, require_int
 from ..outputs import check_dir, check_file, save
 from .base import command, config_path, require_what, write_resolved
-from .catalog import BFIO_KERNELS, DP_PREDICTORS, DP_SEMANTICS, DP_WORKLOADS
 
 REPRODUCIBLE = ("table1", "fig4", "noise")
 CHECKS = ("theorems", "stability")
@@ -26,14 +29,13 @@ CHECKS = ("theorems", "stability")
 
 def workload_from_args(a: argparse.Namespace):
     """The request lengths of `run`/`sweep`: a trace, or a named synthetic workload."""
-    from ..workload import BivariateNormal, BurstGPTLike, read_trace
+    from ..workload import read_trace
     if a.trace and a.workload:
         raise ConfigError("--workload and --trace are exclusive: --trace replaces the synthetic "
                           f"workload (got --workload {a.workload} --trace {a.trace})")
     if a.trace:
         return read_trace(a.trace, order="resample")
-    return {"burstgpt_like": BurstGPTLike, "bivariate_normal": BivariateNormal}[
-        a.workload or "burstgpt_like"]()
+    return DP_WORKLOADS[a.workload or "burstgpt_like"].fn()
 
 
 def _predictor_params(a: argparse.Namespace) -> dict:
@@ -103,13 +105,13 @@ def cmd_run(a: argparse.Namespace) -> int:
 def cmd_reproduce(a: argparse.Namespace) -> int:
     what = require_what(a.what, "reproduce: the experiment", REPRODUCIBLE)
     seeds = require_int(a.seeds, "--seeds", lo=1, hi=4096)
-    out = check_file(a.out or f"results/{what}.csv", "--out")
-    png = None if what == "table1" else check_file(a.plot or f"results/{what}.png", "--plot", image=True)
+    out = check_dir(a.out, "--out")
+    png = None if what == "table1" else check_file(a.plot or out / f"{what}.png", "--plot", image=True)
     if what == "table1" and not a.trace:
         raise ConfigError("reproduce table1 needs --trace PATH (the BurstGPT sample, burstgpt_8000.csv)")
     if what != "table1" and a.trace:
         raise ConfigError(f"--trace applies to reproduce table1 only, got reproduce {what}")
-    conf = write_resolved(a, config_path(out))
+    conf = write_resolved(a, out / f"{what}.config.toml")
     if what == "fig4":
         rows, text, png = _reproduce_fig4(seeds, png, a.quiet)
     elif what == "noise":
@@ -118,7 +120,7 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
         rows, text = _reproduce_table1(a.trace, a.quiet)
     print(text)
     from ..results import write_csv
-    written, ok = save(lambda p: write_csv(p, rows), out, "--out")
+    written, ok = save(lambda p: write_csv(p, rows), out / f"{what}.csv", "--out")
     print(f"\nresults: {written}" + (f"\nplot: {png}" if png else "") + f"\noptions: {conf}")
     return 0 if ok else 1
 
@@ -182,10 +184,10 @@ def cmd_dp_check(a: argparse.Namespace) -> int:
 def cmd_check(a: argparse.Namespace) -> int:
     what = require_what(a.what, "check: the check", CHECKS)
     if what == "stability":          # paper 004's check, run by the budget engine's experiment
+        from ..budget.registry import EXPERIMENTS as BUDGET_EXPERIMENTS
         from .base import run_experiment
-        from .catalog import BUDGET_EXPERIMENTS
         a.out = a.out or "results/budget"
-        return run_experiment(a, "check", BUDGET_EXPERIMENTS, "jaxsched.budget.experiments")
+        return run_experiment(a, "check", BUDGET_EXPERIMENTS)
     a.out = a.out or "results/theorems"
     a.seeds = 4 if a.seeds is None else a.seeds
     for flag, name in (("--kernel", a.kernel), ("--t1-kernel", a.t1_kernel)):
@@ -255,7 +257,7 @@ def _add_commands(sub, group: bool) -> None:
     r.add_argument("--noise", type=float, default=0.0, help="--predictor noisy: o * U[1-d, 1+d]")
     r.add_argument("--fp-rate", type=float, default=0.0, help="--predictor classifier: false-positive rate")
     r.add_argument("--fn-rate", type=float, default=0.0, help="--predictor classifier: false-negative rate")
-    r.add_argument("--out", default="results/run.csv", help="CSV results file (one row per policy and seed)")
+    r.add_argument("--out", default="results/run.csv", help="CSV file, one row per policy and seed")
     r.add_argument("--plot", default="results/loads.png", help="load-trajectory image "
                    "(.png, .pdf, .svg, ...; 'none' to skip)")
     r.add_argument("--plot-steps", type=int, default=2000, help="steps shown in the plot")
@@ -268,8 +270,9 @@ def _add_commands(sub, group: bool) -> None:
                    "(imbalance against H), BF-IO(H) under prediction errors")
     q.add_argument("--trace", help="table1: path to burstgpt_8000.csv")
     q.add_argument("--seeds", type=int, default=8, help="seeds (fig4, noise)")
-    q.add_argument("--out", help="CSV results file (default results/<what>.csv)")
-    q.add_argument("--plot", help="image file (fig4, noise; default results/<what>.png)")
+    q.add_argument("--out", default="results",
+                   help="folder for <what>.csv, <what>.config.toml and (fig4, noise) the plot")
+    q.add_argument("--plot", help="image file (fig4, noise; default <out>/<what>.png)")
     q.add_argument("--quiet", action="store_true", help="no progress output")
     q.set_defaults(func=cmd_reproduce)
 

@@ -9,7 +9,10 @@ import argparse
 import sys
 
 from ..errors import require_int
+from ..interval.registry import AMAX_ORDERS, EVICTION_KEYS, INTERVAL_KINDS, STEP_MODELS
+from ..interval.registry import EXPERIMENTS as INTERVAL_EXPERIMENTS
 from ..interval.registry import POLICIES as INTERVAL_POLICIES
+from ..interval.registry import WORKLOADS as INTERVAL_WORKLOADS
 from ..outputs import check_file
 from .base import (
     command,
@@ -20,7 +23,6 @@ from .base import (
     save_seed_rows,
     write_resolved,
 )
-from .catalog import INTERVAL_EXPERIMENTS, INTERVAL_KINDS, INTERVAL_WORKLOADS, OFFLINE_STEP_MODELS
 
 
 def _intervals(a: argparse.Namespace):
@@ -38,13 +40,12 @@ def cmd_interval_run(a: argparse.Namespace) -> int:
     """One configuration over several seeds: each metric's mean and 95% CI; --out writes one
     CSV row per seed."""
     from ..interval import IntervalConfig, make_params, simulate
-    from ..offline.compare import STEP_MODELS
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
     spec = _intervals(a)
     cfg = IntervalConfig(a.workload, policy=a.policy, intervals=spec, num_requests=a.n,
                          eviction_key=a.eviction_key, amax_order=a.amax_order)
-    params = make_params(cfg, capacity_tokens=a.capacity, **STEP_MODELS[a.step_model])
+    params = make_params(cfg, capacity_tokens=a.capacity, **STEP_MODELS[a.step_model].fn)
     print(f"jaxsched interval run: policy={a.policy} workload={a.workload} n={cfg.n} "
           f"intervals={spec.name} M={a.capacity} step model={a.step_model} seeds={n_seeds}",
           file=sys.stderr)
@@ -61,7 +62,7 @@ def cmd_interval_run(a: argparse.Namespace) -> int:
 
 def cmd_interval_experiment(a: argparse.Namespace) -> int:
     """A check or experiment of paper 003 (`jaxsched.interval.experiments`)."""
-    return run_experiment(a, "interval", INTERVAL_EXPERIMENTS, "jaxsched.interval.experiments")
+    return run_experiment(a, "interval", INTERVAL_EXPERIMENTS)
 
 
 def add_parsers(sub) -> None:
@@ -90,11 +91,11 @@ def add_parsers(sub) -> None:
     r.add_argument("--bucket-width", type=int, default=100, help="buckets: width, tokens")
     r.add_argument("--buckets", type=int, default=10, help="buckets: number of classes")
     r.add_argument("--x", type=float, default=0.5, help="relative: x in [0, 1]")
-    r.add_argument("--eviction-key", default="stale", choices=("stale", "live"),
+    r.add_argument("--eviction-key", default="stale", choices=EVICTION_KEYS,
                    help="amin: evict by the stale estimate (literal) or max(estimate, generated)")
-    r.add_argument("--amax-order", default="sorted", choices=("sorted", "random"),
+    r.add_argument("--amax-order", default="sorted", choices=AMAX_ORDERS,
                    help="amax with per-job intervals: ascending u, or Algorithm 1's random order")
-    r.add_argument("--step-model", default="unit", choices=OFFLINE_STEP_MODELS,
+    r.add_argument("--step-model", default="unit", choices=STEP_MODELS,
                    help="step time: unit steps, or the linear model (assumed coefficients)")
     r.add_argument("--seeds", type=int, default=8, help="number of seeds (instances)")
     r.add_argument("--out", default=None, help="CSV file, one row per seed (default: none; the "

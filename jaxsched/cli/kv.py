@@ -10,16 +10,12 @@ import sys
 import time
 
 from ..errors import ConfigError, require_int
+from ..kv.registry import CAPACITY_RULES as KV_CAPACITY_RULES
+from ..kv.registry import DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN
+from ..kv.registry import EXPERIMENTS as KV_EXPERIMENTS
 from ..kv.registry import POLICIES as KV_POLICIES
 from ..outputs import check_dir, check_file, save
 from .base import command, config_path, print_metrics, require_what, save_seed_rows, write_resolved
-from .catalog import (
-    KV_CAPACITY_RULES,
-    KV_DEFAULT_CAPACITY_TOKENS,
-    KV_DEFAULT_D0_S,
-    KV_DEFAULT_D1_S_PER_TOKEN,
-    KV_EXPERIMENTS,
-)
 
 
 def _kv_ints(text: str, flag: str) -> tuple[int, ...]:
@@ -92,7 +88,7 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
 
 def cmd_kv_experiment(a: argparse.Namespace) -> int:
     """E1-E4 (notes/001.md §4) or Theorem 1's scaling: markdown table, CSV and PNG in --out."""
-    what = require_what(a.what, "kv experiment: the experiment", (*KV_EXPERIMENTS, "scaling"))
+    what = require_what(a.what, "kv experiment: the experiment", KV_EXPERIMENTS.names())
     seeds = None if a.seeds is None else require_int(a.seeds, "--seeds", lo=2 if what == "scaling"
                                                      else 1, hi=4096)
     pols = None if a.policies is None else [p for p in a.policies.split(",") if p]
@@ -193,19 +189,19 @@ def add_parsers(sub) -> None:
     r.add_argument("--thresholds", default=None,
                    help="integer thresholds (wait: per type; nested_wait: per segment); "
                         "default: the fluid thresholds")
-    r.add_argument("--d0", "--d0-s", type=float, default=KV_DEFAULT_D0_S, help="d0, s per batch")
-    r.add_argument("--d1", "--d1-s-per-token", type=float, default=KV_DEFAULT_D1_S_PER_TOKEN, help="d1, s per token")
-    r.add_argument("--capacity", "--capacity-tokens", type=int, default=KV_DEFAULT_CAPACITY_TOKENS,
+    r.add_argument("--d0", "--d0-s", type=float, default=DEFAULT_D0_S, help="d0, s per batch")
+    r.add_argument("--d1", "--d1-s-per-token", type=float, default=DEFAULT_D1_S_PER_TOKEN, help="d1, s per token")
+    r.add_argument("--capacity", "--capacity-tokens", type=int, default=DEFAULT_CAPACITY_TOKENS,
                    help="KV capacity C, tokens")
     r.add_argument("--num-requests", type=int, default=5000, help="N per seed")
     r.add_argument("--table-size", type=int, default=4096, help="request table slots Q")
-    r.add_argument("--seeds", type=int, default=4, help="number of seeds")
+    r.add_argument("--seeds", type=int, default=8, help="number of seeds")
     r.add_argument("--out", default=None, help="CSV file, one row per seed (default: none; the "
                    "resolved options go beside it)")
     r.add_argument("--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=cmd_kv_run)
     e = command(ksub, "experiment", help="E1-E4 of the WAIT paper, or Theorem 1's scaling")
-    e.add_argument("what", nargs="?", help=f"one of {', '.join(KV_EXPERIMENTS)}, scaling")
+    e.add_argument("what", nargs="?", help=f"one of {', '.join(KV_EXPERIMENTS)}")
     e.add_argument("--quick", action="store_true", help="reduced grid, requests and seeds")
     e.add_argument("--seeds", type=int, default=None, help="seeds per point (default per experiment)")
     e.add_argument("--policies", default=None,
@@ -217,9 +213,9 @@ def add_parsers(sub) -> None:
                    "(default per experiment)")
     e.add_argument("--batch-limits", default=None, help="comma-separated batch limits B for "
                    "every policy, 'none' for uncapped (default per experiment)")
-    e.add_argument("--capacity", default=None, help="comma-separated rules for C: mstar (C = "
-                   "1.2 M*), mpi (C = M^pi of the featured policy), hardware (110,000 tokens) "
-                   "(default per experiment)")
+    e.add_argument("--capacity", default=None, help="comma-separated rules for C: " + "; ".join(
+                   f"{n} ({r.doc})" for n, r in KV_CAPACITY_RULES.items()) + " (default per "
+                   "experiment)")
     e.add_argument("--out", default="results/kv", help="folder for the CSV, PNG and options files")
     e.add_argument("--quiet", action="store_true", help="no progress output")
     e.set_defaults(func=cmd_kv_experiment)
@@ -240,6 +236,7 @@ def _add_tune(sub, alias: bool = False) -> None:
                    help="latency price, tokens/s per s (default 0.1 throughput* / fluid latency)")
     t.add_argument("--seeds", type=int, default=32, help="held-out seeds")
     t.add_argument("--seed-start", type=int, default=1000, help="first held-out seed")
-    t.add_argument("--out", default=None, help="output folder (default results/tune_<experiment>)")
+    t.add_argument("--out", default=None, help="folder for the thresholds, history, held-out "
+                   "comparison, plot and options (default results/tune_<experiment>)")
     t.add_argument("--quiet", action="store_true", help="no progress output")
     t.set_defaults(func=cmd_tune)

@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from ..errors import require_float, require_int
+from ..network.registry import EXPERIMENTS as NETWORK_EXPERIMENTS
 from ..network.registry import POLICIES as NETWORK_POLICIES
 from ..network.registry import ROUTERS as NETWORK_ROUTERS
 from ..outputs import check_file
@@ -21,7 +22,6 @@ from .base import (
     save_seed_rows,
     write_resolved,
 )
-from .catalog import NETWORK_EXPERIMENTS
 
 
 def _parallel(a: argparse.Namespace):
@@ -81,7 +81,7 @@ def cmd_network_run(a: argparse.Namespace) -> int:
 
 def cmd_network_experiment(a: argparse.Namespace) -> int:
     """A check or experiment of paper 004 §4 (`jaxsched.network.experiments`)."""
-    return run_experiment(a, "network", NETWORK_EXPERIMENTS, "jaxsched.network.experiments")
+    return run_experiment(a, "network", NETWORK_EXPERIMENTS)
 
 
 def add_parsers(sub) -> None:
@@ -118,7 +118,7 @@ def add_parsers(sub) -> None:
     r.add_argument("--burn-in", "--burn-in-s", type=float, default=60.0, help="left out of the metrics")
     r.add_argument("--table-size", type=int, default=4096,
                    help="task slots per engine; a full table rejects tasks (unstable)")
-    r.add_argument("--seeds", type=int, default=4, help="number of seeds")
+    r.add_argument("--seeds", type=int, default=8, help="number of seeds")
     r.add_argument("--out", default=None, help="CSV file, one row per seed (default: none; the "
                    "resolved options go beside it)")
     r.add_argument("--quiet", action="store_true", help="no progress output")

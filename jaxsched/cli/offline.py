@@ -8,7 +8,10 @@ import argparse
 import sys
 
 from ..errors import ConfigError, require_int
+from ..offline.registry import EXPERIMENTS as OFFLINE_EXPERIMENTS
 from ..offline.registry import POLICIES as OFFLINE_POLICIES
+from ..offline.registry import STEP_MODELS as OFFLINE_STEP_MODELS
+from ..offline.registry import WORKLOADS as OFFLINE_WORKLOADS
 from ..outputs import check_file
 from .base import (
     command,
@@ -19,14 +22,12 @@ from .base import (
     save_seed_rows,
     write_resolved,
 )
-from .catalog import OFFLINE_EXPERIMENTS, OFFLINE_STEP_MODELS, OFFLINE_WORKLOADS
 
 
 def cmd_offline_run(a: argparse.Namespace) -> int:
     """One configuration over several seeds: each metric's mean and 95% CI; --out writes one
     CSV row per seed."""
     from ..offline import OfflineConfig, make_params, simulate
-    from ..offline.compare import STEP_MODELS
     from ..offline.workloads import named
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
@@ -37,7 +38,7 @@ def cmd_offline_run(a: argparse.Namespace) -> int:
     M = default_m if a.capacity is None else a.capacity
     cfg = OfflineConfig(workload, policy=a.policy, dp_width=a.dp_width, epsilon=a.epsilon,
                         scale_b=a.scale_b, quantile=a.quantile, sample_fraction=a.sample_fraction)
-    params = make_params(cfg, capacity_tokens=M, **STEP_MODELS[a.step_model])
+    params = make_params(cfg, capacity_tokens=M, **OFFLINE_STEP_MODELS[a.step_model].fn)
     print(f"jaxsched offline run: policy={a.policy} workload={a.workload} n={cfg.n} M={M} "
           f"step model={a.step_model} seeds={n_seeds}", file=sys.stderr)
     conf = None if out is None else write_resolved(a, config_path(out))
@@ -53,7 +54,7 @@ def cmd_offline_run(a: argparse.Namespace) -> int:
 def cmd_offline_experiment(a: argparse.Namespace) -> int:
     """A reproduction of paper 002 (`jaxsched.offline.experiments`): markdown on stdout, CSV,
     markdown and (where there is one) a PNG in --out."""
-    return run_experiment(a, "offline", OFFLINE_EXPERIMENTS, "jaxsched.offline.experiments")
+    return run_experiment(a, "offline", OFFLINE_EXPERIMENTS)
 
 
 def add_parsers(sub) -> None:
@@ -85,7 +86,7 @@ def add_parsers(sub) -> None:
     r.add_argument("--quantile", type=float, default=0.3, help="sorted_f_quantile: quantile level")
     r.add_argument("--sample-fraction", type=float, default=0.5,
                    help="sorted_f_quantile: sample fraction")
-    r.add_argument("--seeds", type=int, default=16, help="number of seeds (instances)")
+    r.add_argument("--seeds", type=int, default=8, help="number of seeds (instances)")
     r.add_argument("--out", default=None, help="CSV file, one row per seed (default: none; the "
                    "resolved options go beside it)")
     r.add_argument("--quiet", action="store_true", help="no progress output")

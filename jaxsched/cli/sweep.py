@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 from typing import Any
 
+from ..dp.registry import SEMANTICS as DP_SEMANTICS
+from ..dp.registry import WORKLOADS as DP_WORKLOADS
 from ..errors import ConfigError, require_int
 from ..outputs import check_file
 from ..registry import ENGINES
 from .base import command, config_path, write_resolved
-from .catalog import DP_SEMANTICS, DP_WORKLOADS, SWEEP_FIELDS
 
 # Options that only the dp engine takes (kv sets its run length with --set max_epochs=N).
 DP_ONLY = ("steps", "trace", "workload", "semantics")
@@ -92,9 +94,22 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     return 0
 
 
+def sweep_fields() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """{engine: (Config fields, make_params keywords)} a sweep may vary, for `sweep --help`: each
+    built-in engine's `registry.CONFIG_FIELDS` and `PARAMS_FIELDS` (JAX-free; a test checks them
+    against the live engines). The command itself checks names against the live engine, so an
+    engine registered from user code sweeps too."""
+    out = {}
+    for name, entry in ENGINES.items():
+        if entry.builtin:
+            reg = importlib.import_module(f"jaxsched.{name}.registry")
+            out[name] = (reg.CONFIG_FIELDS, reg.PARAMS_FIELDS)
+    return out
+
+
 def add_parsers(sub) -> None:
     """The engine-generic `jaxsched sweep` command."""
-    fields = "; ".join(f"{e}: {', '.join(c + p)}" for e, (c, p) in SWEEP_FIELDS.items())
+    fields = "; ".join(f"{e}: {', '.join(c + p)}" for e, (c, p) in sweep_fields().items())
     w = command(sub, "sweep", help="a grid of configurations x seeds, one resumable row per point",
                 description="A grid of configurations x seeds, one resumable row per point. Axes "
                             "and --set take any field of the engine's Config or any keyword of "
@@ -122,7 +137,7 @@ def add_parsers(sub) -> None:
                    help="dp: one program per bucket for all the policies of an axis, each run "
                         "computing every policy's choice (less compiling, more simulating)")
     w.add_argument("--out", default="results/sweep.csv",
-                   help="results file (resumed if it exists: rows whose settings and seeds match "
-                        "are kept, others added)")
+                   help="CSV file, one row per point (resumed if it exists: rows whose settings "
+                        "and seeds match are kept, others added)")
     w.add_argument("--quiet", action="store_true", help="no progress output")
     w.set_defaults(func=cmd_sweep)

@@ -14,10 +14,8 @@ import jax.numpy as jnp
 
 from ..errors import ConfigError, require, require_choice, require_float, require_int
 from ..workload import INT32_MAX, BurstGPTLike, Workload
-from .registry import POLICIES
+from .registry import POLICIES, PREDICTORS, SEMANTICS
 
-SEMANTICS = ("paper", "theory")
-PREDICTORS = ("oracle", "noisy", "classifier")
 # The loads headroom below int32 that the wide accumulators need (see jaxsched/accumulate.py).
 LOAD_LIMIT = INT32_MAX - 2**24
 # Queueing delays are histogrammed on a log grid from DELAY_MIN_S to DELAY_MAX_S (bin 0 holds

@@ -461,112 +461,112 @@ def done(config: DPConfig, state: DPState) -> jnp.ndarray:
 PADDED_KERNELS = ("vf", "round_lpt", "window")
 
 
-class DPEngine(Engine[DPConfig, DPParams, DPState]):
-    """Data-parallel decode workers behind a barrier (the BF-IO paper); see the module docstring."""
-    name = "dp"
-    Config = DPConfig
-    Params = DPParams
-    METRICS = METRICS
-    POLICIES = POLICIES
-    make_params = staticmethod(make_params)
-    init = staticmethod(init)
-    step = staticmethod(step)
-    done = staticmethod(done)
-    finalize = staticmethod(finalize)
+# --------------------------------------------------------------------------- runner hints
 
-    size_fields = ("num_workers", "slots_per_worker", "pool_size", "horizon")
-
-    def example(self) -> DPConfig:
-        return DPConfig(num_workers=2, slots_per_worker=4, pool_size=4, num_steps=40)
-
-    def max_steps(self, config: DPConfig) -> int:
-        return config.num_steps
-
-    def can_pad(self, config: DPConfig) -> bool:
-        # The local-search and multi-start H = 0 kernels read the number of workers from their
-        # shapes; they run unpadded. Valley fill, round LPT and window fill take the run's G.
-        return ("bfio" not in config.policies or config.horizon > 0
-                or config.bfio_kernel in PADDED_KERNELS)
-
-    def pad_group(self, config: DPConfig) -> tuple[bool, ...]:
-        # A size of 1 is never padded: XLA simplifies an axis of one element (the utilization
-        # L / max L of a single worker is an exact division there, a product with the
-        # reciprocal of max L on a longer axis), so its float metrics would differ in the
-        # last bit. H = 0 (valley fill) and H >= 1 (the lookahead) are different kernels.
-        G, B, R, H = (getattr(config, f) for f in self.size_fields)
-        return G == 1, B == 1, R == 1, H == 0
-
-    def pad(self, config: DPConfig, params: DPParams, capacity) -> tuple[DPConfig, DPParams]:
-        from ..buckets import check_capacity
-        if not self.can_pad(config):
-            raise ConfigError(f"bfio_kernel {config.bfio_kernel!r} does not run padded into a "
-                              f"size bucket (only {PADDED_KERNELS} and the lookahead do)")
-        require(params.sizes is None, "params", "params of an unpadded run (sizes None)",
-                "params already padded")
-        cap = check_capacity(self, config, capacity)
-        for f in self.size_fields[:3]:
-            require(getattr(config, f) > 1 or cap[f] == 1, f"capacity {f}",
-                    "1 for a config whose size is 1 (a size of 1 is never padded: `pad_group`)",
-                    cap[f])
-        require((config.horizon == 0) == (cap["horizon"] == 0), "capacity horizon",
-                "0 for a config with horizon 0 and >= 1 otherwise (different kernels)",
-                cap["horizon"])
-        bucket = replace(config, **cap)
-        sizes = DPSizes(*(jnp.int32(getattr(config, f)) for f in self.size_fields))
-        return bucket, replace(params, sizes=sizes)
-
-    def trim(self, config: DPConfig, trajectories) -> dict:
-        # Per-worker rows [S, K, G] keep the run's own workers (the padded ones record zeros).
-        return {k: v[..., :config.num_workers] if v.ndim == 3 else v
-                for k, v in trajectories.items()}
-
-    def working_set_bytes(self, config: DPConfig) -> int:
-        # Every step reads the three slot fields (12 bytes per slot: the slot pass and the TPOT
-        # weight) and about 32 bytes per pool entry; admission writes only the admitted slots.
-        # The lookahead also projects every slot over its H + 1 rows (4 bytes each).
-        G, B = config.num_workers, config.slots_per_worker
-        window = 4 * G * B * config.window if config.horizon > 0 else 0
-        return 12 * G * B + 32 * config.pool_size + window
-
-    def peak_bytes(self, config: DPConfig, record: bool) -> int:
-        # Slot arrays (12 bytes per slot, 20 with predictions) times 4 for the step's
-        # temporaries, the lookahead window, the pool and the delay histogram; errs large.
-        G, B, R, W = config.num_workers, config.slots_per_worker, config.pool_size, config.window
-        per_slot = 20 if config.horizon > 0 else 12
-        per_seed = 4 * G * B * per_slot + 4 * G * B * 4 * (W if config.horizon > 0 else 1) \
-            + 64 * R + 4 * config.delay_bins
-        if record:
-            per_seed += config.num_steps * (3 * G + 3) * 4
-        return per_seed
-
-    def config_fields(self) -> tuple[str, ...]:
-        # policy_set is how a sweep runs several policies in one program (`switch`), not a
-        # setting of its own: sweep the policy instead.
-        return tuple(f for f in super().config_fields() if f != "policy_set")
-
-    def can_switch(self, config: DPConfig) -> bool:
-        return not config.policy_set
-
-    def switch(self, config: DPConfig, params: DPParams,
-               policy_set: tuple[str, ...]) -> tuple[DPConfig, DPParams]:
-        """(config, params) that run `config.policy` as one entry of `policy_set`: every config
-        switched into the same set (and otherwise equal) shares one compiled program, and each
-        run's metrics are bitwise those of the plain config. The program computes every
-        entry's choice in every run (tests/dp/test_buckets.py; the cost is measured by
-        benchmarks/bench_sweep.py)."""
-        require(not config.policy_set and params.policy_index is None, "config",
-                "a config and params not switched yet", config.policy_set)
-        policy_set = tuple(policy_set)
-        require(config.policy in policy_set, "policy_set", f"a set holding {config.policy!r}",
-                policy_set)
-        out = replace(config, policy=policy_set[0], policy_set=policy_set)
-        return out, replace(params, policy_index=jnp.int32(policy_set.index(config.policy)))
-
-    def describe(self, config: DPConfig) -> dict:
-        return dict(policy=config.policy, horizon=config.horizon, num_workers=config.num_workers,
-                    slots_per_worker=config.slots_per_worker, pool_size=config.pool_size,
-                    semantics=config.semantics, workload=config.workload.name,
-                    num_steps=config.num_steps)
+def example() -> DPConfig:
+    return DPConfig(num_workers=2, slots_per_worker=4, pool_size=4, num_steps=40)
 
 
-ENGINE = DPEngine()
+def max_steps(config: DPConfig) -> int:
+    return config.num_steps
+
+
+SIZE_FIELDS = ("num_workers", "slots_per_worker", "pool_size", "horizon")
+
+
+def pad_check(config: DPConfig) -> None:
+    """Raise unless `config` runs padded: the local-search and multi-start H = 0 kernels read
+    the number of workers from their shapes and run unpadded; valley fill, round LPT and window
+    fill take the run's G."""
+    if "bfio" in config.policies and config.horizon == 0 and config.bfio_kernel not in PADDED_KERNELS:
+        raise ConfigError(f"bfio_kernel {config.bfio_kernel!r} does not run padded into a "
+                          f"size bucket (only {PADDED_KERNELS} and the lookahead do)")
+
+
+def pad_group(config: DPConfig) -> tuple[bool, ...]:
+    # A size of 1 is never padded: XLA simplifies an axis of one element (the utilization
+    # L / max L of a single worker is an exact division there, a product with the
+    # reciprocal of max L on a longer axis), so its float metrics would differ in the
+    # last bit. H = 0 (valley fill) and H >= 1 (the lookahead) are different kernels.
+    G, B, R, H = (getattr(config, f) for f in SIZE_FIELDS)
+    return G == 1, B == 1, R == 1, H == 0
+
+
+def pad_into(config: DPConfig, params: DPParams, capacity) -> tuple[DPConfig, DPParams]:
+    """(bucket config, params) running `config` inside the validated `capacity`
+    (`Engine.pad`); the params carry the run's own sizes (`DPSizes`)."""
+    for f in SIZE_FIELDS[:3]:
+        require(getattr(config, f) > 1 or capacity[f] == 1, f"capacity {f}",
+                "1 for a config whose size is 1 (a size of 1 is never padded: `pad_group`)",
+                capacity[f])
+    require((config.horizon == 0) == (capacity["horizon"] == 0), "capacity horizon",
+            "0 for a config with horizon 0 and >= 1 otherwise (different kernels)",
+            capacity["horizon"])
+    sizes = DPSizes(*(jnp.int32(getattr(config, f)) for f in SIZE_FIELDS))
+    return replace(config, **capacity), replace(params, sizes=sizes)
+
+
+def trim(config: DPConfig, trajectories) -> dict:
+    # Per-worker rows [S, K, G] keep the run's own workers (the padded ones record zeros).
+    return {k: v[..., :config.num_workers] if v.ndim == 3 else v
+            for k, v in trajectories.items()}
+
+
+def working_set_bytes(config: DPConfig) -> int:
+    # Every step reads the three slot fields (12 bytes per slot: the slot pass and the TPOT
+    # weight) and about 32 bytes per pool entry; admission writes only the admitted slots.
+    # The lookahead also projects every slot over its H + 1 rows (4 bytes each).
+    G, B = config.num_workers, config.slots_per_worker
+    window = 4 * G * B * config.window if config.horizon > 0 else 0
+    return 12 * G * B + 32 * config.pool_size + window
+
+
+def peak_bytes(config: DPConfig, record: bool) -> int:
+    # Slot arrays (12 bytes per slot, 20 with predictions) times 4 for the step's
+    # temporaries, the lookahead window, the pool and the delay histogram; errs large.
+    G, B, R, W = config.num_workers, config.slots_per_worker, config.pool_size, config.window
+    per_slot = 20 if config.horizon > 0 else 12
+    per_seed = 4 * G * B * per_slot + 4 * G * B * 4 * (W if config.horizon > 0 else 1) \
+        + 64 * R + 4 * config.delay_bins
+    if record:
+        per_seed += config.num_steps * (3 * G + 3) * 4
+    return per_seed
+
+
+def can_switch(config: DPConfig) -> bool:
+    return not config.policy_set
+
+
+def switch(config: DPConfig, params: DPParams, policy_set: tuple[str, ...]) -> tuple[DPConfig, DPParams]:
+    """(config, params) that run `config.policy` as one entry of `policy_set`: every config
+    switched into the same set (and otherwise equal) shares one compiled program, and each
+    run's metrics are bitwise those of the plain config. The program computes every entry's
+    choice in every run (tests/dp/test_buckets.py; the cost is measured by
+    benchmarks/bench_sweep.py)."""
+    require(not config.policy_set and params.policy_index is None, "config",
+            "a config and params not switched yet", config.policy_set)
+    policy_set = tuple(policy_set)
+    require(config.policy in policy_set, "policy_set", f"a set holding {config.policy!r}",
+            policy_set)
+    out = replace(config, policy=policy_set[0], policy_set=policy_set)
+    return out, replace(params, policy_index=jnp.int32(policy_set.index(config.policy)))
+
+
+def describe(config: DPConfig) -> dict:
+    return dict(policy=config.policy, horizon=config.horizon, num_workers=config.num_workers,
+                slots_per_worker=config.slots_per_worker, pool_size=config.pool_size,
+                semantics=config.semantics, workload=config.workload.name,
+                num_steps=config.num_steps)
+
+
+# Data-parallel decode workers behind a barrier (the BF-IO paper); see the module docstring.
+ENGINE: Engine[DPConfig, DPParams, DPState] = Engine(
+    name="dp", Config=DPConfig, Params=DPParams, METRICS=METRICS, POLICIES=POLICIES,
+    make_params=make_params, init=init, step=step, done=done, finalize=finalize,
+    max_steps=max_steps, working_set_bytes=working_set_bytes, peak_bytes=peak_bytes,
+    example=example, describe=describe,
+    # policy_set is how a sweep runs several policies in one program (`switch`), not a
+    # setting of its own: sweep the policy instead.
+    sweep_hidden=("policy_set",),
+    size_fields=SIZE_FIELDS, pad_check=pad_check, pad_into=pad_into, pad_group=pad_group,
+    trim=trim, switch=switch, can_switch=can_switch)

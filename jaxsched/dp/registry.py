@@ -1,5 +1,6 @@
-"""The dp engine's registry: its policies, with their docs and the fields they read; free of
-JAX (`jaxsched.registry`).
+"""The dp engine's registry: its policies, with their docs and the fields they read, BF-IO's
+kernels, the named workloads, semantics, predictors and sweepable fields; free of JAX
+(`jaxsched.registry`).
 
 The policy signature of the dp family is `policy(obs: Observation, config: DPConfig) ->
 (worker int32[R], rank int32[R], rr_pointer int32[])` (`jaxsched/dp/policies.py`). Adding a
@@ -29,3 +30,44 @@ builtin(POLICIES, "bfio", _P + "bfio",
          "fp_rate", "fn_rate"))
 builtin(POLICIES, "power_of_two", _P + "power_of_two",
         "power of two choices: two random workers with a free slot, the less token-loaded")
+
+# BF-IO's H = 0 assignment kernels (`DPConfig.bfio_kernel`, `jaxsched check theorems --kernel`):
+# the names of `kernels.BFIO_VARIANTS`, each with the kernel it runs (a test checks the two agree).
+KERNELS = Registry("dp", "kernel")
+_K = "jaxsched.kernels:"
+builtin(KERNELS, "vf", _K + "valley_fill", "valley fill: the per-step IO program's greedy")
+builtin(KERNELS, "vf_ls", _K + "local_search", "valley fill, then local search")
+builtin(KERNELS, "vf_ls_chain", _K + "local_search",
+        "valley fill, then local search with chained moves")
+builtin(KERNELS, "ms_ls", _K + "multi_start", "multi-start local search")
+builtin(KERNELS, "ms_ls_chain", _K + "multi_start",
+        "multi-start local search with chained moves")
+builtin(KERNELS, "ms_lf", _K + "multi_start_level",
+        "41 starts and level fills: the most exact and the costliest")
+builtin(KERNELS, "round_lpt", _K + "round_lpt",
+        "round LPT: a round's largest requests dealt out lightest worker first (Theorem 1)")
+builtin(KERNELS, "window", _K + "window_fill",
+        "window fill: each worker takes exactly its free slots, max - min minimized (Theorems 2, 3)")
+
+# Request-length workloads of `jaxsched run --workload` and `sweep --workload` (a DPConfig takes
+# any workload instance; these are the named synthetic ones), each its constructor.
+WORKLOADS = Registry("dp", "workload")
+builtin(WORKLOADS, "burstgpt_like", "jaxsched.workload:BurstGPTLike",
+        "a parametric stand-in for the BurstGPT trace (the default)")
+builtin(WORKLOADS, "bivariate_normal", "jaxsched.workload:BivariateNormal",
+        "the BF-IO paper's synthetic (prompt, output) generator (its Fig. 4)")
+
+# Small closed sets, fixed by the engine's code (DPConfig validates against them):
+# semantics "paper" (the BF-IO paper's experiment simulator) or "theory" (the dynamics of its
+# proofs; docs/dp-semantics.md); BF-IO's predictor: "oracle" (true output lengths), "noisy"
+# (o * U[1 - noise_lo, 1 + noise_hi]) or "classifier" ("finishes within H", fp_rate, fn_rate).
+SEMANTICS = ("paper", "theory")
+PREDICTORS = ("oracle", "noisy", "classifier")
+
+# What a sweep may vary (`jaxsched sweep --help`): the dp engine's `config_fields()` and
+# `params_fields()`, which a test checks against these.
+CONFIG_FIELDS = ("num_workers", "slots_per_worker", "pool_size", "horizon", "policy", "semantics",
+                 "predictor", "num_steps", "burn_in_steps", "workload", "lookahead_decay",
+                 "bfio_kernel", "delay_bins", "drift")
+PARAMS_FIELDS = ("step_const_s", "per_token_s", "noise_lo", "noise_hi", "fp_rate", "fn_rate",
+                 "idle_power_w", "max_power_w", "power_exponent")

@@ -23,11 +23,9 @@ from ..batchmodel import (
 )
 from ..errors import ConfigError, require, require_choice, require_int
 from .intervals import Buckets, Exact, Relative, Shared, output_support, parse
-from .registry import POLICIES
+from .registry import AMAX_ORDERS, EVICTION_KEYS, POLICIES
 from .workloads import named
 
-EVICTION_KEYS = ("stale", "live")
-AMAX_ORDERS = ("sorted", "random")
 MAX_JOBS = 1 << 16
 __all__ = ["IntervalConfig", "make_params", "OfflineParams", "LINEAR_STEP_MODEL",
            "UNIT_STEP_MODEL", "PAPER_CAPACITY_TOKENS"]
@@ -41,7 +39,7 @@ class IntervalConfig:
       a request mix (`workloads.named`: "lmsys", "two_point", ...), resolved with
       `num_requests` jobs.
     num_requests: n for a workload given by name (default 2,000); given with a Batch, it
-      resizes the Batch to n jobs. The size of a size bucket (`batchmodel.pad`).
+      resizes the Batch to n jobs. The size of a size bucket (`batchmodel.pad_into`).
     intervals: the predictor (`Shared`, `Buckets`, `Relative`, `Exact`, or the short forms
       "shared:L:U", "buckets:WIDTH:COUNT", "relative:X", "exact"; default: one shared interval
       [1, largest possible output], the uninformed predictor of Experiment 1).

@@ -190,65 +190,51 @@ def step(config: IntervalConfig, params: OfflineParams, state: IntervalState, re
     return new, out
 
 
-class IntervalEngine(Engine[IntervalConfig, OfflineParams, IntervalState]):
-    """n jobs at t = 0 with predicted output intervals, on one worker with a KV limit (paper 003).
-    A batch engine on the batch model it shares with the offline engine (`jaxsched.batchmodel`):
-    the same params, step clock, size buckets over n and runner hints."""
-    name = "interval"
-    Config = IntervalConfig
-    Params = OfflineParams
-    METRICS = METRICS
-    POLICIES = POLICIES
+# --------------------------------------------------------------------------- runner hints
+
+def example() -> IntervalConfig:
+    from ..workload import Batch, Independent, UniformInt
+    return IntervalConfig(Batch(Independent(UniformInt(1, 50), UniformInt(1, 50)), 40))
+
+
+def max_steps(config: IntervalConfig) -> int:
+    return config.steps
+
+
+def working_set_bytes(config: IntervalConfig) -> int:
+    return 4 * 16 * config.n
+
+
+def peak_bytes(config: IntervalConfig, record: bool) -> int:
+    per_seed = 4 * 48 * config.n
+    if record:
+        per_seed += 24 * min(config.steps, 1 << 20)
+    return per_seed
+
+
+def check(config: IntervalConfig, metrics) -> list[str]:
+    cut = int((metrics["done"] == 0).sum())
+    if cut:
+        return [f"interval: {cut} seeds did not finish within max_steps (raise it)"]
+    return []
+
+
+def describe(config: IntervalConfig) -> dict:
+    return dict(policy=config.policy, workload=config.workload.name, num_requests=config.n,
+                intervals=config.intervals.name)
+
+
+# n jobs at t = 0 with predicted output intervals, on one worker with a KV limit (paper 003): a
+# batch engine on the batch model it shares with the offline engine (`jaxsched.batchmodel`):
+# the same params, step clock, size buckets over n (the number of jobs) and runner hints.
+ENGINE: Engine[IntervalConfig, OfflineParams, IntervalState] = Engine(
+    name="interval", Config=IntervalConfig, Params=OfflineParams, METRICS=METRICS,
+    POLICIES=POLICIES, make_params=make_params, init=init, step=step, done=done,
+    finalize=finalize, max_steps=max_steps, working_set_bytes=working_set_bytes,
+    peak_bytes=peak_bytes,
     # Runs of one chunk end at different steps; a step costs O(n) per candidate.
-    skip_done_in_block = True
-    make_params = staticmethod(make_params)
-    init = staticmethod(init)
-    step = staticmethod(step)
-    done = staticmethod(done)
-    finalize = staticmethod(finalize)
-
-    # n, the number of jobs: the size of the batch model's buckets (`batchmodel`).
-    size_fields = ("num_requests",)
-
-    def example(self) -> IntervalConfig:
-        from ..workload import Batch, Independent, UniformInt
-        return IntervalConfig(Batch(Independent(UniformInt(1, 50), UniformInt(1, 50)), 40))
-
-    def max_steps(self, config: IntervalConfig) -> int:
-        return config.steps
-
-    def can_pad(self, config: IntervalConfig) -> bool:
-        return batchmodel.can_pad(config)
-
-    def size_free(self, config: IntervalConfig) -> IntervalConfig:
-        return batchmodel.size_free(config)
-
-    def pad(self, config: IntervalConfig, params: OfflineParams, capacity):
-        """(bucket config with `capacity`'s num_requests, params carrying the run's own n):
-        `batchmodel.pad`."""
-        return batchmodel.pad(self, config, params, capacity)
-
-    def trajectory_length(self, config: IntervalConfig, metrics) -> int:
-        return batchmodel.trajectory_length(metrics)
-
-    def working_set_bytes(self, config: IntervalConfig) -> int:
-        return 4 * 16 * config.n
-
-    def peak_bytes(self, config: IntervalConfig, record: bool) -> int:
-        per_seed = 4 * 48 * config.n
-        if record:
-            per_seed += 24 * min(config.steps, 1 << 20)
-        return per_seed
-
-    def check(self, config: IntervalConfig, metrics) -> list[str]:
-        cut = int((metrics["done"] == 0).sum())
-        if cut:
-            return [f"interval: {cut} seeds did not finish within max_steps (raise it)"]
-        return []
-
-    def describe(self, config: IntervalConfig) -> dict:
-        return dict(policy=config.policy, workload=config.workload.name, num_requests=config.n,
-                    intervals=config.intervals.name)
-
-
-ENGINE = IntervalEngine()
+    skip_done_in_block=True,
+    trajectory_length=lambda config, metrics: batchmodel.trajectory_length(metrics),
+    example=example, check=check, describe=describe,
+    size_fields=("num_requests",), pad_check=batchmodel.pad_check,
+    pad_into=batchmodel.pad_into, size_free=batchmodel.size_free)

@@ -20,14 +20,13 @@ from ..errors import ConfigError, require, require_bool, require_choice, require
 from ..histogram import bit_num_bins
 from ..workload.arrivals import check_rates
 from .fluid import FluidTypes, Segments, equilibrium, nested_thresholds, span_work, stage_work
-from .registry import POLICIES
+from .registry import DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN, POLICIES
 
 END_MODES = ("drain", "force_clear")
-# Default hardware of make_params: the WAIT paper's experiments (notes/001.md section 4), and
-# the default load d1 * A of `default_rates` (assumed; the paper sets rates per experiment).
-DEFAULT_D0_S = 0.01
-DEFAULT_D1_S_PER_TOKEN = 1e-6
-DEFAULT_CAPACITY_TOKENS = 110_000
+# Default hardware of make_params: DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN and
+# DEFAULT_CAPACITY_TOKENS, the WAIT paper's experiments (notes/001.md section 4; written in
+# `registry.py`, which `--help` reads without JAX), and the default load d1 * A of
+# `default_rates` (assumed; the paper sets rates per experiment).
 DEFAULT_LOAD = 0.5
 # int32 headroom: sums of per-request tokens over the table (batch tokens, memory) stay below
 # this, and so do request counts and candidate indices.

@@ -16,7 +16,7 @@ import numpy as np
 from .. import clock
 from ..clock import DF
 from ..engine import Engine
-from ..errors import ConfigError, require
+from ..errors import ConfigError
 from ..histogram import bit_bins
 from ..kernels import ordered_sum
 from ..run import Results, trajectory_rows
@@ -301,96 +301,93 @@ def batches(results: Results, s: int) -> dict[str, np.ndarray]:
     return trajectory_rows(results, s, KIND_BATCH)
 
 
-class KVEngine(Engine[KVConfig, KVParams, KVState]):
-    """One engine under a KV-memory limit (the WAIT paper); see the module docstring."""
-    name = "kv"
-    step_unit = "epoch"
-    Config = KVConfig
-    Params = KVParams
-    METRICS = METRICS
-    POLICIES = POLICIES
+# --------------------------------------------------------------------------- runner hints
+
+def example() -> KVConfig:
+    return KVConfig(num_requests=40, table_size=64)
+
+
+def max_steps(config: KVConfig) -> int:
+    return config.max_epochs
+
+
+# The ring Q and the candidates per epoch A run padded, for every policy and option: the table
+# enters the policies through integer counts and prefix sums only, and the float sums over it
+# through `ordered_sum` (see `ring_size`). The number of request types m is not a size: the
+# types' lengths are static tuples (prefill_tokens, decode_tokens) that the program holds as
+# constants and that fix the stage axis K1 and nested_wait's segments, so configs with
+# different m differ in fields that are not sizes and could never share a bucket. (Padding
+# with extra types of zero rate would be exact: a type whose cumulative rate equals its
+# predecessor's is never drawn, and a threshold >= 1 never fires on an empty queue; but only
+# configs whose type lists extend one another would gain, and the lengths would have to become
+# traced, changing the unpadded program.)
+SIZE_FIELDS = ("table_size", "arrivals_per_step")
+
+
+def pad_into(config: KVConfig, params: KVParams, capacity) -> tuple[KVConfig, KVParams]:
+    """(bucket config, params) running `config` inside the validated `capacity` (`Engine.pad`);
+    the params carry the run's own sizes (`KVSizes`)."""
+    try:
+        bucket = replace(config, **capacity)
+    except ConfigError as err:      # e.g. A > Q, or Q * max_len over the int32 headroom
+        raise ConfigError(f"capacity {capacity} is not a valid bucket: {err}") from None
+    sizes = KVSizes(*(jnp.int32(getattr(config, f)) for f in SIZE_FIELDS))
+    return bucket, replace(params, sizes=sizes)
+
+
+def trajectory_length(config: KVConfig, metrics) -> int:
+    # The longest run over the seeds: independent of the chunking and the block size.
+    return int(np.max(metrics["num_epochs"]))
+
+
+def working_set_bytes(config: KVConfig) -> int:
+    # About 32 bytes per table slot (id, type, seq, arrival, stage, flags, prefill) and the
+    # two histograms; the policies' prefix sums touch the table a few times per epoch. The
+    # insertion step's same-type matrix over the A candidates is A^2 bytes, and its
+    # buffers about 32 bytes per candidate. Monotone in Q and A (the bucket rule reads it).
+    A = config.arrivals_per_step
+    return 4 * 32 * config.table_size + 8 * config.hist_bins + A * A + 32 * A
+
+
+def peak_bytes(config: KVConfig, record: bool) -> int:
+    A = config.arrivals_per_step
+    per_seed = 16 * 32 * config.table_size + 8 * config.hist_bins + 4 * (A * A + 32 * A)
+    if record:
+        per_seed += config.max_epochs * (64 + 4 * config.m * config.num_stages)
+    return per_seed
+
+
+def check(config: KVConfig, metrics) -> list[str]:
+    out = []
+    lost = int(metrics["table_overflow"].sum())
+    if lost:
+        out.append(f"kv: {lost} arrivals found the request table full and were dropped "
+                   "(raise table_size Q); metrics exclude them")
+    open_ = int((metrics["done"] == 0).sum())
+    if open_:
+        out.append(f"kv: {open_} seeds did not finish within max_epochs (raise max_epochs); "
+                   "their metrics cover the epochs run")
+    stalled = int(metrics["stalled"].sum())
+    if stalled:
+        out.append(f"kv: {stalled} seeds stalled with requests left (no batch fits)")
+    return out
+
+
+def describe(config: KVConfig) -> dict:
+    join = lambda t: "/".join(map(str, t))
+    return dict(policy=config.policy, prefill_tokens=join(config.prefill_tokens),
+                decode_tokens=join(config.decode_tokens), num_requests=config.num_requests,
+                horizon_s=config.horizon_s, end_mode=config.end_mode,
+                table_size=config.table_size, max_epochs=config.max_epochs)
+
+
+# One engine under a KV-memory limit (the WAIT paper); see the module docstring.
+ENGINE: Engine[KVConfig, KVParams, KVState] = Engine(
+    name="kv", Config=KVConfig, Params=KVParams, METRICS=METRICS, POLICIES=POLICIES,
+    make_params=make_params, init=init, step=step, done=done, finalize=finalize,
+    max_steps=max_steps, working_set_bytes=working_set_bytes, peak_bytes=peak_bytes,
+    step_unit="epoch",
     # Runs end at very different epochs and an epoch costs O(Q): skip finished chunks.
-    skip_done_in_block = True
-    make_params = staticmethod(make_params)
-    init = staticmethod(init)
-    step = staticmethod(step)
-    done = staticmethod(done)
-    finalize = staticmethod(finalize)
-
-    # The ring Q and the candidates per epoch A run padded (`pad`). The number of request
-    # types m is not a size: the types' lengths are static tuples (prefill_tokens,
-    # decode_tokens) that the program holds as constants and that fix the stage axis K1 and
-    # nested_wait's segments, so configs with different m differ in fields that are not sizes
-    # and could never share a bucket. (Padding with extra types of zero rate would be exact:
-    # a type whose cumulative rate equals its predecessor's is never drawn, and a threshold
-    # >= 1 never fires on an empty queue; but only configs whose type lists extend one
-    # another would gain, and the lengths would have to become traced, changing the unpadded
-    # program.)
-    size_fields = ("table_size", "arrivals_per_step")
-
-    def example(self) -> KVConfig:
-        return KVConfig(num_requests=40, table_size=64)
-
-    def max_steps(self, config: KVConfig) -> int:
-        return config.max_epochs
-
-    def can_pad(self, config: KVConfig) -> bool:
-        # Every policy and option: the table enters the policies through integer counts and
-        # prefix sums only, and the float sums over it through `ordered_sum` (see `ring_size`).
-        return True
-
-    def pad(self, config: KVConfig, params: KVParams, capacity) -> tuple[KVConfig, KVParams]:
-        from ..buckets import check_capacity
-        require(params.sizes is None, "params", "params of an unpadded run (sizes None)",
-                "params already padded")
-        cap = check_capacity(self, config, capacity)
-        try:
-            bucket = replace(config, **cap)
-        except ConfigError as err:      # e.g. A > Q, or Q * max_len over the int32 headroom
-            raise ConfigError(f"capacity {cap} is not a valid bucket: {err}") from None
-        sizes = KVSizes(*(jnp.int32(getattr(config, f)) for f in self.size_fields))
-        return bucket, replace(params, sizes=sizes)
-
-    def trajectory_length(self, config: KVConfig, metrics) -> int:
-        # The longest run over the seeds: independent of the chunking and the block size.
-        return int(np.max(metrics["num_epochs"]))
-
-    def working_set_bytes(self, config: KVConfig) -> int:
-        # About 32 bytes per table slot (id, type, seq, arrival, stage, flags, prefill) and the
-        # two histograms; the policies' prefix sums touch the table a few times per epoch. The
-        # insertion step's same-type matrix over the A candidates is A^2 bytes, and its
-        # buffers about 32 bytes per candidate. Monotone in Q and A (the bucket rule reads it).
-        A = config.arrivals_per_step
-        return 4 * 32 * config.table_size + 8 * config.hist_bins + A * A + 32 * A
-
-    def peak_bytes(self, config: KVConfig, record: bool) -> int:
-        A = config.arrivals_per_step
-        per_seed = 16 * 32 * config.table_size + 8 * config.hist_bins + 4 * (A * A + 32 * A)
-        if record:
-            per_seed += config.max_epochs * (64 + 4 * config.m * config.num_stages)
-        return per_seed
-
-    def check(self, config: KVConfig, metrics) -> list[str]:
-        out = []
-        lost = int(metrics["table_overflow"].sum())
-        if lost:
-            out.append(f"kv: {lost} arrivals found the request table full and were dropped "
-                       "(raise table_size Q); metrics exclude them")
-        open_ = int((metrics["done"] == 0).sum())
-        if open_:
-            out.append(f"kv: {open_} seeds did not finish within max_epochs (raise max_epochs); "
-                       "their metrics cover the epochs run")
-        stalled = int(metrics["stalled"].sum())
-        if stalled:
-            out.append(f"kv: {stalled} seeds stalled with requests left (no batch fits)")
-        return out
-
-    def describe(self, config: KVConfig) -> dict:
-        join = lambda t: "/".join(map(str, t))
-        return dict(policy=config.policy, prefill_tokens=join(config.prefill_tokens),
-                    decode_tokens=join(config.decode_tokens), num_requests=config.num_requests,
-                    horizon_s=config.horizon_s, end_mode=config.end_mode,
-                    table_size=config.table_size, max_epochs=config.max_epochs)
-
-
-ENGINE = KVEngine()
+    skip_done_in_block=True,
+    trajectory_length=trajectory_length, example=example, check=check, describe=describe,
+    size_fields=SIZE_FIELDS, pad_into=pad_into)

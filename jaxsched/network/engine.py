@@ -463,87 +463,83 @@ def batches(results: Results, s: int) -> dict[str, np.ndarray]:
     return trajectory_rows(results, s, KIND_BATCH)
 
 
-class NetworkEngine(Engine[NetworkConfig, NetworkParams, NetworkState]):
-    """K token-budget engines behind a router, or an agent network; see the module docstring."""
-    name = "network"
-    step_unit = "event"
-    Config = NetworkConfig
-    Params = NetworkParams
-    METRICS = METRICS
-    POLICIES = POLICIES
-    skip_done_in_block = True
-    make_params = staticmethod(make_params)
-    init = staticmethod(init)
-    step = staticmethod(step)
-    done = staticmethod(done)
-    finalize = staticmethod(finalize)
+# --------------------------------------------------------------------------- runner hints
 
-    # Every agent's ring, and the agents themselves behind a router (`pad`).
-    size_fields = ("table_size", "agents")
-
-    def example(self) -> NetworkConfig:
-        return NetworkConfig(horizon_s=5.0, table_size=256)
-
-    def max_steps(self, config: NetworkConfig) -> int:
-        return config.max_steps
-
-    def can_pad(self, config: NetworkConfig) -> bool:
-        # Every policy, router and topology pads its table; only `parallel` pads its agents
-        # (`pad`), and configs of other topologies never differ in agents alone (their routes
-        # name every agent, fork_join has four), so a bucket never asks them to.
-        return True
-
-    def pad(self, config: NetworkConfig, params: NetworkParams,
-            capacity) -> tuple[NetworkConfig, NetworkParams]:
-        """(bucket config, params) running `config` inside the table_size and agents of
-        `capacity` (see `Engine.pad`): the params carry the run's own sizes (`NetworkSizes`),
-        and its metrics are bitwise those of the unpadded run. More agents need topology
-        `parallel` (the routes of `routes` and the stages of `fork_join` name their agents);
-        the extra agents get agent 0's constants and the default type priority, which nothing
-        reads (they never hold a task). Recorded per-slot rows (record_members) have the
-        bucket's Q columns, the run's first."""
-        from ..buckets import check_capacity
-        require(params.sizes is None, "params", "params of an unpadded run (sizes None)",
-                "params already padded")
-        cap = check_capacity(self, config, capacity)
-        K, extra = config.K, cap["agents"] - config.K
-        require(extra == 0 or config.topology == "parallel", "capacity agents",
-                f"{K} (the config's) for topology {config.topology!r}, whose routes name their "
-                "agents (only 'parallel' runs padded into more agents)", cap["agents"])
-        orders = config.type_orders
-        if orders is not None and extra:
-            orders = orders + (tuple(range(config.m)),) * extra
-        bucket = replace(config, **cap, type_orders=orders)
-        grow = lambda a: jnp.concatenate([a, jnp.repeat(a[:1], extra, axis=0)]) if extra else a
-        sizes = NetworkSizes(jnp.int32(config.table_size), jnp.int32(K))
-        return bucket, replace(params, agent=jax.tree.map(grow, params.agent),
-                               rank=grow(params.rank), sizes=sizes)
-
-    def trajectory_length(self, config: NetworkConfig, metrics) -> int:
-        return int(np.max(metrics["num_steps"]))
-
-    def trim(self, config: NetworkConfig, trajectories) -> dict:
-        # The event kinds share KIND_NONE (0) for steps of ended runs with the budget engine.
-        return trim_trajectories(config.table_size, trajectories)
-
-    def working_set_bytes(self, config: NetworkConfig) -> int:
-        # About 50 bytes per slot per agent (the budget ring plus stage and leaving).
-        return 50 * config.K * config.table_size + 4 * config.hist_bins
-
-    def peak_bytes(self, config: NetworkConfig, record: bool) -> int:
-        per_seed = 4 * self.working_set_bytes(config)
-        if record:
-            per_seed += config.max_steps * (48 + (16 * config.table_size
-                                                  if config.record_members else 0))
-        return per_seed
-
-    def check(self, config: NetworkConfig, metrics) -> list[str]:
-        return run_warnings("network", "tasks", " at an agent", config, metrics)
-
-    def describe(self, config: NetworkConfig) -> dict:
-        return dict(topology=config.topology, agents=config.K, policy=config.policy,
-                    router=config.router if config.topology == "parallel" else "",
-                    horizon_s=config.horizon_s, table_size=config.table_size)
+def example() -> NetworkConfig:
+    return NetworkConfig(horizon_s=5.0, table_size=256)
 
 
-ENGINE = NetworkEngine()
+def max_steps(config: NetworkConfig) -> int:
+    return config.max_steps
+
+
+# Every agent's ring, and the agents themselves behind a router. Every policy, router and
+# topology pads its table; only `parallel` pads its agents (`pad_into`), and configs of other
+# topologies never differ in agents alone (their routes name every agent, fork_join has four),
+# so a bucket never asks them to.
+SIZE_FIELDS = ("table_size", "agents")
+
+
+def pad_into(config: NetworkConfig, params: NetworkParams,
+             capacity) -> tuple[NetworkConfig, NetworkParams]:
+    """(bucket config, params) running `config` inside the validated table_size and agents of
+    `capacity` (`Engine.pad`): the params carry the run's own sizes (`NetworkSizes`), and its
+    metrics are bitwise those of the unpadded run. More agents need topology `parallel` (the
+    routes of `routes` and the stages of `fork_join` name their agents); the extra agents get
+    agent 0's constants and the default type priority, which nothing reads (they never hold a
+    task). Recorded per-slot rows (record_members) have the bucket's Q columns, the run's
+    first."""
+    K, extra = config.K, capacity["agents"] - config.K
+    require(extra == 0 or config.topology == "parallel", "capacity agents",
+            f"{K} (the config's) for topology {config.topology!r}, whose routes name their "
+            "agents (only 'parallel' runs padded into more agents)", capacity["agents"])
+    orders = config.type_orders
+    if orders is not None and extra:
+        orders = orders + (tuple(range(config.m)),) * extra
+    bucket = replace(config, **capacity, type_orders=orders)
+    grow = lambda a: jnp.concatenate([a, jnp.repeat(a[:1], extra, axis=0)]) if extra else a
+    sizes = NetworkSizes(jnp.int32(config.table_size), jnp.int32(K))
+    return bucket, replace(params, agent=jax.tree.map(grow, params.agent),
+                           rank=grow(params.rank), sizes=sizes)
+
+
+def trajectory_length(config: NetworkConfig, metrics) -> int:
+    return int(np.max(metrics["num_steps"]))
+
+
+def trim(config: NetworkConfig, trajectories) -> dict:
+    # The event kinds share KIND_NONE (0) for steps of ended runs with the budget engine.
+    return trim_trajectories(config.table_size, trajectories)
+
+
+def working_set_bytes(config: NetworkConfig) -> int:
+    # About 50 bytes per slot per agent (the budget ring plus stage and leaving).
+    return 50 * config.K * config.table_size + 4 * config.hist_bins
+
+
+def peak_bytes(config: NetworkConfig, record: bool) -> int:
+    per_seed = 4 * working_set_bytes(config)
+    if record:
+        per_seed += config.max_steps * (48 + (16 * config.table_size
+                                              if config.record_members else 0))
+    return per_seed
+
+
+def check(config: NetworkConfig, metrics) -> list[str]:
+    return run_warnings("network", "tasks", " at an agent", config, metrics)
+
+
+def describe(config: NetworkConfig) -> dict:
+    return dict(topology=config.topology, agents=config.K, policy=config.policy,
+                router=config.router if config.topology == "parallel" else "",
+                horizon_s=config.horizon_s, table_size=config.table_size)
+
+
+# K token-budget engines behind a router, or an agent network; see the module docstring.
+ENGINE: Engine[NetworkConfig, NetworkParams, NetworkState] = Engine(
+    name="network", Config=NetworkConfig, Params=NetworkParams, METRICS=METRICS,
+    POLICIES=POLICIES, make_params=make_params, init=init, step=step, done=done,
+    finalize=finalize, max_steps=max_steps, working_set_bytes=working_set_bytes,
+    peak_bytes=peak_bytes, step_unit="event", skip_done_in_block=True,
+    trajectory_length=trajectory_length, example=example, check=check, describe=describe,
+    size_fields=SIZE_FIELDS, pad_into=pad_into, trim=trim)

@@ -16,8 +16,9 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import require_choice
-from .config import LINEAR_STEP_MODEL, UNIT_STEP_MODEL, instance_params
+from .config import instance_params
 from .instances import compiled_orders, execute, policy_config
+from .registry import STEP_MODELS as STEP_MODEL_REGISTRY
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,8 @@ ALGORITHMS = {a.name: a for a in (
     Algorithm("lp", "sorted_lp", "Sorted-LP"),
     Algorithm("lp", "lp_swap", "LP-Swap"),
 )}
-STEP_MODELS = {"unit": UNIT_STEP_MODEL, "linear": LINEAR_STEP_MODEL}
+# {name: make_params keywords} of the registered step-time models (registry.STEP_MODELS).
+STEP_MODELS = {name: entry.fn for name, entry in STEP_MODEL_REGISTRY.items()}
 
 
 @dataclass

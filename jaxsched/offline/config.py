@@ -42,7 +42,7 @@ class OfflineConfig:
       `--set workload=NAME` gives), resolved to its Batch with `num_requests` requests.
     num_requests: n for a workload given by name (default: the mix's own, e.g. 100); given
       with a Batch, it resizes the Batch to n jobs. The size of a size bucket
-      (`OfflineEngine.pad`, `batchmodel.pad`): runs of different n share one compiled
+      (`Engine.pad`, `batchmodel.pad_into`): runs of different n share one compiled
       program.
     policy: the order the executor admits requests in (`POLICIES`).
     max_steps: scan steps after which a run is cut (default: the sum of the largest possible

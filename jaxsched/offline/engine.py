@@ -138,67 +138,54 @@ def step(config: OfflineConfig, params: OfflineParams, state: OfflineState, reco
     return new, out
 
 
-class OfflineEngine(Engine[OfflineConfig, OfflineParams, OfflineState]):
-    """n requests at t = 0 on one worker with a KV limit (papers 002, 003)."""
-    name = "offline"
-    Config = OfflineConfig
-    Params = OfflineParams
-    METRICS = METRICS
-    POLICIES = POLICIES
+# --------------------------------------------------------------------------- runner hints
+
+def example() -> OfflineConfig:
+    from ..workload import Batch, Independent, UniformInt
+    return OfflineConfig(Batch(Independent(UniformInt(1, 50), UniformInt(1, 50)), 40))
+
+
+def max_steps(config: OfflineConfig) -> int:
+    return config.steps
+
+
+def working_set_bytes(config: OfflineConfig) -> int:
+    return 4 * 10 * config.n
+
+
+def peak_bytes(config: OfflineConfig, record: bool) -> int:
+    per_seed = 4 * 40 * config.n
+    if record:
+        per_seed += 20 * min(config.steps, 1 << 20)
+    return per_seed
+
+
+def check(config: OfflineConfig, metrics) -> list[str]:
+    out = []
+    dropped = int(metrics["num_dropped"].sum())
+    if dropped:
+        out.append(f"offline: {dropped} requests had s + o > M and could never start; they "
+                   "were dropped (metrics cover the others)")
+    cut = int((metrics["done"] == 0).sum())
+    if cut:
+        out.append(f"offline: {cut} seeds did not finish within max_steps (raise it)")
+    return out
+
+
+def describe(config: OfflineConfig) -> dict:
+    return dict(policy=config.policy, workload=config.workload.name, num_requests=config.n)
+
+
+# n requests at t = 0 on one worker with a KV limit (papers 002, 003). Size buckets over n, the
+# number of requests, come from the batch model it shares with the interval engine.
+ENGINE: Engine[OfflineConfig, OfflineParams, OfflineState] = Engine(
+    name="offline", Config=OfflineConfig, Params=OfflineParams, METRICS=METRICS,
+    POLICIES=POLICIES, make_params=make_params, init=init, step=step, done=done,
+    finalize=finalize, max_steps=max_steps, working_set_bytes=working_set_bytes,
+    peak_bytes=peak_bytes,
     # Runs of one chunk end at different steps; a step costs O(n) per admission.
-    skip_done_in_block = True
-    make_params = staticmethod(make_params)
-    init = staticmethod(init)
-    step = staticmethod(step)
-    done = staticmethod(done)
-    finalize = staticmethod(finalize)
-
-    # n, the number of requests (jobs): the size of the batch model's buckets (`batchmodel`).
-    size_fields = ("num_requests",)
-
-    def example(self) -> OfflineConfig:
-        from ..workload import Batch, Independent, UniformInt
-        return OfflineConfig(Batch(Independent(UniformInt(1, 50), UniformInt(1, 50)), 40))
-
-    def max_steps(self, config: OfflineConfig) -> int:
-        return config.steps
-
-    def can_pad(self, config: OfflineConfig) -> bool:
-        return batchmodel.can_pad(config)
-
-    def size_free(self, config: OfflineConfig) -> OfflineConfig:
-        return batchmodel.size_free(config)
-
-    def pad(self, config: OfflineConfig, params: OfflineParams, capacity):
-        """(bucket config with `capacity`'s num_requests, params carrying the run's own n):
-        `batchmodel.pad`."""
-        return batchmodel.pad(self, config, params, capacity)
-
-    def trajectory_length(self, config: OfflineConfig, metrics) -> int:
-        return batchmodel.trajectory_length(metrics)
-
-    def working_set_bytes(self, config: OfflineConfig) -> int:
-        return 4 * 10 * config.n
-
-    def peak_bytes(self, config: OfflineConfig, record: bool) -> int:
-        per_seed = 4 * 40 * config.n
-        if record:
-            per_seed += 20 * min(config.steps, 1 << 20)
-        return per_seed
-
-    def check(self, config: OfflineConfig, metrics) -> list[str]:
-        out = []
-        dropped = int(metrics["num_dropped"].sum())
-        if dropped:
-            out.append(f"offline: {dropped} requests had s + o > M and could never start; they "
-                       "were dropped (metrics cover the others)")
-        cut = int((metrics["done"] == 0).sum())
-        if cut:
-            out.append(f"offline: {cut} seeds did not finish within max_steps (raise it)")
-        return out
-
-    def describe(self, config: OfflineConfig) -> dict:
-        return dict(policy=config.policy, workload=config.workload.name, num_requests=config.n)
-
-
-ENGINE = OfflineEngine()
+    skip_done_in_block=True,
+    trajectory_length=lambda config, metrics: batchmodel.trajectory_length(metrics),
+    example=example, check=check, describe=describe,
+    size_fields=("num_requests",), pad_check=batchmodel.pad_check,
+    pad_into=batchmodel.pad_into, size_free=batchmodel.size_free)

@@ -2,66 +2,198 @@
 files, output paths checked before any work, fallback files, umask, readable results."""
 from __future__ import annotations
 
+import argparse
 import csv
+import importlib
+import json
 import os
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 
 from jaxsched import __version__
-from jaxsched.cli import build_parser, catalog, main
+from jaxsched.cli import build_parser, main
 from jaxsched.errors import ConfigError
 from jaxsched.outputs import check_dir, check_file, file_mode, save
 from jaxsched.results import ResultsFile, write_csv
 
+ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--G", "2", "--B", "4", "--R", "4", "--steps", "40", "--seeds", "2", "--quiet",
         "--policies", "fcfs"]
 
 
-def test_catalog_matches_the_live_registries():
-    # The parsers list these names without importing JAX; they must be the engines' own.
+ENGINE_NAMES = ("dp", "kv", "offline", "interval", "budget", "network")
+
+
+def _registry(engine: str):
+    return importlib.import_module(f"jaxsched.{engine}.registry")
+
+
+@pytest.mark.parametrize("engine", ENGINE_NAMES[1:])    # dp's reproductions live in cli/dp.py
+def test_registered_experiments_are_the_live_ones(engine):
+    # The parsers list these names without importing JAX; each is the engine's own, and
+    # `jaxsched ENGINE experiment NAME` runs the registered function.
+    reg = _registry(engine).EXPERIMENTS
+    live = importlib.import_module(f"jaxsched.{engine}.experiments").EXPERIMENTS
+    if engine == "kv":                 # E1-E4 run by name; Theorem 1's scaling has its own runner
+        from jaxsched.kv import experiments as kx
+        assert reg.names() == (*live, "scaling")
+        assert all(reg[n].fn is kx.run_experiment for n in live)
+        assert reg["scaling"].fn is kx.run_scaling
+        assert all(live[n].title in reg[n].doc and live[n].figure in reg[n].doc for n in live)
+    else:
+        assert reg.names() == tuple(live)
+        assert all(reg[n].fn is live[n] for n in live)
+
+
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+def test_registered_sweep_fields_are_the_live_engines(engine):
     from jaxsched import get_engine
-    from jaxsched.kernels import BFIO_VARIANTS
-    from jaxsched.kv import experiments as kx
-    from jaxsched.kv.config import DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN
-    from jaxsched.kv.experiments.setups import CAPACITY_RULES
-    assert catalog.BFIO_KERNELS == tuple(BFIO_VARIANTS)
-    assert catalog.KV_EXPERIMENTS == tuple(kx.EXPERIMENTS)
-    assert catalog.KV_CAPACITY_RULES == tuple(CAPACITY_RULES)
-    assert (catalog.KV_DEFAULT_CAPACITY_TOKENS, catalog.KV_DEFAULT_D0_S,
-            catalog.KV_DEFAULT_D1_S_PER_TOKEN) == (DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S,
-                                                   DEFAULT_D1_S_PER_TOKEN)
-    from jaxsched.offline import compare, experiments, workloads
-    assert catalog.OFFLINE_EXPERIMENTS == tuple(experiments.EXPERIMENTS)
-    assert catalog.OFFLINE_WORKLOADS == workloads.NAMES
-    assert catalog.OFFLINE_STEP_MODELS == tuple(compare.STEP_MODELS)
-    from jaxsched.interval import config as iconfig
-    from jaxsched.interval import experiments as iexp
+    eng, reg = get_engine(engine), _registry(engine)
+    assert (reg.CONFIG_FIELDS, reg.PARAMS_FIELDS) == (tuple(eng.config_fields()),
+                                                      tuple(eng.params_fields()))
+
+
+def test_dp_registries_are_the_live_names():
+    from jaxsched import kernels
+    from jaxsched.dp import DPConfig
+    from jaxsched.dp import registry as reg
+    from tests.reference import dp as ref
+    assert reg.KERNELS.names() == tuple(kernels.BFIO_VARIANTS)
+    assert all(callable(e.fn) and e.fn is getattr(kernels, e.fn.__name__)
+               for e in reg.KERNELS.values())
+    assert all(e.fn().name == n for n, e in reg.WORKLOADS.items())     # each its constructor
+    assert (reg.SEMANTICS, reg.PREDICTORS) == (ref.SEMANTICS, ref.PREDICTORS)
+    for s in reg.SEMANTICS:
+        assert DPConfig(semantics=s).semantics == s
+    for p in reg.PREDICTORS:
+        assert DPConfig(predictor=p).predictor == p
+    for k in reg.KERNELS:
+        assert DPConfig(bfio_kernel=k).bfio_kernel == k
+
+
+def test_kv_registries_are_the_live_names():
+    import inspect
+
+    from jaxsched.kv import config, experiments
+    from jaxsched.kv import registry as reg
+    assert reg.CAPACITY_RULES.names() == tuple(experiments.CAPACITY_RULES)
+    assert all(e.fn is experiments.capacity_for for e in reg.CAPACITY_RULES.values())
+    defaults = inspect.signature(config.make_params).parameters
+    assert (reg.DEFAULT_CAPACITY_TOKENS, reg.DEFAULT_D0_S, reg.DEFAULT_D1_S_PER_TOKEN) == (
+        defaults["capacity_tokens"].default, defaults["d0_s"].default,
+        defaults["d1_s_per_token"].default)
+    hw = experiments.HARDWARE
+    assert (hw.capacity_tokens, hw.d0_s, hw.d1_s_per_token) == (
+        reg.DEFAULT_CAPACITY_TOKENS, reg.DEFAULT_D0_S, reg.DEFAULT_D1_S_PER_TOKEN)
+
+
+def test_offline_and_interval_registries_are_the_live_names():
+    import typing
+
+    from jaxsched import batchmodel
+    from jaxsched.interval import intervals
+    from jaxsched.interval import registry as ireg
     from jaxsched.interval import workloads as iwork
-    assert catalog.INTERVAL_EXPERIMENTS == tuple(iexp.EXPERIMENTS)
-    assert catalog.INTERVAL_WORKLOADS == iwork.NAMES
-    assert (("stale", "live"), ("sorted", "random")) == (iconfig.EVICTION_KEYS, iconfig.AMAX_ORDERS)
-    for name, (cfg, par) in catalog.SWEEP_FIELDS.items():
-        eng = get_engine(name)
-        assert (cfg, par) == (tuple(eng.config_fields()), tuple(eng.params_fields()))
+    from jaxsched.offline import compare, workloads
+    from jaxsched.offline import registry as oreg
+    from tests.reference import interval as iref
+    assert oreg.WORKLOADS.names() == workloads.NAMES
+    assert all(e.fn is workloads.named for e in oreg.WORKLOADS.values())
+    assert oreg.STEP_MODELS.names() == tuple(compare.STEP_MODELS) == ("unit", "linear")
+    assert (oreg.STEP_MODELS["unit"].fn, oreg.STEP_MODELS["linear"].fn) == (
+        batchmodel.UNIT_STEP_MODEL, batchmodel.LINEAR_STEP_MODEL)
+    assert ireg.STEP_MODELS is oreg.STEP_MODELS          # the batch model's, shared
+    assert ireg.WORKLOADS.names() == iwork.NAMES
+    assert all(e.fn is iwork.named for e in ireg.WORKLOADS.values())
+    # Every predictor class has a name, and `parse` reads each name's short form.
+    assert tuple(e.fn for e in ireg.INTERVAL_KINDS.values()) == typing.get_args(
+        intervals.IntervalSpec)
+    short = {"shared": "shared:1:10", "buckets": "buckets:10:3", "relative": "relative:0.5",
+             "exact": "exact"}
+    assert {n: type(intervals.parse(short[n])) for n in ireg.INTERVAL_KINDS} == {
+        n: e.fn for n, e in ireg.INTERVAL_KINDS.items()}
+    assert (ireg.EVICTION_KEYS, ireg.AMAX_ORDERS) == (iref.EVICTION_KEYS, iref.AMAX_ORDERS)
 
 
 def test_help_and_version_do_not_import_jax():
-    code = ("import sys; from jaxsched.cli import main\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+    # `--help`, `--version` and the help of every command (walked from the parser) in one
+    # fresh interpreter: none imports JAX.
+    paths = list(command_paths(build_parser()))
+    assert {p[0] for p in paths} == {*ENGINE_NAMES, "run", "reproduce", "check", "sweep", "tune"}
+    argvs = [["--help"], ["--version"]] + [[*p, "--help"] for p in paths]
+    code = ("import json, sys\nfrom jaxsched.cli import main\n"
+            "for argv in json.loads(sys.argv[1]):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
             "assert 'jax' not in sys.modules, 'help imported jax'\n")
-    for argv in (["--help"], ["--version"], ["run", "--help"], ["sweep", "--help"],
-                 ["kv", "run", "--help"], ["kv", "experiment", "--help"], ["tune", "--help"],
-                 ["check", "--help"], ["offline", "run", "--help"],
-                 ["offline", "experiment", "--help"], ["interval", "run", "--help"],
-                 ["interval", "experiment", "--help"]):
-        p = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
-        assert p.returncode == 0, (argv, p.stderr)
-        assert p.stdout.strip()
+    p = subprocess.run([sys.executable, "-c", code, json.dumps(argvs)], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("usage: jaxsched") == len(argvs) - 1          # all but --version
     p = subprocess.run([sys.executable, "-m", "jaxsched.cli", "--version"], capture_output=True, text=True)
     assert p.stdout.strip() == f"jaxsched {__version__}"
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return {name: sub for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+            for name, sub in a.choices.items()}
+
+
+def command_paths(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()):
+    """Every command of `parser` as its argument path: ("run",), ("kv",), ("kv", "run"), ..."""
+    for name, sub in _subcommands(parser).items():
+        yield (*prefix, name)
+        yield from command_paths(sub, (*prefix, name))
+
+
+def _option(parser: argparse.ArgumentParser, flag: str) -> argparse.Action | None:
+    return next((a for a in parser._actions if flag in a.option_strings), None)
+
+
+# What `--out` names, by command kind: a run (and a sweep) writes one CSV file; an experiment,
+# a reproduction, a check or a tuning writes a folder of files. Its help begins by saying so.
+OUT_KINDS = {"run": "file", "sweep": "file", "experiment": "folder", "reproduce": "folder",
+             "check": "folder", "check-stability": "folder", "tune": "folder"}
+OUT_HELP = {"file": "CSV file, one row per ", "folder": "folder for "}
+
+
+def test_every_run_takes_8_seeds_and_every_out_says_file_or_folder():
+    root = build_parser()
+    commands = {}
+    for path in command_paths(root):
+        parser = root
+        for name in path:
+            parser = _subcommands(parser)[name]
+        commands[path] = parser
+    runs = [p for p in commands if p[-1] == "run"]
+    assert len(runs) == 7                  # run, and dp, kv, offline, interval, budget, network run
+    for path in runs:
+        assert _option(commands[path], "--seeds").default == 8, path
+    with_out = {p: _option(c, "--out") for p, c in commands.items() if _option(c, "--out")}
+    assert {p[-1] for p in with_out} == set(OUT_KINDS)     # every command with --out has a kind
+    for path, action in with_out.items():
+        kind = OUT_KINDS[path[-1]]
+        assert action.help.startswith(OUT_HELP[kind]), (path, action.help)
+        assert action.default is None or str(action.default).endswith(".csv") == (kind == "file"), path
+
+
+def test_reproduce_writes_its_csv_into_the_out_folder(tmp_path, monkeypatch, capsys):
+    import jaxsched.cli.dp as cli_dp
+    rows = [{"horizon": 0, "seed": 0, "avg_imbalance_tokens": 1.5}]
+    monkeypatch.setattr(cli_dp, "_reproduce_fig4", lambda n, png, quiet: (rows, "table", png))
+    out = tmp_path / "r"
+    assert main(["reproduce", "fig4", "--seeds", "2", "--out", str(out), "--quiet"]) == 0
+    assert list(csv.DictReader((out / "fig4.csv").open())) == [
+        {"horizon": "0", "seed": "0", "avg_imbalance_tokens": "1.5"}]
+    conf = tomllib.loads((out / "fig4.config.toml").read_text())
+    assert conf["out"] == str(out) and conf["seeds"] == 2
+    assert f"plot: {out / 'fig4.png'}" in capsys.readouterr().out    # the plot's default place
+    (tmp_path / "f.csv").write_text("x")
+    assert main(["reproduce", "fig4", "--out", str(tmp_path / "f.csv")]) == 2
+    assert "--out must be a folder" in capsys.readouterr().err
 
 
 def _help(*argv: str) -> str:
@@ -75,6 +207,8 @@ def _help(*argv: str) -> str:
     (["run"], ["fcfs_alg2", "round_robin", "(default: 3000)", "(default: 16)",
                "(default: results/run.csv)", "(default: oracle)"]),
     (["check"], ["ms_lf", "round_lpt", "(default: window)", "theorems 4, stability 8", "stability"]),
+    (["reproduce"], ["table1, fig4, noise", "folder for <what>.csv", "(default: results)",
+                     "default <out>/<what>.png"]),
     (["sweep"], ["num_workers", "step_const_s", "capacity_tokens", "burn_in_requests",
                  "(default: 64)", "(default: 1024.0)"]),
     (["kv", "run"], ["nested_wait", "sarathi", "(default: 110000)", "(default: 0.01)"]),

@@ -10,7 +10,7 @@ import pytest
 
 import jaxsched as js
 from jaxsched import ConfigError, dp, kv
-from jaxsched.engine import engine_of, get_engine
+from jaxsched.engine import Engine, engine_of, get_engine
 from jaxsched.progress import Progress
 from jaxsched.registry import ENGINES
 from jaxsched.run import Results, default_seed_chunk, seeds_for_budget, simulate
@@ -118,3 +118,57 @@ def test_every_engine_is_an_attribute_of_the_package():
     assert js.ENGINES == ENGINES.names() and set(js.ENGINES) <= set(js.__all__)
     for name in js.ENGINES:
         assert getattr(js, name) is importlib.import_module(f"jaxsched.{name}")
+
+
+def test_engines_are_values_built_from_functions():
+    # No wiring classes: every engine is an `Engine` value whose model entries are the plain
+    # module functions of its package.
+    import importlib
+    for name in ENGINES:
+        eng = get_engine(name)
+        assert type(eng) is Engine, name
+        mod = importlib.import_module(f"jaxsched.{name}.engine")
+        assert eng.step is mod.step and eng.init is mod.init and eng.done is mod.done, name
+
+
+def test_engine_value_errors_name_the_field():
+    dp = get_engine("dp")
+    with pytest.raises(ConfigError, match="step_unit must be one of"):
+        dataclasses.replace(dp, step_unit="tick")
+    with pytest.raises(ConfigError, match="'dp2': step must be a function"):
+        dataclasses.replace(dp, name="dp2", step=3)
+    with pytest.raises(ConfigError, match="'lookahead' .* is not a field of DPConfig"):
+        dataclasses.replace(dp, size_fields=("lookahead",))
+    with pytest.raises(ConfigError, match="POLICIES must be"):
+        dataclasses.replace(dp, POLICIES={})
+
+
+def test_replace_rederives_the_default_hints():
+    # trajectory_length defaults to max_steps: a replaced max_steps is the one read, not the
+    # original engine's (dataclasses.replace hands the old default back to __post_init__).
+    dp = get_engine("dp")
+    cfg = dp.example()
+    longer = dataclasses.replace(dp, max_steps=lambda config: 7 * config.num_steps)
+    assert dp.trajectory_length(cfg, {}) == cfg.num_steps
+    assert longer.trajectory_length(cfg, {}) == 7 * cfg.num_steps
+    assert dp.can_switch(cfg) and not dataclasses.replace(dp, switch=None, can_switch=None).can_switch(cfg)
+    with pytest.raises(NotImplementedError, match="'dp' declares no example"):
+        dataclasses.replace(dp, example=None).example()
+
+
+def test_pad_checks_before_the_engine_pads():
+    from jaxsched.dp import DPConfig
+    dp = get_engine("dp")
+    ms = DPConfig(num_workers=3, slots_per_worker=4, pool_size=4, num_steps=10, policy="bfio",
+                  bfio_kernel="ms_ls")
+    assert not dp.can_pad(ms)
+    with pytest.raises(ConfigError, match="bfio_kernel 'ms_ls' does not run padded"):
+        dp.pad(ms, dp.make_params(ms), {"num_workers": 4})
+    cfg = dp.example()
+    with pytest.raises(ConfigError, match="config must be a DPConfig"):
+        dp.pad(get_engine("kv").example(), dp.make_params(cfg), {})
+    bucket, params = dp.pad(cfg, dp.make_params(cfg), {"num_workers": 5})
+    assert bucket.num_workers == 5 and int(params.sizes.num_workers) == cfg.num_workers
+    with pytest.raises(ConfigError, match="params already padded"):
+        dp.pad(cfg, params, {"num_workers": 5})
+    assert not dataclasses.replace(dp, pad_into=None).can_pad(cfg)

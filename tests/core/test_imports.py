@@ -191,3 +191,32 @@ def test_offline_config_and_workloads_do_not_import_each_other():
     for pkg in ("offline", "interval"):
         cfg, wl = f"jaxsched.{pkg}.config", f"jaxsched.{pkg}.workloads"
         assert not (wl in g[cfg] and cfg in g[wl]), f"{cfg} and {wl} import each other"
+
+
+# The registries: the names `--help`, validation, sweeps and the docs read, with their docs and
+# "module:attribute" targets; importing one must not import what the targets name.
+REGISTRIES = sorted(m for m in MODULES if m == "jaxsched.registry" or m.endswith(".registry"))
+
+
+def test_registry_modules_import_no_jax():
+    import subprocess
+    import sys
+    assert {f"jaxsched.{e}.registry" for e in ("dp", "kv", "offline", "interval", "budget",
+                                               "network")} <= set(REGISTRIES)
+    code = ("import sys\n" + "".join(f"import {m}\n" for m in REGISTRIES) +
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib'))\n"
+            "assert not bad, bad\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+
+
+def test_registry_modules_import_only_registries():
+    # At import time a registry reads other registries (and jaxsched.registry its errors),
+    # nothing else of jaxsched: a module that imports no JAX today may tomorrow.
+    allowed = {*REGISTRIES, "jaxsched", "jaxsched.errors"}
+    bad = []
+    for m in REGISTRIES:
+        for src, _, line in _imports(m, _top_level(_parse(m))):
+            if src.split(".")[0] in PACKAGES and src not in allowed:
+                bad.append(f"{m}:{line} imports {src}")
+    assert not bad, "registry modules importing more than registries:\n" + "\n".join(bad)

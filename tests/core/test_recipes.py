@@ -2,6 +2,8 @@
 the steps the README lists, work with the runner, sweeps and the conformance kit."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from jaxsched import testing
@@ -49,17 +51,17 @@ def test_toy_engine_sweeps_with_a_policy_added_from_user_code(toy, tmp_path):
 def test_kit_catches_a_broken_engine(toy):
     # The kit is not vacuous: an engine whose finalize forgets a metric, or whose steps keep
     # changing a finished run, fails it.
-    class Forgets(type(toy.ENGINE)):
-        def finalize(self, config, params, state):
-            return {"num_finished": super().finalize(config, params, state)["num_finished"]}
+    eng = toy.ENGINE
+
+    def forgets(config, params, state):
+        return {"num_finished": eng.finalize(config, params, state)["num_finished"]}
 
     with pytest.raises(AssertionError, match="METRICS lists"):
-        testing.check_run(Forgets())
+        testing.check_run(dataclasses.replace(eng, finalize=forgets))
 
-    class Restless(type(toy.ENGINE)):
-        def step(self, config, params, state, record):
-            new, out = super().step(config, params, state, record)
-            return type(new)(new.remaining, new.finish, new.step + 1), out
+    def restless(config, params, state, record):
+        new, out = eng.step(config, params, state, record)
+        return type(new)(new.remaining, new.finish, new.step + 1), out
 
     with pytest.raises(AssertionError, match="a step after the end changed the state"):
-        testing.check_pure_steps(Restless())
+        testing.check_pure_steps(dataclasses.replace(eng, step=restless))

@@ -18,8 +18,8 @@ def _sig3(x: float) -> float:
 
 
 def test_table1_reproduced(burstgpt_path, tmp_path, capsys):
+    assert main(["reproduce", "table1", "--trace", str(burstgpt_path), "--out", str(tmp_path), "--quiet"]) == 0
     out = tmp_path / "table1.csv"
-    assert main(["reproduce", "table1", "--trace", str(burstgpt_path), "--out", str(out), "--quiet"]) == 0
     rows = {r["label"]: r for r in csv.DictReader(out.open())}
     assert set(rows) == {"fcfs", "jsq_tokens", "bfio(H=0)", "bfio(H=20)"}
     m = {k: {c: float(v) for c, v in r.items() if c.endswith(("_tokens", "_per_s", "_s", "_j", "_step"))}

@@ -41,6 +41,7 @@ import numpy as np
 from ...errors import require, require_float, require_int
 from ..config import DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN, INT_LIMIT
 from ..fluid import FluidTypes, equilibrium, nested_check, nested_segments, nested_thresholds, stage_work, wait_check
+from ..registry import CAPACITY_RULES as CAPACITY_RULE_REGISTRY
 
 # Known policies first, in this order; policies registered later (e.g. "vllm", "sarathi")
 # join automatically, after these.
@@ -157,12 +158,8 @@ EXPERIMENTS: dict[str, KVExperiment] = {
 
 # --------------------------------------------------------------------------- capacity
 
-CAPACITY_RULES = {
-    "mstar": "C = f M*, the fluid memory (6) times capacity_factor f",
-    "mpi": "C = M^pi of the featured policy's thresholds (its memory at the threshold rule "
-           "with no bound on C)",
-    "hardware": "C = the hardware's capacity_tokens (110,000), whatever the load",
-}
+# {rule: description}, from the kv registry (where `--help` reads the names without JAX).
+CAPACITY_RULES = {name: entry.doc for name, entry in CAPACITY_RULE_REGISTRY.items()}
 
 
 def capacity_for(exp: KVExperiment, load: float, rule: str,
