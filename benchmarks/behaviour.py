@@ -19,7 +19,9 @@ imbalance and theorem number stayed bit for bit equal. `run`, `sweep_dp` and `ta
 re-recorded when the dp engine began to round each product of a queueing delay before adding
 them (so that a run padded into a size bucket rounds as the unpadded run does; see
 `jaxsched.dp.engine._admission_stats`): only the queueing-delay columns changed, in the eighth
-significant digit.) A refactoring that
+significant digit. The `max_epochs` column of `sweep_kv` was renamed `max_steps` in the record
+with the kv Config field, and the `horizon` column of `run`, `sweep_dp` and `table1`
+`lookahead_steps` with the dp one; no number changed.) A refactoring that
 changes no behaviour leaves every number equal to the bit (CSV cells are written with
 `repr(float)`); columns that hold wall-clock times, paths or resume keys are not compared.
 `benchmarks/results/behaviour/` holds the recording this repository is checked against

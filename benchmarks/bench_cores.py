@@ -39,7 +39,7 @@ def make_case(name: str, size) -> tuple:
     if name.startswith("dp_"):
         policy = name[3:]
         return js.dp.DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, policy=policy,
-                              horizon=0, num_steps=int(size)), None
+                              lookahead_steps=0, num_steps=int(size)), None
     if name == "kv":
         return js.kv.KVConfig(num_requests=int(size)), None
     from benchmarks.bench_budget import RATE, _config

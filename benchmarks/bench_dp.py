@@ -1,6 +1,6 @@
 """Speed of the dp engine (`jaxsched.dp.simulate`) against two one-seed NumPy baselines.
 
-For each policy (fcfs, bfio with horizon 0) and shape (G, B) = (16, 72) with R = 64 and
+For each policy (fcfs, bfio with lookahead_steps 0) and shape (G, B) = (16, 72) with R = 64 and
 (32, 72) with R = 128, on the `BurstGPTLike` workload with semantics "paper", the engine runs
 1, 64 and 1024 seeds and each NumPy simulator runs seed 0 on the same request lengths
 (`jaxsched.workload.materialize`):
@@ -146,7 +146,7 @@ def log(msg: str) -> None:
 
 def make_config(policy: str, G: int, steps: int) -> jaxsched.dp.DPConfig:
     """The benchmarked dp configuration for one (policy, G) and step count."""
-    return jaxsched.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=POOL[G], horizon=0,
+    return jaxsched.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=POOL[G], lookahead_steps=0,
                              policy=policy, semantics="paper", num_steps=steps,
                              workload=jaxsched.BurstGPTLike())
 
@@ -492,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     md = "\n".join([
         f"# dp engine speed{' (--quick)' if args.quick else ''}",
         "",
-        f"{environment_line(env)}; workload BurstGPTLike, semantics paper, horizon 0.",
+        f"{environment_line(env)}; workload BurstGPTLike, semantics paper, lookahead_steps 0.",
         "",
         table,
         "",

@@ -83,17 +83,17 @@ def case(policy: str, horizon: float, table_size: int = Q) -> tuple[KVConfig, ob
     types = exp.types(LOAD, hw)
     th, _ = thresholds_for(exp, policy, types)
     # Every epoch runs a batch (>= d0 long), inserts an arrival or idles to the next one.
-    max_epochs = int(horizon / hw.d0_s + 2 * types.total_rate * horizon) + 1024
+    max_steps = int(horizon / hw.d0_s + 2 * types.total_rate * horizon) + 1024
     cfg = KVConfig(prefill_tokens=exp.prefill, decode_tokens=exp.decode, policy=policy,
                    num_requests=None, horizon_s=horizon, table_size=table_size,
-                   arrivals_per_step=A, max_epochs=max_epochs)
+                   arrivals_per_step=A, max_steps=max_steps)
     p = make_params(cfg, rates=types.rates, d0_s=hw.d0_s, d1_s_per_token=hw.d1_s_per_token,
                     capacity_tokens=C, thresholds=th)
     kw = dict(prefill=cfg.prefill_tokens, decode=cfg.decode_tokens, policy=policy,
               rates=types.rates.tolist(), d0=float(p.d0_s), d1=float(p.d1_s_per_token),
               capacity=int(p.capacity_tokens), thresholds=np.asarray(p.thresholds).tolist(),
               horizon_s=horizon, table_size=table_size, arrivals_per_step=A,
-              max_epochs=max_epochs, segment_bounds=cfg.segment_bounds,
+              max_steps=max_steps, segment_bounds=cfg.segment_bounds,
               hist_octave_bits=cfg.hist_octave_bits, batch_limit=int(p.batch_limit),
               token_limit=int(p.token_limit))
     return cfg, p, kw
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg, p, kw = case(policy, horizon)
         setup[policy] = dict(capacity_tokens=kw["capacity"], thresholds=kw["thresholds"],
                              rates_req_s=kw["rates"], table_size=Q, arrivals_per_step=A,
-                             max_epochs=cfg.max_epochs)
+                             max_steps=cfg.max_steps)
         base = bench_reference(cfg, p, kw, QUICK_REF_TARGET_S if a.quick else REF_TARGET_S)
         log(f"{policy}: reference {base['per_s']:.4g} epochs/s, {base['requests_per_s']:.4g} "
             f"requests/s over {base['seeds']} seeds")

@@ -7,7 +7,7 @@ plain Python, one request at a time. It simulates a single seed; the batched JAX
 timed against it in the same benchmark run.
 
 It implements docs/dp-semantics.md exactly (semantics "paper"; policies "fcfs", "jsq_tokens"
-and "bfio" with horizon 0), so its integer trajectories (`hist_loads`, `imbalance`) must equal
+and "bfio" with lookahead_steps 0), so its integer trajectories (`hist_loads`, `imbalance`) must equal
 the engine's and the reference simulator's.
 
     python -m benchmarks.numpy_dp --G 16 --B 72 --steps 2000 --policy bfio
@@ -138,7 +138,7 @@ def simulate_numpy(*, num_workers: int, slots_per_worker: int, pool_size: int, p
 
     Args:
       num_workers: G. slots_per_worker: B. pool_size: R (waiting requests the policy sees).
-      policy: "fcfs", "jsq_tokens", "bfio" (horizon 0, valley fill) or "round_robin".
+      policy: "fcfs", "jsq_tokens", "bfio" (lookahead_steps 0, valley fill) or "round_robin".
       prompt, output: int arrays [N] of prompt / output lengths (tokens, >= 1) of requests
         0..N-1 in reveal order. The stream is unbounded: if the run must reveal request N,
         `RequestsExhausted` is raised.

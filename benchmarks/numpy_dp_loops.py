@@ -15,7 +15,7 @@ vectorized expression over the whole [G, B] state, and heaps and bisection in th
 `bench_dp.py` times the engine against both in the same run.
 
 It implements docs/dp-semantics.md exactly (semantics "paper"; policies "fcfs", "jsq_tokens" and
-"bfio" with horizon 0), so its integer trajectories (`hist_loads`, `imbalance`) equal those of
+"bfio" with lookahead_steps 0), so its integer trajectories (`hist_loads`, `imbalance`) equal those of
 `numpy_dp.simulate_numpy`, the engine and the reference simulator.
 
     python -m benchmarks.numpy_dp_loops --G 16 --B 72 --steps 2000 --policy bfio

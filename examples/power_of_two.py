@@ -19,8 +19,9 @@ from jaxsched.dp.policies import Observation, in_queue_order, step_stream, unifo
 from jaxsched.registry import register_policy
 
 
-def my_power_of_two(obs: Observation, config):
-    """The dp policy signature: (obs, config) -> (worker int32[R], rank int32[R], rr_pointer)."""
+def my_power_of_two(config, params, obs: Observation):
+    """The dp policy signature: (config, params, obs) -> (worker int32[R], rank int32[R],
+    rr_pointer): the static DPConfig, the traced DPParams, then the engine's view."""
     stream = step_stream(obs)                    # this admission's share of the run's stream
 
     def choose(loads, free, p):                  # pool entry p (queue order), free slots now

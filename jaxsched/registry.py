@@ -188,7 +188,7 @@ def policies(engine: str) -> Registry:
 def register_policy(engine: str, name: str, fn: Callable, doc: str, options: tuple[str, ...] = (),
                     reference: Callable | str | None = None, *, replace: bool = False) -> Entry:
     """Add policy `name` to `engine` from user code, with the engine's policy signature (each
-    engine's `policies` module documents it; dp: `fn(obs, config) -> (worker, rank,
+    engine's `policies` module documents it; dp: `fn(config, params, obs) -> (worker, rank,
     rr_pointer)`, with the run's random stream in `obs.seed` and `obs.step`). `options`: the
     Config / Params fields it reads; `reference`: its plain-Python reference, if any. It is
     then a valid `policy` of that engine's Config, in sweeps and in policy sets."""

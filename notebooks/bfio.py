@@ -37,7 +37,7 @@ from IPython.display import Image, Markdown, display
 
 import jaxsched as js
 from jaxsched.dp import experiments as X
-from jaxsched.dp.plots import horizon_curve
+from jaxsched.dp.plots import lookahead_curve
 from jaxsched.stats import mean_ci
 
 # Plot files and the theorem report go to a temporary folder, removed when the kernel exits.
@@ -83,21 +83,21 @@ else:
 # Fig. 4 runs BF-IO(H) on the paper's synthetic workload (bivariate normal lengths, G = 16,
 # B = 72, R = 64) with every window row weighted equally (`lookahead_decay=1`, the paper's
 # program), and measures the mean of G max - sum of the post-growth loads. The full sweep
-# (`jaxsched reproduce fig4`: 11 horizons, 8 seeds, N = 8,000 requests and 8,000 steps per
-# seed) takes about 4 minutes; here 4 horizons, 6 seeds and N = 4,000 requests over 4,000
+# (`jaxsched reproduce fig4`: 11 lookaheads, 8 seeds, N = 8,000 requests and 8,000 steps per
+# seed) takes about 4 minutes; here 4 lookaheads, 6 seeds and N = 4,000 requests over 4,000
 # steps.
 
 # %%
-fig4 = X.fig4_sweep(horizons=(0, 16, 64, 256), seeds=range(6), num_requests=4000, steps=4000,
-                    progress=False)
+fig4 = X.fig4_sweep(lookahead_steps=(0, 16, 64, 256), seeds=range(6), num_requests=4000,
+                    steps=4000, progress=False)
 rows = []
 for H, v in fig4.items():
     mean, _, half, n = mean_ci(v)
     rows.append(f"| {H} | {mean / 1e3:.1f} ± {half / 1e3:.1f} |")
 display(Markdown(f"| H | avg imbalance (1e3 tokens), mean ± 95% CI over {n} seeds |\n|---|---|\n"
                  + "\n".join(rows)))
-png = horizon_curve({"BF-IO(H), oracle predictions": fig4}, out / "fig4.png",
-                    title="Imbalance against lookahead (synthetic, G=16, B=72; reduced Fig. 4)")
+png = lookahead_curve({"BF-IO(H), oracle predictions": fig4}, out / "fig4.png",
+                      title="Imbalance against lookahead (synthetic, G=16, B=72; reduced Fig. 4)")
 display(Image(filename=str(png)))
 
 # %% [markdown]

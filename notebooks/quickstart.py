@@ -57,7 +57,7 @@ seeds = np.arange(32)
 rows = []
 for policy, H in [("fcfs", 0), ("jsq_tokens", 0), ("bfio", 0), ("bfio", 20)]:
     cfg = js.dp.DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, policy=policy,
-                         horizon=H, num_steps=1500, workload=js.BurstGPTLike())
+                         lookahead_steps=H, num_steps=1500, workload=js.BurstGPTLike())
     res = js.simulate(cfg, js.dp.make_params(cfg), seeds)
     imb, _, imb_ci, n = mean_ci(res.metrics["avg_imbalance_tokens"])
     thr, _, thr_ci, _ = mean_ci(res.metrics["throughput_tokens_per_s"])
@@ -94,7 +94,7 @@ display(Image(filename=str(png)))
 
 # %%
 for bad in (lambda: js.dp.DPConfig(num_workers=0),
-            lambda: js.dp.DPConfig(policy="bfio", horizon=-1),
+            lambda: js.dp.DPConfig(policy="bfio", lookahead_steps=-1),
             lambda: js.kv.make_params(js.kv.KVConfig(), rates=(1e5, 1e5))):
     try:
         bad()

@@ -21,15 +21,16 @@ from jaxsched.errors import require_float, require_int
 from jaxsched.registry import Registry, register_engine
 
 # ------------------------------------------------------------------ policies (one signature)
-# policy(remaining int32[n], config) -> int32 job index among the unfinished ones.
+# policy(config, params, remaining int32[n]) -> int32 job index among the unfinished ones
+# (config, params, then what the engine shows the policy, as in every engine).
 
 
-def fifo(remaining: jnp.ndarray, config) -> jnp.ndarray:
+def fifo(config, params, remaining: jnp.ndarray) -> jnp.ndarray:
     """The unfinished job with the lowest index."""
     return jnp.argmax(remaining > 0).astype(jnp.int32)
 
 
-def shortest_first(remaining: jnp.ndarray, config) -> jnp.ndarray:
+def shortest_first(config, params, remaining: jnp.ndarray) -> jnp.ndarray:
     """The unfinished job with the least work left (ties: lowest index)."""
     big = jnp.iinfo(jnp.int32).max
     return jnp.argmin(jnp.where(remaining > 0, remaining, big)).astype(jnp.int32)
@@ -83,7 +84,7 @@ def done(config: ToyConfig, state: ToyState):
 
 def step(config: ToyConfig, params: ToyParams, state: ToyState, record: bool):
     live = ~done(config, state)
-    j = POLICIES[config.policy].fn(state.remaining, config)
+    j = POLICIES[config.policy].fn(config, params, state.remaining)
     work = jnp.zeros_like(state.remaining).at[j].set(live.astype(jnp.int32))
     remaining = state.remaining - work
     k = state.step + live.astype(jnp.int32)

@@ -1,5 +1,5 @@
 """The command line: `jaxsched run | sweep | reproduce | check | kv | tune | offline | interval |
-budget | network`.
+budget | network | list`.
 
 One module per engine adds its commands (`dp`, `kv`, `offline`, `interval`, `budget`,
 `network`); `sweep` works for every engine; `base`
@@ -17,7 +17,7 @@ import sys
 
 from .. import __version__
 from ..errors import ConfigError
-from . import budget, dp, interval, kv, network, offline, sweep
+from . import budget, dp, interval, kv, names, network, offline, sweep
 from .base import HelpFormatter, Parser, resolve
 from .compile_cache import use_compile_cache
 from .devices import use_every_core
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     interval.add_parsers(sub)
     budget.add_parsers(sub)
     network.add_parsers(sub)
+    names.add_parsers(sub)
     return p
 
 

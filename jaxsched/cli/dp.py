@@ -58,7 +58,8 @@ def _plot_run(base, specs, seed: int, steps: int, path: Path, params_kw: dict,
     bar = Progress("plot (seed %d, steps 1-%d)" % (seed, steps), len(specs), enabled=progress)
     loads = {}
     for spec in specs:
-        cfg = dataclasses.replace(base, policy=spec.name, horizon=spec.horizon, num_steps=steps)
+        cfg = dataclasses.replace(base, policy=spec.name, lookahead_steps=spec.lookahead_steps,
+                                  num_steps=steps)
         res = simulate(cfg, make_params(cfg, **params_kw), [seed], record=True)
         loads[spec.label] = res.trajectories["hist_loads"][0]
         bar.advance(1, spec.label)
@@ -82,7 +83,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     base = DPConfig(num_workers=a.G, slots_per_worker=a.B, pool_size=a.R, num_steps=a.steps,
                     semantics=a.semantics, workload=workload, predictor=a.predictor)
     for s in specs:  # validate every policy's config and params before compiling anything
-        make_params(dataclasses.replace(base, policy=s.name, horizon=s.horizon), **params_kw)
+        make_params(dataclasses.replace(base, policy=s.name, lookahead_steps=s.lookahead_steps), **params_kw)
     seeds = list(range(a.seed_start, a.seed_start + seeds_n))
     print(f"jaxsched run: G={a.G} B={a.B} R={a.R} steps={a.steps} seeds={seeds_n} "
           f"workload={workload.name} semantics={a.semantics} predictor={a.predictor} "
@@ -139,19 +140,19 @@ def _reproduce_table1(trace: str, quiet: bool):
 
 def _reproduce_fig4(n_seeds: int, png: Path, quiet: bool):
     from ..dp.experiments import fig4_sweep
-    from ..dp.plots import horizon_curve
+    from ..dp.plots import lookahead_curve
     from ..results import markdown_table, mean_ci_column
     seeds = list(range(n_seeds))
     print(f"jaxsched reproduce fig4: BF-IO(H) on the synthetic workload, {n_seeds} seeds, "
           "N = 8000 requests each, G=16 B=72 R=64, C/8", file=sys.stderr)
     res = fig4_sweep(seeds=seeds, progress=not quiet)
-    rows = [dict(horizon=H, seed=s, avg_imbalance_tokens=float(v[i])) for H, v in res.items()
+    rows = [dict(lookahead_steps=H, seed=s, avg_imbalance_tokens=float(v[i])) for H, v in res.items()
             for i, s in enumerate(seeds)]
     cells = mean_ci_column(list(res.values()))
     text = (f"mean ± 95% CI over {n_seeds} seeds\n\n" +
             markdown_table(["H", "avg imbalance (tokens)"], [[str(H), c] for H, c in zip(res, cells)]))
-    png = horizon_curve({"BF-IO(H), oracle": res}, png,
-                        title="Imbalance against lookahead (synthetic, G=16, B=72; paper Fig. 4)")
+    png = lookahead_curve({"BF-IO(H), oracle": res}, png,
+                          title="Imbalance against lookahead (synthetic, G=16, B=72; paper Fig. 4)")
     return rows, text, png
 
 
@@ -243,7 +244,7 @@ def _add_commands(sub, group: bool) -> None:
     add_shape_args(r)
     r.add_argument("--policies", default="fcfs,jsq_tokens,bfio:0,bfio:20",
                    help=f"comma-separated, from {', '.join(DP_POLICIES)}; bfio:H gives BF-IO a "
-                        "lookahead H")
+                        "lookahead of H decode steps (DPConfig.lookahead_steps)")
     r.add_argument("--seeds", type=int, default=8, help="number of seeds")
     r.add_argument("--seed-start", type=int, default=0, help="first seed")
     r.add_argument("--steps", "--num-steps", type=int, default=3000, help="decode steps per run")

@@ -13,21 +13,47 @@ from ..outputs import check_file
 from ..registry import ENGINES
 from .base import command, config_path, write_resolved
 
-# Options that only the dp engine takes (kv sets its run length with --set max_epochs=N).
+# Options that only the dp engine takes (kv sets its run length with --set max_steps=N).
 DP_ONLY = ("steps", "trace", "workload", "semantics")
 
 
+def renamed_fields(engine: str) -> dict[str, str]:
+    """{old name: new name} of `engine`'s renamed Config / make_params fields: the `RENAMED`
+    table of a built-in engine's registry (`jaxsched.<engine>.registry`), {} if it has none or
+    the engine was registered from user code. --set and --axis (in flags or --config files)
+    accept an old name and mean the new one."""
+    entry = ENGINES[engine]
+    if not entry.builtin:
+        return {}
+    reg = importlib.import_module(f"jaxsched.{engine}.registry")
+    return dict(getattr(reg, "RENAMED", {}))
+
+
+def _field_name(name: str, renamed: dict[str, str], flag: str, seen) -> str:
+    """`name` with an old (renamed) field name replaced by the new one; ConfigError if the
+    field is already in `seen` under either name."""
+    new = renamed.get(name, name)
+    if new in seen:
+        also = f" (as {new!r}; {name!r} is its old name)" if new != name else ""
+        raise ConfigError(f"{flag} {name!r} is given twice{also}; give each name once")
+    return new
+
+
 def _settings(engine: str, items: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """--set name=value items split into (Config fields, make_params keywords)."""
+    """--set name=value items split into (Config fields, make_params keywords); old names of
+    renamed fields (`renamed_fields`) mean the new ones."""
     from ..engine import get_engine
     from ..sweep import parse_value, sweep_fields
     cfg_f, par_f = sweep_fields(get_engine(engine))     # the live engine's, any registered one
+    renamed = renamed_fields(engine)
     cfg, par = {}, {}
     for text in items:
         name, sep, value = text.partition("=")
         name = name.strip()
         if not sep or not name or not value.strip():
             raise ConfigError(f"--set must look like name=value, got {text!r}")
+        if name in renamed:
+            name = _field_name(name, renamed, "--set", cfg | par)
         if name not in cfg_f | par_f:
             raise ConfigError(f"--set {name!r} must be a {engine} Config field or make_params "
                               f"keyword: {', '.join(sorted(cfg_f | par_f))}")
@@ -37,14 +63,18 @@ def _settings(engine: str, items: list[str]) -> tuple[dict[str, Any], dict[str, 
     return cfg, par
 
 
-def _axes(items: list[str], fixed: set[str]) -> dict[str, list]:
-    """--axis items as {name: values}; each name once, and not also fixed by --set."""
+def _axes(items: list[str], fixed: set[str], renamed: dict[str, str] | None = None
+          ) -> dict[str, list]:
+    """--axis items as {name: values}; each name once, and not also fixed by --set; old names
+    of renamed fields (`renamed`, {old: new}) mean the new ones."""
     from ..sweep import parse_axis
     if not items:
         raise ConfigError("--axis is required: give at least one axis, name=v1,v2,...")
     axes: dict[str, list] = {}
     for text in items:
         name, values = parse_axis(text)
+        if name in (renamed or {}):
+            name = _field_name(name, renamed, "--axis", axes)
         if name in axes:
             raise ConfigError(f"--axis {name!r} is given twice; list all its values in one "
                               f"--axis {name}=v1,v2,...")
@@ -73,7 +103,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     require_int(a.seed_start, "--seed-start", lo=0, hi=2**32 - n_seeds)
     cfg, par = _settings(a.engine, a.set)
-    axes = _axes(a.axis, set(cfg) | set(par))
+    axes = _axes(a.axis, set(cfg) | set(par), renamed_fields(a.engine))
     out = check_file(a.out, "--out")
     if a.engine == "dp":
         base = _dp_base(a, cfg)
@@ -110,11 +140,14 @@ def sweep_fields() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
 def add_parsers(sub) -> None:
     """The engine-generic `jaxsched sweep` command."""
     fields = "; ".join(f"{e}: {', '.join(c + p)}" for e, (c, p) in sweep_fields().items())
+    old = "; ".join(f"{e} {o} (= {n})" for e in sweep_fields()
+                    for o, n in renamed_fields(e).items())
     w = command(sub, "sweep", help="a grid of configurations x seeds, one resumable row per point",
                 description="A grid of configurations x seeds, one resumable row per point. Axes "
                             "and --set take any field of the engine's Config or any keyword of "
                             "its make_params. Values in brackets are sequences: --set "
-                            f"prefill_tokens=[10,10].\n\nSweepable names: {fields}.")
+                            f"prefill_tokens=[10,10].\n\nSweepable names: {fields}."
+                            + (f"\n\nOld names still accepted: {old}." if old else ""))
     w.add_argument("--engine", default="dp", choices=ENGINES.names(), help="engine")
     w.add_argument("--axis", action="append", default=[],
                    help="name=v1,v2,... (required; repeat for more axes, each name once)")

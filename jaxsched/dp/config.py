@@ -42,9 +42,10 @@ DEFAULT_PER_TOKEN_S = 1.5 * 2 * 576 * 61e-6 / 2**20
 class DPConfig:
     """Static configuration of a dp run.
 
-    num_workers G, slots_per_worker B, pool_size R: the shapes. horizon H: BF-IO lookahead
-    (0 = the per-step valley fill). semantics: "paper" (the BF-IO paper's experiment simulator)
-    or "theory" (the dynamics of its proofs). num_steps: decode steps per scan.
+    num_workers G, slots_per_worker B, pool_size R: the shapes. lookahead_steps H: BF-IO's
+    lookahead, in decode steps (0 = the per-step valley fill; formerly `horizon`).
+    semantics: "paper" (the BF-IO paper's experiment simulator) or "theory" (the dynamics of
+    its proofs). num_steps: decode steps per scan.
     burn_in_steps: steps not measured (theory semantics). workload: request-length source (see
     jaxsched.workload).
     lookahead_decay: BF-IO (H >= 1) weighs window row h by round(128 * decay^h).
@@ -64,7 +65,7 @@ class DPConfig:
     num_workers: int = 16
     slots_per_worker: int = 72
     pool_size: int = 64
-    horizon: int = 0
+    lookahead_steps: int = 0
     policy: str = "bfio"
     semantics: str = "paper"
     predictor: str = "oracle"
@@ -81,7 +82,7 @@ class DPConfig:
         G = require_int(self.num_workers, "num_workers (G)", lo=1, hi=65536)
         B = require_int(self.slots_per_worker, "slots_per_worker (B)", lo=1, hi=65536)
         require_int(self.pool_size, "pool_size (R)", lo=1, hi=65536)
-        H = require_int(self.horizon, "horizon (H)", lo=0, hi=4096)
+        H = require_int(self.lookahead_steps, "lookahead_steps (H)", lo=0, hi=4096)
         require_int(self.num_steps, "num_steps", lo=1, hi=STEP_LIMIT)
         require_int(self.burn_in_steps, "burn_in_steps", lo=0, hi=self.num_steps - 1)
         require_int(self.delay_bins, "delay_bins", lo=2, hi=65536)
@@ -124,15 +125,15 @@ class DPConfig:
                 raise ConfigError(
                     f"lookahead score bound sum(w) * (G + 1) * max prompt = {wsum} * {G + 1} * "
                     f"{wl.max_prompt} = {bound} could overflow int32; it must be <= {LOAD_LIMIT} "
-                    "(lower horizon (H) or lookahead_decay, or G)")
+                    "(lower lookahead_steps (H) or lookahead_decay, or G)")
             # A projected row adds up to H * projection_drift tokens of future growth per slot.
             proj = B * (max_len + self.projection_drift * H)
             if proj > LOAD_LIMIT:
                 raise ConfigError(
                     f"projected lookahead loads slots_per_worker * (max load per slot + "
-                    f"projection drift * horizon (H)) = {B} * ({max_len} + {self.projection_drift} "
+                    f"projection drift * lookahead_steps (H)) = {B} * ({max_len} + {self.projection_drift} "
                     f"* {H}) = {proj} could overflow int32; it must be <= {LOAD_LIMIT} "
-                    "(lower horizon (H), drift or B)")
+                    "(lower lookahead_steps (H), drift or B)")
         if self.semantics == "theory" and wl.num_requests is not None:
             raise ConfigError("semantics 'theory' needs an unbounded request stream; got a workload "
                               f"with num_requests = {wl.num_requests} (use a resampled trace)")
@@ -178,7 +179,7 @@ class DPConfig:
     @property
     def window(self) -> int:
         """Rows of the lookahead window, H + 1."""
-        return self.horizon + 1
+        return self.lookahead_steps + 1
 
     @property
     def projection_drift(self) -> int:
@@ -189,14 +190,14 @@ class DPConfig:
 class DPSizes(eqx.Module):
     """The sizes of one run padded into a larger config (a size bucket), as traced int32
     scalars: num_workers G <= config.num_workers, slots_per_worker B <= config.slots_per_worker,
-    pool_size R <= config.pool_size, horizon H <= config.horizon (both >= 1 or both 0).
-    Workers g >= G, slots b >= B of each worker, pool entries p >= R and lookahead rows h > H
-    exist in the arrays but never hold a request and enter no metric or score, so the run's
-    metrics are bitwise those of the unpadded run (`DPEngine.pad`, tests/dp/test_buckets.py)."""
+    pool_size R <= config.pool_size, lookahead_steps H <= config.lookahead_steps (both >= 1
+    or both 0). Workers g >= G, slots b >= B of each worker, pool entries p >= R and lookahead
+    rows h > H exist in the arrays but never hold a request and enter no metric or score, so the
+    run's metrics are bitwise those of the unpadded run (`DPEngine.pad`, tests/dp/test_buckets.py)."""
     num_workers: jnp.ndarray
     slots_per_worker: jnp.ndarray
     pool_size: jnp.ndarray
-    horizon: jnp.ndarray
+    lookahead_steps: jnp.ndarray
 
 
 class DPParams(eqx.Module):

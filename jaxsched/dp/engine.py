@@ -30,15 +30,15 @@ from .timing import barrier_step_time_s
 
 def uses_predictions(config: DPConfig) -> bool:
     """Whether slots carry predicted lengths (only the BF-IO lookahead reads them)."""
-    return "bfio" in config.policies and config.horizon > 0
+    return "bfio" in config.policies and config.lookahead_steps > 0
 
 
 def _choose(config: DPConfig, params: DPParams, obs: Observation):
     """The policy's (worker, rank, rr_pointer): config.policy, or the policy_set entry that
     params.policy_index names (every entry is computed under vmap; a select keeps one)."""
     if not config.policy_set:
-        return POLICIES[config.policy].fn(obs, config)
-    branches = [lambda o, p=p: POLICIES[p].fn(o, replace(config, policy=p, policy_set=()))
+        return POLICIES[config.policy].fn(config, params, obs)
+    branches = [lambda o, p=p: POLICIES[p].fn(replace(config, policy=p, policy_set=()), params, o)
                 for p in config.policy_set]
     return jax.lax.switch(params.policy_index, branches, obs)
 
@@ -138,14 +138,14 @@ def _compact(pool: Pool, admitted: jnp.ndarray) -> tuple[Pool, jnp.ndarray]:
 
 # --------------------------------------------------------------------------- predictions
 
-def run_horizon(config: DPConfig, params: DPParams):
+def run_lookahead(config: DPConfig, params: DPParams):
     """The run's lookahead H: the config's (an int), or the traced one of a padded run."""
-    return config.horizon if params.sizes is None else params.sizes.horizon
+    return config.lookahead_steps if params.sizes is None else params.sizes.lookahead_steps
 
 
 def _remaining_prediction(config: DPConfig, params: DPParams, slots: Slots, k) -> jnp.ndarray:
     """Predicted remaining steps r >= 1 of each slot's request, int32[G, B]."""
-    H = run_horizon(config, params)
+    H = run_lookahead(config, params)
     if config.predictor == "classifier":
         truth = slots.finish - k <= H
         says = jnp.where(truth, slots.pred_u >= params.fn_rate, slots.pred_u < params.fp_rate)
@@ -160,16 +160,16 @@ def projected_loads(config: DPConfig, params: DPParams, slots: Slots, k, cum_dri
     Row 0 is the exact current load base + D_k; row h adds h steps of growth at
     `config.projection_drift` tokens each (the future drifts are unknown: the mean drift,
     rounded down, stands in for them; it is 1 without drift). A padded run's rows beyond its
-    own horizon are 0.
+    own lookahead H are 0.
     """
-    H = config.horizon
+    H = config.lookahead_steps
     active = slots.finish > k
     load = slots.base + (k if cum_drift is None else cum_drift)
     r = _remaining_prediction(config, params, slots, k)
     h = jnp.arange(H + 1, dtype=jnp.int32)
     keep = r[..., None] > h
     if params.sizes is not None:
-        keep = keep & (h <= params.sizes.horizon)
+        keep = keep & (h <= params.sizes.lookahead_steps)
     rows = jnp.where(active[..., None] & keep, load[..., None] + h * config.projection_drift, 0)
     return jnp.sum(rows, axis=1)
 
@@ -258,7 +258,7 @@ def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, words, 
     obs = Observation(
         loads=loads, free=free, active=B_run - free, pool_size_tokens=pool.prompt, pool_valid=valid,
         projected=projected_loads(config, params, slots, k, D) if uses_predictions(config) else None,
-        rr_pointer=state.rr_pointer, num_workers=G_run, horizon=run_horizon(config, params),
+        rr_pointer=state.rr_pointer, num_workers=G_run, lookahead_steps=run_lookahead(config, params),
         seed=state.seed, step=jnp.asarray(k, jnp.int32))
     worker, rank, rr = _choose(config, params, obs)
     admitted = (worker >= 0) & allow
@@ -471,14 +471,14 @@ def max_steps(config: DPConfig) -> int:
     return config.num_steps
 
 
-SIZE_FIELDS = ("num_workers", "slots_per_worker", "pool_size", "horizon")
+SIZE_FIELDS = ("num_workers", "slots_per_worker", "pool_size", "lookahead_steps")
 
 
 def pad_check(config: DPConfig) -> None:
     """Raise unless `config` runs padded: the local-search and multi-start H = 0 kernels read
     the number of workers from their shapes and run unpadded; valley fill, round LPT and window
     fill take the run's G."""
-    if "bfio" in config.policies and config.horizon == 0 and config.bfio_kernel not in PADDED_KERNELS:
+    if "bfio" in config.policies and config.lookahead_steps == 0 and config.bfio_kernel not in PADDED_KERNELS:
         raise ConfigError(f"bfio_kernel {config.bfio_kernel!r} does not run padded into a "
                           f"size bucket (only {PADDED_KERNELS} and the lookahead do)")
 
@@ -499,9 +499,10 @@ def pad_into(config: DPConfig, params: DPParams, capacity) -> tuple[DPConfig, DP
         require(getattr(config, f) > 1 or capacity[f] == 1, f"capacity {f}",
                 "1 for a config whose size is 1 (a size of 1 is never padded: `pad_group`)",
                 capacity[f])
-    require((config.horizon == 0) == (capacity["horizon"] == 0), "capacity horizon",
-            "0 for a config with horizon 0 and >= 1 otherwise (different kernels)",
-            capacity["horizon"])
+    require((config.lookahead_steps == 0) == (capacity["lookahead_steps"] == 0),
+            "capacity lookahead_steps",
+            "0 for a config with lookahead_steps 0 and >= 1 otherwise (different kernels)",
+            capacity["lookahead_steps"])
     sizes = DPSizes(*(jnp.int32(getattr(config, f)) for f in SIZE_FIELDS))
     return replace(config, **capacity), replace(params, sizes=sizes)
 
@@ -517,7 +518,7 @@ def working_set_bytes(config: DPConfig) -> int:
     # weight) and about 32 bytes per pool entry; admission writes only the admitted slots.
     # The lookahead also projects every slot over its H + 1 rows (4 bytes each).
     G, B = config.num_workers, config.slots_per_worker
-    window = 4 * G * B * config.window if config.horizon > 0 else 0
+    window = 4 * G * B * config.window if config.lookahead_steps > 0 else 0
     return 12 * G * B + 32 * config.pool_size + window
 
 
@@ -525,8 +526,8 @@ def peak_bytes(config: DPConfig, record: bool) -> int:
     # Slot arrays (12 bytes per slot, 20 with predictions) times 4 for the step's
     # temporaries, the lookahead window, the pool and the delay histogram; errs large.
     G, B, R, W = config.num_workers, config.slots_per_worker, config.pool_size, config.window
-    per_slot = 20 if config.horizon > 0 else 12
-    per_seed = 4 * G * B * per_slot + 4 * G * B * 4 * (W if config.horizon > 0 else 1) \
+    per_slot = 20 if config.lookahead_steps > 0 else 12
+    per_seed = 4 * G * B * per_slot + 4 * G * B * 4 * (W if config.lookahead_steps > 0 else 1) \
         + 64 * R + 4 * config.delay_bins
     if record:
         per_seed += config.num_steps * (3 * G + 3) * 4
@@ -553,7 +554,7 @@ def switch(config: DPConfig, params: DPParams, policy_set: tuple[str, ...]) -> t
 
 
 def describe(config: DPConfig) -> dict:
-    return dict(policy=config.policy, horizon=config.horizon, num_workers=config.num_workers,
+    return dict(policy=config.policy, lookahead_steps=config.lookahead_steps, num_workers=config.num_workers,
                 slots_per_worker=config.slots_per_worker, pool_size=config.pool_size,
                 semantics=config.semantics, workload=config.workload.name,
                 num_steps=config.num_steps)

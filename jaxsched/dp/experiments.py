@@ -24,13 +24,14 @@ TABLE_METRICS = ("avg_imbalance_tokens", "throughput_tokens_per_s", "tpot_s", "e
 
 @dataclass(frozen=True)
 class PolicySpec:
-    """A policy name with its BF-IO horizon; written `name` or `bfio:H`."""
+    """A policy name with its BF-IO lookahead H (`DPConfig.lookahead_steps`); written `name` or
+    `bfio:H`."""
     name: str
-    horizon: int = 0
+    lookahead_steps: int = 0
 
     @property
     def label(self) -> str:
-        return f"bfio(H={self.horizon})" if self.name == "bfio" else self.name
+        return f"bfio(H={self.lookahead_steps})" if self.name == "bfio" else self.name
 
 
 def parse_policies(text: str) -> list[PolicySpec]:
@@ -42,14 +43,15 @@ def parse_policies(text: str) -> list[PolicySpec]:
             raise ConfigError(f"policies: each entry must be one of {tuple(POLICIES)} (bfio may be written "
                               f"bfio:H), got {item!r}")
         if h and name != "bfio":
-            raise ConfigError(f"policies: only bfio takes a horizon (bfio:H), got {item!r}")
+            raise ConfigError(f"policies: only bfio takes a lookahead (bfio:H, H = lookahead_steps), "
+                              f"got {item!r}")
         try:
-            horizon = int(h) if h else 0
+            steps = int(h) if h else 0
         except ValueError:
-            raise ConfigError(f"policies: the horizon in {item!r} must be an integer >= 0") from None
-        if horizon < 0:
-            raise ConfigError(f"policies: the horizon in {item!r} must be an integer >= 0")
-        specs.append(PolicySpec(name, horizon))
+            raise ConfigError(f"policies: the lookahead H in {item!r} must be an integer >= 0") from None
+        if steps < 0:
+            raise ConfigError(f"policies: the lookahead H in {item!r} must be an integer >= 0")
+        specs.append(PolicySpec(name, steps))
     if not specs:
         raise ConfigError("policies must name at least one policy")
     return specs
@@ -61,7 +63,7 @@ def run_policies(base: DPConfig, specs: Sequence[PolicySpec], seeds: Sequence[in
     """Run every policy on the same workload and seeds; returns (spec, config, metrics)."""
     out = []
     for n, spec in enumerate(specs, 1):
-        cfg = dataclasses.replace(base, policy=spec.name, horizon=spec.horizon)
+        cfg = dataclasses.replace(base, policy=spec.name, lookahead_steps=spec.lookahead_steps)
         params = make_params(cfg, **(params_kw or {}))
         bar = Progress(f"[{n}/{len(specs)}] {spec.label}", enabled=progress)
         res = simulate(cfg, params, seeds, progress=bar, block_steps=block_steps)
@@ -74,7 +76,7 @@ def result_rows(results, seeds: Sequence[int], extra: dict | None = None) -> lis
     rows = []
     for spec, cfg, m in results:
         for i, seed in enumerate(seeds):
-            row = dict(policy=spec.name, horizon=spec.horizon, label=spec.label, seed=int(seed),
+            row = dict(policy=spec.name, lookahead_steps=spec.lookahead_steps, label=spec.label, seed=int(seed),
                        num_workers=cfg.num_workers, slots_per_worker=cfg.slots_per_worker,
                        pool_size=cfg.pool_size, semantics=cfg.semantics, predictor=cfg.predictor,
                        workload=cfg.workload.name, num_steps=cfg.num_steps)
@@ -129,7 +131,7 @@ def table1_rows(results) -> str:
 # The BF-IO paper's Fig. 4 (notes/000.md, section 3.2): synthetic requests, N = 8000 per seed,
 # G = 16, B = 72, C = (72 * 0.6 ms + 35 ms) / 8; metric: mean of G max - sum over the first 8000
 # steps of the post-growth, pre-removal loads, ramp and drain included.
-FIG4_HORIZONS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+FIG4_LOOKAHEAD_STEPS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 FIG4_STEPS = 8000
 
 
@@ -137,7 +139,7 @@ def _fig4_config(H: int, steps: int, decay: float, predictor: str = "oracle",
                  num_requests: int = 8000) -> DPConfig:
     """BF-IO(H) on the Fig. 4 workload (G = 16, B = 72, a pool of 64)."""
     from ..workload import BivariateNormal, Finite
-    return DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, policy="bfio", horizon=H,
+    return DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, policy="bfio", lookahead_steps=H,
                     num_steps=steps, workload=Finite(BivariateNormal(), num_requests),
                     lookahead_decay=decay, predictor=predictor)
 
@@ -148,29 +150,30 @@ FIG4_STEP_CONST_S = (72 * 0.6e-3 + 35e-3) / 8
 
 def _fig4_runs(runs: list[tuple[DPConfig, dict]], seeds, progress: bool, label: str) -> list:
     """Imbalance (tokens, float64[S]) of each (config, make_params keywords) run: the runs in
-    size buckets (the horizon H is a size: one program per bucket of horizons)."""
+    size buckets (the lookahead H is a size: one program per bucket of lookaheads)."""
     pairs = [(cfg, make_params(cfg, step_const_s=FIG4_STEP_CONST_S, **kw)) for cfg, kw in runs]
     res = simulate_buckets(pairs, list(seeds), record=True, block_steps=2000, progress=progress,
                            label=label)
     return [_hist_imbalance(r) for r in res]
 
 
-def fig4_sweep(horizons=FIG4_HORIZONS, seeds=range(8), *, decay: float = 1.0, progress: bool = True,
-               params_kw: dict | None = None, num_requests: int = 8000,
+def fig4_sweep(lookahead_steps=FIG4_LOOKAHEAD_STEPS, seeds=range(8), *, decay: float = 1.0,
+               progress: bool = True, params_kw: dict | None = None, num_requests: int = 8000,
                steps: int = FIG4_STEPS) -> dict[int, np.ndarray]:
-    """Average imbalance (tokens, float64[S]) of BF-IO(H) per horizon on the Fig. 4 workload.
+    """Average imbalance (tokens, float64[S]) of BF-IO(H) per lookahead H in
+    `lookahead_steps` on the Fig. 4 workload.
 
     decay = 1 weighs every window row equally: the paper's program, whose objective is the
-    plain sum over the window. The horizons run in size buckets (one program for H = 0, one
+    plain sum over the window. The lookaheads run in size buckets (one program for H = 0, one
     per bucket of the others; bitwise the runs one at a time).
     """
     runs = [(_fig4_config(H, steps, decay, num_requests=num_requests), dict(params_kw or {}))
-            for H in horizons]
-    return dict(zip(horizons, _fig4_runs(runs, seeds, progress, "Fig. 4, horizons")))
+            for H in lookahead_steps]
+    return dict(zip(lookahead_steps, _fig4_runs(runs, seeds, progress, "Fig. 4, lookaheads")))
 
 
-def noise_sweep(horizons=(16, 64), levels=(0.0, 0.1, 0.2, 0.3, 0.5), cls_rates=(0.0, 0.1, 0.2, 0.3),
-                seeds=range(4), *, decay: float = 1.0, progress: bool = True,
+def noise_sweep(lookahead_steps=(16, 64), levels=(0.0, 0.1, 0.2, 0.3, 0.5),
+                cls_rates=(0.0, 0.1, 0.2, 0.3), seeds=range(4), *, decay: float = 1.0, progress: bool = True,
                 steps: int = FIG4_STEPS) -> dict[str, dict[float, np.ndarray]]:
     """BF-IO(H) on the Fig. 4 workload under prediction errors.
 
@@ -179,7 +182,7 @@ def noise_sweep(horizons=(16, 64), levels=(0.0, 0.1, 0.2, 0.3, 0.5), cls_rates=(
     levels of one (H, predictor) are params of one program.
     """
     keys, runs = [], []
-    for H in horizons:
+    for H in lookahead_steps:
         for d in levels:
             keys.append((f"noisy, H={H}", d))
             runs.append((_fig4_config(H, steps, decay, "noisy"), dict(noise_lo=d, noise_hi=d)))

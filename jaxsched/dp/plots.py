@@ -50,8 +50,8 @@ def load_trajectories(loads: Mapping[str, np.ndarray], path: str | Path, *,
     return path
 
 
-def horizon_curve(curves: Mapping[str, Mapping[int, np.ndarray]], path: str | Path, *,
-                  ylabel: str = "average imbalance (tokens)", title: str = "") -> Path:
+def lookahead_curve(curves: Mapping[str, Mapping[int, np.ndarray]], path: str | Path, *,
+                    ylabel: str = "average imbalance (tokens)", title: str = "") -> Path:
     """Mean +- 95% CI of a metric against the lookahead H (symlog x axis), one line per label."""
     from ..stats import mean_ci
     path = Path(path)

@@ -1,10 +1,11 @@
 """Admission policies of the dp engine, looked up by name.
 
-Every policy has one signature: `policy(obs, config) -> (worker, rank, rr_pointer)`, where
-worker[p] (int32[R]) is the worker that pool entry p is admitted to (-1: it keeps waiting) and
-rank[p] the number of requests admitted to the same worker before it (the engine gives it that
-worker's rank[p]-th free slot). Pool entries
-are in queue order (position 0 is the oldest); `obs.pool_valid` marks the waiting ones. A
+Every policy has one signature: `policy(config, params, obs) -> (worker, rank, rr_pointer)`
+(config, params, then the engine's view, as in every engine: the static `DPConfig`, the traced
+`DPParams`, the `Observation` of this admission), where worker[p] (int32[R]) is the worker
+that pool entry p is admitted to (-1: it keeps waiting) and rank[p] the number of requests
+admitted to the same worker before it (the engine gives it that worker's rank[p]-th free slot).
+Pool entries are in queue order (position 0 is the oldest); `obs.pool_valid` marks the waiting ones. A
 policy admits at most `obs.free[g]` requests to worker g. Ties go to the lowest worker index and
 the earliest request, so every policy is a deterministic function of the observation; a
 randomized policy draws from the run's random stream (`obs.seed`, `obs.step`, see
@@ -37,7 +38,7 @@ class Observation(eqx.Module):
     rr_pointer int32[]: the round-robin pointer.
     num_workers: the run's G (an int, or an int32 scalar when the run is padded into a size
     bucket: workers g >= num_workers then have no free slot and are never chosen).
-    horizon: the run's lookahead H (an int, or an int32 scalar when padded: the rows of
+    lookahead_steps: the run's lookahead H (an int, or an int32 scalar when padded: the rows of
     `projected` beyond it are 0 and weigh nothing).
     seed uint32[]: the run's seed. step int32[]: the step k of this admission (0: the initial
     one). Together the run's random stream for randomized policies (`step_stream`).
@@ -50,7 +51,7 @@ class Observation(eqx.Module):
     projected: jnp.ndarray | None
     rr_pointer: jnp.ndarray
     num_workers: jnp.ndarray | int
-    horizon: jnp.ndarray | int
+    lookahead_steps: jnp.ndarray | int
     seed: jnp.ndarray
     step: jnp.ndarray
 
@@ -75,7 +76,7 @@ def in_queue_order(obs: Observation, choose: Callable, update: Callable, state0)
     return worker, rank, state
 
 
-def fcfs(obs: Observation, config) -> tuple[jnp.ndarray, jnp.ndarray]:
+def fcfs(config, params, obs: Observation) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     """Queue order fills workers in index order (the BF-IO experiments' FCFS baseline)."""
     R = obs.pool_valid.shape[0]
     ends = jnp.cumsum(obs.free)                         # [G], G is small: cumsum is fine here
@@ -87,7 +88,7 @@ def fcfs(obs: Observation, config) -> tuple[jnp.ndarray, jnp.ndarray]:
     return g, rank, obs.rr_pointer
 
 
-def fcfs_alg2(obs: Observation, config):
+def fcfs_alg2(config, params, obs: Observation):
     """Queue order, each request to the worker with the most free slots (paper's Algorithm 2)."""
     worker, rank, _ = in_queue_order(
         obs, lambda st, free, p: jnp.argmax(jnp.where(free > 0, free, -1)),
@@ -95,7 +96,7 @@ def fcfs_alg2(obs: Observation, config):
     return worker, rank, obs.rr_pointer
 
 
-def jsq_tokens(obs: Observation, config):
+def jsq_tokens(config, params, obs: Observation):
     """Queue order, each request to the worker with a free slot and the least token load."""
     worker, rank, _ = in_queue_order(
         obs, lambda L, free, p: jnp.argmin(jnp.where(free > 0, L, _BIG)),
@@ -103,7 +104,7 @@ def jsq_tokens(obs: Observation, config):
     return worker, rank, obs.rr_pointer
 
 
-def jsq_count(obs: Observation, config):
+def jsq_count(config, params, obs: Observation):
     """Queue order, each request to the worker with a free slot and the fewest active requests."""
     worker, rank, _ = in_queue_order(
         obs, lambda n, free, p: jnp.argmin(jnp.where(free > 0, n, _BIG)),
@@ -111,7 +112,7 @@ def jsq_count(obs: Observation, config):
     return worker, rank, obs.rr_pointer
 
 
-def round_robin(obs: Observation, config):
+def round_robin(config, params, obs: Observation):
     """Each request to the first worker with a free slot from a persistent cyclic pointer."""
     G = obs.num_workers                                  # the run's G (not padded workers)
     ids = jnp.arange(obs.free.shape[0], dtype=jnp.int32)
@@ -124,22 +125,22 @@ def round_robin(obs: Observation, config):
     return worker, rank, ptr
 
 
-def bfio(obs: Observation, config):
+def bfio(config, params, obs: Observation):
     """BF-IO: the H = 0 kernel `config.bfio_kernel`, or lookahead valley fill over H + 1 steps."""
-    if config.horizon == 0 and config.bfio_kernel != "vf":
+    if config.lookahead_steps == 0 and config.bfio_kernel != "vf":
         kernel = BFIO_VARIANTS[config.bfio_kernel]
         if isinstance(obs.num_workers, int):
             worker, rank, _ = kernel(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid)
         else:                                           # a padded run (`PADDED_KERNELS`)
             worker, rank, _ = kernel(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid,
                                      num_workers=obs.num_workers)
-    elif config.horizon == 0:
+    elif config.lookahead_steps == 0:
         fill = valley_fill if packable(config.workload.max_prompt, config.pool_size) else valley_fill_unpacked
         worker, rank = fill(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid)
     else:
         weights = window_weights(config.window, config.lookahead_decay)
-        if not isinstance(obs.horizon, int):            # a padded run: rows beyond its H weigh 0
-            weights = jnp.where(np.arange(config.window) <= obs.horizon, weights, 0)
+        if not isinstance(obs.lookahead_steps, int):    # a padded run: rows beyond its H weigh 0
+            weights = jnp.where(np.arange(config.window) <= obs.lookahead_steps, weights, 0)
         worker, rank = lookahead_valley_fill(obs.projected, obs.free, obs.pool_size_tokens,
                                              obs.pool_valid, beta=obs.num_workers, weights=weights)
     return worker, rank, obs.rr_pointer
@@ -163,7 +164,7 @@ def uniform_worker(h: jnp.ndarray, free: jnp.ndarray) -> jnp.ndarray:
     return jnp.minimum(g, free.shape[0] - 1)            # no open worker: any index (unused)
 
 
-def power_of_two(obs: Observation, config):
+def power_of_two(config, params, obs: Observation):
     """Power of two choices: queue order; each request draws two workers with a free slot
     (uniformly, with replacement, from the run's random stream: draws 2p and 2p + 1 for pool
     entry p) and goes to the one with the smaller token load (ties: the lower index)."""

@@ -2,11 +2,12 @@
 kernels, the named workloads, semantics, predictors and sweepable fields; free of JAX
 (`jaxsched.registry`).
 
-The policy signature of the dp family is `policy(obs: Observation, config: DPConfig) ->
-(worker int32[R], rank int32[R], rr_pointer int32[])` (`jaxsched/dp/policies.py`). Adding a
-built-in policy: the function in `policies.py`, one `builtin(...)` line here, its plain-Python
-version in `tests/reference/dp.py` (a test checks that the reference implements every registered
-policy). From user code: `jaxsched.registry.register_policy("dp", name, fn, doc, options)`.
+The policy signature of the dp family is `policy(config: DPConfig, params: DPParams, obs:
+Observation) -> (worker int32[R], rank int32[R], rr_pointer int32[])` (`jaxsched/dp/policies.py`;
+config, params, then the engine's view, as in every engine). Adding a built-in policy: the
+function in `policies.py`, one `builtin(...)` line here, its plain-Python version in
+`tests/reference/dp.py` (a test checks that the reference implements every registered policy).
+From user code: `jaxsched.registry.register_policy("dp", name, fn, doc, options)`.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ builtin(POLICIES, "round_robin", _P + "round_robin",
         "queue order, cyclic pointer over workers with a free slot")
 builtin(POLICIES, "bfio", _P + "bfio",
         "BF-IO: balance-future integer optimization (H = 0 kernel or lookahead)",
-        ("horizon", "bfio_kernel", "lookahead_decay", "predictor", "noise_lo", "noise_hi",
+        ("lookahead_steps", "bfio_kernel", "lookahead_decay", "predictor", "noise_lo", "noise_hi",
          "fp_rate", "fn_rate"))
 builtin(POLICIES, "power_of_two", _P + "power_of_two",
         "power of two choices: two random workers with a free slot, the less token-loaded")
@@ -66,8 +67,13 @@ PREDICTORS = ("oracle", "noisy", "classifier")
 
 # What a sweep may vary (`jaxsched sweep --help`): the dp engine's `config_fields()` and
 # `params_fields()`, which a test checks against these.
-CONFIG_FIELDS = ("num_workers", "slots_per_worker", "pool_size", "horizon", "policy", "semantics",
-                 "predictor", "num_steps", "burn_in_steps", "workload", "lookahead_decay",
-                 "bfio_kernel", "delay_bins", "drift")
+CONFIG_FIELDS = ("num_workers", "slots_per_worker", "pool_size", "lookahead_steps", "policy",
+                 "semantics", "predictor", "num_steps", "burn_in_steps", "workload",
+                 "lookahead_decay", "bfio_kernel", "delay_bins", "drift")
 PARAMS_FIELDS = ("step_const_s", "per_token_s", "noise_lo", "noise_hi", "fp_rate", "fn_rate",
                  "idle_power_w", "max_power_w", "power_exponent")
+# Config fields renamed, {old name: new name}: the command line still accepts the old name in
+# --set, --axis and --config files (`jaxsched.cli.sweep.renamed_fields`); results keys hash the
+# new one. `horizon` was BF-IO's lookahead H in decode steps (not the simulated seconds of the
+# other engines' `horizon_s`).
+RENAMED = {"horizon": "lookahead_steps"}

@@ -51,7 +51,8 @@ class KVConfig:
     table_size Q: request slots, a ring (request id in slot id mod Q): Q must exceed the
     arrivals during the longest stay of a request, else arrivals are lost (counted, warned).
     arrivals_per_step A (<= Q): candidates examined per epoch.
-    max_epochs: bound on the number of epochs (scan steps) of a run.
+    max_steps: bound on the number of epochs (kv's scan steps) of a run (formerly
+    `max_epochs`, still accepted by the command line's --set, --axis and --config).
     hist_octave_bits: b, the latency / TTFT histograms (p50, p99) have 2^b bins per octave.
     segment_bounds: nested_wait only, last decode stage of each segment (strictly increasing,
     ending at max l'_j); None = the sorted distinct decode lengths (one segment per type).
@@ -67,7 +68,7 @@ class KVConfig:
     end_mode: str = "drain"
     table_size: int = 1024
     arrivals_per_step: int = 8
-    max_epochs: int = 200_000
+    max_steps: int = 200_000
     hist_octave_bits: int = 5
     segment_bounds: tuple[int, ...] | None = None
     prefill_price: bool = False
@@ -90,7 +91,7 @@ class KVConfig:
                                                                 lo_open=True))
         Q = require_int(self.table_size, "table_size (Q)", lo=1, hi=2**20)
         require_int(self.arrivals_per_step, "arrivals_per_step (A)", lo=1, hi=min(4096, Q))
-        require_int(self.max_epochs, "max_epochs", lo=1, hi=INT_LIMIT)
+        require_int(self.max_steps, "max_steps", lo=1, hi=INT_LIMIT)
         require_int(self.hist_octave_bits, "hist_octave_bits", lo=0, hi=10)
         if Q * self.max_len > INT_LIMIT:
             raise ConfigError(

@@ -218,7 +218,7 @@ def step(config: KVConfig, params: KVParams, state: KVState, record: bool = Fals
     """One decision epoch (docs/kv-semantics.md §5). Returns (state, the epoch's trajectory
     row (docs §9) when `record`, else None)."""
     t0 = state.clock
-    active = ~state.done & (state.totals.epochs < config.max_epochs)
+    active = ~state.done & (state.totals.epochs < config.max_steps)
     hit = jnp.bool_(False) if config.horizon_s is None else clock.le(
         DF.from_float64(config.horizon_s), t0)
     gen, table, type_inserted, ovf, inserted, more_due, ids = _insert(config, params, state,
@@ -308,7 +308,7 @@ def example() -> KVConfig:
 
 
 def max_steps(config: KVConfig) -> int:
-    return config.max_epochs
+    return config.max_steps
 
 
 # The ring Q and the candidates per epoch A run padded, for every policy and option: the table
@@ -353,7 +353,7 @@ def peak_bytes(config: KVConfig, record: bool) -> int:
     A = config.arrivals_per_step
     per_seed = 16 * 32 * config.table_size + 8 * config.hist_bins + 4 * (A * A + 32 * A)
     if record:
-        per_seed += config.max_epochs * (64 + 4 * config.m * config.num_stages)
+        per_seed += config.max_steps * (64 + 4 * config.m * config.num_stages)
     return per_seed
 
 
@@ -365,7 +365,7 @@ def check(config: KVConfig, metrics) -> list[str]:
                    "(raise table_size Q); metrics exclude them")
     open_ = int((metrics["done"] == 0).sum())
     if open_:
-        out.append(f"kv: {open_} seeds did not finish within max_epochs (raise max_epochs); "
+        out.append(f"kv: {open_} seeds did not finish within max_steps (raise max_steps); "
                    "their metrics cover the epochs run")
     stalled = int(metrics["stalled"].sum())
     if stalled:
@@ -378,7 +378,7 @@ def describe(config: KVConfig) -> dict:
     return dict(policy=config.policy, prefill_tokens=join(config.prefill_tokens),
                 decode_tokens=join(config.decode_tokens), num_requests=config.num_requests,
                 horizon_s=config.horizon_s, end_mode=config.end_mode,
-                table_size=config.table_size, max_epochs=config.max_epochs)
+                table_size=config.table_size, max_steps=config.max_steps)
 
 
 # One engine under a KV-memory limit (the WAIT paper); see the module docstring.

@@ -47,7 +47,7 @@ METRICS = {
     "end_time_s": Metric("s", "clock at the end of the run"),
     "idle_s": Metric("s", "end time - busy time"),
     "last_completion_s": Metric("s", "time of the last completion"),
-    "done": Metric("flag", "1 if the run ended within max_epochs"),
+    "done": Metric("flag", "1 if the run ended within max_steps"),
     "stalled": Metric("flag", "1 if the run stalled with requests left"),
 }
 

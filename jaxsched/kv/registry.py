@@ -58,9 +58,12 @@ builtin(CAPACITY_RULES, "hardware", _C,
 # What a sweep may vary (`jaxsched sweep --help`): the kv engine's `config_fields()` and
 # `params_fields()`, which a test checks against these.
 CONFIG_FIELDS = ("prefill_tokens", "decode_tokens", "policy", "num_requests", "horizon_s",
-                 "end_mode", "table_size", "arrivals_per_step", "max_epochs", "hist_octave_bits",
+                 "end_mode", "table_size", "arrivals_per_step", "max_steps", "hist_octave_bits",
                  "segment_bounds", "prefill_price")
 PARAMS_FIELDS = ("rates", "d0_s", "d1_s_per_token", "capacity_tokens", "thresholds", "period_s",
                  "check_stability", "batch_limit", "token_limit", "d1_prefill_s_per_token",
                  "burn_in_requests", "batch_size_cap", "max_tokens_in_batch", "block_size",
                  "watermark", "chunk_size")
+# Config fields renamed, {old name: new name}: the command line still accepts the old name in
+# --set, --axis and --config files (`jaxsched.cli.sweep`); results keys hash the new one.
+RENAMED = {"max_epochs": "max_steps"}

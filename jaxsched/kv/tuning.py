@@ -156,7 +156,7 @@ def tune_setup(name: str, *, num_requests: int | None = None, lam: float | None 
     N = pt["num_requests"] if num_requests is None else require_int(num_requests, "num_requests",
                                                                       lo=1)
     config = KVConfig(prefill_tokens=(pre,) * len(dec), decode_tokens=dec, policy="nested_wait",
-                      num_requests=N, table_size=pt["table_size"], max_epochs=400_000)
+                      num_requests=N, table_size=pt["table_size"], max_steps=400_000)
     # The ring table must outlast the longest stay (see _POINTS), else arrivals are lost:
     # Lambda (l'_max + 1) dT* = (l'_max + 1) n_1* arrivals.
     stay = float((dec_a.max() + 1) * pt["n1"])

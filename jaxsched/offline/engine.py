@@ -27,6 +27,7 @@ from ..engine import Engine
 from ..kernels import admit_check
 from .config import OfflineConfig, make_params
 from .metrics import METRICS, finalize
+from .policies import Jobs
 from .registry import POLICIES
 from .state import OfflineState
 
@@ -55,15 +56,15 @@ def pad_jobs(s: jnp.ndarray, o: jnp.ndarray, n) -> tuple[jnp.ndarray, jnp.ndarra
 
 
 def init(config: OfflineConfig, params: OfflineParams, seed) -> OfflineState:
-    """Every request of run `seed` pending at t = 0, in the policy's order."""
+    """Every request of run `seed` pending at t = 0, in the policy's order (`fn(config,
+    params, Jobs(s, o, seed, M, n))`, M = params.capacity_tokens)."""
     seed = jnp.asarray(seed, jnp.uint32)
     s, o = jobs(config, seed)
     M, n = params.capacity_tokens, run_requests(params)
-    if n is None:
-        return start(s, o, POLICIES[config.policy].fn(s, o, seed, M, config), params)
-    s, o = pad_jobs(s, o, n)
-    # The padding never fits, so `start` counts only the run's own requests as servable.
-    return start(s, o, POLICIES[config.policy].fn(s, o, seed, M, config, n=n), params)
+    if n is not None:
+        # The padding never fits, so `start` counts only the run's own requests as servable.
+        s, o = pad_jobs(s, o, n)
+    return start(s, o, POLICIES[config.policy].fn(config, params, Jobs(s, o, seed, M, n)), params)
 
 
 def start(s: jnp.ndarray, o: jnp.ndarray, order: jnp.ndarray, params: OfflineParams) -> OfflineState:

@@ -24,6 +24,7 @@ from ..errors import ConfigError, require
 from .config import INT_LIMIT, OfflineConfig, OfflineParams
 from .engine import done, jobs, start, step
 from .metrics import finalize
+from .policies import Jobs
 from .registry import POLICIES
 
 
@@ -39,9 +40,10 @@ def draw(config: OfflineConfig, seeds) -> tuple[np.ndarray, np.ndarray]:
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _orders(config: OfflineConfig, M, s, o, seeds):
+def _orders(config: OfflineConfig, params: OfflineParams, s, o, seeds):
     fn = POLICIES[config.policy].fn
-    return jax.vmap(lambda s, o, seed: fn(s, o, seed, M, config))(s, o, seeds)
+    M = params.capacity_tokens
+    return jax.vmap(lambda s, o, seed: fn(config, params, Jobs(s, o, seed, M)))(s, o, seeds)
 
 
 def policy_config(policy: str, n: int, **options) -> OfflineConfig:
@@ -77,7 +79,7 @@ def _order_args(config, params, s, o, seeds):
     s, o = _as_batch(s, o)
     require(s.shape[1] == config.n, "s, o", f"[S, {config.n}] (config.n requests)", s.shape)
     seeds = jnp.asarray(np.broadcast_to(np.asarray(seeds, np.uint32), (s.shape[0],)))
-    return config, params.capacity_tokens, jnp.asarray(s), jnp.asarray(o), seeds
+    return config, params, jnp.asarray(s), jnp.asarray(o), seeds
 
 
 @jax.jit

@@ -2,9 +2,11 @@
 (solver options) each reads, paper 002's experiments, the named request mixes, the step-time
 models and the sweepable fields; free of JAX (`jaxsched.registry`).
 
-The policy signature of the offline family is `fn(s, o, seed, M, config, n=None) -> int32[n]`,
-a permutation of the request indices (`jaxsched/offline/policies.py`). Adding a built-in
-order: the function in `policies.py`, one `builtin(...)` line here, its plain-Python version in
+The policy signature of the offline family is `fn(config, params, view) -> int32[n]`, a
+permutation of the request indices, where `view` is a `jaxsched.offline.policies.Jobs` (s, o
+int32[n], the run's seed, the KV limit M, n: the run's own number of requests when padded,
+else None; `jaxsched/offline/policies.py`). Adding a built-in order: the function in
+`policies.py`, one `builtin(...)` line here, its plain-Python version in
 `tests/reference/offline.py`. From user code: `jaxsched.registry.register_policy("offline",
 ...)`.
 """

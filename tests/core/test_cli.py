@@ -41,7 +41,7 @@ def test_run_on_a_trace(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, needle", [
     (["--policies", "nope"], "policies"),
-    (["--policies", "fcfs:3"], "only bfio takes a horizon"),
+    (["--policies", "fcfs:3"], "only bfio takes a lookahead"),
     (["--G", "0"], "num_workers (G) must be an integer >= 1"),
     (["--seeds", "0"], "--seeds"),
     (["--trace", "/nonexistent.csv"], "does not exist"),
@@ -54,7 +54,7 @@ def test_run_bad_input_exits_2_with_message(args, needle, capsys, tmp_path):
 
 def test_parse_policies():
     assert parse_policies("fcfs, bfio:20") == [PolicySpec("fcfs"), PolicySpec("bfio", 20)]
-    with pytest.raises(ConfigError, match="horizon"):
+    with pytest.raises(ConfigError, match="lookahead H"):
         parse_policies("bfio:-1")
 
 

@@ -123,8 +123,10 @@ def test_help_and_version_do_not_import_jax():
     # `--help`, `--version` and the help of every command (walked from the parser) in one
     # fresh interpreter: none imports JAX.
     paths = list(command_paths(build_parser()))
-    assert {p[0] for p in paths} == {*ENGINE_NAMES, "run", "reproduce", "check", "sweep", "tune"}
-    argvs = [["--help"], ["--version"]] + [[*p, "--help"] for p in paths]
+    assert {p[0] for p in paths} == {*ENGINE_NAMES, "run", "reproduce", "check", "sweep", "tune",
+                                     "list"}
+    # `jaxsched list` reads the registries only: it answers at once too.
+    argvs = [["--help"], ["--version"], ["list"]] + [[*p, "--help"] for p in paths]
     code = ("import json, sys\nfrom jaxsched.cli import main\n"
             "for argv in json.loads(sys.argv[1]):\n"
             "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
@@ -132,7 +134,7 @@ def test_help_and_version_do_not_import_jax():
     p = subprocess.run([sys.executable, "-c", code, json.dumps(argvs)], capture_output=True,
                        text=True, cwd=ROOT)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.count("usage: jaxsched") == len(argvs) - 1          # all but --version
+    assert p.stdout.count("usage: jaxsched") == len(argvs) - 2          # all but --version, list
     p = subprocess.run([sys.executable, "-m", "jaxsched.cli", "--version"], capture_output=True, text=True)
     assert p.stdout.strip() == f"jaxsched {__version__}"
 
@@ -182,12 +184,12 @@ def test_every_run_takes_8_seeds_and_every_out_says_file_or_folder():
 
 def test_reproduce_writes_its_csv_into_the_out_folder(tmp_path, monkeypatch, capsys):
     import jaxsched.cli.dp as cli_dp
-    rows = [{"horizon": 0, "seed": 0, "avg_imbalance_tokens": 1.5}]
+    rows = [{"lookahead_steps": 0, "seed": 0, "avg_imbalance_tokens": 1.5}]
     monkeypatch.setattr(cli_dp, "_reproduce_fig4", lambda n, png, quiet: (rows, "table", png))
     out = tmp_path / "r"
     assert main(["reproduce", "fig4", "--seeds", "2", "--out", str(out), "--quiet"]) == 0
     assert list(csv.DictReader((out / "fig4.csv").open())) == [
-        {"horizon": "0", "seed": "0", "avg_imbalance_tokens": "1.5"}]
+        {"lookahead_steps": "0", "seed": "0", "avg_imbalance_tokens": "1.5"}]
     conf = tomllib.loads((out / "fig4.config.toml").read_text())
     assert conf["out"] == str(out) and conf["seeds"] == 2
     assert f"plot: {out / 'fig4.png'}" in capsys.readouterr().out    # the plot's default place
@@ -404,3 +406,25 @@ def test_group_commands_rerun_from_their_written_options(argv, tmp_path):
                  str(again)]) == 0
     strip = lambda rows: [{k: v for k, v in r.items() if k != "wall_s"} for r in rows]
     assert strip(csv.DictReader(out.open())) == strip(csv.DictReader(again.open()))
+
+
+def test_list_shows_every_registered_name_and_docs_names_is_its_output(capsys):
+    # `jaxsched list` reads the registries: every policy of every engine, with its doc and the
+    # fields it reads, is listed; docs/names.md is exactly `jaxsched list --markdown`.
+    from jaxsched.cli.names import registries, render
+    from jaxsched.registry import ENGINES, policies
+    assert main(["list"]) == 0
+    text = capsys.readouterr().out
+    sections = text.split("\n\n")
+    for engine, section in zip(ENGINES, sections):
+        assert section.startswith(f"{engine}: {ENGINES[engine].doc}\n")
+        for name, entry in policies(engine).items():
+            line = next(x for x in section.splitlines() if x.strip().startswith(name + " ")
+                        and entry.doc in x)
+            assert all(o in line for o in entry.options), line
+    assert set(registries("dp")) >= {"POLICIES", "KERNELS", "WORKLOADS"}
+    doc = Path(__file__).resolve().parents[2] / "docs" / "names.md"
+    assert doc.read_text() == render(list(ENGINES), markdown=True), (
+        "docs/names.md is out of date: run `jaxsched list --markdown > docs/names.md`")
+    assert main(["list", "nope"]) == 2
+    assert "engine must be one of" in capsys.readouterr().err

@@ -61,8 +61,8 @@ def test_chunk_sizes_follow_the_engine_estimates():
 
 
 def test_kv_warnings_come_through_the_runner():
-    cfg = dataclasses.replace(SMALL["kv"], max_epochs=3)
-    with pytest.warns(RuntimeWarning, match="did not finish within max_epochs"):
+    cfg = dataclasses.replace(SMALL["kv"], max_steps=3)
+    with pytest.warns(RuntimeWarning, match="did not finish within max_steps"):
         simulate(cfg, seeds=[0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")

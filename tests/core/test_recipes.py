@@ -28,7 +28,7 @@ def test_toy_engine_sweeps_with_a_policy_added_from_user_code(toy, tmp_path):
     from jaxsched.results import read_rows
     from jaxsched.sweep import run_sweep
 
-    def longest_first(remaining, config):
+    def longest_first(config, params, remaining):
         return toy.jnp.argmax(remaining).astype(toy.jnp.int32)
 
     register_policy("toy", "longest_first", longest_first, "the most work left first")

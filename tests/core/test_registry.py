@@ -131,7 +131,8 @@ def test_unregistered_policy_is_refused_and_key_tracks_user_code():
     try:
         cfg = DPConfig(policy="my_power_of_two", num_steps=10)
         k1 = run_key("dp", cfg, make_params(cfg), [0])
-        register_policy("dp", "my_power_of_two", lambda obs, config: ex.my_power_of_two(obs, config),
+        register_policy("dp", "my_power_of_two",
+                        lambda config, params, obs: ex.my_power_of_two(config, params, obs),
                         "the same, wrapped", replace=True)
         assert run_key("dp", cfg, make_params(cfg), [0]) != k1
         builtin = DPConfig(policy="power_of_two", num_steps=10)

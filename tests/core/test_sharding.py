@@ -18,7 +18,7 @@ from jaxsched.dp import simulate
 assert len(jax.local_devices()) == 2, jax.local_devices()
 out = {}
 for policy, H in [("fcfs", 0), ("bfio", 0), ("bfio", 2)]:
-    cfg = js.dp.DPConfig(num_workers=4, slots_per_worker=8, pool_size=8, policy=policy, horizon=H,
+    cfg = js.dp.DPConfig(num_workers=4, slots_per_worker=8, pool_size=8, policy=policy, lookahead_steps=H,
                       num_steps=200)
     p = js.dp.make_params(cfg)
     a = simulate(cfg, p, range(6), shard=True, record=True)

@@ -150,6 +150,35 @@ def test_cli_sweep_kv(tmp_path, capsys):
     assert "--steps apply to the dp engine only" in capsys.readouterr().err
 
 
+def test_cli_sweep_takes_old_field_names(tmp_path, capsys):
+    # kv's max_epochs is now max_steps (`jaxsched.kv.registry.RENAMED`): --set and --axis, as
+    # flags or in a --config file, take the old name and mean the new one.
+    from jaxsched.cli import main
+    from jaxsched.cli.sweep import renamed_fields
+    assert renamed_fields("kv") == {"max_epochs": "max_steps"}
+    common = ["sweep", "--engine", "kv", "--set", "num_requests=40", "--set", "table_size=64",
+              "--seeds", "1", "--quiet"]
+    old, new = tmp_path / "old.csv", tmp_path / "new.csv"
+    assert main([*common, "--axis", "max_epochs=5000", "--out", str(old)]) == 0
+    assert main([*common, "--axis", "max_steps=5000", "--out", str(new)]) == 0
+    (r_old,), (r_new,) = _rows(old), _rows(new)
+    assert r_old["key"] == r_new["key"] and r_old["point"] == r_new["point"]
+    assert r_old["max_steps"] == "5000" and "max_epochs" not in r_old
+    # The same point from a --config file with the old name: resumed, no new row.
+    conf = tmp_path / "c.toml"
+    conf.write_text('engine = "kv"\naxis = ["policy=wait"]\nseeds = 1\nquiet = true\n'
+                    'set = ["num_requests=40", "table_size=64", "max_epochs=5000"]\n')
+    assert main(["sweep", "--config", str(conf), "--out", str(new)]) == 0
+    assert len(_rows(new)) == 1
+    capsys.readouterr()
+    assert main([*common, "--set", "max_steps=9", "--set", "max_epochs=9", "--axis",
+                 "policy=wait", "--out", str(new)]) == 2
+    assert "'max_epochs' is given twice (as 'max_steps'" in capsys.readouterr().err
+    assert main([*common, "--set", "max_steps=9", "--axis", "max_epochs=9",
+                 "--out", str(new)]) == 2
+    assert "also fixed by --set" in capsys.readouterr().err
+
+
 def test_points_of_one_config_with_other_param_shapes_run_apart(tmp_path):
     # A constant rate and a two-period profile are params of one config that cannot be stacked
     # into one simulate_points call: the sweep runs them one by one, as before buckets.

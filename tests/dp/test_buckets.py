@@ -70,10 +70,10 @@ def test_padded_equals_unpadded(policy, semantics):
                                        pytest.param("classifier", marks=pytest.mark.slow)])
 def test_padded_lookahead_equals_unpadded(predictor):
     # The lookahead H is a size too: H = 1 and 3 padded into a window of 6 rows (H = 5).
-    configs = [DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy="bfio", horizon=H,
+    configs = [DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy="bfio", lookahead_steps=H,
                         predictor=predictor, num_steps=60)
                for G, B, R, H in [(3, 5, 7, 3), (5, 9, 16, 1)]]
-    _same_runs(configs, dict(num_workers=6, slots_per_worker=11, pool_size=16, horizon=5),
+    _same_runs(configs, dict(num_workers=6, slots_per_worker=11, pool_size=16, lookahead_steps=5),
                noise_lo=0.2, noise_hi=0.4, fp_rate=0.1, fn_rate=0.2)
 
 
@@ -104,8 +104,8 @@ def test_pad_refuses_bad_capacity():
         ENGINE.pad(cfg, par, dict(num_workers=3))
     with pytest.raises(ConfigError, match="size fields"):
         ENGINE.pad(cfg, par, dict(num_steps=20))
-    with pytest.raises(ConfigError, match="capacity horizon"):
-        ENGINE.pad(cfg, par, dict(horizon=2))           # H = 0 is valley fill, H >= 1 lookahead
+    with pytest.raises(ConfigError, match="capacity lookahead_steps"):
+        ENGINE.pad(cfg, par, dict(lookahead_steps=2))           # H = 0 is valley fill, H >= 1 lookahead
     with pytest.raises(ConfigError, match="capacity"):
         ENGINE.pad(cfg, par, [8])
     one = DPConfig(num_workers=1, slots_per_worker=8, pool_size=16, num_steps=10)

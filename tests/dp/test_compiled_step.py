@@ -20,9 +20,9 @@ from jaxsched.dp import engine
 S, G, B, R = 6, 4, 24, 8
 
 
-def _loop_copies(policy: str, horizon: int) -> list[str]:
+def _loop_copies(policy: str, lookahead_steps: int) -> list[str]:
     config = jaxsched.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy,
-                                  horizon=horizon, num_steps=50, semantics="paper",
+                                  lookahead_steps=lookahead_steps, num_steps=50, semantics="paper",
                                   workload=jaxsched.BurstGPTLike())
     params = jaxsched.dp.make_params(config)
     state = jax.vmap(lambda s: engine.init(config, params, s))(jnp.arange(S, dtype=jnp.uint32))
@@ -38,6 +38,6 @@ def _loop_copies(policy: str, horizon: int) -> list[str]:
     return re.findall(rf"%\S+ = [sf]32{shape}\S* copy\(", body)
 
 
-@pytest.mark.parametrize("policy,horizon", [("fcfs", 0), ("bfio", 2)])
-def test_step_copies_no_slot_array(policy, horizon):
-    assert _loop_copies(policy, horizon) == []
+@pytest.mark.parametrize("policy,lookahead_steps", [("fcfs", 0), ("bfio", 2)])
+def test_step_copies_no_slot_array(policy, lookahead_steps):
+    assert _loop_copies(policy, lookahead_steps) == []

@@ -64,8 +64,8 @@ def test_numpy_integer_shapes_are_accepted(field: str) -> None:
 
 
 @pytest.mark.parametrize("value", [-1, -100, 1.0, True, 4097])
-def test_bad_horizon(value) -> None:
-    _raises(lambda: DPConfig(**{**SMALL, "horizon": value}), r"horizon \(H\)", r">= 0", r"<= 4096",
+def test_bad_lookahead_steps(value) -> None:
+    _raises(lambda: DPConfig(**{**SMALL, "lookahead_steps": value}), r"lookahead_steps \(H\)", r">= 0", r"<= 4096",
             re.escape(repr(value)))
 
 
@@ -141,10 +141,10 @@ def test_bfio_lookahead_score_overflow() -> None:
     # G * B * max_len is fine, but the H-row lookahead score sum(w) * (G + 1) * max prompt is not
     wl = Independent(Constant(2**20), Constant(1))
     ok = dict(SMALL, num_workers=16, slots_per_worker=1, workload=wl, policy="bfio")
-    DPConfig(**{**ok, "horizon": 0})
-    _raises(lambda: DPConfig(**{**ok, "horizon": 8}), r"lookahead score", r"horizon \(H\)",
+    DPConfig(**{**ok, "lookahead_steps": 0})
+    _raises(lambda: DPConfig(**{**ok, "lookahead_steps": 8}), r"lookahead score", r"lookahead_steps \(H\)",
             r"overflow int32", rf"<= {LOAD_LIMIT}")
-    DPConfig(**{**ok, "horizon": 8, "policy": "fcfs"})  # only bfio scores the window
+    DPConfig(**{**ok, "lookahead_steps": 8, "policy": "fcfs"})  # only bfio scores the window
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,11 +215,11 @@ def test_drift_projection_overflow() -> None:
     # G=1, B=65536, every request (1, 1): loads are tiny, but each projected row h adds
     # h * floor(mean drift) per slot: 65536 * (65 + 64 * 4096) overflows, (0, 1) projects 0.
     wl = Independent(Constant(1), Constant(1))
-    kw = dict(THEORY, num_workers=1, slots_per_worker=65536, workload=wl, policy="bfio", horizon=4096)
+    kw = dict(THEORY, num_workers=1, slots_per_worker=65536, workload=wl, policy="bfio", lookahead_steps=4096)
     DPConfig(**{**kw, "drift": (0, 1)})
     DPConfig(**{**kw, "drift": (1, 1)})
     _raises(lambda: DPConfig(**{**kw, "drift": (64, 64)}), r"projected lookahead loads",
-            r"65536 \* \(65 \+ 64 \* 4096\)", r"horizon \(H\)", rf"<= {LOAD_LIMIT}")
+            r"65536 \* \(65 \+ 64 \* 4096\)", r"lookahead_steps \(H\)", rf"<= {LOAD_LIMIT}")
     DPConfig(**{**kw, "drift": (64, 64), "policy": "fcfs"})  # only the lookahead projects
 
 
@@ -320,3 +320,31 @@ def test_validation_precedes_compilation(monkeypatch: pytest.MonkeyPatch) -> Non
     _raises(lambda: simulate(fresh, make_params(fresh), [-1]), r"seeds")
     _raises(lambda: simulate(fresh, make_params(fresh), []), r"seeds")
     _raises(lambda: simulate(fresh, make_params(fresh), [0, 1], seed_chunk=0), r"seed_chunk")
+
+
+def test_old_name_horizon_means_lookahead_steps_on_the_command_line(tmp_path, capsys) -> None:
+    # `horizon` became `lookahead_steps` (`jaxsched.dp.registry.RENAMED`): `sweep --set` and
+    # `--axis`, as flags or in a --config file, take the old name for the new field.
+    import csv
+
+    from jaxsched.cli import main
+    from jaxsched.cli.sweep import renamed_fields
+    assert renamed_fields("dp") == {"horizon": "lookahead_steps"}
+    with pytest.raises(TypeError):
+        DPConfig(horizon=2)                       # the Python API has the new name only
+    common = ["sweep", "--set", "num_workers=2", "--set", "slots_per_worker=4", "--set", "pool_size=4",
+              "--set", "policy=bfio", "--steps", "20", "--seeds", "1", "--quiet"]
+    old, new = tmp_path / "old.csv", tmp_path / "new.csv"
+    assert main([*common, "--axis", "horizon=2", "--out", str(old)]) == 0
+    assert main([*common, "--axis", "lookahead_steps=2", "--out", str(new)]) == 0
+    (r_old,), (r_new,) = (list(csv.DictReader(p.open())) for p in (old, new))
+    assert r_old["key"] == r_new["key"] and r_old["point"] == r_new["point"]
+    assert r_old["lookahead_steps"] == "2" and "horizon" not in r_old
+    conf = tmp_path / "c.toml"                    # the same point from a file: resumed
+    conf.write_text('axis = ["policy=bfio"]\nsteps = 20\nseeds = 1\nquiet = true\nset = '
+                    '["num_workers=2", "slots_per_worker=4", "pool_size=4", "horizon=2"]\n')
+    assert main(["sweep", "--config", str(conf), "--out", str(new)]) == 0
+    assert len(list(csv.DictReader(new.open()))) == 1
+    capsys.readouterr()
+    assert main([*common, "--set", "horizon=1", "--axis", "lookahead_steps=1,2", "--out", str(new)]) == 2
+    assert "also fixed by --set" in capsys.readouterr().err

@@ -10,7 +10,7 @@ tests run both on the same requests and require
   num_steps_measured) exactly, and the p99 queueing delay within 5% (the engine reads it from a
   log-grid histogram, see jaxsched/dp/metrics.py histogram_quantile) or both exactly 0.
 
-Compilation dominates the cost: every distinct static config (policy, horizon, predictor,
+Compilation dominates the cost: every distinct static config (policy, lookahead_steps, predictor,
 semantics, shapes, num_steps, burn-in, workload) compiles the engine anew, 1.5-3 s each on CPU. A
 `Trace` keeps its arrays in the static config, so drawing a Trace per hypothesis example would
 recompile per example. The property tests therefore use `DrawnLengths`: a workload whose `sample`
@@ -21,7 +21,7 @@ request lengths themselves. A real sequential `Trace` is exercised by
 
 Default run: every policy (fcfs, fcfs_alg2, jsq_tokens, jsq_count, round_robin, bfio H=0) and
 bfio H in {1, 2, 3} with every predictor, each under both semantics, on one small shape per case
-(the shapes vary across cases). `-m slow` adds the same matrix with shapes, lengths and horizons
+(the shapes vary across cases). `-m slow` adds the same matrix with shapes, lengths and lookaheads
 drawn per example, and longer horizons for the long-run check.
 
 Two edge cases have tests of their own at the end of the file: steps that are not live record
@@ -162,9 +162,9 @@ def run_reference(cfg: js.dp.DPConfig, params: js.dp.DPParams, seed: int) -> dic
         policy=cfg.policy, prompt=prompt.tolist(), output=output.tolist(),
         pred_output=(pred_out if cfg.predictor == "noisy" else output).tolist(),
         pred_u=pred_u.astype(np.float64).tolist(), num_steps=cfg.num_steps, semantics=cfg.semantics,
-        horizon=cfg.horizon, burn_in_steps=cfg.burn_in_steps, num_requests=cfg.num_requests,
+        lookahead_steps=cfg.lookahead_steps, burn_in_steps=cfg.burn_in_steps, num_requests=cfg.num_requests,
         predictor=cfg.predictor, lookahead_decay=cfg.lookahead_decay, drift=cfg.drift, seed=seed,
-        bfio_kernel=cfg.bfio_kernel if cfg.horizon == 0 else "vf",
+        bfio_kernel=cfg.bfio_kernel if cfg.lookahead_steps == 0 else "vf",
         **{k: _f32(getattr(params, k)) for k in PARAM_FIELDS})
 
 
@@ -236,7 +236,7 @@ def describe(cfg: js.dp.DPConfig, params: js.dp.DPParams, seed: int) -> str:
         p, o = _REGISTERED[seed]
         lengths = f"\n  prompt={p.tolist()}\n  output={o.tolist()}"
     fields = {k: getattr(cfg, k) for k in ("num_workers", "slots_per_worker", "pool_size", "policy",
-                                           "horizon", "semantics", "predictor", "num_steps",
+                                           "lookahead_steps", "semantics", "predictor", "num_steps",
                                            "burn_in_steps", "lookahead_decay", "drift")}
     prm = {k: _f32(getattr(params, k)) for k in PARAM_FIELDS + ("noise_lo", "noise_hi")}
     return f"{fields} workload={wl.name}(num_requests={cfg.num_requests}) seed={seed}\n  params={prm}{lengths}"
@@ -269,10 +269,10 @@ def draw_params(data: st.DataObject, cfg: js.dp.DPConfig) -> js.dp.DPParams:
         idle_power_w=data.draw(st.floats(0.0, 200.0), label="idle_power_w"),
         power_exponent=data.draw(st.floats(0.1, 2.0), label="power_exponent"))
     kw["max_power_w"] = kw["idle_power_w"] + data.draw(st.floats(0.0, 400.0), label="power_span_w")
-    if cfg.policy == "bfio" and cfg.horizon > 0 and cfg.predictor == "noisy":
+    if cfg.policy == "bfio" and cfg.lookahead_steps > 0 and cfg.predictor == "noisy":
         kw["noise_lo"] = data.draw(st.floats(0.0, 1.0), label="noise_lo")
         kw["noise_hi"] = data.draw(st.floats(0.0, 2.0), label="noise_hi")
-    if cfg.policy == "bfio" and cfg.horizon > 0 and cfg.predictor == "classifier":
+    if cfg.policy == "bfio" and cfg.lookahead_steps > 0 and cfg.predictor == "classifier":
         kw["fp_rate"] = data.draw(st.floats(0.0, 1.0), label="fp_rate")
         kw["fn_rate"] = data.draw(st.floats(0.0, 1.0), label="fn_rate")
     return js.dp.make_params(cfg, **kw)
@@ -307,7 +307,7 @@ FINITE_N = 12  # requests of the finite paper cases; K = 8 N + 1 steps drain any
 @dataclass(frozen=True)
 class Case:
     policy: str
-    horizon: int
+    lookahead_steps: int
     predictor: str
     semantics: str
     G: int
@@ -321,14 +321,14 @@ class Case:
     def config(self, workload=None) -> js.dp.DPConfig:
         wl = workload or DrawnLengths(num_requests=self.num_requests)
         return js.dp.DPConfig(num_workers=self.G, slots_per_worker=self.B, pool_size=self.R,
-                           policy=self.policy, horizon=self.horizon, predictor=self.predictor,
+                           policy=self.policy, lookahead_steps=self.lookahead_steps, predictor=self.predictor,
                            semantics=self.semantics, num_steps=self.K, burn_in_steps=self.burn_in,
                            workload=wl, drift=self.drift)
 
     @property
     def id(self) -> str:
-        pol = self.policy if self.policy != "bfio" else f"bfio_h{self.horizon}"
-        pred = f"-{self.predictor}" if self.horizon > 0 else ""
+        pol = self.policy if self.policy != "bfio" else f"bfio_h{self.lookahead_steps}"
+        pred = f"-{self.predictor}" if self.lookahead_steps > 0 else ""
         n = f"N{self.num_requests}" if self.num_requests else "inf"
         drift = "" if self.drift == (1, 1) else f"-drift{self.drift[0]}_{self.drift[1]}"
         return f"{pol}{pred}-{self.semantics}-G{self.G}B{self.B}R{self.R}K{self.K}-{n}{drift}"
@@ -374,14 +374,14 @@ FINITE_CASES = [c for c in DEFAULT_CASES if c.num_requests is not None]
 
 
 def test_default_cases_cover_the_matrix() -> None:
-    assert {(c.policy, c.horizon, c.predictor, c.semantics) for c in DEFAULT_CASES} == {
+    assert {(c.policy, c.lookahead_steps, c.predictor, c.semantics) for c in DEFAULT_CASES} == {
         (*v, s) for v in POLICY_VARIANTS for s in ("paper", "theory")}
     assert {c.G for c in DEFAULT_CASES} == {1, 2, 3, 4} and {c.B for c in DEFAULT_CASES} == {1, 2, 3}
     assert {c.R for c in DEFAULT_CASES} == {1, 2, 4}
     assert {c.burn_in for c in DEFAULT_CASES if c.semantics == "theory"} == {0, 1, 2}
     for semantics in ("paper", "theory"):
         assert {c.K for c in DEFAULT_CASES if c.semantics == semantics and not c.num_requests} == {6, 12}
-    finite = {(c.policy, c.horizon, c.predictor) for c in FINITE_CASES}
+    finite = {(c.policy, c.lookahead_steps, c.predictor) for c in FINITE_CASES}
     assert {p for p, _, _ in finite} == {"fcfs", "fcfs_alg2", "jsq_count", "bfio", "power_of_two"}
     assert {h for _, h, _ in finite} == {0, 1, 2, 3} and {p for _, _, p in finite} == {"oracle", "noisy", "classifier"}
     for c in DEFAULT_CASES:
@@ -446,12 +446,12 @@ def test_sequential_trace_drains(data: st.DataObject) -> None:
     # block_steps=7 splits the run (K = 8 N + 1 >= 9 steps), and run.simulate stops after the
     # block in which every request has finished, possibly with fewer than K recorded steps; the
     # reference must be idle in the steps not recorded.
-    policy, horizon, predictor = data.draw(st.sampled_from(POLICY_VARIANTS), label="policy")
+    policy, lookahead_steps, predictor = data.draw(st.sampled_from(POLICY_VARIANTS), label="policy")
     G, B, R = (data.draw(st.sampled_from(v)) for v in ((1, 2, 3), (1, 2, 3), (1, 2, 4)))
     N = data.draw(st.integers(1, 15), label="N")
     prompt = data.draw(st.lists(st.integers(1, 20), min_size=N, max_size=N), label="prompt")
     output = data.draw(st.lists(st.integers(1, 8), min_size=N, max_size=N), label="output")
-    cfg = js.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, horizon=horizon,
+    cfg = js.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, lookahead_steps=lookahead_steps,
                       predictor=predictor, num_steps=8 * N + 1,
                       workload=js.Trace(np.array(prompt), np.array(output), order="sequential"))
     params = draw_params(data, cfg)
@@ -472,8 +472,8 @@ LONG_TOLERANCES = dict(makespan_s=1e-9, throughput_tokens_per_s=1e-9, avg_imbala
                        tpot_s=1e-6, energy_j=1e-6)
 
 
-def _long_run(policy: str, horizon: int, predictor: str, semantics: str, num_steps: int, seed: int) -> None:
-    cfg = js.dp.DPConfig(num_workers=4, slots_per_worker=8, pool_size=8, policy=policy, horizon=horizon,
+def _long_run(policy: str, lookahead_steps: int, predictor: str, semantics: str, num_steps: int, seed: int) -> None:
+    cfg = js.dp.DPConfig(num_workers=4, slots_per_worker=8, pool_size=8, policy=policy, lookahead_steps=lookahead_steps,
                       predictor=predictor, semantics=semantics, num_steps=num_steps,
                       burn_in_steps=num_steps // 10 if semantics == "theory" else 0, workload=js.BurstGPTLike())
     params = js.dp.make_params(cfg, noise_lo=0.3, noise_hi=0.5, fp_rate=0.1, fn_rate=0.2)
@@ -497,11 +497,11 @@ def test_long_horizon_fcfs_burstgpt() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("policy,horizon,predictor,semantics", [
+@pytest.mark.parametrize("policy,lookahead_steps,predictor,semantics", [
     ("fcfs", 0, "oracle", "paper"), ("bfio", 0, "oracle", "paper"), ("jsq_tokens", 0, "oracle", "theory"),
     ("bfio", 2, "noisy", "paper"), ("bfio", 3, "classifier", "theory")])
-def test_long_horizon_slow(policy: str, horizon: int, predictor: str, semantics: str) -> None:
-    _long_run(policy, horizon, predictor, semantics, 100_000, seed=11)
+def test_long_horizon_slow(policy: str, lookahead_steps: int, predictor: str, semantics: str) -> None:
+    _long_run(policy, lookahead_steps, predictor, semantics, 100_000, seed=11)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -513,7 +513,7 @@ def test_long_horizon_slow(policy: str, horizon: int, predictor: str, semantics:
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_engine_matches_reference_drawn_shapes(variant, semantics: str, data: st.DataObject) -> None:
-    policy, horizon, predictor = variant
+    policy, lookahead_steps, predictor = variant
     G = data.draw(st.integers(1, 4), label="G")
     B = data.draw(st.integers(1, 6), label="B")
     R = data.draw(st.sampled_from([1, 2, 3, 8]), label="R")
@@ -522,9 +522,9 @@ def test_engine_matches_reference_drawn_shapes(variant, semantics: str, data: st
     N = data.draw(st.integers(1, 40), label="N") if finite else None
     wl = DrawnLengths(max_prompt=data.draw(st.sampled_from([20, 300]), label="max prompt"),
                       max_output=data.draw(st.sampled_from([8, 30]), label="max output"), num_requests=N)
-    decay = data.draw(st.sampled_from([0.7, 0.5, 1.0]), label="decay") if horizon else 0.7
+    decay = data.draw(st.sampled_from([0.7, 0.5, 1.0]), label="decay") if lookahead_steps else 0.7
     burn = data.draw(st.integers(0, K - 1), label="burn-in") if semantics == "theory" else 0
-    cfg = js.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, horizon=horizon,
+    cfg = js.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, lookahead_steps=lookahead_steps,
                       predictor=predictor, semantics=semantics, num_steps=K, burn_in_steps=burn,
                       workload=wl, lookahead_decay=decay)
     params = draw_params(data, cfg)
@@ -551,7 +551,7 @@ DRIFT_CASES = [Case(p, h, pred, "theory", *_DRIFT_SHAPES[i % len(_DRIFT_SHAPES)]
 def test_drift_cases_cover_policies_and_drifts() -> None:
     assert {c.policy for c in DRIFT_CASES} == set(js.dp.POLICIES)
     assert {c.drift for c in DRIFT_CASES} == set(DRIFTS)
-    lookahead = {(c.predictor, c.drift) for c in DRIFT_CASES if c.horizon > 0}
+    lookahead = {(c.predictor, c.drift) for c in DRIFT_CASES if c.lookahead_steps > 0}
     assert {d for _, d in lookahead} == set(DRIFTS) - {(1, 1)}
     assert {p for p, _ in lookahead} == {"oracle", "noisy", "classifier"}
 
@@ -582,14 +582,14 @@ def test_engine_matches_reference_with_drift(case: Case, data: st.DataObject) ->
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_engine_matches_reference_with_drift_drawn_shapes(variant, drift, data: st.DataObject) -> None:
-    policy, horizon, predictor = variant
+    policy, lookahead_steps, predictor = variant
     G = data.draw(st.integers(1, 4), label="G")
     B = data.draw(st.integers(1, 6), label="B")
     R = data.draw(st.sampled_from([1, 2, 3, 8]), label="R")
     K = data.draw(st.sampled_from([12, 40]), label="K")
     wl = DrawnLengths(max_prompt=data.draw(st.sampled_from([20, 300]), label="max prompt"),
                       max_output=data.draw(st.sampled_from([8, 30]), label="max output"))
-    cfg = js.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, horizon=horizon,
+    cfg = js.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, lookahead_steps=lookahead_steps,
                       predictor=predictor, semantics="theory", num_steps=K,
                       burn_in_steps=data.draw(st.integers(0, K - 1), label="burn-in"), workload=wl, drift=drift)
     params = draw_params(data, cfg)

@@ -29,7 +29,7 @@ def test_finite_needs_an_unbounded_base():
 
 
 def test_fig4_sweep_reduced():
-    res = fig4_sweep(horizons=(0, 3, 4), seeds=range(2), num_requests=150, steps=600,
+    res = fig4_sweep(lookahead_steps=(0, 3, 4), seeds=range(2), num_requests=150, steps=600,
                      progress=False)
     assert sorted(res) == [0, 3, 4]
     for v in res.values():
@@ -46,7 +46,7 @@ def test_fig4_sweep_reduced():
 
 
 def test_noise_sweep_reduced():
-    res = noise_sweep(horizons=(4,), levels=(0.0, 0.5), cls_rates=(0.0,), seeds=range(2),
+    res = noise_sweep(lookahead_steps=(4,), levels=(0.0, 0.5), cls_rates=(0.0,), seeds=range(2),
                       steps=300, progress=False)
     assert set(res) == {"noisy, H=4", "classifier, H=4"}
     assert set(res["noisy, H=4"]) == {0.0, 0.5}
@@ -56,11 +56,11 @@ def test_noise_sweep_reduced():
 
 
 @pytest.mark.slow        # 55 s; test_fig4_sweep_reduced runs the same sweep small by default
-def test_fig4_shape_minimum_at_an_intermediate_horizon():
+def test_fig4_shape_minimum_at_an_intermediate_lookahead():
     # The paper's Fig. 4 setting (synthetic requests, N = 8000 per seed, C/8): the undiscounted
     # lookahead helps up to H ~ 64 and hurts beyond (projections ignore future admissions), so
     # H = 512 is worse than no lookahead at all. `jaxsched reproduce fig4` runs the full sweep.
-    res = fig4_sweep(horizons=(0, 64, 512), seeds=range(2), progress=False)
+    res = fig4_sweep(lookahead_steps=(0, 64, 512), seeds=range(2), progress=False)
     mean = {H: float(v.mean()) for H, v in res.items()}
     assert mean[64] < 0.8 * mean[0]
     assert mean[512] > mean[0]

@@ -190,7 +190,7 @@ def test_loops_match_engine(policy: str) -> None:
     from jaxsched.dp import simulate
 
     G, B, R, K, seed = 4, 8, 8, 150, 3
-    config = js.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, horizon=0,
+    config = js.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, lookahead_steps=0,
                          semantics="paper", num_steps=K,
                          workload=js.BurstGPTLike())
     params = js.dp.make_params(config)

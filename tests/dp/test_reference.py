@@ -254,12 +254,12 @@ def test_bfio_lookahead_counts_growth_and_breaks_ties_by_queue_order() -> None:
     kwargs: dict[str, Any] = dict(num_workers=2, slots_per_worker=2, pool_size=3, policy="bfio",
                                   num_steps=1, semantics="theory")
     prompt, output = [5, 1, 4, 4, 3, 5, 5], [10, 1, 10, 10, 10, 10, 10]
-    h1 = run(prompt, output, horizon=1, **kwargs)
+    h1 = run(prompt, output, lookahead_steps=1, **kwargs)
     assert h1["initial_assignments"] == [(0, 0, 0), (1, 0, 1), (2, 1, 0), (3, 1, 1)]
     assert h1["hist_loads"][0] == [8, 10]
     assert h1["assignments"][0] == [(5, 0, 1)]
     assert h1["loads"][0] == [11, 10] and h1["imbalance"][0] == 2 * 11 - 21
-    h0 = run(prompt, output, horizon=0, **kwargs)
+    h0 = run(prompt, output, lookahead_steps=0, **kwargs)
     assert h0["assignments"][0] == [(4, 0, 1)]
 
 
@@ -278,14 +278,14 @@ def test_bfio_lookahead_projects_the_drift() -> None:
     kwargs: dict[str, Any] = dict(num_workers=2, slots_per_worker=2, pool_size=2, policy="bfio",
                                   num_steps=1, semantics="theory")
     prompt, output = [5, 1, 4, 4, 5, 10], [10, 1, 10, 10, 10, 10]
-    h1 = run(prompt, output, horizon=1, drift=(4, 4), **kwargs)
+    h1 = run(prompt, output, lookahead_steps=1, drift=(4, 4), **kwargs)
     assert h1["hist_loads"][0] == [14, 16]
     assert h1["assignments"][0] == [(5, 0, 1)]
     assert h1["loads"][0] == [19, 16]
-    assert run(prompt, output, horizon=0, drift=(4, 4), **kwargs)["assignments"][0] == [(4, 0, 1)]
-    assert run(prompt, output, horizon=1, **kwargs)["assignments"][0] == [(4, 0, 1)]
+    assert run(prompt, output, lookahead_steps=0, drift=(4, 4), **kwargs)["assignments"][0] == [(4, 0, 1)]
+    assert run(prompt, output, lookahead_steps=1, **kwargs)["assignments"][0] == [(4, 0, 1)]
     # (3, 5) draws its drift at random but projects floor(8 / 2) = 4, like (4, 4).
-    mixed = run(prompt, output, horizon=1, drift=(3, 5), seed=5, **kwargs)
+    mixed = run(prompt, output, lookahead_steps=1, drift=(3, 5), seed=5, **kwargs)
     d = mixed["drift"][0]
     assert mixed["hist_loads"][0] == [6 + 2 * d, 8 + 2 * d]
     # After r1 leaves: loads (5 + d, 8 + 2d), P[., 1] = (9 + d, 16 + 2d), m = (3 + d, 7 + d).
@@ -312,7 +312,7 @@ def test_classifier_flagged_request_counts_for_half_window() -> None:
     #   -> r4 (s = 3). So r = 2 differs from both r = 1 and r = 3.
     kwargs: dict[str, Any] = dict(prompt=[2, 1, 5, 5, 3, 9, 10], output=[10, 1, 3, 10, 10, 10, 10],
                                   num_workers=2, slots_per_worker=2, pool_size=3, policy="bfio",
-                                  num_steps=1, semantics="theory", horizon=2)
+                                  num_steps=1, semantics="theory", lookahead_steps=2)
     flagged = run(predictor="classifier", **kwargs)
     assert flagged["initial_assignments"] == [(0, 0, 0), (1, 0, 1), (2, 1, 0), (3, 1, 1)]
     assert flagged["loads"][0] == [12, 12]  # post-admission (theory): 3 + 9, 12
@@ -333,7 +333,7 @@ def test_bfio_lookahead_window_weights() -> None:
     #   -> r5. Unit weights would give F(10) = -2 + 10 = 8 > F(3) = 6 -> r4; so would decay 0.75,
     #   w = (128, 96): F(10) = -256 + 960 = 704 > F(3) = 384 + 288 = 672.
     kwargs: dict[str, Any] = dict(num_workers=2, slots_per_worker=2, pool_size=2, policy="bfio",
-                                  num_steps=1, semantics="theory", horizon=1)
+                                  num_steps=1, semantics="theory", lookahead_steps=1)
     prompt, output = [3, 1, 3, 3, 10, 3], [2, 1, 10, 10, 10, 10]
     res = run(prompt, output, **kwargs)
     assert res["hist_loads"][0] == [6, 8]
@@ -353,7 +353,7 @@ def test_bfio_lookahead_picks_worker_by_current_load() -> None:
     # (The least window sum would pick w1: m = (0, 4), F(5) = -640 + 270 = -370 < F(1) = -38,
     #   r3 -> w1 and r2 -> w0.)
     res = run([3, 2, 5, 1], [2, 10, 3, 3], num_workers=2, slots_per_worker=2, pool_size=2,
-              policy="bfio", num_steps=1, horizon=1)
+              policy="bfio", num_steps=1, lookahead_steps=1)
     assert res["initial_assignments"] == [(0, 1, 0), (1, 0, 0)]
     assert res["loads"][0] == [3, 4]
     assert res["assignments"][0] == [(2, 1, 1), (3, 0, 1)]
@@ -376,13 +376,13 @@ FIT_CHOICE = [(2, 0, 1), (3, 1, 1)]
 
 
 def test_bfio_lookahead_oracle_differs_from_h0() -> None:
-    h1 = run(horizon=1, **LOOKAHEAD)  # type: ignore[arg-type]
+    h1 = run(lookahead_steps=1, **LOOKAHEAD)  # type: ignore[arg-type]
     assert h1["initial_assignments"] == [(0, 1, 0), (1, 0, 0)]
     assert h1["loads"][0] == [3, 13]
     assert h1["assignments"][0] == OVERSHOOT_CHOICE
     assert h1["post_admission_loads"][0] == [15, 14]
     # H=0 valley fill: g = w0 (3), M = 13, so s <= 10 fits: r2 -> w0; r3 -> w1.
-    h0 = run(horizon=0, **LOOKAHEAD)  # type: ignore[arg-type]
+    h0 = run(lookahead_steps=0, **LOOKAHEAD)  # type: ignore[arg-type]
     assert h0["initial_assignments"] == [(0, 1, 0), (1, 0, 0)]
     assert h0["assignments"][0] == FIT_CHOICE
     assert h0["post_admission_loads"][0] == [4, 25]
@@ -391,37 +391,37 @@ def test_bfio_lookahead_oracle_differs_from_h0() -> None:
 def test_bfio_lookahead_predictors() -> None:
     wrong = [1, 10, 3, 3]  # r0 predicted to need 1 token instead of 10
     # The oracle ignores pred_output.
-    assert run(horizon=1, pred_output=wrong, **LOOKAHEAD)["assignments"][0] == OVERSHOOT_CHOICE  # type: ignore[arg-type]
+    assert run(lookahead_steps=1, pred_output=wrong, **LOOKAHEAD)["assignments"][0] == OVERSHOOT_CHOICE  # type: ignore[arg-type]
     # Noisy: r0 has ohat - gen = 0, but a request known to be active lasts at least this step:
     #   r = max(1, 0) = 1 -> r0 counts in row 0 only -> P[w1] = (13, 0) -> FIT_CHOICE.
     #   (With r = 0, r0 would vanish from row 0 too: P[w1] = (0, 0), g = w1 would take r2 and r3
     #   would go to w0, the OVERSHOOT_CHOICE layout.)
-    noisy = run(horizon=1, predictor="noisy", pred_output=wrong, **LOOKAHEAD)  # type: ignore[arg-type]
+    noisy = run(lookahead_steps=1, predictor="noisy", pred_output=wrong, **LOOKAHEAD)  # type: ignore[arg-type]
     assert noisy["assignments"][0] == FIT_CHOICE
     # Noisy with an over-prediction (r0: ohat 20, r = 19) keeps row 1 as the oracle's.
-    over = run(horizon=1, predictor="noisy", pred_output=[20, 10, 3, 3], **LOOKAHEAD)  # type: ignore[arg-type]
+    over = run(lookahead_steps=1, predictor="noisy", pred_output=[20, 10, 3, 3], **LOOKAHEAD)  # type: ignore[arg-type]
     assert over["assignments"][0] == OVERSHOOT_CHOICE
     # Classifier, perfect (fp = fn = 0, u = 0.5): o - gen = 9 > H for r0 and r1 -> not flagged ->
     #   r = H + 1 = 2: the oracle's table.
-    perfect = run(horizon=1, predictor="classifier", **LOOKAHEAD)  # type: ignore[arg-type]
+    perfect = run(lookahead_steps=1, predictor="classifier", **LOOKAHEAD)  # type: ignore[arg-type]
     assert perfect["assignments"][0] == OVERSHOOT_CHOICE
     # fp_rate = 1: both flagged (u < 1) -> r = (H + 2) // 2 = 1 -> row 1 is (0, 0), m = (10, 0).
-    flagged = run(horizon=1, predictor="classifier", fp_rate=1.0, **LOOKAHEAD)  # type: ignore[arg-type]
+    flagged = run(lookahead_steps=1, predictor="classifier", fp_rate=1.0, **LOOKAHEAD)  # type: ignore[arg-type]
     assert flagged["assignments"][0] == FIT_CHOICE
     # fp_rate = 0.5 flags only requests with u < 0.5. Only r0 (on w1) flagged: P[w1] = (13, 0) ->
     #   FIT_CHOICE. Only r1 (on w0) flagged: P[w0] = (3, 0), m = (10, 14), F(12) = 1024 + 1080 =
     #   2104 > F(1) = 218 -> OVERSHOOT_CHOICE.
-    u_r0 = run(horizon=1, predictor="classifier", fp_rate=0.5, pred_u=[0.1, 0.9, 0.5, 0.5], **LOOKAHEAD)  # type: ignore[arg-type]
+    u_r0 = run(lookahead_steps=1, predictor="classifier", fp_rate=0.5, pred_u=[0.1, 0.9, 0.5, 0.5], **LOOKAHEAD)  # type: ignore[arg-type]
     assert u_r0["assignments"][0] == FIT_CHOICE
-    u_r1 = run(horizon=1, predictor="classifier", fp_rate=0.5, pred_u=[0.9, 0.1, 0.5, 0.5], **LOOKAHEAD)  # type: ignore[arg-type]
+    u_r1 = run(lookahead_steps=1, predictor="classifier", fp_rate=0.5, pred_u=[0.9, 0.1, 0.5, 0.5], **LOOKAHEAD)  # type: ignore[arg-type]
     assert u_r1["assignments"][0] == OVERSHOOT_CHOICE
     # r0 with o = 2 really finishes next step (o - gen = 1 <= H): the oracle (r = 1) and the perfect
     #   classifier (flagged, r = 1) drop it from row 1 -> FIT_CHOICE; fn_rate = 1 misses it
     #   (u = 0.5 < 1) -> r = 2 -> OVERSHOOT_CHOICE.
     short = dict(LOOKAHEAD, output=[2, 10, 3, 3])
-    assert run(horizon=1, **short)["assignments"][0] == FIT_CHOICE  # type: ignore[arg-type]
-    assert run(horizon=1, predictor="classifier", **short)["assignments"][0] == FIT_CHOICE  # type: ignore[arg-type]
-    missed = run(horizon=1, predictor="classifier", fn_rate=1.0, **short)  # type: ignore[arg-type]
+    assert run(lookahead_steps=1, **short)["assignments"][0] == FIT_CHOICE  # type: ignore[arg-type]
+    assert run(lookahead_steps=1, predictor="classifier", **short)["assignments"][0] == FIT_CHOICE  # type: ignore[arg-type]
+    missed = run(lookahead_steps=1, predictor="classifier", fn_rate=1.0, **short)  # type: ignore[arg-type]
     assert missed["assignments"][0] == OVERSHOOT_CHOICE
 
 
@@ -439,7 +439,7 @@ def test_tpot_step_form_equals_per_request_mean(policy: str, semantics: str) -> 
     output = [rng.randint(1, 12) for _ in range(n)]
     res = simulate(num_workers=3, slots_per_worker=2, pool_size=5, policy=policy, prompt=prompt,
                    output=output, pred_output=output, pred_u=[rng.random() for _ in range(n)],
-                   num_steps=400, semantics=semantics, horizon=2 if policy == "bfio" else 0,
+                   num_steps=400, semantics=semantics, lookahead_steps=2 if policy == "bfio" else 0,
                    num_requests=n)
     m = res["metrics"]
     assert m["num_admitted"] == m["num_finished"] == n

@@ -23,9 +23,9 @@ SEEDS = list(range(8))
 NUM_STEPS = 300
 CASES = {
     "fcfs": dict(policy="fcfs"),
-    "bfio_h0": dict(policy="bfio", horizon=0),
-    "bfio_h2": dict(policy="bfio", horizon=2),
-    "theory_bfio_h0": dict(policy="bfio", horizon=0, semantics="theory", burn_in_steps=50),
+    "bfio_h0": dict(policy="bfio", lookahead_steps=0),
+    "bfio_h2": dict(policy="bfio", lookahead_steps=2),
+    "theory_bfio_h0": dict(policy="bfio", lookahead_steps=0, semantics="theory", burn_in_steps=50),
 }
 
 

@@ -107,7 +107,7 @@ _DIGEST = """
 import hashlib, sys
 import numpy as np
 import jaxsched
-cfg = jaxsched.dp.DPConfig(num_workers=6, slots_per_worker=8, pool_size=24, horizon=0,
+cfg = jaxsched.dp.DPConfig(num_workers=6, slots_per_worker=8, pool_size=24, lookahead_steps=0,
                            policy="bfio", semantics="paper", num_steps=300,
                            workload=jaxsched.BurstGPTLike())
 res = jaxsched.dp.simulate(cfg, jaxsched.dp.make_params(cfg), np.arange(16))

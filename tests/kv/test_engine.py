@@ -26,7 +26,7 @@ PROP4_PARAMS = dict(rates=(1.0, 1.0), d0_s=0.1, d1_s_per_token=0.1, capacity_tok
 def burst(policy: str, n: int, **kw):
     """One type l = 1, l' = 2, N requests arriving within microseconds, d0 = 1 s, d1 = 0.5 s."""
     cfg = KVConfig(prefill_tokens=(1,), decode_tokens=(2,), policy=policy, num_requests=n,
-                   table_size=8, max_epochs=100)
+                   table_size=8, max_steps=100)
     p = make_params(cfg, rates=(1e6,), d0_s=1.0, d1_s_per_token=0.5, check_stability=False, **kw)
     return cfg, p
 
@@ -107,7 +107,7 @@ def test_vllm_burst_hand_computed():
 def test_vllm_caps_and_blocks():
     # Batch cap 3: never more than 3 requests hold KV; blocks of 4 tokens bound the memory.
     kw = dict(prefill_tokens=(3, 5), decode_tokens=(4, 9), num_requests=120, table_size=128,
-              max_epochs=5000)
+              max_steps=5000)
     cfg = KVConfig(policy="vllm", **kw)
     p = make_params(cfg, rates=(0.6, 0.4), d0_s=0.2, d1_s_per_token=0.004, capacity_tokens=40,
                     batch_size_cap=3, block_size=4)
@@ -127,7 +127,7 @@ def test_sarathi_burst_hand_computed_chunks():
     # {0: prefill 4} -> {0: decode 5, 1: prefill 4, 2: chunk 1 of 4} (0 completes)
     # -> {1: decode 5, 2: chunk 3 (rest)} (1 completes) -> {2: decode 5}.
     cfg = KVConfig(prefill_tokens=(4,), decode_tokens=(1,), policy="sarathi", num_requests=3,
-                   table_size=8, max_epochs=100)
+                   table_size=8, max_steps=100)
     p = make_params(cfg, rates=(1e6,), d0_s=1.0, d1_s_per_token=0.5, check_stability=False,
                     capacity_tokens=20, block_size=1, watermark=0.0, chunk_size=6)
     res = simulate(cfg, p, [7], record=True)
@@ -149,7 +149,7 @@ def test_sarathi_burst_hand_computed_chunks():
 
 def test_sarathi_tight_blocks_restart_and_fit():
     cfg = KVConfig(policy="sarathi", prefill_tokens=(6, 9), decode_tokens=(4, 12),
-                   num_requests=120, table_size=128, max_epochs=8000)
+                   num_requests=120, table_size=128, max_steps=8000)
     p = make_params(cfg, rates=(0.6, 0.4), d0_s=0.2, d1_s_per_token=0.004, capacity_tokens=48,
                     block_size=4, chunk_size=8)
     res = simulate(cfg, p, range(3), record=True)
@@ -162,7 +162,7 @@ def test_sarathi_tight_blocks_restart_and_fit():
 def test_nested_one_segment_equals_wait_one_type():
     # One type and one segment: Alg. 2 is Alg. 1 (and with C >= M^pi nothing is preempted).
     kw = dict(prefill_tokens=(3,), decode_tokens=(5,), num_requests=60, table_size=64,
-              max_epochs=2000)
+              max_steps=2000)
     pk = dict(rates=(0.5,), d0_s=0.2, d1_s_per_token=0.01, capacity_tokens=200, thresholds=(3,))
     out = []
     for pol in ("wait", "nested_wait"):
@@ -190,7 +190,7 @@ def test_fast_ranks_equal_sorted_ranks(policy):
     # The O(Q) ranks rely on no request overtaking an older one of its group; check them
     # against the sort-based definition at every epoch of tight runs (restarts included).
     cfg = KVConfig(policy=policy, prefill_tokens=(2, 2, 2), decode_tokens=(2, 5, 9),
-                   num_requests=200, table_size=64, max_epochs=4000)
+                   num_requests=200, table_size=64, max_steps=4000)
     p = make_params(cfg, rates=(0.8, 0.6, 0.4), d0_s=0.2, d1_s_per_token=0.004,
                     capacity_tokens=140 if policy == "wait" else 30,
                     thresholds=(2, 2, 1) if policy == "wait" else (3, 2, 1))
@@ -210,7 +210,7 @@ def test_fast_ranks_equal_sorted_ranks(policy):
 
 
 def test_wait_invariant_and_memory_bound():
-    cfg = KVConfig(policy="wait", num_requests=400, table_size=128, max_epochs=5000, **PROP4)
+    cfg = KVConfig(policy="wait", num_requests=400, table_size=128, max_steps=5000, **PROP4)
     p = make_params(cfg, thresholds=(1, 1), **PROP4_PARAMS)
     n = np.array([1, 1])
     for st in _states(cfg, p, 3, 240):
@@ -230,7 +230,7 @@ def test_wait_invariant_and_memory_bound():
 @pytest.mark.parametrize("policy", list(POLICIES))
 def test_conservation(policy):
     kw = dict(prefill_tokens=(4, 4, 4), decode_tokens=(3, 6, 9), num_requests=150,
-              table_size=256, max_epochs=3000)
+              table_size=256, max_steps=3000)
     cfg = KVConfig(policy=policy, **kw)
     th = None if policy == "nested_wait" else ((2, 2, 2) if policy == "wait" else None)
     p = make_params(cfg, rates=(0.3, 0.2, 0.1), d0_s=0.3, d1_s_per_token=0.004,
@@ -258,7 +258,7 @@ def test_conservation(policy):
 
 
 # One fcfs config shared by several tests (params are traced: no recompilation).
-FCFS = KVConfig(policy="fcfs", num_requests=300, table_size=256, max_epochs=20000, **PROP4)
+FCFS = KVConfig(policy="fcfs", num_requests=300, table_size=256, max_steps=20000, **PROP4)
 
 
 def test_fcfs_tight_memory_preempts_and_never_overflows():
@@ -274,7 +274,7 @@ def test_fcfs_tight_memory_preempts_and_never_overflows():
 def test_nested_wait_preempts_on_overflow():
     # Entry queues of segment 2 are unbounded; a small C forces the restart fallback.
     cfg = KVConfig(policy="nested_wait", prefill_tokens=(2, 2), decode_tokens=(2, 8),
-                   num_requests=200, table_size=128, max_epochs=20000)
+                   num_requests=200, table_size=128, max_steps=20000)
     p = make_params(cfg, rates=(1.0, 1.0), d0_s=0.2, d1_s_per_token=0.01, capacity_tokens=24,
                     thresholds=(2, 1))
     res = simulate(cfg, p, range(3), record=True)
@@ -325,7 +325,7 @@ def test_arrivals_rates_types_and_engine_agree():
 def test_time_varying_rates_thin_by_period():
     # Period 0: 4 req/s, period 1: 1 req/s (10 s each).
     cfg = KVConfig(policy="fcfs", prefill_tokens=(1,), decode_tokens=(1,), num_requests=None,
-                   horizon_s=2000.0, table_size=256, max_epochs=40000)
+                   horizon_s=2000.0, table_size=256, max_steps=40000)
     p = make_params(cfg, rates=[[4.0], [1.0]], d0_s=0.01, d1_s_per_token=0.001,
                     capacity_tokens=50, period_s=10.0)
     a = arrival_stream(cfg, p, 0, 12000)
@@ -341,7 +341,7 @@ def test_time_varying_rates_thin_by_period():
 
 def test_force_clear_drops_and_drain_does_not():
     kw = dict(prefill_tokens=(2, 2), decode_tokens=(2, 4), num_requests=41, table_size=64,
-              max_epochs=3000)
+              max_steps=3000)
     pk = dict(rates=(1.0, 1.0), d0_s=0.2, d1_s_per_token=0.01, capacity_tokens=120,
               thresholds=(4, 4))
     res = {}
@@ -356,7 +356,7 @@ def test_force_clear_drops_and_drain_does_not():
 
 def test_table_overflow_is_reported():
     cfg = KVConfig(prefill_tokens=(1,), decode_tokens=(2,), policy="wait", num_requests=20,
-                   table_size=8, max_epochs=200)
+                   table_size=8, max_steps=200)
     p = make_params(cfg, rates=(1e6,), d0_s=1.0, d1_s_per_token=0.5, check_stability=False,
                     capacity_tokens=100, thresholds=(4,))
     with pytest.warns(RuntimeWarning, match="table"):
@@ -366,9 +366,9 @@ def test_table_overflow_is_reported():
     assert m["num_arrived"][0] == m["num_completed"][0] + m["num_in_system"][0] + m["table_overflow"][0]
 
 
-def test_max_epochs_too_small_warns():
-    cfg = KVConfig(policy="fcfs", num_requests=100, table_size=64, max_epochs=20, **PROP4)
-    with pytest.warns(RuntimeWarning, match="max_epochs"):
+def test_max_steps_too_small_warns():
+    cfg = KVConfig(policy="fcfs", num_requests=100, table_size=64, max_steps=20, **PROP4)
+    with pytest.warns(RuntimeWarning, match="max_steps"):
         res = simulate(cfg, make_params(cfg, **PROP4_PARAMS), [0])
     assert res.metrics["done"][0] == 0 and res.metrics["num_epochs"][0] == 20
 
@@ -451,7 +451,7 @@ def test_batch_limits_apply_to_every_policy(policy):
     # One batch limit for every policy: no batch holds more than 2 requests or processes more
     # than 2 max footprints of tokens, and every run still completes all its requests.
     cfg = KVConfig(prefill_tokens=(3, 3), decode_tokens=(2, 4), policy=policy, num_requests=12,
-                   table_size=32, max_epochs=2000)
+                   table_size=32, max_steps=2000)
     limit = 2 * cfg.max_len
     kw = dict(rates=(50.0, 50.0), d0_s=0.01, d1_s_per_token=1e-4, capacity_tokens=200,
               check_stability=False)

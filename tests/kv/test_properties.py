@@ -81,7 +81,7 @@ def run_reference(config: KVConfig, params, rates, seed: int, period_s: float = 
                 thresholds=np.asarray(params.thresholds).tolist() if config.num_thresholds else None,
                 gaps=stream["gap_s"], seed=seed, num_requests=config.num_requests,
                 horizon_s=config.horizon_s, end_mode=config.end_mode, table_size=config.table_size,
-                arrivals_per_step=config.arrivals_per_step, max_epochs=config.max_epochs,
+                arrivals_per_step=config.arrivals_per_step, max_steps=config.max_steps,
                 segment_bounds=config.segment_bounds, hist_octave_bits=config.hist_octave_bits,
                 watermark=watermark, **{k: int(getattr(params, k)) for k in LIMITS},
                 d1_prefill=(float(params.d1_prefill_hi) + float(params.d1_prefill_lo)
@@ -186,7 +186,7 @@ def compare(config: KVConfig, rates, seeds: list[int], **param_kwargs: Any) -> l
         got = {k: float(v[s]) for k, v in out.metrics.items()}
         if first_loss(config, res, params) is None:
             check_metrics(config, got, res["metrics"])
-        assert got["done"] == 1.0, "raise max_epochs in the test config"
+        assert got["done"] == 1.0, "raise max_steps in the test config"
         results.append(res)
     return results
 
@@ -278,23 +278,23 @@ def _check_case(config: KVConfig, periods: int, data) -> list[dict]:
 CASES: dict[str, tuple[KVConfig, int]] = {
     # WAIT, 2 types, A = 2 (insert-only epochs), drain.
     "wait": (KVConfig(prefill_tokens=(1, 2), decode_tokens=(1, 3), policy="wait",
-                      num_requests=16, table_size=24, arrivals_per_step=2, max_epochs=1024), 1),
+                      num_requests=16, table_size=24, arrivals_per_step=2, max_steps=1024), 1),
     # WAIT, 3 types, force_clear, a small table (overflow possible).
     "wait_force_clear": (KVConfig(prefill_tokens=(2, 1, 3), decode_tokens=(2, 1, 1), policy="wait",
                                   num_requests=14, end_mode="force_clear", table_size=8,
-                                  arrivals_per_step=3, max_epochs=1024), 1),
+                                  arrivals_per_step=3, max_steps=1024), 1),
     # Nested WAIT, one segment per type; small C provokes the newest-first memory check.
     "nested_wait": (KVConfig(prefill_tokens=(2, 2, 2), decode_tokens=(1, 2, 4),
                              policy="nested_wait", num_requests=16, table_size=24,
-                             max_epochs=1024), 1),
+                             max_steps=1024), 1),
     # FCFS with time-varying rates (2 periods, thinning) and a horizon as well as N.
     "fcfs_periods": (KVConfig(prefill_tokens=(1, 3), decode_tokens=(2, 1), policy="fcfs",
                               num_requests=16, horizon_s=12.0, table_size=10, arrivals_per_step=2,
-                              max_epochs=1024), 2),
+                              max_steps=1024), 2),
     # Nested WAIT with a prefill price: restarts (memory check) are priced as prefills.
     "nested_wait_priced": (KVConfig(prefill_tokens=(2, 2, 2), decode_tokens=(1, 2, 4),
                                     policy="nested_wait", num_requests=16, table_size=24,
-                                    max_epochs=1024, prefill_price=True), 1),
+                                    max_steps=1024, prefill_price=True), 1),
 }
 
 
@@ -311,13 +311,13 @@ def test_engine_matches_reference(case: str, data) -> None:
 BASELINE_CASES: dict[str, tuple[KVConfig, int]] = {
     # vllm: prefill-first, restart of the newest on a block shortage; A = 2, drain.
     "vllm": (KVConfig(prefill_tokens=(2, 3), decode_tokens=(3, 1), policy="vllm",
-                      num_requests=16, table_size=24, arrivals_per_step=2, max_epochs=1024), 1),
+                      num_requests=16, table_size=24, arrivals_per_step=2, max_steps=1024), 1),
     # sarathi: decode-first, chunked prefills (prompts up to 6 tokens vs chunk_size >= 1).
     "sarathi": (KVConfig(prefill_tokens=(4, 6), decode_tokens=(2, 1), policy="sarathi",
-                         num_requests=16, table_size=24, max_epochs=1024), 1),
+                         num_requests=16, table_size=24, max_steps=1024), 1),
     # sarathi with a prefill price: partial prefill chunks are priced as prefills.
     "sarathi_priced": (KVConfig(prefill_tokens=(4, 6), decode_tokens=(2, 1), policy="sarathi",
-                                num_requests=16, table_size=24, max_epochs=1024,
+                                num_requests=16, table_size=24, max_steps=1024,
                                 prefill_price=True), 1),
 }
 
@@ -334,12 +334,12 @@ def test_baselines_match_reference(case: str, data) -> None:
 SLOWER_CASES: dict[str, tuple[KVConfig, int]] = {
     "wait_horizon": (KVConfig(prefill_tokens=(1, 2), decode_tokens=(2, 1), policy="wait",
                               num_requests=None, horizon_s=6.0, table_size=32,
-                              max_epochs=1024), 1),
+                              max_steps=1024), 1),
     "nested_merged_force_clear": (KVConfig(prefill_tokens=(1, 1, 1), decode_tokens=(1, 3, 4),
                                            policy="nested_wait", segment_bounds=(3, 4),
                                            num_requests=14, end_mode="force_clear",
                                            table_size=24, arrivals_per_step=1,
-                                           max_epochs=1024), 1),
+                                           max_steps=1024), 1),
 }
 
 
@@ -420,7 +420,7 @@ def configs(draw) -> tuple[KVConfig, int]:
                       num_requests=draw(st.integers(1, 30)) if finite else None, horizon_s=horizon,
                       end_mode=draw(st.sampled_from(["drain", "force_clear"])),
                       table_size=draw(st.integers(2, 40)), arrivals_per_step=draw(st.integers(1, 5)),
-                      max_epochs=2048, segment_bounds=bounds)
+                      max_steps=2048, segment_bounds=bounds)
     return config, draw(st.sampled_from([1, 1, 2, 3]))
 
 

@@ -137,7 +137,7 @@ def _tiny_nested_setup() -> tuning.TuneSetup:
     # to 4 entries per ~1 s iteration (stable); n = (1, 1) serves at most 1 of the 2 arrivals
     # per second, so the backlog grows by ~1 req/s and overruns the Q = 128 slot table.
     config = KVConfig(prefill_tokens=(2, 2), decode_tokens=(2, 5), policy="nested_wait",
-                      num_requests=400, table_size=128, max_epochs=20_000)
+                      num_requests=400, table_size=128, max_steps=20_000)
     return tuning.TuneSetup(name="tiny", config=config, rates=(1.0, 1.0), d0_s=1.0,
                             d1_s_per_token=0.005, capacity_tokens=10_000, lam=1.0,
                             memory_weight=0.0, throughput_star=1.0, latency_fluid=1.0,

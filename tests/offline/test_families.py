@@ -18,7 +18,7 @@ from jaxsched import offline as off
 from jaxsched.errors import ConfigError
 from jaxsched.offline import families as fam
 from jaxsched.offline import workloads
-from jaxsched.offline.policies import mcsf, mcsf2
+from jaxsched.offline.policies import Jobs, mcsf, mcsf2
 from tests.reference import offline as ref
 
 HAS_SCIPY = importlib.util.find_spec("scipy") is not None
@@ -35,7 +35,8 @@ def _ref_tel(s, o, order, M) -> int:
 def _policy_order(theorem: str, s, o, M) -> np.ndarray:
     """The slow policy's order as the engine computes it (MC-SF for Theorem 1, MC-SF2 for EC.1)."""
     fn = mcsf if theorem == "theorem1" else mcsf2
-    return np.asarray(fn(jnp.asarray(s, jnp.int32), jnp.asarray(o, jnp.int32), 0, M))
+    view = Jobs(jnp.asarray(s, jnp.int32), jnp.asarray(o, jnp.int32), 0, M)
+    return np.asarray(fn(None, off.instance_params(M), view))
 
 
 # --------------------------------------------------------------------------- the families
@@ -264,7 +265,8 @@ def test_lower_bound_is_vectorised_over_rows_and_below_the_engine():
     # M per row.
     per_row = fam.tel_lower_bound(s, o, np.array([100, 200, 100, 400]))
     assert per_row[1] == pytest.approx(lb[1] / 2) and per_row[3] == pytest.approx(lb[3] / 4)
-    order = np.stack([np.asarray(mcsf(jnp.asarray(a), jnp.asarray(b), 0, 100))
+    order = np.stack([np.asarray(mcsf(config, off.instance_params(100),
+                                      Jobs(jnp.asarray(a), jnp.asarray(b), 0, 100)))
                       for a, b in zip(s, o)])
     tel = off.execute(off.instance_params(100), s, o, order)["tel_steps"]
     assert (fam.tel_lower_bound(s, o, 100, strengthen=True) <= tel).all()

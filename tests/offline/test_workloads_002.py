@@ -15,7 +15,7 @@ import pytest
 from jaxsched import offline as off
 from jaxsched.errors import ConfigError
 from jaxsched.offline import workloads as wl
-from jaxsched.offline.policies import mcsf
+from jaxsched.offline.policies import Jobs, mcsf
 from jaxsched.workload import Batch, Constant, Independent, Trace, materialize, read_trace
 from jaxsched.workload.lengths import JointMixture
 from tests.conftest import DATA
@@ -133,8 +133,9 @@ def test_the_engine_serves_a_mix_batch_without_drops():
     config = off.OfflineConfig(wl.real("mix", 200), policy="mcsf")
     s, o = off.draw(config, [0, 1])
     np.testing.assert_array_equal(s[1], materialize(wl.REAL["mix"], 1, 200)[0])
-    order = np.stack([np.asarray(mcsf(r, q, 0, M)) for r, q in zip(s, o)])
-    m = off.execute(off.instance_params(M), s, o, order)
+    params = off.instance_params(M)
+    order = np.stack([np.asarray(mcsf(config, params, Jobs(r, q, 0, M))) for r, q in zip(s, o)])
+    m = off.execute(params, s, o, order)
     assert (m["num_dropped"] == 0).all() and (m["num_served"] == 200).all()
     assert (m["done"] == 1).all() and (m["peak_memory_tokens"] <= M).all()
 

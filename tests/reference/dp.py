@@ -163,7 +163,7 @@ class _PolicyConfig:
     """Policy parameters that do not change during a run."""
 
     name: str
-    horizon: int
+    lookahead_steps: int
     predictor: str
     fp_rate: float
     fn_rate: float
@@ -322,10 +322,10 @@ def _local_search(inp: _AdmissionInput, decisions: Decisions, chain: bool) -> De
 def _predicted_remaining(req: _Request, cfg: _PolicyConfig) -> int:
     """Predicted remaining decode steps r of an active request for the lookahead projection."""
     if cfg.predictor == "classifier":
-        horizon = cfg.horizon
-        truth = req.output - req.gen <= horizon
+        H = cfg.lookahead_steps
+        truth = req.output - req.gen <= H
         predicted = (truth and req.u >= cfg.fn_rate) or (not truth and req.u < cfg.fp_rate)
-        return (horizon + 2) // 2 if predicted else horizon + 1  # ceil((H+1)/2) or H+1
+        return (H + 2) // 2 if predicted else H + 1  # ceil((H+1)/2) or H+1
     # Oracle and noisy: a request known to be active lasts at least this step, even when a noisy
     # prediction has already run out.
     return max(1, req.ohat - req.gen)
@@ -335,10 +335,10 @@ def _projected_loads(active: list[list[_Request]], cfg: _PolicyConfig) -> list[l
     """P[g][h], h = 0..H: sum over g's active requests with r > h of (s + grown + h * d_proj)."""
     table: list[list[int]] = []
     for reqs in active:
-        row = [0] * (cfg.horizon + 1)
+        row = [0] * (cfg.lookahead_steps + 1)
         for req in reqs:
             r = _predicted_remaining(req, cfg)
-            for h in range(cfg.horizon + 1):
+            for h in range(cfg.lookahead_steps + 1):
                 if r > h:
                     row[h] += req.load + h * cfg.projection_drift
         table.append(row)
@@ -351,7 +351,7 @@ def _policy_bfio_lookahead(inp: _AdmissionInput, cfg: _PolicyConfig) -> Decision
     proj = _projected_loads(inp.active, cfg)
     num_workers = len(free)
     beta = num_workers
-    rows = range(cfg.horizon + 1)
+    rows = range(cfg.lookahead_steps + 1)
     weights = [round(128 * cfg.lookahead_decay ** h) for h in rows]  # round() is half-even
     waiting = list(inp.pool)
     out: Decisions = []
@@ -471,7 +471,7 @@ class _Engine:
         if name == "round_robin":
             decisions, self.rr_pointer = _policy_round_robin(inp, self.rr_pointer)
             return decisions
-        if self.policy.horizon == 0:
+        if self.policy.lookahead_steps == 0:
             decisions = _policy_bfio_h0(inp)
             if self.policy.bfio_kernel in ("vf_ls", "vf_ls_chain"):
                 decisions = _local_search(inp, decisions, self.policy.bfio_kernel == "vf_ls_chain")
@@ -525,7 +525,7 @@ def _mean(values: Sequence[float]) -> float:
 
 def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy: str,
              prompt: Sequence[int], output: Sequence[int], pred_output: Sequence[int], pred_u: Sequence[float],
-             num_steps: int, semantics: str = "paper", horizon: int = 0, burn_in_steps: int = 0,
+             num_steps: int, semantics: str = "paper", lookahead_steps: int = 0, burn_in_steps: int = 0,
              num_requests: int | None = None, step_const_s: float = 4.8875e-3, per_token_s: float = 1.00525e-7,
              fp_rate: float = 0.0, fn_rate: float = 0.0, predictor: str = "oracle",
              idle_power_w: float = 100.0, max_power_w: float = 400.0, power_exponent: float = 0.7,
@@ -539,8 +539,8 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
 
     `semantics` is "paper" (grow, remove, measure, admit; summaries over steps 1..cut) or "theory"
     (slots filled directly at step 0; grow, remove, admit, measure; steps <= burn_in_steps are not
-    measured). `horizon` is the bfio lookahead H (0 = plain valley fill; with `bfio_kernel`
-    "vf_ls" or "vf_ls_chain", valley fill followed by the plain local search).
+    measured). `lookahead_steps` is the bfio lookahead H in decode steps (0 = plain valley fill;
+    with `bfio_kernel` "vf_ls" or "vf_ls_chain", valley fill followed by the plain local search).
 
     `drift` = (lo, hi), theory semantics only: in step k every active request grows by the common
     delta_k = step_drift(seed, k, drift) tokens instead of 1 (completions still count steps); the
@@ -559,9 +559,9 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
     if predictor not in PREDICTORS:
         raise ValueError(f"predictor must be one of {PREDICTORS}, got {predictor!r}")
-    if num_workers < 1 or slots_per_worker < 1 or pool_size < 0 or num_steps < 0 or horizon < 0:
+    if num_workers < 1 or slots_per_worker < 1 or pool_size < 0 or num_steps < 0 or lookahead_steps < 0:
         raise ValueError("need num_workers >= 1, slots_per_worker >= 1, pool_size >= 0, "
-                         "num_steps >= 0 and horizon >= 0")
+                         "num_steps >= 0 and lookahead_steps >= 0")
     if num_requests is not None and num_requests < 0:
         raise ValueError(f"num_requests must be >= 0 or None, got {num_requests}")
     lo, hi = drift
@@ -571,8 +571,8 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
         raise ValueError(f"a drift other than (1, 1) needs semantics 'theory', got {drift!r}")
 
     stream = _Stream(prompt, output, pred_output, pred_u, num_requests, predictor)
-    cfg = _PolicyConfig(name=policy, horizon=horizon, predictor=predictor, fp_rate=fp_rate, fn_rate=fn_rate,
-                        lookahead_decay=lookahead_decay, projection_drift=(lo + hi) // 2,
+    cfg = _PolicyConfig(name=policy, lookahead_steps=lookahead_steps, predictor=predictor, fp_rate=fp_rate,
+                        fn_rate=fn_rate, lookahead_decay=lookahead_decay, projection_drift=(lo + hi) // 2,
                         bfio_kernel=bfio_kernel)
     eng = _Engine(num_workers, slots_per_worker, pool_size, stream, cfg, seed)
     theory = semantics == "theory"

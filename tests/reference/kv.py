@@ -840,7 +840,7 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
              thresholds: Sequence[int] | None = None, period_s: float = 1.0,
              num_requests: int | None = None, horizon_s: float | None = None,
              end_mode: str = "drain", table_size: int = 1024, arrivals_per_step: int = 8,
-             max_epochs: int = 200_000, segment_bounds: Sequence[int] | None = None,
+             max_steps: int = 200_000, segment_bounds: Sequence[int] | None = None,
              hist_octave_bits: int = 5, batch_size_cap: int = 128, max_tokens_in_batch: int = 4096,
              block_size: int = 16, watermark: float = 0.01, chunk_size: int = 512,
              batch_limit: int | None = None, token_limit: int | None = None,
@@ -862,7 +862,7 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
     The other arguments mirror KVConfig.
 
     No validation beyond what the simulation itself needs: the engine's KVConfig / make_params
-    validate. Runs until done or max_epochs epochs.
+    validate. Runs until done or max_steps epochs.
 
     Returns a dict: "epochs" (one row per epoch run, §9 fields plus batch_ids / preempted_ids),
     "batches" (the kind-2 rows, with start_s = to_float64(t)), "arrivals" (the examined
@@ -900,7 +900,7 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
                d1_prefill=None if d1_prefill is None else F32(d1_prefill),
                burn_in=int(burn_in_requests))
     epochs = []
-    while not sim.done and len(epochs) < max_epochs:
+    while not sim.done and len(epochs) < max_steps:
         epochs.append(sim.epoch())
     batches = [dict(row, start_s=float(row["t_hi"]) + float(row["t_lo"]))
                for row in epochs if row["kind"] == KIND_BATCH]

@@ -67,7 +67,7 @@ def _sequence(value, field: str, allowed: str) -> tuple:
 
 def _sizes(exp: KVExperiment, types: FluidTypes, n_req: int, horizon_s: float,
            hw: Hardware) -> dict:
-    """Initial table size Q and max_epochs for a run of n_req requests ending by horizon_s
+    """Initial table size Q and max_steps for a run of n_req requests ending by horizon_s
     (the table then grows while arrivals are lost, `_run_growing_table`)."""
     eq = equilibrium(types)
     in_flight = float(eq.active.sum())
@@ -77,7 +77,7 @@ def _sizes(exp: KVExperiment, types: FluidTypes, n_req: int, horizon_s: float,
         q //= 2
     # Every batch lasts at least d0; an epoch without a batch inserts at least one arrival.
     epochs = int(2 * horizon_s / hw.d0_s) + n_req + 4096
-    return dict(table_size=q, max_epochs=min(epochs, 2**30 - 1), arrivals_per_step=64)
+    return dict(table_size=q, max_steps=min(epochs, 2**30 - 1), arrivals_per_step=64)
 
 
 def mean_half_width(values: np.ndarray) -> tuple[float, float]:

@@ -72,12 +72,12 @@ def scaling_point(inst: ScalingInstance, horizon: float, seeds: Sequence[int]) -
     cfg = KVConfig(prefill_tokens=(inst.prefill,), decode_tokens=(inst.decode,), policy="wait",
                    num_requests=None, horizon_s=float(horizon),
                    table_size=1 << max(8, int(math.ceil(math.log2(8 * math.sqrt(horizon) + 64)))),
-                   max_epochs=int(3 * horizon / inst.d0_s) + 4096, arrivals_per_step=8)
+                   max_steps=int(3 * horizon / inst.d0_s) + 4096, arrivals_per_step=8)
     params = make_params(cfg, rates=(inst.rate,), d0_s=inst.d0_s,
                          d1_s_per_token=inst.d1_s_per_token, capacity_tokens=inst.capacity_tokens,
                          thresholds=(inst.threshold,))
     seeds = list(seeds)
-    res = simulate(cfg, params, seeds, block_steps=min(cfg.max_epochs, 2048))
+    res = simulate(cfg, params, seeds, block_steps=min(cfg.max_steps, 2048))
     thr = res.metrics["throughput_tokens_per_s"]
     arrived = np.array([_arrivals_by(cfg, params, s, horizon, inst.rate) for s in seeds])
     gap = inst.tokens_per_request * arrived / horizon - thr
