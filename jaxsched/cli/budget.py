@@ -38,8 +38,8 @@ def cmd_budget_run(a: argparse.Namespace) -> int:
             require_int(int(v) if float(v).is_integer() else v, flag, lo=1)
         prompt, decode = int(prompt), int(decode)
     workload = Independent(law(prompt), law(decode), name=f"{a.lengths}:{a.prompt}/{a.decode}")
-    base = BudgetConfig(workload=(workload,), policy=a.policy, horizon_s=a.horizon,
-                        burn_in_s=a.burn_in, table_size=a.table_size)
+    base = BudgetConfig(workload=(workload,), policy=a.policy, horizon_s=a.horizon_s,
+                        burn_in_s=a.burn_in_s, table_size=a.table_size)
     timing = dict(budget=a.budget, c_s=a.c_ms / 1000.0, a_s_per_token=a.a_ms / 1000.0, b0=a.b0)
     if a.rate is None:
         load = require_float(a.load, "--load", lo=0.0, hi=10.0, lo_open=True)
@@ -52,7 +52,7 @@ def cmd_budget_run(a: argparse.Namespace) -> int:
     cfg = enough_steps(base, rates, timing["c_s"], timing["a_s_per_token"], a.b0)
     params = make_params(cfg, **kw)
     print(f"jaxsched budget run: policy={a.policy} lengths={workload.name} rate={sum(rates):.4g}/s "
-          f"b={a.budget} M={a.max_requests} horizon={a.horizon:g} s seeds={n_seeds}",
+          f"b={a.budget} M={a.max_requests} horizon={a.horizon_s:g} s seeds={n_seeds}",
           file=sys.stderr)
     conf = None if out is None else write_resolved(a, config_path(out))
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
@@ -60,7 +60,7 @@ def cmd_budget_run(a: argparse.Namespace) -> int:
     if out is None:
         return 0
     columns = {"policy": a.policy, "lengths": workload.name, "rate_qps": float(sum(rates)),
-               "budget": a.budget, "max_requests": a.max_requests, "horizon_s": a.horizon}
+               "budget": a.budget, "max_requests": a.max_requests, "horizon_s": a.horizon_s}
     return save_seed_rows(res, columns, out, conf)
 
 
@@ -101,8 +101,8 @@ def add_parsers(sub) -> None:
     r.add_argument("--c-ms", type=float, default=45.5, help="batch time constant c, ms")
     r.add_argument("--a-ms", type=float, default=0.18, help="ms per token above b0 (assumed)")
     r.add_argument("--b0", type=int, default=64, help="tokens below which a batch costs c")
-    r.add_argument("--horizon", "--horizon-s", type=float, default=600.0, help="simulated seconds per run")
-    r.add_argument("--burn-in", "--burn-in-s", type=float, default=60.0, help="seconds left out of the metrics")
+    r.add_argument("--horizon-s", "--horizon", type=float, default=600.0, help="simulated seconds per run")
+    r.add_argument("--burn-in-s", "--burn-in", type=float, default=60.0, help="seconds left out of the metrics")
     r.add_argument("--table-size", type=int, default=16384,
                    help="request slots per run; a full table rejects arrivals (unstable)")
     r.add_argument("--seeds", type=int, default=8, help="number of seeds")

@@ -80,12 +80,13 @@ def cmd_run(a: argparse.Namespace) -> int:
     png = None if a.plot == "none" else check_file(a.plot, "--plot", image=True)
     params_kw = _predictor_params(a)
     workload = workload_from_args(a)
-    base = DPConfig(num_workers=a.G, slots_per_worker=a.B, pool_size=a.R, num_steps=a.steps,
-                    semantics=a.semantics, workload=workload, predictor=a.predictor)
+    base = DPConfig(num_workers=a.num_workers, slots_per_worker=a.slots_per_worker,
+                    pool_size=a.pool_size, num_steps=a.num_steps, semantics=a.semantics,
+                    workload=workload, predictor=a.predictor)
     for s in specs:  # validate every policy's config and params before compiling anything
         make_params(dataclasses.replace(base, policy=s.name, lookahead_steps=s.lookahead_steps), **params_kw)
     seeds = list(range(a.seed_start, a.seed_start + seeds_n))
-    print(f"jaxsched run: G={a.G} B={a.B} R={a.R} steps={a.steps} seeds={seeds_n} "
+    print(f"jaxsched run: G={a.num_workers} B={a.slots_per_worker} R={a.pool_size} steps={a.num_steps} seeds={seeds_n} "
           f"workload={workload.name} semantics={a.semantics} predictor={a.predictor} "
           f"policies={a.policies}", file=sys.stderr)
     conf = write_resolved(a, config_path(out))
@@ -218,9 +219,9 @@ def cmd_check(a: argparse.Namespace) -> int:
 
 
 def add_shape_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--G", "--num-workers", type=int, default=16, help="workers")
-    p.add_argument("--B", "--slots-per-worker", type=int, default=72, help="slots per worker")
-    p.add_argument("--R", "--pool-size", type=int, default=64, help="waiting-pool size")
+    p.add_argument("--num-workers", "--G", type=int, default=16, help="workers G")
+    p.add_argument("--slots-per-worker", "--B", type=int, default=72, help="slots per worker B")
+    p.add_argument("--pool-size", "--R", type=int, default=64, help="waiting-pool size R")
 
 
 def add_parsers(sub) -> None:
@@ -247,7 +248,7 @@ def _add_commands(sub, group: bool) -> None:
                         "lookahead of H decode steps (DPConfig.lookahead_steps)")
     r.add_argument("--seeds", type=int, default=8, help="number of seeds")
     r.add_argument("--seed-start", type=int, default=0, help="first seed")
-    r.add_argument("--steps", "--num-steps", type=int, default=3000, help="decode steps per run")
+    r.add_argument("--num-steps", "--steps", type=int, default=3000, help="decode steps per run")
     r.add_argument("--trace", help="CSV trace to resample per seed (BurstGPT, Azure or two "
                                    "columns); replaces --workload")
     r.add_argument("--workload", choices=DP_WORKLOADS, default=None,

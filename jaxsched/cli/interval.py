@@ -43,11 +43,11 @@ def cmd_interval_run(a: argparse.Namespace) -> int:
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
     spec = _intervals(a)
-    cfg = IntervalConfig(a.workload, policy=a.policy, intervals=spec, num_requests=a.n,
+    cfg = IntervalConfig(a.workload, policy=a.policy, intervals=spec, num_requests=a.num_requests,
                          eviction_key=a.eviction_key, amax_order=a.amax_order)
-    params = make_params(cfg, capacity_tokens=a.capacity, **STEP_MODELS[a.step_model].fn)
+    params = make_params(cfg, capacity_tokens=a.capacity_tokens, **STEP_MODELS[a.step_model].fn)
     print(f"jaxsched interval run: policy={a.policy} workload={a.workload} n={cfg.n} "
-          f"intervals={spec.name} M={a.capacity} step model={a.step_model} seeds={n_seeds}",
+          f"intervals={spec.name} M={a.capacity_tokens} step model={a.step_model} seeds={n_seeds}",
           file=sys.stderr)
     conf = None if out is None else write_resolved(a, config_path(out))
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
@@ -55,7 +55,7 @@ def cmd_interval_run(a: argparse.Namespace) -> int:
     if out is None:
         return 0
     columns = {"policy": a.policy, "workload": a.workload, "n": cfg.n, "intervals": spec.name,
-               "capacity_tokens": a.capacity, "step_model": a.step_model,
+               "capacity_tokens": a.capacity_tokens, "step_model": a.step_model,
                "eviction_key": a.eviction_key, "amax_order": a.amax_order}
     return save_seed_rows(res, columns, out, conf)
 
@@ -80,8 +80,8 @@ def add_parsers(sub) -> None:
                    help="hsf (hindsight), amax, amin, al (promote-l), arandom")
     r.add_argument("--workload", default="lmsys", choices=INTERVAL_WORKLOADS,
                    help="job mix: the section 6 LMSYS-like lengths")
-    r.add_argument("--n", "--num-requests", type=int, default=1000, help="jobs per instance")
-    r.add_argument("--capacity", "--capacity-tokens", type=int, default=16492, help="KV limit M, tokens")
+    r.add_argument("--num-requests", "--n", type=int, default=1000, help="jobs per instance")
+    r.add_argument("--capacity-tokens", "--capacity", type=int, default=16492, help="KV limit M, tokens")
     r.add_argument("--intervals", default="shared", choices=INTERVAL_KINDS,
                    help="predictor: one shared interval [--low, --high] (Experiment 1), "
                         "buckets of --bucket-width (Experiment 2), relative +-x (Experiment 3), "

@@ -67,11 +67,11 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
                    table_size=require_int(a.table_size, "--table-size", lo=1))
     th = None if a.thresholds is None else _kv_ints(a.thresholds, "--thresholds")
     rates = _floats(a.rates, "--rates")
-    params = make_params(cfg, rates=rates, d0_s=a.d0,
-                         d1_s_per_token=a.d1, capacity_tokens=a.capacity, thresholds=th)
+    params = make_params(cfg, rates=rates, d0_s=a.d0_s,
+                         d1_s_per_token=a.d1_s_per_token, capacity_tokens=a.capacity_tokens, thresholds=th)
     print(f"jaxsched kv run: policy={a.policy} prefill={list(cfg.prefill_tokens)} "
           f"decode={list(cfg.decode_tokens)} rates={list(rates)} "
-          f"thresholds={list(map(int, params.thresholds))} C={a.capacity} d0={a.d0} d1={a.d1} "
+          f"thresholds={list(map(int, params.thresholds))} C={a.capacity_tokens} d0={a.d0_s} d1={a.d1_s_per_token} "
           f"N={a.num_requests} Q={a.table_size} seeds={n_seeds}", file=sys.stderr)
     conf = None if out is None else write_resolved(a, config_path(out))
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
@@ -81,7 +81,7 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
     columns = {"policy": a.policy, "prefill": a.prefill, "decode": a.decode,
                "rates": "/".join(map(str, rates)),
                "thresholds": "/".join(map(str, map(int, params.thresholds))),
-               "capacity_tokens": a.capacity, "d0_s": a.d0, "d1_s_per_token": a.d1,
+               "capacity_tokens": a.capacity_tokens, "d0_s": a.d0_s, "d1_s_per_token": a.d1_s_per_token,
                "num_requests": a.num_requests, "table_size": a.table_size}
     return save_seed_rows(res, columns, out, conf)
 
@@ -189,9 +189,9 @@ def add_parsers(sub) -> None:
     r.add_argument("--thresholds", default=None,
                    help="integer thresholds (wait: per type; nested_wait: per segment); "
                         "default: the fluid thresholds")
-    r.add_argument("--d0", "--d0-s", type=float, default=DEFAULT_D0_S, help="d0, s per batch")
-    r.add_argument("--d1", "--d1-s-per-token", type=float, default=DEFAULT_D1_S_PER_TOKEN, help="d1, s per token")
-    r.add_argument("--capacity", "--capacity-tokens", type=int, default=DEFAULT_CAPACITY_TOKENS,
+    r.add_argument("--d0-s", "--d0", type=float, default=DEFAULT_D0_S, help="d0, s per batch")
+    r.add_argument("--d1-s-per-token", "--d1", type=float, default=DEFAULT_D1_S_PER_TOKEN, help="d1, s per token")
+    r.add_argument("--capacity-tokens", "--capacity", type=int, default=DEFAULT_CAPACITY_TOKENS,
                    help="KV capacity C, tokens")
     r.add_argument("--num-requests", type=int, default=5000, help="N per seed")
     r.add_argument("--table-size", type=int, default=4096, help="request table slots Q")

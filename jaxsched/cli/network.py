@@ -33,7 +33,7 @@ def _parallel(a: argparse.Namespace):
     decode = require_float(a.decode, "--decode", lo=1.0, hi=2.0**20)
     base = NetworkConfig(topology="parallel", agents=a.agents, router=a.router, policy=a.policy,
                          workload=(Independent(Poisson(prompt), Poisson(decode)),),
-                         horizon_s=a.horizon, burn_in_s=a.burn_in, table_size=a.table_size)
+                         horizon_s=a.horizon_s, burn_in_s=a.burn_in_s, table_size=a.table_size)
     kw = dict(budget=a.budget, max_requests=a.max_requests, c_s=a.c_ms / 1000.0,
               a_s_per_token=a.a_ms / 1000.0, b0=a.b0)
     if a.rate is None:
@@ -53,7 +53,7 @@ def _rs(a: argparse.Namespace):
     from ..network import make_params, rates_for_load
     from ..network.experiments import RS_AGENT, RS_ORDERS, rs_config
     load = require_float(a.load, "--load", lo=0.0, hi=10.0, lo_open=True)
-    cfg = rs_config(RS_ORDERS[a.priority], a.horizon, a.burn_in, a.table_size)
+    cfg = rs_config(RS_ORDERS[a.priority], a.horizon_s, a.burn_in_s, a.table_size)
     rates = rates_for_load(cfg, load, [float(RS_AGENT["budget"])] * 2)
     from ..network import enough_steps
     cfg = enough_steps(cfg, rates, **RS_AGENT)
@@ -68,14 +68,14 @@ def cmd_network_run(a: argparse.Namespace) -> int:
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
     cfg, params, what = (_rs if a.topology == "rs" else _parallel)(a)
-    print(f"jaxsched network run: {what} horizon={a.horizon:g} seeds={n_seeds}", file=sys.stderr)
+    print(f"jaxsched network run: {what} horizon={a.horizon_s:g} seeds={n_seeds}", file=sys.stderr)
     conf = None if out is None else write_resolved(a, config_path(out))
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
     print_metrics(res, n_seeds)
     if out is None:
         return 0
     columns = {"topology": a.topology, "agents": cfg.K, "router": a.router,
-               "priority": a.priority, "load": a.load, "horizon_s": a.horizon}
+               "priority": a.priority, "load": a.load, "horizon_s": a.horizon_s}
     return save_seed_rows(res, columns, out, conf)
 
 
@@ -113,9 +113,9 @@ def add_parsers(sub) -> None:
     r.add_argument("--c-ms", type=float, default=45.5, help="batch time constant c, ms")
     r.add_argument("--a-ms", type=float, default=0.18, help="ms per token above b0 (assumed)")
     r.add_argument("--b0", type=int, default=64, help="tokens below which a batch costs c")
-    r.add_argument("--horizon", "--horizon-s", type=float, default=300.0,
+    r.add_argument("--horizon-s", "--horizon", type=float, default=300.0,
                    help="simulated seconds (rs: slots) per run")
-    r.add_argument("--burn-in", "--burn-in-s", type=float, default=60.0, help="left out of the metrics")
+    r.add_argument("--burn-in-s", "--burn-in", type=float, default=60.0, help="left out of the metrics")
     r.add_argument("--table-size", type=int, default=4096,
                    help="task slots per engine; a full table rejects tasks (unstable)")
     r.add_argument("--seeds", type=int, default=8, help="number of seeds")

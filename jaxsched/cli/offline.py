@@ -32,10 +32,10 @@ def cmd_offline_run(a: argparse.Namespace) -> int:
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
     try:
-        workload, default_m = named(a.workload, a.n, trace=a.trace)
+        workload, default_m = named(a.workload, a.num_requests, trace=a.trace)
     except FileNotFoundError as e:
         raise ConfigError(f"--trace: {e}") from None
-    M = default_m if a.capacity is None else a.capacity
+    M = default_m if a.capacity_tokens is None else a.capacity_tokens
     cfg = OfflineConfig(workload, policy=a.policy, dp_width=a.dp_width, epsilon=a.epsilon,
                         scale_b=a.scale_b, quantile=a.quantile, sample_fraction=a.sample_fraction)
     params = make_params(cfg, capacity_tokens=M, **OFFLINE_STEP_MODELS[a.step_model].fn)
@@ -74,9 +74,9 @@ def add_parsers(sub) -> None:
                         "mixes, or the Azure conversation trace")
     r.add_argument("--trace", default=None, help="azure: path of azure_llm_2023_conv.csv "
                    "(default: ../shared/data beside the checkout or the working directory)")
-    r.add_argument("--n", "--num-requests", type=int, default=None,
+    r.add_argument("--num-requests", "--n", type=int, default=None,
                    help="requests per instance (default: the workload's, e.g. 100 for EC.4.2)")
-    r.add_argument("--capacity", "--capacity-tokens", type=int, default=None,
+    r.add_argument("--capacity-tokens", "--capacity", type=int, default=None,
                    help="KV limit M, tokens (default: 100 for EC.4.2 laws, 16492 otherwise)")
     r.add_argument("--step-model", default="unit", choices=OFFLINE_STEP_MODELS,
                    help="step time: unit steps, or the linear model (assumed coefficients)")

@@ -14,7 +14,7 @@ from ..registry import ENGINES
 from .base import command, config_path, write_resolved
 
 # Options that only the dp engine takes (kv sets its run length with --set max_steps=N).
-DP_ONLY = ("steps", "trace", "workload", "semantics")
+DP_ONLY = ("num_steps", "trace", "workload", "semantics")
 
 
 def renamed_fields(engine: str) -> dict[str, str]:
@@ -87,7 +87,7 @@ def _axes(items: list[str], fixed: set[str], renamed: dict[str, str] | None = No
 def _dp_base(a: argparse.Namespace, cfg: dict[str, Any]):
     from ..dp import DPConfig
     from .dp import workload_from_args
-    return DPConfig(**{"num_steps": 2000 if a.steps is None else a.steps, "workload": workload_from_args(a),
+    return DPConfig(**{"num_steps": 2000 if a.num_steps is None else a.num_steps, "workload": workload_from_args(a),
                        "semantics": a.semantics or "paper", **cfg})
 
 
@@ -108,7 +108,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     if a.engine == "dp":
         base = _dp_base(a, cfg)
     else:
-        given = [f"--{o}" for o in DP_ONLY if getattr(a, o) is not None]
+        given = [f"--{o.replace('_', '-')}" for o in DP_ONLY if getattr(a, o) is not None]
         if given:
             raise ConfigError(f"{', '.join(given)} apply to the dp engine only "
                               "(set any Config field with --set name=value)")
@@ -154,7 +154,7 @@ def add_parsers(sub) -> None:
     w.add_argument("--set", action="append", default=[], help="name=value fixed for every point")
     w.add_argument("--seeds", type=int, default=64, help="seeds per point")
     w.add_argument("--seed-start", type=int, default=0, help="first seed")
-    w.add_argument("--steps", "--num-steps", type=int, default=None, help="dp: decode steps per run (default 2000)")
+    w.add_argument("--num-steps", "--steps", type=int, default=None, help="dp: decode steps per run (default 2000)")
     w.add_argument("--trace", help="dp: CSV trace to resample per seed (replaces --workload)")
     w.add_argument("--workload", choices=DP_WORKLOADS, default=None,
                    help="dp: request-length workload (default burstgpt_like)")

@@ -210,7 +210,7 @@ CLI_CASES = [
     ("sweep-kv-dp-field", ["sweep", "--engine", "kv", "--axis", "num_workers=4"],
      r"num_workers"),
     ("sweep-kv-steps-flag", ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--steps", "10"],
-     r"--steps"),
+     r"--num-steps apply to the dp engine only"),
     ("sweep-kv-memory-zero",
      ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--memory-mb", "0"], r"--memory-mb"),
     # --- jaxsched kv run

@@ -247,7 +247,7 @@ def test_config_file_sets_options_and_flags_win(tmp_path, capsys):
     assert {r["num_workers"] for r in rows} == {"3"}          # from the file
     assert {r["num_steps"] for r in rows} == {"25"}           # the flag wins
     resolved = tomllib.loads((tmp_path / "r.config.toml").read_text())
-    assert resolved["G"] == 3 and resolved["steps"] == 25 and resolved["policies"] == "fcfs"
+    assert resolved["num_workers"] == 3 and resolved["num_steps"] == 25 and resolved["policies"] == "fcfs"
     # The written options repeat the run exactly.
     again = tmp_path / "again.csv"
     assert main(["run", "--config", str(tmp_path / "r.config.toml"), "--out", str(again),
@@ -428,3 +428,25 @@ def test_list_shows_every_registered_name_and_docs_names_is_its_output(capsys):
         "docs/names.md is out of date: run `jaxsched list --markdown > docs/names.md`")
     assert main(["list", "nope"]) == 2
     assert "engine must be one of" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path, engine", [(("run",), "dp"), (("sweep",), "dp")]
+                         + [((e, "run"), e) for e in ENGINE_NAMES])
+def test_flags_are_named_by_their_fields(path, engine):
+    # A flag that sets a Config or make_params field is named by the field (its short form is an
+    # alias): the options file a command writes, and `--config` files, use the field names.
+    from jaxsched.engine import get_engine
+    eng = get_engine(engine)
+    fields = set(eng.config_fields()) | set(eng.params_fields())
+    parser = build_parser()
+    for name in path:
+        parser = _subcommands(parser)[name]
+    named = 0
+    for action in parser._actions:
+        longs = [s[2:].replace("-", "_") for s in action.option_strings if s.startswith("--")]
+        hit = [n for n in longs if n in fields]
+        if hit:
+            named += 1
+            assert action.dest == hit[0], (path, action.option_strings, action.dest)
+            assert action.option_strings[0] == "--" + hit[0].replace("_", "-"), action.option_strings
+    assert named >= 1
