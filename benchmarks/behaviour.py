@@ -28,6 +28,7 @@ changes no behaviour leaves every number equal to the bit (CSV cells are written
 (`tests/core/test_behaviour.py` records the quick commands afresh and compares; the whole set
 is marked slow).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,20 +54,55 @@ def _jaxsched() -> list[str]:
 def commands(out: Path) -> dict[str, list[str]]:
     """name -> argument list; each writes its CSV files under out/name."""
     cmds = {
-        "run": ["run", "--seeds", "2", "--steps", "300", "--policies", "fcfs,jsq_count,bfio:0,bfio:8",
-                "--plot", "none", "--out", str(out / "run" / "run.csv"), "--quiet"],
+        "run": [
+            "run",
+            "--seeds",
+            "2",
+            "--steps",
+            "300",
+            "--policies",
+            "fcfs,jsq_count,bfio:0,bfio:8",
+            "--plot",
+            "none",
+            "--out",
+            str(out / "run" / "run.csv"),
+            "--quiet",
+        ],
         "kv_e1": ["kv", "experiment", "e1", "--quick", "--out", str(out / "kv_e1"), "--quiet"],
-        "sweep_dp": ["sweep", "--axis", "policy=fcfs,bfio", "--axis", "num_workers=4,8",
-                     "--seeds", "4", "--steps", "200", "--out", str(out / "sweep_dp" / "sweep.csv"),
-                     "--quiet"],
-        "sweep_kv": ["sweep", "--engine", "kv", "--axis", "policy=wait,nested_wait,fcfs,vllm,sarathi",
-                     "--set", "num_requests=300", "--set", "table_size=256", "--seeds", "3",
-                     "--out", str(out / "sweep_kv" / "sweep.csv"), "--quiet"],
+        "sweep_dp": [
+            "sweep",
+            "--axis",
+            "policy=fcfs,bfio",
+            "--axis",
+            "num_workers=4,8",
+            "--seeds",
+            "4",
+            "--steps",
+            "200",
+            "--out",
+            str(out / "sweep_dp" / "sweep.csv"),
+            "--quiet",
+        ],
+        "sweep_kv": [
+            "sweep",
+            "--engine",
+            "kv",
+            "--axis",
+            "policy=wait,nested_wait,fcfs,vllm,sarathi",
+            "--set",
+            "num_requests=300",
+            "--set",
+            "table_size=256",
+            "--seeds",
+            "3",
+            "--out",
+            str(out / "sweep_kv" / "sweep.csv"),
+            "--quiet",
+        ],
         "theorems": ["check", "theorems", "--quick", "--out", str(out / "theorems"), "--quiet"],
     }
     if TRACE.is_file():
-        cmds["table1"] = ["reproduce", "table1", "--trace", str(TRACE),
-                          "--out", str(out / "table1"), "--quiet"]
+        cmds["table1"] = ["reproduce", "table1", "--trace", str(TRACE), "--out", str(out / "table1"), "--quiet"]
     return cmds
 
 

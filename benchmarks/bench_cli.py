@@ -6,6 +6,7 @@ The parsers import no engine, so help costs a Python start-up; before that, ever
 imported JAX through the engines. The reference in the same run is `import jaxsched.dp` (what a
 help that imports the engines pays on top of start-up). Median wall seconds over the repeats.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,7 +39,7 @@ def main() -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.bench_cli", description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=5)
     a = p.parse_args()
-    _median_s(CASES["python -c 'import jaxsched.dp'"], 1)            # warm the file cache
+    _median_s(CASES["python -c 'import jaxsched.dp'"], 1)  # warm the file cache
     rows = {name: _median_s(args, a.repeats) for name, args in CASES.items()}
     ref = rows["python -c 'import jaxsched.dp'"]
     print("| command | median wall s | / import jaxsched.dp |\n|---|---|---|")

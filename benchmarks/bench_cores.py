@@ -14,6 +14,7 @@ Cases: dp FCFS and BF-IO H = 0 at (G, B, R) = (16, 72, 64) with 1024 seeds, as i
 the kv engine's default configuration with 500 requests and 256 seeds; the budget engine as in
 bench_budget (Fig. 1, Sarathi at 14.3 qps, Q = 1024, 60 s) with 256 seeds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,22 +29,24 @@ _HERE = Path(__file__).resolve().parent
 _ROOT = _HERE.parent
 
 # (seeds, steps or horizon) per case; --quick shrinks both for a smoke test.
-FULL = {"dp_fcfs": (1024, 800), "dp_bfio": (1024, 480), "kv": (256, 500),
-        "budget": (256, 60.0)}
+FULL = {"dp_fcfs": (1024, 800), "dp_bfio": (1024, 480), "kv": (256, 500), "budget": (256, 60.0)}
 QUICK = {"dp_fcfs": (64, 100), "dp_bfio": (64, 60), "kv": (64, 200), "budget": (16, 20.0)}
 
 
 def make_case(name: str, size) -> tuple:
     """(config, params or None) of a case (imports JAX: call inside the subprocess)."""
     import jaxsched as js
+
     if name.startswith("dp_"):
         policy = name[3:]
-        return js.dp.DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, policy=policy,
-                              lookahead_steps=0, num_steps=int(size)), None
+        return js.dp.DPConfig(
+            num_workers=16, slots_per_worker=72, pool_size=64, policy=policy, lookahead_steps=0, num_steps=int(size)
+        ), None
     if name == "kv":
         return js.kv.KVConfig(num_requests=int(size)), None
     from benchmarks.bench_budget import RATE, _config
     from jaxsched.budget.experiments import FIG1
+
     cfg = _config("sarathi", float(size))
     return cfg, js.budget.make_params(cfg, rates=[RATE], **FIG1)
 
@@ -51,12 +54,14 @@ def make_case(name: str, size) -> tuple:
 def child(name: str, quick: bool) -> None:
     """Runs one case on the device count the environment asks for; prints one JSON line."""
     from jaxsched.cli.devices import use_every_core
+
     use_every_core()
     import hashlib
 
     import jax
 
     from jaxsched.run import simulate
+
     seeds, size = (QUICK if quick else FULL)[name]
     cfg, params = make_case(name, size)
     first = time.perf_counter()
@@ -70,16 +75,25 @@ def child(name: str, quick: bool) -> None:
     h = hashlib.sha256()
     for k in sorted(res.metrics):
         h.update(k.encode() + res.metrics[k].tobytes())
-    print(json.dumps(dict(case=name, devices=jax.local_device_count(), seeds=seeds,
-                          first_call_s=first, timed_s=min(timed), digest=h.hexdigest())))
+    print(
+        json.dumps(
+            dict(
+                case=name,
+                devices=jax.local_device_count(),
+                seeds=seeds,
+                first_call_s=first,
+                timed_s=min(timed),
+                digest=h.hexdigest(),
+            )
+        )
+    )
 
 
 def run_child(name: str, devices: int, quick: bool) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env.update(JAXSCHED_CPU_DEVICES=str(devices), JAX_PLATFORMS="cpu")
     cmd = [sys.executable, "-m", "benchmarks.bench_cores", "--child", name]
-    r = subprocess.run(cmd + (["--quick"] if quick else []), env=env, cwd=_ROOT,
-                       capture_output=True, text=True)
+    r = subprocess.run(cmd + (["--quick"] if quick else []), env=env, cwd=_ROOT, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"{name} on {devices} devices failed:\n{r.stderr[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -98,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.bench_dp import environment
     from jaxsched.cli.devices import requested_devices
     from jaxsched.results import markdown_table
+
     n = requested_devices({})
     if n < 2:
         print("bench_cores: this machine has one core; nothing to compare", file=sys.stderr)
@@ -105,24 +120,46 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in cases:
         one, many = run_child(name, 1, args.quick), run_child(name, n, args.quick)
-        rows.append(dict(case=name, seeds=one["seeds"], devices=many["devices"],
-                         one_device_s=one["timed_s"], all_devices_s=many["timed_s"],
-                         gain=one["timed_s"] / many["timed_s"],
-                         equal=one["digest"] == many["digest"]))
-        print(f"[bench_cores] {name}: 1 device {one['timed_s']:.2f} s, {many['devices']} devices "
-              f"{many['timed_s']:.2f} s, gain {rows[-1]['gain']:.2f}, equal {rows[-1]['equal']}",
-              file=sys.stderr, flush=True)
+        rows.append(
+            dict(
+                case=name,
+                seeds=one["seeds"],
+                devices=many["devices"],
+                one_device_s=one["timed_s"],
+                all_devices_s=many["timed_s"],
+                gain=one["timed_s"] / many["timed_s"],
+                equal=one["digest"] == many["digest"],
+            )
+        )
+        print(
+            f"[bench_cores] {name}: 1 device {one['timed_s']:.2f} s, {many['devices']} devices "
+            f"{many['timed_s']:.2f} s, gain {rows[-1]['gain']:.2f}, equal {rows[-1]['equal']}",
+            file=sys.stderr,
+            flush=True,
+        )
     out = args.out or _HERE / "results" / f"cores_speed{'_quick' if args.quick else ''}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     env = environment()
     out.write_text(json.dumps(dict(environment=env, rows=rows), indent=1))
-    table = markdown_table(["case", "seeds", "devices", "1 device (s)", "all devices (s)", "gain",
-                            "bitwise equal"],
-                           [[r["case"], str(r["seeds"]), str(r["devices"]), f"{r['one_device_s']:.2f}",
-                             f"{r['all_devices_s']:.2f}", f"{r['gain']:.2f}x",
-                             "yes" if r["equal"] else "NO"] for r in rows])
-    md = (f"# One host device per core\n\n{env}\n\n{table}\n\ngain = 1-device time / all-devices "
-          "time, best of two timed calls each, in fresh subprocesses of this run.\n")
+    table = markdown_table(
+        ["case", "seeds", "devices", "1 device (s)", "all devices (s)", "gain", "bitwise equal"],
+        [
+            [
+                r["case"],
+                str(r["seeds"]),
+                str(r["devices"]),
+                f"{r['one_device_s']:.2f}",
+                f"{r['all_devices_s']:.2f}",
+                f"{r['gain']:.2f}x",
+                "yes" if r["equal"] else "NO",
+            ]
+            for r in rows
+        ],
+    )
+    md = (
+        f"# One host device per core\n\n{env}\n\n{table}\n\ngain = 1-device time / all-devices "
+        "time, best of two timed calls each, in fresh subprocesses of this run.\n"
+    )
     out.with_suffix(".md").write_text(md)
     print(md)
     return 0 if all(r["equal"] for r in rows) else 1

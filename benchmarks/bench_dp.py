@@ -27,6 +27,7 @@ Writes the JSON results to --out (default `benchmarks/results/dp_speed.json`; wi
 `dp_speed_quick.json`) and the markdown table next to it under the same name with a .md suffix;
 prints the table to stdout and progress to stderr. Exits 1 if a consistency check fails.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,7 +53,7 @@ from jaxsched.dp import simulate
 _HERE = Path(__file__).resolve().parent
 
 B = 72
-POOL = {16: 64, 32: 128}          # R per G
+POOL = {16: 64, 32: 128}  # R per G
 POLICIES = ("fcfs", "bfio")
 SEED_COUNTS = (1, 64, 1024)
 
@@ -87,7 +88,7 @@ QUICK_SHAPES = (16,)
 
 # The NumPy baselines' check runs have as many steps as this seed count's engine run, so that
 # seed 0's metrics can be compared exactly.
-CHECK_SEEDS = 64        # or the smallest seed count timed, when --seeds leaves 64 out
+CHECK_SEEDS = 64  # or the smallest seed count timed, when --seeds leaves 64 out
 QUICK_CHECK_SEEDS = 8
 # Wall time of each NumPy timed run (s), and a cap on its steps (the request arrays grow as R
 # per step).
@@ -101,6 +102,7 @@ BASELINES = {"vectorized": simulate_numpy, "loops": simulate_loops}
 @dataclass
 class EngineRow:
     """One engine measurement (times in s, rates per s)."""
+
     policy: str
     G: int
     B: int
@@ -120,6 +122,7 @@ class EngineRow:
 @dataclass
 class NumpyRow:
     """One NumPy baseline measurement (seed 0)."""
+
     baseline: str  # a key of BASELINES
     policy: str
     G: int
@@ -146,9 +149,16 @@ def log(msg: str) -> None:
 
 def make_config(policy: str, G: int, steps: int) -> jaxsched.dp.DPConfig:
     """The benchmarked dp configuration for one (policy, G) and step count."""
-    return jaxsched.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=POOL[G], lookahead_steps=0,
-                             policy=policy, semantics="paper", num_steps=steps,
-                             workload=jaxsched.BurstGPTLike())
+    return jaxsched.dp.DPConfig(
+        num_workers=G,
+        slots_per_worker=B,
+        pool_size=POOL[G],
+        lookahead_steps=0,
+        policy=policy,
+        semantics="paper",
+        num_steps=steps,
+        workload=jaxsched.BurstGPTLike(),
+    )
 
 
 def state_bytes_per_seed(config: jaxsched.dp.DPConfig) -> int:
@@ -160,8 +170,7 @@ def state_bytes_per_seed(config: jaxsched.dp.DPConfig) -> int:
     """
     params = jaxsched.dp.make_params(config)
     shapes = jax.eval_shape(lambda: jaxsched.dp.ENGINE.init(config, params, np.uint32(0)))
-    return int(sum(np.prod(x.shape, dtype=np.int64) * x.dtype.itemsize
-                   for x in jax.tree_util.tree_leaves(shapes)))
+    return int(sum(np.prod(x.shape, dtype=np.int64) * x.dtype.itemsize for x in jax.tree_util.tree_leaves(shapes)))
 
 
 # Memory-bandwidth probe: an elementwise pass over this many float32 (256 MiB read, 256 MiB
@@ -205,15 +214,27 @@ def bench_engine(policy: str, G: int, seeds: int, steps: int, repeats: int) -> E
     assert result is not None
     rate = seeds * steps / timed
     state_bytes = state_bytes_per_seed(config)
-    return EngineRow(policy=policy, G=G, B=B, R=POOL[G], seeds=seeds, steps=steps, timed_s=timed,
-                     first_call_s=first, compile_s=max(0.0, first - timed), seed_steps_per_s=rate,
-                     slot_steps_per_s=rate * G * B,
-                     seed0_avg_imbalance_tokens=float(result.metrics["avg_imbalance_tokens"][0]),
-                     state_bytes_per_seed=state_bytes, bytes_per_s=rate * state_bytes)
+    return EngineRow(
+        policy=policy,
+        G=G,
+        B=B,
+        R=POOL[G],
+        seeds=seeds,
+        steps=steps,
+        timed_s=timed,
+        first_call_s=first,
+        compile_s=max(0.0, first - timed),
+        seed_steps_per_s=rate,
+        slot_steps_per_s=rate * G * B,
+        seed0_avg_imbalance_tokens=float(result.metrics["avg_imbalance_tokens"][0]),
+        state_bytes_per_seed=state_bytes,
+        bytes_per_s=rate * state_bytes,
+    )
 
 
-def bench_numpy(baseline: str, policy: str, G: int, check_steps: int, target_s: float,
-                repeats: int, seed: int = 0) -> tuple[NumpyRow, np.ndarray]:
+def bench_numpy(
+    baseline: str, policy: str, G: int, check_steps: int, target_s: float, repeats: int, seed: int = 0
+) -> tuple[NumpyRow, np.ndarray]:
     """Time a NumPy simulator (a key of BASELINES) on seed `seed`'s request lengths.
 
     A first run over `check_steps` steps gives the metric for the consistency check and a rate
@@ -226,8 +247,14 @@ def bench_numpy(baseline: str, policy: str, G: int, check_steps: int, target_s: 
     R = POOL[G]
     config = make_config(policy, G, check_steps)
     params = jaxsched.dp.make_params(config)
-    kw = dict(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy,
-              step_const_s=float(params.step_const_s), per_token_s=float(params.per_token_s))
+    kw = dict(
+        num_workers=G,
+        slots_per_worker=B,
+        pool_size=R,
+        policy=policy,
+        step_const_s=float(params.step_const_s),
+        per_token_s=float(params.per_token_s),
+    )
 
     def lengths(steps: int) -> tuple[np.ndarray, np.ndarray]:
         # Each admission tops the pool up by at most R requests (step 0 plus `steps` steps),
@@ -245,9 +272,18 @@ def bench_numpy(baseline: str, policy: str, G: int, check_steps: int, target_s: 
         t0 = time.perf_counter()
         simulator(prompt=prompt, output=output, num_steps=steps, **kw)
         timed = min(timed, time.perf_counter() - t0)
-    row = NumpyRow(baseline=baseline, policy=policy, G=G, B=B, R=R, steps=steps, timed_s=timed,
-                   seed_steps_per_s=steps / timed, check_steps=check_steps,
-                   avg_imbalance_tokens=float(check["metrics"]["avg_imbalance_tokens"]))
+    row = NumpyRow(
+        baseline=baseline,
+        policy=policy,
+        G=G,
+        B=B,
+        R=R,
+        steps=steps,
+        timed_s=timed,
+        seed_steps_per_s=steps / timed,
+        check_steps=check_steps,
+        avg_imbalance_tokens=float(check["metrics"]["avg_imbalance_tokens"]),
+    )
     return row, check["hist_loads"]
 
 
@@ -260,8 +296,7 @@ def _fmt_rate(x: float) -> str:
     return f"{x:.3g}"
 
 
-def markdown_table(rows: list[EngineRow],
-                   baselines: dict[tuple[str, str, int], NumpyRow], bandwidth: float) -> str:
+def markdown_table(rows: list[EngineRow], baselines: dict[tuple[str, str, int], NumpyRow], bandwidth: float) -> str:
     """The results table; the ratios are engine over each NumPy baseline's seed-steps/s.
 
     baselines: keyed by (baseline name, policy, G). bandwidth: the probe's bytes/s.
@@ -280,7 +315,8 @@ def markdown_table(rows: list[EngineRow],
             f"{_fmt_rate(vec.seed_steps_per_s)} | {r.seed_steps_per_s / vec.seed_steps_per_s:.1f}x | "
             f"{_fmt_rate(loop.seed_steps_per_s)} | {r.seed_steps_per_s / loop.seed_steps_per_s:.1f}x | "
             f"{r.slot_steps_per_s:.2e} | {r.bytes_per_s / 1e9:.2f} | "
-            f"{100 * r.bytes_per_s / bandwidth:.0f}% | {r.compile_s:.1f} | {r.steps} | {r.timed_s:.2f} |")
+            f"{100 * r.bytes_per_s / bandwidth:.0f}% | {r.compile_s:.1f} | {r.steps} | {r.timed_s:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -288,9 +324,11 @@ def policy_cost_ratios(rows: list[EngineRow]) -> list[dict[str, Any]]:
     """Cost of each non-FCFS policy per seed-step relative to FCFS at the same (G, seeds), from
     this run: FCFS seed-steps/s divided by the policy's (1.0 = as cheap as FCFS)."""
     fcfs = {(r.G, r.seeds): r.seed_steps_per_s for r in rows if r.policy == "fcfs"}
-    return [{"policy": r.policy, "G": r.G, "seeds": r.seeds,
-             "cost_vs_fcfs": fcfs[(r.G, r.seeds)] / r.seed_steps_per_s}
-            for r in rows if r.policy != "fcfs" and (r.G, r.seeds) in fcfs]
+    return [
+        {"policy": r.policy, "G": r.G, "seeds": r.seeds, "cost_vs_fcfs": fcfs[(r.G, r.seeds)] / r.seed_steps_per_s}
+        for r in rows
+        if r.policy != "fcfs" and (r.G, r.seeds) in fcfs
+    ]
 
 
 def interleaved_costs(rows: list[EngineRow], rounds: int) -> list[dict[str, Any]]:
@@ -315,8 +353,10 @@ def interleaved_costs(rows: list[EngineRow], rounds: int) -> list[dict[str, Any]
                 best[j] = min(best[j], time.perf_counter() - t0)
         rate = [r.seeds * r.steps / t for r, t in zip(pair, best)]
         out.append(dict(c, cost_vs_fcfs_interleaved=rate[0] / rate[1]))
-        log(f"interleaved {c['policy']} vs fcfs G={c['G']} seeds={c['seeds']}: "
-            f"{rate[0] / rate[1]:.2f}x (sequential {c['cost_vs_fcfs']:.2f}x)")
+        log(
+            f"interleaved {c['policy']} vs fcfs G={c['G']} seeds={c['seeds']}: "
+            f"{rate[0] / rate[1]:.2f}x (sequential {c['cost_vs_fcfs']:.2f}x)"
+        )
     return out
 
 
@@ -340,7 +380,7 @@ def environment() -> dict[str, Any]:
         "numpy": np.__version__,
         "backend": jax.default_backend(),
         "devices": [str(d) for d in jax.devices()],
-        "device_kind": jax.devices()[0].device_kind,    # e.g. "NVIDIA H100 80GB HBM3"
+        "device_kind": jax.devices()[0].device_kind,  # e.g. "NVIDIA H100 80GB HBM3"
         "machine": platform.machine(),
         "processor": platform.processor(),
         "cpu_count": os.cpu_count(),
@@ -362,9 +402,11 @@ def environment_line(env: dict[str, Any]) -> str:
     accelerator), CPUs and load, without a final full stop."""
     kind = env.get("device_kind", "")
     device = f"{env['backend']} ({kind}; " if env["backend"] != "cpu" and kind else f"{env['backend']} ("
-    return (f"{env['date']}; jax {env['jax']} on {device}{env['cpu_count']} CPUs, "
-            f"{env['machine']}), load average at start {env['loadavg_at_start']}; valley fill "
-            f"{env.get('valley_fill', 'xla')}")
+    return (
+        f"{env['date']}; jax {env['jax']} on {device}{env['cpu_count']} CPUs, "
+        f"{env['machine']}), load average at start {env['loadavg_at_start']}; valley fill "
+        f"{env.get('valley_fill', 'xla')}"
+    )
 
 
 def write_report(out: Path, payload: dict[str, Any], md: str, ok: bool, log: Any) -> int:
@@ -379,61 +421,91 @@ def write_report(out: Path, payload: dict[str, Any], md: str, ok: bool, log: Any
     return 0 if ok else 1
 
 
-def bench_baselines(policy: str, G: int, check_steps: int, target_s: float, repeats: int
-                    ) -> tuple[dict[str, NumpyRow], bool]:
+def bench_baselines(
+    policy: str, G: int, check_steps: int, target_s: float, repeats: int
+) -> tuple[dict[str, NumpyRow], bool]:
     """Both NumPy baselines on seed 0, by name; True if their check runs' hist_loads are equal."""
     rows: dict[str, NumpyRow] = {}
     hists: dict[str, np.ndarray] = {}
     for name in BASELINES:
-        log(f"numpy ({name}) {policy} G={G} B={B} R={POOL[G]}: seed 0 ({check_steps}-step check "
-            f"run, then a ~{target_s:g} s timed run)")
+        log(
+            f"numpy ({name}) {policy} G={G} B={B} R={POOL[G]}: seed 0 ({check_steps}-step check "
+            f"run, then a ~{target_s:g} s timed run)"
+        )
         rows[name], hists[name] = bench_numpy(name, policy, G, check_steps, target_s, repeats)
-        log(f"  {rows[name].seed_steps_per_s:,.0f} seed-steps/s ({rows[name].steps} steps in "
-            f"{rows[name].timed_s:.2f} s)")
+        log(
+            f"  {rows[name].seed_steps_per_s:,.0f} seed-steps/s ({rows[name].steps} steps in "
+            f"{rows[name].timed_s:.2f} s)"
+        )
     return rows, bool(np.array_equal(hists["vectorized"], hists["loops"]))
 
 
-def consistency_check(row: EngineRow, bases: dict[str, NumpyRow], hist_equal: bool
-                      ) -> dict[str, Any]:
+def consistency_check(row: EngineRow, bases: dict[str, NumpyRow], hist_equal: bool) -> dict[str, Any]:
     """Seed 0 of an engine run against both baselines' check runs over the same steps.
 
     avg_imbalance_tokens is an exact integer sum divided by the step count in all three, so it
     must agree to the last bit; hist_equal says whether the baselines' trajectories agree.
     """
-    same = [bool(np.isclose(row.seed0_avg_imbalance_tokens, b.avg_imbalance_tokens, rtol=1e-12,
-                            atol=0.0)) for b in bases.values()]
-    check = {"policy": row.policy, "G": row.G, "steps": row.steps,
-             "engine_seed0_avg_imbalance_tokens": row.seed0_avg_imbalance_tokens,
-             "numpy_avg_imbalance_tokens": bases["vectorized"].avg_imbalance_tokens,
-             "loops_avg_imbalance_tokens": bases["loops"].avg_imbalance_tokens,
-             "numpy_loops_hist_loads_equal": hist_equal,
-             "equal": all(same) and hist_equal}
+    same = [
+        bool(np.isclose(row.seed0_avg_imbalance_tokens, b.avg_imbalance_tokens, rtol=1e-12, atol=0.0))
+        for b in bases.values()
+    ]
+    check = {
+        "policy": row.policy,
+        "G": row.G,
+        "steps": row.steps,
+        "engine_seed0_avg_imbalance_tokens": row.seed0_avg_imbalance_tokens,
+        "numpy_avg_imbalance_tokens": bases["vectorized"].avg_imbalance_tokens,
+        "loops_avg_imbalance_tokens": bases["loops"].avg_imbalance_tokens,
+        "numpy_loops_hist_loads_equal": hist_equal,
+        "equal": all(same) and hist_equal,
+    }
     if not check["equal"]:
-        log(f"  WARNING: inconsistent seed 0: engine avg_imbalance_tokens "
+        log(
+            f"  WARNING: inconsistent seed 0: engine avg_imbalance_tokens "
             f"{row.seed0_avg_imbalance_tokens!r}, numpy {check['numpy_avg_imbalance_tokens']!r}, "
             f"loops {check['loops_avg_imbalance_tokens']!r}; baselines' hist_loads equal: "
-            f"{hist_equal}")
+            f"{hist_equal}"
+        )
     return check
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_dp", description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="small sizes (G=16, 8 seeds, 100 steps): a smoke test under 30 s")
-    ap.add_argument("--out", type=Path, default=None,
-                    help="JSON output (default benchmarks/results/dp_speed.json, or "
-                         "dp_speed_quick.json with --quick so a smoke test never overwrites "
-                         "full results); the markdown table goes to the same name with .md")
-    ap.add_argument("--repeats", type=int, default=1,
-                    help="timed runs per measurement after the warm-up (the fastest is kept)")
+    ap.add_argument(
+        "--quick", action="store_true", help="small sizes (G=16, 8 seeds, 100 steps): a smoke test under 30 s"
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON output (default benchmarks/results/dp_speed.json, or "
+        "dp_speed_quick.json with --quick so a smoke test never overwrites "
+        "full results); the markdown table goes to the same name with .md",
+    )
+    ap.add_argument(
+        "--repeats", type=int, default=1, help="timed runs per measurement after the warm-up (the fastest is kept)"
+    )
     ap.add_argument("--policies", nargs="+", choices=POLICIES, default=list(POLICIES))
-    ap.add_argument("--seeds", nargs="+", type=int, default=None, metavar="S",
-                    help=f"seed counts to time (default {' '.join(map(str, SEED_COUNTS))}); a count "
-                         "not in that list runs as many seed-steps as the nearest listed one "
-                         "(e.g. 16384 seeds on a GPU)")
-    ap.add_argument("--shapes", nargs="+", type=int, choices=tuple(POOL), default=list(POOL),
-                    metavar="G", help="worker counts G to time (default: "
-                    f"{' '.join(map(str, POOL))}; R = {POOL} per G)")
+    ap.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        default=None,
+        metavar="S",
+        help=f"seed counts to time (default {' '.join(map(str, SEED_COUNTS))}); a count "
+        "not in that list runs as many seed-steps as the nearest listed one "
+        "(e.g. 16384 seeds on a GPU)",
+    )
+    ap.add_argument(
+        "--shapes",
+        nargs="+",
+        type=int,
+        choices=tuple(POOL),
+        default=list(POOL),
+        metavar="G",
+        help=f"worker counts G to time (default: {' '.join(map(str, POOL))}; R = {POOL} per G)",
+    )
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error("--repeats must be >= 1")
@@ -465,18 +537,19 @@ def main(argv: list[str] | None = None) -> int:
     checks: list[dict[str, Any]] = []
     for policy in args.policies:
         for G in shapes:
-            bases, hist_equal = bench_baselines(policy, G, steps_for(policy, G, check_seeds),
-                                                np_target, args.repeats)
+            bases, hist_equal = bench_baselines(policy, G, steps_for(policy, G, check_seeds), np_target, args.repeats)
             baselines.update({(name, policy, G): b for name, b in bases.items()})
             for S in seed_counts:
                 steps = steps_for(policy, G, S)
                 log(f"engine {policy} G={G} B={B} R={POOL[G]}: {S} seeds x {steps} steps")
                 row = bench_engine(policy, G, S, steps, args.repeats)
                 rows.append(row)
-                log(f"  {row.seed_steps_per_s:,.0f} seed-steps/s ({row.timed_s:.2f} s timed, "
+                log(
+                    f"  {row.seed_steps_per_s:,.0f} seed-steps/s ({row.timed_s:.2f} s timed, "
                     f"first call {row.first_call_s:.2f} s), "
                     f"{row.seed_steps_per_s / bases['vectorized'].seed_steps_per_s:.1f}x numpy, "
-                    f"{row.seed_steps_per_s / bases['loops'].seed_steps_per_s:.1f}x loop numpy")
+                    f"{row.seed_steps_per_s / bases['loops'].seed_steps_per_s:.1f}x loop numpy"
+                )
                 if S == check_seeds:
                     checks.append(consistency_check(row, bases, hist_equal))
 
@@ -489,44 +562,47 @@ def main(argv: list[str] | None = None) -> int:
     costs = interleaved_costs(rows, args.repeats)
     total_s = time.perf_counter() - t_start
     all_ok = all(c["equal"] for c in checks)
-    md = "\n".join([
-        f"# dp engine speed{' (--quick)' if args.quick else ''}",
-        "",
-        f"{environment_line(env)}; workload BurstGPTLike, semantics paper, lookahead_steps 0.",
-        "",
-        table,
-        "",
-        "Seed-steps/s after compilation (best of "
-        f"{args.repeats} timed call{'s' if args.repeats > 1 else ''} after one warm-up call); "
-        "slot-steps/s = seed-steps/s * G * B; compile s = first call minus timed call. "
-        "numpy: `numpy_dp.simulate_numpy` (vectorized over the [G, B] slots, heaps and bisection "
-        "in the greedy); loop numpy: `numpy_dp_loops.simulate_loops` (Python loops over workers "
-        "and pool, the research-simulator style); each on seed 0, one timed run of about "
-        f"{np_target:g} s (steps in the JSON); ratio = engine / numpy and ratio vs loop = "
-        "engine / loop numpy, from this run. "
-        f"The check compares seed 0 of the engine's {check_seeds}-seed run with both NumPy "
-        "simulators over the same steps, and the two simulators' hist_loads with each other.",
-        "",
-        f"Memory bandwidth: {bandwidth / 1e9:.1f} GB/s, the better of two probes (before "
-        f"{bandwidths[0] / 1e9:.1f}, after {bandwidths[1] / 1e9:.1f}): a jitted `x + 1` over "
-        f"{probe * 4 >> 20} MiB of float32, bytes read plus written. state GB/s = seed-steps/s * the "
-        "bytes of one run's state (every step reads all of it at least once: a lower bound on "
-        "the traffic); of bandwidth = state GB/s / memory bandwidth.",
-        "",
-        "Cost per seed-step relative to FCFS in this run (FCFS seed-steps/s / the policy's), "
-        "from the table above and, interleaved, from the same two runs timed in alternation "
-        f"({args.repeats} round{'s' if args.repeats > 1 else ''}, the fastest call of each; "
-        "load that comes and goes on a shared machine then hits both policies alike):",
-        "",
-        cost_table(costs),
-        "",
-        "Seed-0 avg_imbalance_tokens, engine vs both NumPy baselines, and hist_loads, numpy vs "
-        f"loop numpy: {'equal' if all_ok else 'DIFFERENT'} "
-        f"in {len(checks)} of {len(checks)} configurations checked"
-        + ("" if all_ok else f" ({sum(c['equal'] for c in checks)} equal)") + ".",
-        f"Total benchmark wall time {total_s:.0f} s.",
-        "",
-    ])
+    md = "\n".join(
+        [
+            f"# dp engine speed{' (--quick)' if args.quick else ''}",
+            "",
+            f"{environment_line(env)}; workload BurstGPTLike, semantics paper, lookahead_steps 0.",
+            "",
+            table,
+            "",
+            "Seed-steps/s after compilation (best of "
+            f"{args.repeats} timed call{'s' if args.repeats > 1 else ''} after one warm-up call); "
+            "slot-steps/s = seed-steps/s * G * B; compile s = first call minus timed call. "
+            "numpy: `numpy_dp.simulate_numpy` (vectorized over the [G, B] slots, heaps and bisection "
+            "in the greedy); loop numpy: `numpy_dp_loops.simulate_loops` (Python loops over workers "
+            "and pool, the research-simulator style); each on seed 0, one timed run of about "
+            f"{np_target:g} s (steps in the JSON); ratio = engine / numpy and ratio vs loop = "
+            "engine / loop numpy, from this run. "
+            f"The check compares seed 0 of the engine's {check_seeds}-seed run with both NumPy "
+            "simulators over the same steps, and the two simulators' hist_loads with each other.",
+            "",
+            f"Memory bandwidth: {bandwidth / 1e9:.1f} GB/s, the better of two probes (before "
+            f"{bandwidths[0] / 1e9:.1f}, after {bandwidths[1] / 1e9:.1f}): a jitted `x + 1` over "
+            f"{probe * 4 >> 20} MiB of float32, bytes read plus written. state GB/s = seed-steps/s * the "
+            "bytes of one run's state (every step reads all of it at least once: a lower bound on "
+            "the traffic); of bandwidth = state GB/s / memory bandwidth.",
+            "",
+            "Cost per seed-step relative to FCFS in this run (FCFS seed-steps/s / the policy's), "
+            "from the table above and, interleaved, from the same two runs timed in alternation "
+            f"({args.repeats} round{'s' if args.repeats > 1 else ''}, the fastest call of each; "
+            "load that comes and goes on a shared machine then hits both policies alike):",
+            "",
+            cost_table(costs),
+            "",
+            "Seed-0 avg_imbalance_tokens, engine vs both NumPy baselines, and hist_loads, numpy vs "
+            f"loop numpy: {'equal' if all_ok else 'DIFFERENT'} "
+            f"in {len(checks)} of {len(checks)} configurations checked"
+            + ("" if all_ok else f" ({sum(c['equal'] for c in checks)} equal)")
+            + ".",
+            f"Total benchmark wall time {total_s:.0f} s.",
+            "",
+        ]
+    )
     print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
@@ -536,12 +612,16 @@ def main(argv: list[str] | None = None) -> int:
         "engine": [asdict(r) for r in rows],
         "numpy": [asdict(b) for b in baselines.values() if b.baseline == "vectorized"],
         "numpy_loops": [asdict(b) for b in baselines.values() if b.baseline == "loops"],
-        "ratios": [{"policy": r.policy, "G": r.G, "seeds": r.seeds,
-                    "ratio": r.seed_steps_per_s
-                    / baselines[("vectorized", r.policy, r.G)].seed_steps_per_s,
-                    "ratio_vs_loops": r.seed_steps_per_s
-                    / baselines[("loops", r.policy, r.G)].seed_steps_per_s}
-                   for r in rows],
+        "ratios": [
+            {
+                "policy": r.policy,
+                "G": r.G,
+                "seeds": r.seeds,
+                "ratio": r.seed_steps_per_s / baselines[("vectorized", r.policy, r.G)].seed_steps_per_s,
+                "ratio_vs_loops": r.seed_steps_per_s / baselines[("loops", r.policy, r.G)].seed_steps_per_s,
+            }
+            for r in rows
+        ],
         "consistency_checks": checks,
         "memory_bandwidth_bytes_per_s": bandwidth,
         "memory_bandwidth_probes_bytes_per_s": bandwidths,

@@ -14,6 +14,7 @@ run / their seconds. ratio = engine / reference, both from this run. The engine'
 eviction count must equal the reference's on every instance the reference ran; the script
 exits 1 otherwise. Writes JSON to --out and the markdown table next to it (.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,9 +62,16 @@ def bench_engine(policy: str, inst, S: int) -> dict:
     t0 = time.perf_counter()
     out = execute(P, *args, policy=policy, seeds=np.arange(S))
     dt = time.perf_counter() - t0
-    return dict(policy=policy, instances=S, seconds=dt, compile_s=max(0.0, first - dt),
-                per_s=S / dt, tel=out["tel_steps"], evictions=out["evictions"],
-                max_makespan=float(out["makespan_steps"].max()))
+    return dict(
+        policy=policy,
+        instances=S,
+        seconds=dt,
+        compile_s=max(0.0, first - dt),
+        per_s=S / dt,
+        tel=out["tel_steps"],
+        evictions=out["evictions"],
+        max_makespan=float(out["makespan_steps"].max()),
+    )
 
 
 def bench_reference(policy: str, inst, target_s: float) -> dict:
@@ -74,19 +82,27 @@ def bench_reference(policy: str, inst, target_s: float) -> dict:
         tels.append(r["tel"])
         evs.append(sum(r["evictions"]))
     dt = time.perf_counter() - t0
-    return dict(policy=policy, instances=len(tels), seconds=dt, per_s=len(tels) / dt,
-                tel=np.array(tels, float), evictions=np.array(evs, float))
+    return dict(
+        policy=policy,
+        instances=len(tels),
+        seconds=dt,
+        per_s=len(tels) / dt,
+        tel=np.array(tels, float),
+        evictions=np.array(evs, float),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_interval",
-                                 description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_interval", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="batches 1 and 16, a short reference")
-    ap.add_argument("--out", type=Path, default=None, help="JSON output (default "
-                    "benchmarks/results/interval_speed[_quick].json); markdown beside it (.md)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON output (default benchmarks/results/interval_speed[_quick].json); markdown beside it (.md)",
+    )
     a = ap.parse_args(argv)
-    out = a.out or _HERE / "results" / ("interval_speed_quick.json" if a.quick
-                                        else "interval_speed.json")
+    out = a.out or _HERE / "results" / ("interval_speed_quick.json" if a.quick else "interval_speed.json")
     batches = QUICK_BATCHES if a.quick else BATCHES
     env = environment()
     inst = instances(max(batches))
@@ -97,31 +113,71 @@ def main(argv: list[str] | None = None) -> int:
         for S in batches:
             r = bench_engine(policy, inst, S)
             k = min(S, base["instances"])
-            equal = bool((r["tel"][:k] == base["tel"][:k]).all()
-                         and (r["evictions"][:k] == base["evictions"][:k]).all())
+            equal = bool(
+                (r["tel"][:k] == base["tel"][:k]).all() and (r["evictions"][:k] == base["evictions"][:k]).all()
+            )
             ok &= equal
-            rows.append(dict(policy=policy, instances=S, engine_per_s=r["per_s"],
-                             engine_s=r["seconds"], compile_s=r["compile_s"],
-                             max_makespan=r["max_makespan"], reference_per_s=base["per_s"],
-                             reference_instances=base["instances"],
-                             ratio=r["per_s"] / base["per_s"], equal_on=k, equal=equal))
-            log(f"{policy} S={S}: {r['per_s']:.3g} instances/s ({r['seconds']:.2f} s), ratio "
-                f"{r['per_s'] / base['per_s']:.3g}, equal {equal}")
-    md = "\n".join([
-        f"# Interval engine speed{' (--quick)' if a.quick else ''}", "",
-        f"{environment_line(env)}.", "",
-        f"Instances: LMSYS-like, n = {N_JOBS} jobs, M = {CAPACITY} tokens, bucket intervals "
-        "(Experiment 2), unit steps. Engine: instances / seconds of the second of two identical "
-        "`execute` calls; reference: `tests/reference/interval.py` one instance at a time; "
-        "ratio = engine / reference instances/s, from this run. equal: engine TEL and "
-        "evictions = reference's on the instances both ran.", "",
-        markdown_table(["policy", "instances", "engine inst/s", "engine s", "compile s",
-                        "max makespan", "reference inst/s", "ratio", "equal (on k)"],
-                       [[r["policy"], str(r["instances"]), f"{r['engine_per_s']:.4g}",
-                         f"{r['engine_s']:.3g}", f"{r['compile_s']:.3g}",
-                         f"{r['max_makespan']:.0f}", f"{r['reference_per_s']:.3g}",
-                         f"{r['ratio']:.3g}", f"{'yes' if r['equal'] else 'NO'} ({r['equal_on']})"]
-                        for r in rows]), ""])
+            rows.append(
+                dict(
+                    policy=policy,
+                    instances=S,
+                    engine_per_s=r["per_s"],
+                    engine_s=r["seconds"],
+                    compile_s=r["compile_s"],
+                    max_makespan=r["max_makespan"],
+                    reference_per_s=base["per_s"],
+                    reference_instances=base["instances"],
+                    ratio=r["per_s"] / base["per_s"],
+                    equal_on=k,
+                    equal=equal,
+                )
+            )
+            log(
+                f"{policy} S={S}: {r['per_s']:.3g} instances/s ({r['seconds']:.2f} s), ratio "
+                f"{r['per_s'] / base['per_s']:.3g}, equal {equal}"
+            )
+    md = "\n".join(
+        [
+            f"# Interval engine speed{' (--quick)' if a.quick else ''}",
+            "",
+            f"{environment_line(env)}.",
+            "",
+            f"Instances: LMSYS-like, n = {N_JOBS} jobs, M = {CAPACITY} tokens, bucket intervals "
+            "(Experiment 2), unit steps. Engine: instances / seconds of the second of two identical "
+            "`execute` calls; reference: `tests/reference/interval.py` one instance at a time; "
+            "ratio = engine / reference instances/s, from this run. equal: engine TEL and "
+            "evictions = reference's on the instances both ran.",
+            "",
+            markdown_table(
+                [
+                    "policy",
+                    "instances",
+                    "engine inst/s",
+                    "engine s",
+                    "compile s",
+                    "max makespan",
+                    "reference inst/s",
+                    "ratio",
+                    "equal (on k)",
+                ],
+                [
+                    [
+                        r["policy"],
+                        str(r["instances"]),
+                        f"{r['engine_per_s']:.4g}",
+                        f"{r['engine_s']:.3g}",
+                        f"{r['compile_s']:.3g}",
+                        f"{r['max_makespan']:.0f}",
+                        f"{r['reference_per_s']:.3g}",
+                        f"{r['ratio']:.3g}",
+                        f"{'yes' if r['equal'] else 'NO'} ({r['equal_on']})",
+                    ]
+                    for r in rows
+                ],
+            ),
+            "",
+        ]
+    )
     return write_report(out, dict(environment=env, rows=rows), md, ok, log)
 
 

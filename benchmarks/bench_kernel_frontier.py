@@ -11,6 +11,7 @@ For every variant in `kernels.BFIO_VARIANTS`:
 Writes benchmarks/results/kernel_frontier.{md,json,png}. Run:
     python -m benchmarks.bench_kernel_frontier [--steps 1000] [--seeds 8] [--variants vf,vf_ls] [--plot-only]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,19 +53,21 @@ def table1_metrics(variant: str, steps: int) -> dict[str, float]:
     wl = table1_workload(str(TRACE)) if TRACE.is_file() else js.BurstGPTLike()
     cfg = js.dp.DPConfig(policy="bfio", bfio_kernel=variant, num_steps=steps, workload=wl)
     m = simulate(cfg, js.dp.make_params(cfg), [0], block_steps=min(steps, 1024)).metrics
-    return {"avg_imbalance_tokens": float(m["avg_imbalance_tokens"][0]),
-            "throughput_tokens_per_s": float(m["throughput_tokens_per_s"][0])}
+    return {
+        "avg_imbalance_tokens": float(m["avg_imbalance_tokens"][0]),
+        "throughput_tokens_per_s": float(m["throughput_tokens_per_s"][0]),
+    }
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_kernel_frontier",
-                                 description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_kernel_frontier", description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=1000, help="Table 1 steps per variant")
     ap.add_argument("--seeds", type=int, default=8, help="seeds for the cost measurement")
     ap.add_argument("--cost-steps", type=int, default=50, help="steps for the cost measurement")
     ap.add_argument("--variants", default=",".join(BFIO_VARIANTS))
-    ap.add_argument("--plot-only", action="store_true",
-                    help="redraw the table and plot from kernel_frontier.json without measuring")
+    ap.add_argument(
+        "--plot-only", action="store_true", help="redraw the table and plot from kernel_frontier.json without measuring"
+    )
     a = ap.parse_args()
     if a.plot_only:
         saved = json.loads((RESULTS / "kernel_frontier.json").read_text())
@@ -89,23 +92,33 @@ def main() -> int:
         rows.append(row)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "kernel_frontier.json").write_text(
-        json.dumps({"steps": a.steps, "seeds": a.seeds, "rows": rows}, indent=1))
+        json.dumps({"steps": a.steps, "seeds": a.seeds, "rows": rows}, indent=1)
+    )
     return write_outputs(rows, a.steps, a.seeds)
 
 
 def write_outputs(rows: list[dict], steps: int, seeds: int) -> int:
     """kernel_frontier.md (rows in the given order) and .png (points joined in order of cost)."""
-    fams = [k[len("exact_"):] for k in rows[0] if k.startswith("exact_")]
+    fams = [k[len("exact_") :] for k in rows[0] if k.startswith("exact_")]
     table = markdown_table(
-        ["variant", "us / seed-step", "avg imbalance (tokens)", "throughput (tok/s)"]
-        + [f"exact {f}" for f in fams],
-        [[r["variant"], f"{r['us_per_seed_step']:.0f}", f"{r['avg_imbalance_tokens']:.0f}",
-          f"{r['throughput_tokens_per_s']:.0f}"] + [f"{100 * r['exact_' + f]:.1f}%" for f in fams]
-         for r in rows])
+        ["variant", "us / seed-step", "avg imbalance (tokens)", "throughput (tok/s)"] + [f"exact {f}" for f in fams],
+        [
+            [
+                r["variant"],
+                f"{r['us_per_seed_step']:.0f}",
+                f"{r['avg_imbalance_tokens']:.0f}",
+                f"{r['throughput_tokens_per_s']:.0f}",
+            ]
+            + [f"{100 * r['exact_' + f]:.1f}%" for f in fams]
+            for r in rows
+        ],
+    )
     src = "Table 1 stream" if TRACE.is_file() else "BurstGPT-like workload"
-    md = (f"# BF-IO H = 0 kernels: quality against speed\n\nEngine cost at G=16, B=72, R=64 "
-          f"({seeds} seeds); metrics over the first {steps} steps of the {src}; exactness "
-          f"from kernel_quality.json.\n\n{table}\n")
+    md = (
+        f"# BF-IO H = 0 kernels: quality against speed\n\nEngine cost at G=16, B=72, R=64 "
+        f"({seeds} seeds); metrics over the first {steps} steps of the {src}; exactness "
+        f"from kernel_quality.json.\n\n{table}\n"
+    )
     (RESULTS / "kernel_frontier.md").write_text(md)
     print(md)
     fig, axes = plt.subplots(1, 2 if fams else 1, figsize=(11 if fams else 6, 4), squeeze=False)
@@ -115,14 +128,22 @@ def write_outputs(rows: list[dict], steps: int, seeds: int) -> int:
     ax.plot(x, [r["avg_imbalance_tokens"] for r in rows], "o-")
     for r, xi in zip(rows, x):
         ax.annotate(r["variant"], (xi, r["avg_imbalance_tokens"]), fontsize=8)
-    ax.set(xscale="log", xlabel="engine cost (us per seed-step)", ylabel="avg imbalance (tokens)",
-           title=f"Simulated imbalance ({src}, {steps} steps)")
+    ax.set(
+        xscale="log",
+        xlabel="engine cost (us per seed-step)",
+        ylabel="avg imbalance (tokens)",
+        title=f"Simulated imbalance ({src}, {steps} steps)",
+    )
     if fams:
         ax = axes[0, 1]
         for f in fams:
             ax.plot(x, [100 * r["exact_" + f] for r in rows], "o-", label=f)
-        ax.set(xscale="log", xlabel="engine cost (us per seed-step)", ylabel="instances solved exactly (%)",
-               title="Exactness against the MILP optimum")
+        ax.set(
+            xscale="log",
+            xlabel="engine cost (us per seed-step)",
+            ylabel="instances solved exactly (%)",
+            title="Exactness against the MILP optimum",
+        )
         ax.legend()
     for ax in axes[0]:
         ax.grid(alpha=0.3)

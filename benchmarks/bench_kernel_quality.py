@@ -27,6 +27,7 @@ Writes `benchmarks/results/kernel_quality.md` and `.json` (with --quick:
 `kernel_quality_quick.*`), prints the tables to stdout and progress to stderr.
 Exit status 1 if some kernel output is infeasible or beats a proven optimum (a solver bug).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,6 +58,7 @@ def _log(msg: str) -> None:
 
 # ------------------------------------------------------------------------------------------
 # Exact optima (cached)
+
 
 def _solve_one(args: tuple) -> tuple[int, np.ndarray, float, int]:
     """(J*, worker, seconds, status) of one instance; status 1 = not proven within the limit."""
@@ -92,9 +94,12 @@ def exact_optima(inst: Instances, jobs: int, time_limit: float) -> dict[str, np.
     else:
         out = [_solve_one(t) for t in tasks]
     _log(f"[{inst.family}] solved {N} MILPs in {time.perf_counter() - t0:.1f} s ({jobs} jobs)")
-    res = dict(J_star=np.array([o[0] for o in out], np.int64),
-               worker=np.stack([o[1] for o in out]).astype(np.int32),
-               solve_s=np.array([o[2] for o in out]), status=np.array([o[3] for o in out], np.int8))
+    res = dict(
+        J_star=np.array([o[0] for o in out], np.int64),
+        worker=np.stack([o[1] for o in out]).astype(np.int32),
+        solve_s=np.array([o[2] for o in out]),
+        status=np.array([o[3] for o in out], np.int8),
+    )
     RESULTS.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, digest=np.array(digest), **res)
     return res
@@ -103,12 +108,13 @@ def exact_optima(inst: Instances, jobs: int, time_limit: float) -> dict[str, np.
 # ------------------------------------------------------------------------------------------
 # Methods
 
+
 def fcfs(loads: np.ndarray, free: np.ndarray, sizes: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """The first U valid requests in queue order fill the free slots of worker 0, then 1, ..."""
     worker = np.full(sizes.shape[0], -1, np.int32)
-    slots = np.repeat(np.arange(free.shape[0]), free)          # one entry per free slot
-    idx = np.flatnonzero(valid)[:slots.shape[0]]
-    worker[idx] = slots[:idx.shape[0]]
+    slots = np.repeat(np.arange(free.shape[0]), free)  # one entry per free slot
+    idx = np.flatnonzero(valid)[: slots.shape[0]]
+    worker[idx] = slots[: idx.shape[0]]
     return worker
 
 
@@ -133,6 +139,7 @@ def kernel_variants() -> dict[str, Kernel]:
     import jax.numpy as jnp
 
     from jaxsched import kernels
+
     variants = getattr(kernels, "BFIO_VARIANTS", None)
     if variants:
         return dict(variants)
@@ -155,8 +162,12 @@ def run_kernel(fn: Kernel, inst: Instances, repeats: int) -> tuple[np.ndarray, n
     run_s = compile_s = 0.0
     for G, idx in inst.by_num_workers():
         f = jax.jit(jax.vmap(wrapped))
-        args = [jnp.asarray(inst.loads[idx, :G]), jnp.asarray(inst.free[idx, :G]),
-                jnp.asarray(inst.sizes[idx]), jnp.asarray(inst.valid[idx])]
+        args = [
+            jnp.asarray(inst.loads[idx, :G]),
+            jnp.asarray(inst.free[idx, :G]),
+            jnp.asarray(inst.sizes[idx]),
+            jnp.asarray(inst.valid[idx]),
+        ]
         t0 = time.perf_counter()
         out = jax.block_until_ready(f(*args))
         first = time.perf_counter() - t0
@@ -184,6 +195,7 @@ def run_numpy(fn: Callable, inst: Instances) -> tuple[np.ndarray, float]:
 # ------------------------------------------------------------------------------------------
 # Scoring
 
+
 def score(inst: Instances, worker: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(J [N], infeasible [N] bool) of worker arrays."""
     N = len(inst)
@@ -198,9 +210,12 @@ def score(inst: Instances, worker: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def total_load(inst: Instances, worker: np.ndarray) -> np.ndarray:
     """sum_g L'_g [N] after admitting `worker`."""
-    return np.array([int(inst.instance(i)[0].astype(np.int64).sum())
-                     + int(inst.sizes[i][worker[i] >= 0].astype(np.int64).sum())
-                     for i in range(len(inst))])
+    return np.array(
+        [
+            int(inst.instance(i)[0].astype(np.int64).sum()) + int(inst.sizes[i][worker[i] >= 0].astype(np.int64).sum())
+            for i in range(len(inst))
+        ]
+    )
 
 
 def quality(J: np.ndarray, J_star: np.ndarray, load: np.ndarray, ok: np.ndarray) -> dict[str, float]:
@@ -221,8 +236,7 @@ def quality(J: np.ndarray, J_star: np.ndarray, load: np.ndarray, ok: np.ndarray)
     )
 
 
-def evaluate_family(family: str, N: int, seed: int, jobs: int, time_limit: float,
-                    repeats: int) -> dict[str, Any]:
+def evaluate_family(family: str, N: int, seed: int, jobs: int, time_limit: float, repeats: int) -> dict[str, Any]:
     """Everything measured for one family (JSON-ready)."""
     t0 = time.perf_counter()
     inst = inst_mod.generate(family, N, seed)
@@ -234,15 +248,25 @@ def evaluate_family(family: str, N: int, seed: int, jobs: int, time_limit: float
     U = np.array([exact_io.admitted_count(inst.free[i], inst.valid[i]) for i in range(N)])
     P = inst.valid.sum(axis=1)
     fam: dict[str, Any] = dict(
-        family=family, n=N, seed=seed, digest=inst.digest(), generate_s=gen_s,
+        family=family,
+        n=N,
+        seed=seed,
+        digest=inst.digest(),
+        generate_s=gen_s,
         unproven=int((~proven).sum()),
-        J_star_mean=float(J_star[proven].mean()), J_star_median=float(np.median(J_star[proven])),
+        J_star_mean=float(J_star[proven].mean()),
+        J_star_median=float(np.median(J_star[proven])),
         J_star_zero=float(np.mean(J_star[proven] == 0)),
         lower_bound_tight=float(np.mean(J_star[proven] == lb[proven])),
-        load_mean=float(load.mean()), U_mean=float(U.mean()), pool_mean=float(P.mean()),
+        load_mean=float(load.mean()),
+        U_mean=float(U.mean()),
+        pool_mean=float(P.mean()),
         selection_share=float(np.mean(P > U)),
-        milp_s_mean=float(ex["solve_s"].mean()), milp_s_p99=float(np.percentile(ex["solve_s"], 99)),
-        milp_s_max=float(ex["solve_s"].max()), methods={})
+        milp_s_mean=float(ex["solve_s"].mean()),
+        milp_s_p99=float(np.percentile(ex["solve_s"], 99)),
+        milp_s_max=float(ex["solve_s"].max()),
+        methods={},
+    )
     if (lb[proven] > J_star[proven]).any():
         raise AssertionError(f"[{family}] the lower bound exceeds a proven optimum")
 
@@ -259,15 +283,21 @@ def evaluate_family(family: str, N: int, seed: int, jobs: int, time_limit: float
         J, bad = score(inst, worker)
         better = proven & ~bad & (J < J_star)
         q = quality(J, J_star, load, proven & ~bad)
-        q.update(kind=kind, infeasible=int(bad.sum()), beats_optimum=int(better.sum()),
-                 converged=float(conv.mean()) if conv is not None else None,
-                 us_per_instance=per_s * 1e6, compile_s=comp_s)
+        q.update(
+            kind=kind,
+            infeasible=int(bad.sum()),
+            beats_optimum=int(better.sum()),
+            converged=float(conv.mean()) if conv is not None else None,
+            us_per_instance=per_s * 1e6,
+            compile_s=comp_s,
+        )
         fam["methods"][name] = q
     return fam
 
 
 # ------------------------------------------------------------------------------------------
 # Report
+
 
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%" if np.isfinite(x) else "n/a"
@@ -282,47 +312,67 @@ def markdown(res: dict[str, Any]) -> str:
     fams = res["families"]
     names = list(fams[0]["methods"])
     out = [f"# Kernel quality against exact optima (N = {res['n']} per family, seed {res['seed']})", ""]
-    out.append("| method | exact: " + " / ".join(f["family"] for f in fams)
-               + " | aggregate excess: " + " / ".join(f["family"] for f in fams) + " |")
+    out.append(
+        "| method | exact: "
+        + " / ".join(f["family"] for f in fams)
+        + " | aggregate excess: "
+        + " / ".join(f["family"] for f in fams)
+        + " |"
+    )
     out.append("|---|---|---|")
     for m in names:
         ex = " / ".join(_pct(f["methods"][m]["exact"]) for f in fams)
         ag = " / ".join(_pct3(f["methods"][m]["agg_excess"]) for f in fams)
         out.append(f"| {m} | {ex} | {ag} |")
     for f in fams:
-        out += ["", f"## {f['family']}", "",
-                f"N = {f['n']}; J* mean {f['J_star_mean']:.1f}, median {f['J_star_median']:.0f}, "
-                f"J* = 0 in {_pct(f['J_star_zero'])}; lower bound tight in "
-                f"{_pct(f['lower_bound_tight'])}; mean total load {f['load_mean']:.0f}; mean U "
-                f"{f['U_mean']:.2f} of a mean pool of {f['pool_mean']:.2f} (pool > U in "
-                f"{_pct(f['selection_share'])}); MILP {1e3 * f['milp_s_mean']:.1f} ms mean, "
-                f"{1e3 * f['milp_s_p99']:.0f} ms p99, {1e3 * f['milp_s_max']:.0f} ms max; "
-                f"unproven {f['unproven']}.", "",
-                "| method | exact | aggregate excess | rel. excess mean | rel. excess p99 | "
-                "excess / load | mean / max excess (tokens) | infeasible | converged | us / instance |",
-                "|---|---|---|---|---|---|---|---|---|---|"]
+        out += [
+            "",
+            f"## {f['family']}",
+            "",
+            f"N = {f['n']}; J* mean {f['J_star_mean']:.1f}, median {f['J_star_median']:.0f}, "
+            f"J* = 0 in {_pct(f['J_star_zero'])}; lower bound tight in "
+            f"{_pct(f['lower_bound_tight'])}; mean total load {f['load_mean']:.0f}; mean U "
+            f"{f['U_mean']:.2f} of a mean pool of {f['pool_mean']:.2f} (pool > U in "
+            f"{_pct(f['selection_share'])}); MILP {1e3 * f['milp_s_mean']:.1f} ms mean, "
+            f"{1e3 * f['milp_s_p99']:.0f} ms p99, {1e3 * f['milp_s_max']:.0f} ms max; "
+            f"unproven {f['unproven']}.",
+            "",
+            "| method | exact | aggregate excess | rel. excess mean | rel. excess p99 | "
+            "excess / load | mean / max excess (tokens) | infeasible | converged | us / instance |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for m, q in f["methods"].items():
             conv = _pct(q["converged"]) if q["converged"] is not None else "-"
             t = f"{q['us_per_instance']:.2f}" if q["kind"] == "kernel" else f"({q['us_per_instance']:.0f}, numpy)"
-            out.append(f"| {m} | {_pct(q['exact'])} | {_pct3(q['agg_excess'])} | "
-                       f"{_pct3(q['rel_excess_mean'])} | {_pct3(q['rel_excess_p99'])} | "
-                       f"{_pct3(q['excess_load_share'])} | {q['mean_excess_tokens']:.2f} / "
-                       f"{q['max_excess_tokens']} | {q['infeasible']} | {conv} | {t} |")
-    out += ["", "Kernel times: jit(vmap) over the instances with the same G, best of "
-            f"{res['repeats']} calls after compiling, summed over G groups, per instance; "
-            "NumPy baselines run one instance at a time (not comparable). "
-            f"{res['env']['cpu_count']} CPUs, load average {res['env']['loadavg']} at start.", ""]
+            out.append(
+                f"| {m} | {_pct(q['exact'])} | {_pct3(q['agg_excess'])} | "
+                f"{_pct3(q['rel_excess_mean'])} | {_pct3(q['rel_excess_p99'])} | "
+                f"{_pct3(q['excess_load_share'])} | {q['mean_excess_tokens']:.2f} / "
+                f"{q['max_excess_tokens']} | {q['infeasible']} | {conv} | {t} |"
+            )
+    out += [
+        "",
+        "Kernel times: jit(vmap) over the instances with the same G, best of "
+        f"{res['repeats']} calls after compiling, summed over G groups, per instance; "
+        "NumPy baselines run one instance at a time (not comparable). "
+        f"{res['env']['cpu_count']} CPUs, load average {res['env']['loadavg']} at start.",
+        "",
+    ]
     return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_kernel_quality",
-                                 description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_kernel_quality", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="100 instances per family")
     ap.add_argument("--n", type=int, default=1000, help="instances per family (default 1000)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES + EXTRA_FAMILIES,
-                    help=f"default: {' '.join(FAMILIES)}")
+    ap.add_argument(
+        "--families",
+        nargs="+",
+        default=list(FAMILIES),
+        choices=FAMILIES + EXTRA_FAMILIES,
+        help=f"default: {' '.join(FAMILIES)}",
+    )
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="MILP processes")
     ap.add_argument("--time-limit", type=float, default=10.0, help="MILP seconds per instance")
     ap.add_argument("--repeats", type=int, default=5, help="timed kernel calls (best kept)")
@@ -332,14 +382,24 @@ def main(argv: list[str] | None = None) -> int:
     out = a.out or RESULTS / ("kernel_quality_quick.json" if a.quick else "kernel_quality.json")
 
     import jax
+
     t0 = time.perf_counter()
     res: dict[str, Any] = dict(
-        n=N, seed=a.seed, repeats=a.repeats, quick=a.quick,
+        n=N,
+        seed=a.seed,
+        repeats=a.repeats,
+        quick=a.quick,
         date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        env=dict(jax=jax.__version__, backend=jax.default_backend(), python=platform.python_version(),
-                 cpu_count=os.cpu_count(), loadavg=[round(x, 2) for x in os.getloadavg()],
-                 machine=platform.machine()),
-        families=[])
+        env=dict(
+            jax=jax.__version__,
+            backend=jax.default_backend(),
+            python=platform.python_version(),
+            cpu_count=os.cpu_count(),
+            loadavg=[round(x, 2) for x in os.getloadavg()],
+            machine=platform.machine(),
+        ),
+        families=[],
+    )
     for fam in a.families:
         res["families"].append(evaluate_family(fam, N, a.seed, a.jobs, a.time_limit, a.repeats))
     res["wall_s"] = time.perf_counter() - t0
@@ -349,8 +409,12 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(res, indent=1))
     out.with_suffix(".md").write_text(md)
     _log(f"wrote {out} and {out.with_suffix('.md')} in {res['wall_s']:.1f} s")
-    bad = [(f["family"], m) for f in res["families"] for m, q in f["methods"].items()
-           if q["infeasible"] or q["beats_optimum"]]
+    bad = [
+        (f["family"], m)
+        for f in res["families"]
+        for m, q in f["methods"].items()
+        if q["infeasible"] or q["beats_optimum"]
+    ]
     if bad:
         _log(f"FAILED: infeasible outputs or optima beaten: {bad}")
         return 1

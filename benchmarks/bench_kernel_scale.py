@@ -9,6 +9,7 @@ admissions.
 Writes benchmarks/results/kernel_scale.{md,json}. Run:
     python -m benchmarks.bench_kernel_scale [--seeds 1024] [--quick]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,8 +58,7 @@ def slope(x, y) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_kernel_scale",
-                                 description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_kernel_scale", description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=1024)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small grid and 64 seeds")
@@ -70,22 +70,37 @@ def main() -> int:
     rows = []
     for G, B, R in points:
         t, c = time_call(G, B, R, seeds, a.repeats)
-        rows.append(dict(G=G, B=B, R=R, seeds=seeds, s_per_call=t, us_per_seed_step=t / seeds * 1e6,
-                         compile_s=c))
-        print(f"[scale] G={G} B={B} R={R}: {t / seeds * 1e6:.1f} us per seed-step "
-              f"(compile {c:.1f} s)", file=sys.stderr, flush=True)
+        rows.append(dict(G=G, B=B, R=R, seeds=seeds, s_per_call=t, us_per_seed_step=t / seeds * 1e6, compile_s=c))
+        print(
+            f"[scale] G={G} B={B} R={R}: {t / seeds * 1e6:.1f} us per seed-step (compile {c:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
     by_g = [r for r in rows if r["R"] == Rs[0] and r["B"] == 72]
     by_r = [r for r in rows if r["G"] == Gs[0] and r["B"] == 72]
     sg = slope([r["G"] for r in by_g], [r["us_per_seed_step"] for r in by_g])
     sr = slope([r["R"] for r in by_r], [r["us_per_seed_step"] for r in by_r])
-    table = markdown_table(["G", "B", "R", "us per seed-step", "ms per step (all seeds)", "compile s"],
-                           [[str(r["G"]), str(r["B"]), str(r["R"]), f"{r['us_per_seed_step']:.2f}",
-                             f"{r['s_per_call'] * 1e3:.1f}", f"{r['compile_s']:.1f}"] for r in rows])
-    md = (f"# Valley-fill kernel cost at scale ({seeds} seeds, vmapped)\n\n{table}\n\n"
-          f"log-log slope against G (R = {Rs[0]}): {sg:.2f}; against R (G = {Gs[0]}): {sr:.2f}. "
-          "Complexity O(U (G + R)) per step and seed: U sequential choices (U <= R admissions; here "
-          "about 2G, from 0-4 free slots per worker), each a reduction over the G workers and the R "
-          "requests, plus O(R + G) per step.\n")
+    table = markdown_table(
+        ["G", "B", "R", "us per seed-step", "ms per step (all seeds)", "compile s"],
+        [
+            [
+                str(r["G"]),
+                str(r["B"]),
+                str(r["R"]),
+                f"{r['us_per_seed_step']:.2f}",
+                f"{r['s_per_call'] * 1e3:.1f}",
+                f"{r['compile_s']:.1f}",
+            ]
+            for r in rows
+        ],
+    )
+    md = (
+        f"# Valley-fill kernel cost at scale ({seeds} seeds, vmapped)\n\n{table}\n\n"
+        f"log-log slope against G (R = {Rs[0]}): {sg:.2f}; against R (G = {Gs[0]}): {sr:.2f}. "
+        "Complexity O(U (G + R)) per step and seed: U sequential choices (U <= R admissions; here "
+        "about 2G, from 0-4 free slots per worker), each a reduction over the G workers and the R "
+        "requests, plus O(R + G) per step.\n"
+    )
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = "kernel_scale_quick" if a.quick else "kernel_scale"
     (RESULTS / f"{name}.md").write_text(md)

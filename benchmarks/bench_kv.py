@@ -24,6 +24,7 @@ reference epochs/s (and requests/s) from this run. The engine's epoch, batch and
 request counts must equal the reference's on the seeds both ran; the script exits 1
 otherwise. Writes JSON to --out and the markdown table next to it (.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -84,18 +85,37 @@ def case(policy: str, horizon: float, table_size: int = Q) -> tuple[KVConfig, ob
     th, _ = thresholds_for(exp, policy, types)
     # Every epoch runs a batch (>= d0 long), inserts an arrival or idles to the next one.
     max_steps = int(horizon / hw.d0_s + 2 * types.total_rate * horizon) + 1024
-    cfg = KVConfig(prefill_tokens=exp.prefill, decode_tokens=exp.decode, policy=policy,
-                   num_requests=None, horizon_s=horizon, table_size=table_size,
-                   arrivals_per_step=A, max_steps=max_steps)
-    p = make_params(cfg, rates=types.rates, d0_s=hw.d0_s, d1_s_per_token=hw.d1_s_per_token,
-                    capacity_tokens=C, thresholds=th)
-    kw = dict(prefill=cfg.prefill_tokens, decode=cfg.decode_tokens, policy=policy,
-              rates=types.rates.tolist(), d0=float(p.d0_s), d1=float(p.d1_s_per_token),
-              capacity=int(p.capacity_tokens), thresholds=np.asarray(p.thresholds).tolist(),
-              horizon_s=horizon, table_size=table_size, arrivals_per_step=A,
-              max_steps=max_steps, segment_bounds=cfg.segment_bounds,
-              hist_octave_bits=cfg.hist_octave_bits, batch_limit=int(p.batch_limit),
-              token_limit=int(p.token_limit))
+    cfg = KVConfig(
+        prefill_tokens=exp.prefill,
+        decode_tokens=exp.decode,
+        policy=policy,
+        num_requests=None,
+        horizon_s=horizon,
+        table_size=table_size,
+        arrivals_per_step=A,
+        max_steps=max_steps,
+    )
+    p = make_params(
+        cfg, rates=types.rates, d0_s=hw.d0_s, d1_s_per_token=hw.d1_s_per_token, capacity_tokens=C, thresholds=th
+    )
+    kw = dict(
+        prefill=cfg.prefill_tokens,
+        decode=cfg.decode_tokens,
+        policy=policy,
+        rates=types.rates.tolist(),
+        d0=float(p.d0_s),
+        d1=float(p.d1_s_per_token),
+        capacity=int(p.capacity_tokens),
+        thresholds=np.asarray(p.thresholds).tolist(),
+        horizon_s=horizon,
+        table_size=table_size,
+        arrivals_per_step=A,
+        max_steps=max_steps,
+        segment_bounds=cfg.segment_bounds,
+        hist_octave_bits=cfg.hist_octave_bits,
+        batch_limit=int(p.batch_limit),
+        token_limit=int(p.token_limit),
+    )
     return cfg, p, kw
 
 
@@ -104,9 +124,14 @@ def bench_engine(cfg: KVConfig, p, S: int) -> dict:
     t0 = time.perf_counter()
     m = simulate(cfg, p, range(S), warn=False).metrics
     dt = time.perf_counter() - t0
-    return dict(seconds=dt, epochs=float(m["num_epochs"].sum()),
-                completed=float(m["num_completed"].sum()), num_epochs=m["num_epochs"],
-                num_batches=m["num_batches"], num_completed=m["num_completed"])
+    return dict(
+        seconds=dt,
+        epochs=float(m["num_epochs"].sum()),
+        completed=float(m["num_completed"].sum()),
+        num_epochs=m["num_epochs"],
+        num_batches=m["num_batches"],
+        num_completed=m["num_completed"],
+    )
 
 
 def reference_run(cfg: KVConfig, p, kw: dict, seed: int) -> tuple[dict, float]:
@@ -117,14 +142,13 @@ def reference_run(cfg: KVConfig, p, kw: dict, seed: int) -> tuple[dict, float]:
         t0 = time.perf_counter()
         try:
             out = ref.simulate(gaps=gaps, seed=seed, **kw)
-        except IndexError:          # the run needed more candidates than fetched
+        except IndexError:  # the run needed more candidates than fetched
             n *= 2
             continue
         return out["metrics"], time.perf_counter() - t0
 
 
-def bench_reference(cfg: KVConfig, p, kw: dict, target_s: float, max_seeds: int | None = None
-                    ) -> dict:
+def bench_reference(cfg: KVConfig, p, kw: dict, target_s: float, max_seeds: int | None = None) -> dict:
     rows, spent = [], 0.0
     while not rows or (spent < target_s and (max_seeds is None or len(rows) < max_seeds)):
         m, dt = reference_run(cfg, p, kw, len(rows))
@@ -132,9 +156,15 @@ def bench_reference(cfg: KVConfig, p, kw: dict, target_s: float, max_seeds: int 
         rows.append(m)
     col = lambda k: np.array([m[k] for m in rows], float)
     epochs, completed = col("num_epochs"), col("num_completed")
-    return dict(seeds=len(rows), seconds=spent, per_s=epochs.sum() / spent,
-                requests_per_s=completed.sum() / spent, num_epochs=epochs,
-                num_batches=col("num_batches"), num_completed=completed)
+    return dict(
+        seeds=len(rows),
+        seconds=spent,
+        per_s=epochs.sum() / spent,
+        requests_per_s=completed.sum() / spent,
+        num_epochs=epochs,
+        num_batches=col("num_batches"),
+        num_completed=completed,
+    )
 
 
 COUNTS = ("num_epochs", "num_batches", "num_completed")
@@ -156,14 +186,23 @@ def equal_counts(engine: dict, base: dict, k: int) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_kv",
-                                 description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_kv", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1 and 16 seeds, 0.5 s horizon")
-    ap.add_argument("--out", type=Path, default=None, help="JSON output (default "
-                    "benchmarks/results/kv_speed[_quick].json); markdown beside it (.md)")
-    ap.add_argument("--seeds", nargs="+", type=int, default=None, metavar="S",
-                    help=f"seed counts to time for both policies (default {' '.join(map(str, SEEDS))}, "
-                         f"Nested WAIT up to {MAX_SEEDS['nested_wait']}); larger counts pay on a GPU")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON output (default benchmarks/results/kv_speed[_quick].json); markdown beside it (.md)",
+    )
+    ap.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        default=None,
+        metavar="S",
+        help=f"seed counts to time for both policies (default {' '.join(map(str, SEEDS))}, "
+        f"Nested WAIT up to {MAX_SEEDS['nested_wait']}); larger counts pay on a GPU",
+    )
     a = ap.parse_args(argv)
     check_seed_option(ap, a.seeds, a.quick)
     out = a.out or _HERE / "results" / ("kv_speed_quick.json" if a.quick else "kv_speed.json")
@@ -172,53 +211,99 @@ def main(argv: list[str] | None = None) -> int:
     rows, setup, ok = [], {}, True
     for policy in POLICIES:
         cfg, p, kw = case(policy, horizon)
-        setup[policy] = dict(capacity_tokens=kw["capacity"], thresholds=kw["thresholds"],
-                             rates_req_s=kw["rates"], table_size=Q, arrivals_per_step=A,
-                             max_steps=cfg.max_steps)
+        setup[policy] = dict(
+            capacity_tokens=kw["capacity"],
+            thresholds=kw["thresholds"],
+            rates_req_s=kw["rates"],
+            table_size=Q,
+            arrivals_per_step=A,
+            max_steps=cfg.max_steps,
+        )
         base = bench_reference(cfg, p, kw, QUICK_REF_TARGET_S if a.quick else REF_TARGET_S)
-        log(f"{policy}: reference {base['per_s']:.4g} epochs/s, {base['requests_per_s']:.4g} "
-            f"requests/s over {base['seeds']} seeds")
+        log(
+            f"{policy}: reference {base['per_s']:.4g} epochs/s, {base['requests_per_s']:.4g} "
+            f"requests/s over {base['seeds']} seeds"
+        )
         for S in seed_counts(policy, a.quick, a.seeds):
             r = bench_engine(cfg, p, S)
             k = min(S, base["seeds"])
             equal = equal_counts(r, base, k)
             ok &= equal
             per_s, req_s = r["epochs"] / r["seconds"], r["completed"] / r["seconds"]
-            rows.append(dict(policy=policy, seeds=S, engine_epochs_per_s=per_s,
-                             engine_requests_per_s=req_s, engine_s=r["seconds"],
-                             epochs_per_seed=r["epochs"] / S,
-                             batches_per_seed=float(r["num_batches"].sum()) / S,
-                             requests_per_seed=r["completed"] / S,
-                             reference_epochs_per_s=base["per_s"],
-                             reference_requests_per_s=base["requests_per_s"],
-                             reference_seeds=base["seeds"], ratio=per_s / base["per_s"],
-                             ratio_requests=req_s / base["requests_per_s"], equal_on=k,
-                             equal=equal))
-            log(f"{policy} S={S}: {per_s:.4g} epochs/s, {req_s:.4g} requests/s "
+            rows.append(
+                dict(
+                    policy=policy,
+                    seeds=S,
+                    engine_epochs_per_s=per_s,
+                    engine_requests_per_s=req_s,
+                    engine_s=r["seconds"],
+                    epochs_per_seed=r["epochs"] / S,
+                    batches_per_seed=float(r["num_batches"].sum()) / S,
+                    requests_per_seed=r["completed"] / S,
+                    reference_epochs_per_s=base["per_s"],
+                    reference_requests_per_s=base["requests_per_s"],
+                    reference_seeds=base["seeds"],
+                    ratio=per_s / base["per_s"],
+                    ratio_requests=req_s / base["requests_per_s"],
+                    equal_on=k,
+                    equal=equal,
+                )
+            )
+            log(
+                f"{policy} S={S}: {per_s:.4g} epochs/s, {req_s:.4g} requests/s "
                 f"({r['seconds']:.2f} s), ratio {per_s / base['per_s']:.3g} / "
-                f"{req_s / base['requests_per_s']:.3g}, equal {equal}")
-    md = "\n".join([
-        f"# kv engine speed{' (--quick)' if a.quick else ''}", "",
-        f"{environment_line(env)}.", "",
-        f"E1 at rho = {LOAD} (C = 1.2 M*, the experiments' thresholds), {horizon:g} s per seed "
-        f"from empty, Q = {Q}, A = {A}. Engine: epochs (or completed requests) / seconds of a "
-        "`simulate` call over S seeds after a warm-up call on one seed chunk; reference: "
-        "`tests/reference/kv.py` one seed at a time on the same requests; ratio = engine / "
-        "reference epochs/s, requests ratio the same for completed requests/s, from this run. "
-        "equal: epoch, batch and completion counts equal on the seeds both ran.", "",
-        markdown_table(["policy", "seeds", "engine epochs/s", "engine requests/s", "engine s",
-                        "epochs per seed", "requests per seed", "reference epochs/s",
-                        "reference requests/s", "ratio", "requests ratio", "equal (on k)"],
-                       [[r["policy"], str(r["seeds"]), f"{r['engine_epochs_per_s']:.4g}",
-                         f"{r['engine_requests_per_s']:.4g}", f"{r['engine_s']:.3g}",
-                         f"{r['epochs_per_seed']:.0f}", f"{r['requests_per_seed']:.0f}",
-                         f"{r['reference_epochs_per_s']:.4g}",
-                         f"{r['reference_requests_per_s']:.4g}", f"{r['ratio']:.3g}",
-                         f"{r['ratio_requests']:.3g}",
-                         f"{'yes' if r['equal'] else 'NO'} ({r['equal_on']})"] for r in rows]),
-        ""])
-    return write_report(out, dict(environment=env, horizon_s=horizon, setup=setup, rows=rows), md,
-                        ok, log)
+                f"{req_s / base['requests_per_s']:.3g}, equal {equal}"
+            )
+    md = "\n".join(
+        [
+            f"# kv engine speed{' (--quick)' if a.quick else ''}",
+            "",
+            f"{environment_line(env)}.",
+            "",
+            f"E1 at rho = {LOAD} (C = 1.2 M*, the experiments' thresholds), {horizon:g} s per seed "
+            f"from empty, Q = {Q}, A = {A}. Engine: epochs (or completed requests) / seconds of a "
+            "`simulate` call over S seeds after a warm-up call on one seed chunk; reference: "
+            "`tests/reference/kv.py` one seed at a time on the same requests; ratio = engine / "
+            "reference epochs/s, requests ratio the same for completed requests/s, from this run. "
+            "equal: epoch, batch and completion counts equal on the seeds both ran.",
+            "",
+            markdown_table(
+                [
+                    "policy",
+                    "seeds",
+                    "engine epochs/s",
+                    "engine requests/s",
+                    "engine s",
+                    "epochs per seed",
+                    "requests per seed",
+                    "reference epochs/s",
+                    "reference requests/s",
+                    "ratio",
+                    "requests ratio",
+                    "equal (on k)",
+                ],
+                [
+                    [
+                        r["policy"],
+                        str(r["seeds"]),
+                        f"{r['engine_epochs_per_s']:.4g}",
+                        f"{r['engine_requests_per_s']:.4g}",
+                        f"{r['engine_s']:.3g}",
+                        f"{r['epochs_per_seed']:.0f}",
+                        f"{r['requests_per_seed']:.0f}",
+                        f"{r['reference_epochs_per_s']:.4g}",
+                        f"{r['reference_requests_per_s']:.4g}",
+                        f"{r['ratio']:.3g}",
+                        f"{r['ratio_requests']:.3g}",
+                        f"{'yes' if r['equal'] else 'NO'} ({r['equal_on']})",
+                    ]
+                    for r in rows
+                ],
+            ),
+            "",
+        ]
+    )
+    return write_report(out, dict(environment=env, horizon_s=horizon, setup=setup, rows=rows), md, ok, log)
 
 
 if __name__ == "__main__":

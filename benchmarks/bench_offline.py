@@ -46,6 +46,7 @@ Writes the JSON results to --out (default `benchmarks/results/offline_speed.json
 --quick, `offline_speed_quick.json`) and the markdown tables next to it with a .md suffix;
 prints the markdown to stdout and progress to stderr. Exits 1 if a consistency check fails.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,8 +72,8 @@ from tests.reference import offline as ref
 
 _HERE = Path(__file__).resolve().parent
 
-REAL_M = PAPER_CAPACITY_TOKENS          # 16,492 tokens
-SMALL_M = 100                           # EC.4.2's KV limit (tokens)
+REAL_M = PAPER_CAPACITY_TOKENS  # 16,492 tokens
+SMALL_M = 100  # EC.4.2's KV limit (tokens)
 
 # (a) Executor: instance counts per n (see the docstring for why 1024 only at n = 200).
 EXEC_GRID: dict[int, tuple[int, ...]] = {200: (1, 64, 1024), 1000: (1, 64), 2000: (1, 64)}
@@ -81,16 +82,16 @@ EXEC_ORDERS = ("fcfs", "mcsf", "sorted_f_swap")
 # Distinct instances given a Sorted-F (Swap) order per n (None: every instance); a batch
 # repeats them. Its Phase 1 grows about as n^4 (part b), so large n gets few.
 SWAP_DISTINCT: dict[int, int | None] = {200: None, 1000: 4, 2000: 1}
-NUMPY_TARGET_S = 2.0                    # wall seconds of NumPy runs per (order, n)
+NUMPY_TARGET_S = 2.0  # wall seconds of NumPy runs per (order, n)
 QUICK_NUMPY_TARGET_S = 0.3
-ORACLE_N = 200                          # the oracle costs O(n |X|^2) per step: ~0.5 s here
+ORACLE_N = 200  # the oracle costs O(n |X|^2) per step: ~0.5 s here
 ORACLE_INSTANCES = 4
 QUICK_ORACLE_INSTANCES = 2
 
 # (b) Phase-1 solvers.
 SOLVER_NS = (50, 100, 200, 500, 1000, 2000)
 QUICK_SOLVER_NS = (20, 50)
-SMALL_NS = (50, 100)                    # sorted_f_dp's O(n^2 M) table: n <= 100
+SMALL_NS = (50, 100)  # sorted_f_dp's O(n^2 M) table: n <= 100
 QUICK_SMALL_NS = (20, 50)
 SOLVER_BATCH = 4
 SOLVER_LIMIT_S = 60.0
@@ -101,11 +102,21 @@ LP_ORDER_NAMES = ("sorted_lp", "lp_swap")
 # Growth of run time with n used by the skip rule (exponents of n): a sort is ~n log n; the
 # DPs do O(n^2 W) per batch over ~n / |X| batches; the swap search O(n^2) per swap with ~n
 # swaps per batch; quantile greedy O(n log n) per batch; the LP's nonzeros grow as n x T.
-EXPONENT = {"fcfs": 1.2, "mcsf": 1.2, "mcsf2": 1.2, "sorted_f_dp": 3.0, "sorted_f_scaled": 3.0,
-            "sorted_f_swap": 4.0, "sorted_f_quantile": 2.0, "sorted_lp": 3.0, "lp_swap": 3.0}
+EXPONENT = {
+    "fcfs": 1.2,
+    "mcsf": 1.2,
+    "mcsf2": 1.2,
+    "sorted_f_dp": 3.0,
+    "sorted_f_scaled": 3.0,
+    "sorted_f_swap": 4.0,
+    "sorted_f_quantile": 2.0,
+    "sorted_lp": 3.0,
+    "lp_swap": 3.0,
+}
 
 
 # --------------------------------------------------------------------------- instances
+
 
 def _fallback_mix(n: int, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A stand-in for section 7's mix when workloads.real is missing: per request, with
@@ -119,18 +130,18 @@ def _fallback_mix(n: int, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         g = np.random.default_rng(int(seed))
         long = g.random(n) < 0.2
         s = np.where(long, g.normal(2546.0, 800.0, n), 12.0 * np.exp(1.580 * g.standard_normal(n)))
-        o = np.where(long, 161.0 * np.exp(1.104 * g.standard_normal(n)),
-                     43.0 * np.exp(1.171 * g.standard_normal(n)))
+        o = np.where(long, 161.0 * np.exp(1.104 * g.standard_normal(n)), 43.0 * np.exp(1.171 * g.standard_normal(n)))
         rows.append((np.clip(np.rint(s), 1, 12288), np.clip(np.rint(o), 1, 4096)))
-    return (np.stack([r[0] for r in rows]).astype(np.int32),
-            np.stack([r[1] for r in rows]).astype(np.int32))
+    return (np.stack([r[0] for r in rows]).astype(np.int32), np.stack([r[1] for r in rows]).astype(np.int32))
 
 
 def real_family() -> tuple[str, Callable[[int, np.ndarray], tuple[np.ndarray, np.ndarray]]]:
     """(name, draw(n, seeds) -> (s, o) int32[S, n]) of section 7's mix (M = REAL_M)."""
     if hasattr(workloads, "real"):
+
         def draw(n: int, seeds: np.ndarray):
             return inst.draw(OfflineConfig(workloads.real("mix", n)), seeds)
+
         return "real mix (workloads.real)", draw
     return "section-7-like mix (_fallback_mix)", _fallback_mix
 
@@ -141,29 +152,32 @@ def small_family() -> tuple[str, Callable[[int, np.ndarray], tuple[np.ndarray, n
 
     def draw(n: int, seeds: np.ndarray):
         return inst.draw(OfflineConfig(Batch(law, n)), seeds)
+
     return "EC.4.2 uniform", draw
 
 
 # --------------------------------------------------------------------------- records
 
+
 @dataclass
 class ExecRow:
     """One engine measurement of (a) beside the NumPy executor's on the same order and n."""
+
     order: str
     n: int
     instances: int
-    distinct: int                 # distinct instances in the batch (the rest repeat them)
+    distinct: int  # distinct instances in the batch (the rest repeat them)
     engine_timed_s: float
     engine_first_call_s: float
-    engine_compile_s: float       # first call minus timed call
+    engine_compile_s: float  # first call minus timed call
     engine_instances_per_s: float
     mean_makespan_steps: float
-    max_makespan_steps: int       # a vmapped batch runs this many steps for every instance
+    max_makespan_steps: int  # a vmapped batch runs this many steps for every instance
     numpy_instances: int
     numpy_timed_s: float
     numpy_instances_per_s: float
-    ratio: float                  # engine / numpy instances per second
-    tel_checked: int              # instances whose engine TEL was compared with NumPy's
+    ratio: float  # engine / numpy instances per second
+    tel_checked: int  # instances whose engine TEL was compared with NumPy's
     tel_equal: bool
 
 
@@ -171,6 +185,7 @@ class ExecRow:
 class SolverRow:
     """One Phase-1 measurement of (b): `status` is "ok", "skipped" (predicted_s over the
     limit) or "absent"."""
+
     family: str
     M: int
     policy: str
@@ -196,8 +211,10 @@ def environment() -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- (b) Phase 1
 
-def time_policy(policy: str, s: np.ndarray, o: np.ndarray, M: int, seeds: np.ndarray,
-                **options) -> tuple[float, float, np.ndarray]:
+
+def time_policy(
+    policy: str, s: np.ndarray, o: np.ndarray, M: int, seeds: np.ndarray, **options
+) -> tuple[float, float, np.ndarray]:
     """(compile s, run s, orders int32[S, n]) of one JAX order policy on instances s, o
     (int32[S, n], tokens): `instances.compiled_orders`, then one timed run of the compiled
     function (it returns NumPy, so the device work is included)."""
@@ -214,6 +231,7 @@ def time_lp(which: str, s: np.ndarray, o: np.ndarray, M: int) -> tuple[float, np
     outside the clock, by untimed calls: the executor run that gives the default horizon (the
     MC-SF makespan) and LP-Swap's batch loop."""
     from jaxsched.offline import lp
+
     lp.mcsf_makespans(s, o, M)
     if which == "lp_swap":
         # Compile the batch loop outside the clock with y = 0 (the LP is not needed for that).
@@ -223,21 +241,39 @@ def time_lp(which: str, s: np.ndarray, o: np.ndarray, M: int) -> tuple[float, np
     return time.perf_counter() - t0, np.asarray(out)
 
 
-def solver_series(family: str, draw, M: int, policy: str, ns: tuple[int, ...], batch: int,
-                  limit_s: float, cache: dict, timer: Callable[..., tuple[float, float, np.ndarray]],
-                  **options) -> list[SolverRow]:
+def solver_series(
+    family: str,
+    draw,
+    M: int,
+    policy: str,
+    ns: tuple[int, ...],
+    batch: int,
+    limit_s: float,
+    cache: dict,
+    timer: Callable[..., tuple[float, float, np.ndarray]],
+    **options,
+) -> list[SolverRow]:
     """Rows for one (family, policy) over ascending ns with the skip rule (module docstring).
     timer(s, o, seeds) -> (compile s, run s, orders). Orders measured on the real family are
     kept in `cache[(policy, n)]` for part (a)."""
     rows: list[SolverRow] = []
-    last: tuple[int, float] | None = None       # (n, run s) of the last measurement
+    last: tuple[int, float] | None = None  # (n, run s) of the last measurement
     for n in ns:
         if last is not None:
             predicted = last[1] * (n / last[0]) ** EXPONENT[policy]
             if predicted > limit_s:
-                rows.append(SolverRow(family, M, policy, n, batch, "skipped",
-                                      predicted_s=predicted,
-                                      note=f"predicted {predicted:.0f} s > {limit_s:g} s"))
+                rows.append(
+                    SolverRow(
+                        family,
+                        M,
+                        policy,
+                        n,
+                        batch,
+                        "skipped",
+                        predicted_s=predicted,
+                        note=f"predicted {predicted:.0f} s > {limit_s:g} s",
+                    )
+                )
                 log(f"  {policy} n={n}: skipped (predicted {predicted:.0f} s)")
                 continue
         seeds = np.arange(batch, dtype=np.uint32)
@@ -256,20 +292,20 @@ def bench_solvers(quick: bool, cache: dict) -> tuple[list[SolverRow], str]:
     ns = QUICK_SOLVER_NS if quick else SOLVER_NS
     small_ns = QUICK_SMALL_NS if quick else SMALL_NS
     limit = QUICK_SOLVER_LIMIT_S if quick else SOLVER_LIMIT_S
-    present = [p for p in ("fcfs", "mcsf", "sorted_f_dp", "sorted_f_scaled", "sorted_f_swap",
-                           "sorted_f_quantile") if p in POLICIES]
+    present = [
+        p
+        for p in ("fcfs", "mcsf", "sorted_f_dp", "sorted_f_scaled", "sorted_f_swap", "sorted_f_quantile")
+        if p in POLICIES
+    ]
     rows: list[SolverRow] = []
-    for (family, draw), M, family_ns in ((small_family(), SMALL_M, small_ns),
-                                         (real_family(), REAL_M, ns)):
+    for (family, draw), M, family_ns in ((small_family(), SMALL_M, small_ns), (real_family(), REAL_M, ns)):
         log(f"Phase 1 on {family}, M = {M}, batches of {SOLVER_BATCH}")
         for policy in present:
             if policy == "sorted_f_dp" and M != SMALL_M:
-                continue        # its table is (n + 1) x (M + 1): only for a small M
+                continue  # its table is (n + 1) x (M + 1): only for a small M
             options = {"dp_width": M} if policy == "sorted_f_dp" else {}
-            timer = (lambda s, o, seeds, policy=policy, M=M, **kw:
-                     time_policy(policy, s, o, M, seeds, **kw))
-            rows += solver_series(family, draw, M, policy, family_ns, SOLVER_BATCH, limit,
-                                  cache, timer, **options)
+            timer = lambda s, o, seeds, policy=policy, M=M, **kw: time_policy(policy, s, o, M, seeds, **kw)
+            rows += solver_series(family, draw, M, policy, family_ns, SOLVER_BATCH, limit, cache, timer, **options)
     # The LP orders: one instance per size (HiGHS solves them one at a time anyway).
     if importlib.util.find_spec("jaxsched.offline.lp") is None:
         return rows, "jaxsched/offline/lp.py is absent: Sorted-LP and LP-Swap not timed."
@@ -279,21 +315,26 @@ def bench_solvers(quick: bool, cache: dict) -> tuple[list[SolverRow], str]:
     s, o = draw(5, np.zeros(1, np.uint32))
     time_lp("sorted_lp", s, o, REAL_M)
     for which in LP_ORDER_NAMES:
+
         def timer(s, o, seeds, which=which):
             run_s, out = time_lp(which, s, o, REAL_M)
             return 0.0, run_s, out
-        rows += solver_series(family, draw, REAL_M, which, QUICK_LP_NS if quick else LP_NS, 1,
-                              limit, {}, timer)
-    return rows, ("Sorted-LP and LP-Swap: `lp.lp_orders` with time_step 1 (the exact Relax-LP) "
-                  "and the default horizon (the MC-SF makespan), one instance per size; "
-                  "the JAX parts (the MC-SF run giving the horizon, LP-Swap's batch loop) are "
-                  "compiled before the clock starts.")
+
+        rows += solver_series(family, draw, REAL_M, which, QUICK_LP_NS if quick else LP_NS, 1, limit, {}, timer)
+    return rows, (
+        "Sorted-LP and LP-Swap: `lp.lp_orders` with time_step 1 (the exact Relax-LP) "
+        "and the default horizon (the MC-SF makespan), one instance per size; "
+        "the JAX parts (the MC-SF run giving the horizon, LP-Swap's batch loop) are "
+        "compiled before the clock starts."
+    )
 
 
 # --------------------------------------------------------------------------- (a) executor
 
-def exec_orders(policy: str, n: int, s: np.ndarray, o: np.ndarray, seeds: np.ndarray,
-                cache: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+
+def exec_orders(
+    policy: str, n: int, s: np.ndarray, o: np.ndarray, seeds: np.ndarray, cache: dict
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(s, o, order) int32[S, n] for part (a) and the number of distinct instances: every row
     its own instance, except that sorted_f_swap orders only SWAP_DISTINCT[n] of them (reusing
     part (b)'s orders of the same instances when there are enough) and repeats those."""
@@ -307,15 +348,15 @@ def exec_orders(policy: str, n: int, s: np.ndarray, o: np.ndarray, seeds: np.nda
     else:
         log(f"  computing {policy} orders of {distinct} instances of n = {n}")
         config = inst.policy_config(policy, n)
-        order = inst.orders(config, instance_params(REAL_M), s[:distinct], o[:distinct],
-                            seeds[:distinct]).astype(np.int32)
+        order = inst.orders(config, instance_params(REAL_M), s[:distinct], o[:distinct], seeds[:distinct]).astype(
+            np.int32
+        )
     reps = -(-S // distinct)
     tile = lambda a: np.tile(a[:distinct], (reps, 1))[:S]
     return tile(s), tile(o), tile(order), distinct
 
 
-def bench_engine(s: np.ndarray, o: np.ndarray, order: np.ndarray
-                 ) -> tuple[float, float, np.ndarray, np.ndarray]:
+def bench_engine(s: np.ndarray, o: np.ndarray, order: np.ndarray) -> tuple[float, float, np.ndarray, np.ndarray]:
     """(first call s, timed call s, TEL int64[S], makespan int64[S]) of `instances.execute`
     under unit steps at M = REAL_M: one warm-up call, then the identical call timed."""
     params = instance_params(REAL_M)
@@ -326,12 +367,10 @@ def bench_engine(s: np.ndarray, o: np.ndarray, order: np.ndarray
     metrics = inst.execute(params, s, o, order)
     timed = time.perf_counter() - t0
     assert (metrics["done"] == 1).all() and (metrics["num_dropped"] == 0).all()
-    return (first, timed, metrics["tel_steps"].astype(np.int64),
-            metrics["makespan_steps"].astype(np.int64))
+    return (first, timed, metrics["tel_steps"].astype(np.int64), metrics["makespan_steps"].astype(np.int64))
 
 
-def bench_numpy(s: np.ndarray, o: np.ndarray, order: np.ndarray, target_s: float
-                ) -> tuple[float, np.ndarray]:
+def bench_numpy(s: np.ndarray, o: np.ndarray, order: np.ndarray, target_s: float) -> tuple[float, np.ndarray]:
     """(total s, TEL int64[k]) of `execute_numpy` on rows 0..k-1, k the fewest rows (at least
     one, at most all) whose runs last target_s seconds together."""
     tels: list[int] = []
@@ -346,8 +385,7 @@ def bench_numpy(s: np.ndarray, o: np.ndarray, order: np.ndarray, target_s: float
     return total, np.asarray(tels, np.int64)
 
 
-def oracle_check(s: np.ndarray, o: np.ndarray, order: np.ndarray, rows: int
-                 ) -> tuple[bool, float, float]:
+def oracle_check(s: np.ndarray, o: np.ndarray, order: np.ndarray, rows: int) -> tuple[bool, float, float]:
     """(equal, oracle s/instance, NumPy s/instance): the NumPy executor's (p, c) against the
     plain-Python oracle's on the first `rows` instances."""
     equal, t_ref, t_np = True, 0.0, 0.0
@@ -375,40 +413,57 @@ def bench_executor(quick: bool, cache: dict) -> tuple[list[ExecRow], list[dict]]
         S_max = max(counts)
         seeds = np.arange(S_max, dtype=np.uint32)
         s_all, o_all = draw(n, seeds)
-        log(f"executor on {family}, n = {n}: mean s {s_all.mean():.1f}, mean o "
-            f"{o_all.mean():.1f} tokens")
+        log(f"executor on {family}, n = {n}: mean s {s_all.mean():.1f}, mean o {o_all.mean():.1f} tokens")
         for policy in EXEC_ORDERS:
             s, o, order, distinct_max = exec_orders(policy, n, s_all, o_all, seeds, cache)
             if n == ORACLE_N:
                 ok, t_ref, t_np = oracle_check(s, o, order, min(oracle_rows, distinct_max))
-                oracles.append({"order": policy, "n": n, "instances": min(oracle_rows, distinct_max),
-                                "equal": ok, "oracle_s_per_instance": t_ref,
-                                "numpy_s_per_instance": t_np})
-                log(f"  {policy}: NumPy (p, c) {'==' if ok else '!='} oracle's "
-                    f"(oracle {t_ref:.2f} s/instance)")
+                oracles.append(
+                    {
+                        "order": policy,
+                        "n": n,
+                        "instances": min(oracle_rows, distinct_max),
+                        "equal": ok,
+                        "oracle_s_per_instance": t_ref,
+                        "numpy_s_per_instance": t_np,
+                    }
+                )
+                log(f"  {policy}: NumPy (p, c) {'==' if ok else '!='} oracle's (oracle {t_ref:.2f} s/instance)")
             np_s, np_tel = bench_numpy(s, o, order, target)
             np_rate = np_tel.size / np_s
             log(f"  numpy {policy} n={n}: {np_rate:.3g} instances/s ({np_tel.size} in {np_s:.2f} s)")
             for S in counts:
                 first, timed, tel, makespan = bench_engine(s[:S], o[:S], order[:S])
                 k = min(S, np_tel.size)
-                row = ExecRow(order=policy, n=n, instances=S, distinct=min(S, distinct_max),
-                              engine_timed_s=timed, engine_first_call_s=first,
-                              engine_compile_s=max(0.0, first - timed),
-                              engine_instances_per_s=S / timed,
-                              mean_makespan_steps=float(makespan.mean()),
-                              max_makespan_steps=int(makespan.max()),
-                              numpy_instances=int(np_tel.size), numpy_timed_s=np_s,
-                              numpy_instances_per_s=np_rate, ratio=(S / timed) / np_rate,
-                              tel_checked=k, tel_equal=bool(np.array_equal(tel[:k], np_tel[:k])))
+                row = ExecRow(
+                    order=policy,
+                    n=n,
+                    instances=S,
+                    distinct=min(S, distinct_max),
+                    engine_timed_s=timed,
+                    engine_first_call_s=first,
+                    engine_compile_s=max(0.0, first - timed),
+                    engine_instances_per_s=S / timed,
+                    mean_makespan_steps=float(makespan.mean()),
+                    max_makespan_steps=int(makespan.max()),
+                    numpy_instances=int(np_tel.size),
+                    numpy_timed_s=np_s,
+                    numpy_instances_per_s=np_rate,
+                    ratio=(S / timed) / np_rate,
+                    tel_checked=k,
+                    tel_equal=bool(np.array_equal(tel[:k], np_tel[:k])),
+                )
                 rows.append(row)
-                log(f"  engine {policy} n={n} x{S}: {row.engine_instances_per_s:.3g} "
+                log(
+                    f"  engine {policy} n={n} x{S}: {row.engine_instances_per_s:.3g} "
                     f"instances/s ({timed:.2f} s timed, first call {first:.2f} s), "
-                    f"{row.ratio:.2f}x numpy; TEL {'equal' if row.tel_equal else 'DIFFERENT'}")
+                    f"{row.ratio:.2f}x numpy; TEL {'equal' if row.tel_equal else 'DIFFERENT'}"
+                )
     return rows, oracles
 
 
 # --------------------------------------------------------------------------- output
+
 
 def _fmt(x: float | None, digits: int = 3) -> str:
     """Numbers with `digits` significant digits, k/M suffixes for large ones; '-' for None."""
@@ -422,46 +477,60 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 
 
 def exec_table(rows: list[ExecRow]) -> str:
-    lines = ["| order | n | instances | distinct | engine inst/s | numpy inst/s | ratio | "
-             "makespan mean / max (steps) | engine timed s | compile s | numpy inst timed | TEL equal |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| order | n | instances | distinct | engine inst/s | numpy inst/s | ratio | "
+        "makespan mean / max (steps) | engine timed s | compile s | numpy inst timed | TEL equal |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r.order} | {r.n} | {r.instances} | {r.distinct} | "
-                     f"{_fmt(r.engine_instances_per_s)} | {_fmt(r.numpy_instances_per_s)} | "
-                     f"{r.ratio:.2f}x | {r.mean_makespan_steps:.0f} / {r.max_makespan_steps} | "
-                     f"{r.engine_timed_s:.2f} | "
-                     f"{r.engine_compile_s:.1f} | {r.numpy_instances} in {r.numpy_timed_s:.1f} s | "
-                     f"{'yes' if r.tel_equal else 'NO'} ({r.tel_checked}) |")
+        lines.append(
+            f"| {r.order} | {r.n} | {r.instances} | {r.distinct} | "
+            f"{_fmt(r.engine_instances_per_s)} | {_fmt(r.numpy_instances_per_s)} | "
+            f"{r.ratio:.2f}x | {r.mean_makespan_steps:.0f} / {r.max_makespan_steps} | "
+            f"{r.engine_timed_s:.2f} | "
+            f"{r.engine_compile_s:.1f} | {r.numpy_instances} in {r.numpy_timed_s:.1f} s | "
+            f"{'yes' if r.tel_equal else 'NO'} ({r.tel_checked}) |"
+        )
     return "\n".join(lines)
 
 
 def solver_table(rows: list[SolverRow]) -> str:
-    lines = ["| family | M | policy | n | batch | s/instance | compile s | status |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| family | M | policy | n | batch | s/instance | compile s | status |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         status = r.status if not r.note else f"{r.status}: {r.note}"
-        lines.append(f"| {r.family} | {r.M} | {r.policy} | {r.n} | {r.batch} | "
-                     f"{_fmt(r.s_per_instance)} | {_fmt(r.compile_s, 2)} | {status} |")
+        lines.append(
+            f"| {r.family} | {r.M} | {r.policy} | {r.n} | {r.batch} | "
+            f"{_fmt(r.s_per_instance)} | {_fmt(r.compile_s, 2)} | {status} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_offline",
-                                 description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="small sizes (n = 200 with 1 and 64 instances; Phase 1 for n <= 50): "
-                         "a smoke test of every code path")
-    ap.add_argument("--out", type=Path, default=None,
-                    help="JSON output (default benchmarks/results/offline_speed.json, or "
-                         "offline_speed_quick.json with --quick); the markdown goes to the "
-                         "same name with .md")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_offline", description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes (n = 200 with 1 and 64 instances; Phase 1 for n <= 50): a smoke test of every code path",
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON output (default benchmarks/results/offline_speed.json, or "
+        "offline_speed_quick.json with --quick); the markdown goes to the "
+        "same name with .md",
+    )
     args = ap.parse_args(argv)
     if args.out is None:
-        args.out = _HERE / "results" / ("offline_speed_quick.json" if args.quick
-                                        else "offline_speed.json")
+        args.out = _HERE / "results" / ("offline_speed_quick.json" if args.quick else "offline_speed.json")
     env = environment()
-    log(f"backend {env['backend']}, {env['cpu_count']} CPUs, load average "
-        f"{env['loadavg_at_start']}; policies {sorted(POLICIES)}")
+    log(
+        f"backend {env['backend']}, {env['cpu_count']} CPUs, load average "
+        f"{env['loadavg_at_start']}; policies {sorted(POLICIES)}"
+    )
     t_start = time.perf_counter()
     cache: dict = {}
     # Part (b) first: its Sorted-F (Swap) orders of the real mix are reused by part (a).
@@ -473,52 +542,54 @@ def main(argv: list[str] | None = None) -> int:
     oracle_ok = all(c["equal"] for c in oracles)
     family = real_family()[0]
     target = QUICK_NUMPY_TARGET_S if args.quick else NUMPY_TARGET_S
-    md = "\n".join([
-        f"# Offline engine speed{' (--quick)' if args.quick else ''}",
-        "",
-        f"{env['date']}; jax {env['jax']} on {env['backend']} ({env['cpu_count']} CPUs, "
-        f"{env['machine']}, {env['platform']}), load average at start "
-        f"{env['loadavg_at_start']}.",
-        "",
-        "## Executor: `instances.execute` against the one-instance NumPy executor",
-        "",
-        f"Instances: {family}, M = {REAL_M} tokens, unit steps; orders precomputed. Engine: "
-        "instances / seconds of the second of two identical calls (compile s = first minus "
-        "second; 0 where an earlier row compiled the same shapes). NumPy "
-        "(`benchmarks/numpy_offline.py`): the same instances one at a time, "
-        f"about {target:g} s of them; ratio = engine / NumPy instances/s. 'distinct': "
-        "distinct instances in the batch (Sorted-F (Swap) orders only a few at large n; the "
-        "batch repeats them, and copies share one makespan, so those rows escape the cost "
-        "below and are not comparable with the others). The engine's batched loop runs until "
-        "the batch's last instance is done "
-        "(max makespan), so heavy-tailed lengths cost more steps in larger batches. TEL equal: "
-        "engine TEL = NumPy TEL on the (k) instances both ran.",
-        "",
-        exec_table(exec_rows),
-        "",
-        f"NumPy (p, c) = plain-Python oracle's on {sum(c['instances'] for c in oracles)} "
-        f"instances of n = {ORACLE_N} ({len(oracles)} orders): "
-        f"{'equal' if oracle_ok else 'DIFFERENT'}"
-        + (f" (oracle {np.mean([c['oracle_s_per_instance'] for c in oracles]):.2f} s/instance)"
-           if oracles else "") + ".",
-        f"Engine TEL = NumPy TEL: {'equal' if tel_ok else 'DIFFERENT'} in "
-        f"{sum(r.tel_equal for r in exec_rows)} of {len(exec_rows)} rows.",
-        "",
-        "## Phase 1: seconds per instance to compute the order",
-        "",
-        f"Compiled once per (policy, n, batch) with `instances.compiled_orders`; s/instance = "
-        f"one run of the compiled call / batch; compilation apart (about 0 where the same "
-        f"policy, n and batch were compiled for the other family: M is traced, so the "
-        f"executable is reused). A size is skipped when the "
-        f"last run scaled by (n / n_prev)^k (k per policy, in the JSON) exceeds "
-        f"{QUICK_SOLVER_LIMIT_S if args.quick else SOLVER_LIMIT_S:g} s. sorted_f_dp: dp_width "
-        f"= M = {SMALL_M}. {lp_note}",
-        "",
-        solver_table(solver_rows),
-        "",
-        f"Total benchmark wall time {total_s:.0f} s.",
-        "",
-    ])
+    md = "\n".join(
+        [
+            f"# Offline engine speed{' (--quick)' if args.quick else ''}",
+            "",
+            f"{env['date']}; jax {env['jax']} on {env['backend']} ({env['cpu_count']} CPUs, "
+            f"{env['machine']}, {env['platform']}), load average at start "
+            f"{env['loadavg_at_start']}.",
+            "",
+            "## Executor: `instances.execute` against the one-instance NumPy executor",
+            "",
+            f"Instances: {family}, M = {REAL_M} tokens, unit steps; orders precomputed. Engine: "
+            "instances / seconds of the second of two identical calls (compile s = first minus "
+            "second; 0 where an earlier row compiled the same shapes). NumPy "
+            "(`benchmarks/numpy_offline.py`): the same instances one at a time, "
+            f"about {target:g} s of them; ratio = engine / NumPy instances/s. 'distinct': "
+            "distinct instances in the batch (Sorted-F (Swap) orders only a few at large n; the "
+            "batch repeats them, and copies share one makespan, so those rows escape the cost "
+            "below and are not comparable with the others). The engine's batched loop runs until "
+            "the batch's last instance is done "
+            "(max makespan), so heavy-tailed lengths cost more steps in larger batches. TEL equal: "
+            "engine TEL = NumPy TEL on the (k) instances both ran.",
+            "",
+            exec_table(exec_rows),
+            "",
+            f"NumPy (p, c) = plain-Python oracle's on {sum(c['instances'] for c in oracles)} "
+            f"instances of n = {ORACLE_N} ({len(oracles)} orders): "
+            f"{'equal' if oracle_ok else 'DIFFERENT'}"
+            + (f" (oracle {np.mean([c['oracle_s_per_instance'] for c in oracles]):.2f} s/instance)" if oracles else "")
+            + ".",
+            f"Engine TEL = NumPy TEL: {'equal' if tel_ok else 'DIFFERENT'} in "
+            f"{sum(r.tel_equal for r in exec_rows)} of {len(exec_rows)} rows.",
+            "",
+            "## Phase 1: seconds per instance to compute the order",
+            "",
+            f"Compiled once per (policy, n, batch) with `instances.compiled_orders`; s/instance = "
+            f"one run of the compiled call / batch; compilation apart (about 0 where the same "
+            f"policy, n and batch were compiled for the other family: M is traced, so the "
+            f"executable is reused). A size is skipped when the "
+            f"last run scaled by (n / n_prev)^k (k per policy, in the JSON) exceeds "
+            f"{QUICK_SOLVER_LIMIT_S if args.quick else SOLVER_LIMIT_S:g} s. sorted_f_dp: dp_width "
+            f"= M = {SMALL_M}. {lp_note}",
+            "",
+            solver_table(solver_rows),
+            "",
+            f"Total benchmark wall time {total_s:.0f} s.",
+            "",
+        ]
+    )
     print(md)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     payload = {

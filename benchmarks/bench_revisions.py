@@ -13,6 +13,7 @@ default). It also checks that both trees give bitwise the same metrics.
 Writes `benchmarks/results/revisions.{json,md}` (the per-pair times, the median ratio new/base
 per policy, the load average before and after).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,13 @@ print(json.dumps({"s": s, "metrics": h.hexdigest(), "file": js.__file__}))
 
 def _child(tree: Path, policy: str, seeds: int, steps: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree))
-    out = subprocess.run([sys.executable, "-c", CHILD, policy, str(seeds), str(steps)],
-                         capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, policy, str(seeds), str(steps)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tempfile.gettempdir(),
+    )
     if out.returncode != 0:
         raise SystemExit(f"child in {tree} failed:\n{out.stderr[-2000:]}")
     row = json.loads(out.stdout.strip().splitlines()[-1])
@@ -71,38 +77,59 @@ def main() -> None:
     load0 = _load()
     with tempfile.TemporaryDirectory(prefix="jaxsched-base-") as tmp:
         base = Path(tmp) / "base"
-        subprocess.run(["git", "worktree", "add", "--detach", str(base), a.base], cwd=ROOT,
-                       check=True, capture_output=True)
-        rev = subprocess.run(["git", "rev-parse", "--short", a.base], cwd=ROOT, check=True,
-                             capture_output=True, text=True).stdout.strip()
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(base), a.base], cwd=ROOT, check=True, capture_output=True
+        )
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", a.base], cwd=ROOT, check=True, capture_output=True, text=True
+        ).stdout.strip()
         try:
             rows = []
             for policy in a.policies:
                 for i in range(a.pairs):
-                    if i % 2 == 0:          # who goes first alternates between pairs
+                    if i % 2 == 0:  # who goes first alternates between pairs
                         b = _child(base, policy, a.seeds, a.steps)
                         n = _child(ROOT, policy, a.seeds, a.steps)
                     else:
                         n = _child(ROOT, policy, a.seeds, a.steps)
                         b = _child(base, policy, a.seeds, a.steps)
-                    rows.append(dict(policy=policy, pair=i, base_s=b["s"], new_s=n["s"],
-                                     same_metrics=b["metrics"] == n["metrics"]))
-                    print(f"{policy} pair {i}: base {b['s']:.3f} s, new {n['s']:.3f} s, "
-                          f"same metrics {rows[-1]['same_metrics']}", file=sys.stderr)
+                    rows.append(
+                        dict(
+                            policy=policy,
+                            pair=i,
+                            base_s=b["s"],
+                            new_s=n["s"],
+                            same_metrics=b["metrics"] == n["metrics"],
+                        )
+                    )
+                    print(
+                        f"{policy} pair {i}: base {b['s']:.3f} s, new {n['s']:.3f} s, "
+                        f"same metrics {rows[-1]['same_metrics']}",
+                        file=sys.stderr,
+                    )
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT,
-                           capture_output=True)
+            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
     load1 = _load()
-    summary = {p: statistics.median(r["new_s"] / r["base_s"] for r in rows if r["policy"] == p)
-               for p in a.policies}
-    doc = dict(base=rev, seeds=a.seeds, steps=a.steps, shape="G=16 B=72 R=64",
-               load_before=load0, load_after=load1, rows=rows, median_ratio_new_over_base=summary)
+    summary = {p: statistics.median(r["new_s"] / r["base_s"] for r in rows if r["policy"] == p) for p in a.policies}
+    doc = dict(
+        base=rev,
+        seeds=a.seeds,
+        steps=a.steps,
+        shape="G=16 B=72 R=64",
+        load_before=load0,
+        load_after=load1,
+        rows=rows,
+        median_ratio_new_over_base=summary,
+    )
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "revisions.json").write_text(json.dumps(doc, indent=1))
-    lines = [f"dp speed, working tree against {rev} ({a.seeds} seeds x {a.steps} steps, "
-             f"G = 16, B = 72, R = 64; load {load0:.2f} -> {load1:.2f})", "",
-             "| policy | base s (pairs) | new s (pairs) | median new / base | same metrics |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"dp speed, working tree against {rev} ({a.seeds} seeds x {a.steps} steps, "
+        f"G = 16, B = 72, R = 64; load {load0:.2f} -> {load1:.2f})",
+        "",
+        "| policy | base s (pairs) | new s (pairs) | median new / base | same metrics |",
+        "|---|---|---|---|---|",
+    ]
     for p in a.policies:
         rs = [r for r in rows if r["policy"] == p]
         base_s = ", ".join(f"{r['base_s']:.3f}" for r in rs)

@@ -30,6 +30,7 @@ runs vmapped together), each in a fresh process: compilation and simulation seco
 (default benchmarks/results/sweep_speed.json, or sweep_speed_quick.json) and the markdown table
 beside it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,18 +45,23 @@ from pathlib import Path
 from typing import Any
 
 _HERE = Path(__file__).resolve().parent
-GRID = {"policy": ["fcfs", "bfio"], "num_workers": [4, 8, 12, 16, 24, 32],
-        "slots_per_worker": [16, 32, 48, 64, 96, 128]}
+GRID = {
+    "policy": ["fcfs", "bfio"],
+    "num_workers": [4, 8, 12, 16, 24, 32],
+    "slots_per_worker": [16, 32, 48, 64, 96, 128],
+}
 QUICK = {"policy": ["fcfs", "bfio"], "num_workers": [4, 8], "slots_per_worker": [16, 32]}
 # name: (compilation cache, size buckets, policies switched in one program)
-VARIANTS = {"per point": ("off", False, False), "buckets": ("off", True, False),
-            "buckets, policy switch": ("off", True, True),
-            "buckets, cold cache": ("cold", True, False),
-            "buckets, warm cache": ("warm", True, False)}
+VARIANTS = {
+    "per point": ("off", False, False),
+    "buckets": ("off", True, False),
+    "buckets, policy switch": ("off", True, True),
+    "buckets, cold cache": ("cold", True, False),
+    "buckets, warm cache": ("warm", True, False),
+}
 
 
-def worker(grid: dict, seeds: int, steps: int, buckets: bool, switch: bool,
-           out: str) -> dict[str, Any]:
+def worker(grid: dict, seeds: int, steps: int, buckets: bool, switch: bool, out: str) -> dict[str, Any]:
     """Run the sweep in this process; its timings and compilation counts."""
     import jax
     import jax.monitoring as mon
@@ -77,14 +83,25 @@ def worker(grid: dict, seeds: int, steps: int, buckets: bool, switch: bool,
     mon.register_event_duration_secs_listener(listen)
     mon.register_event_listener(count)
     t0 = time.perf_counter()
-    run_sweep(DPConfig(num_steps=steps, pool_size=64), grid, range(seeds), out, progress=True,
-              buckets=buckets, switch_policies=switch)
+    run_sweep(
+        DPConfig(num_steps=steps, pool_size=64),
+        grid,
+        range(seeds),
+        out,
+        progress=True,
+        buckets=buckets,
+        switch_policies=switch,
+    )
     wall = time.perf_counter() - t0
     # A program loaded from the persistent cache records a (short) backend-compile event too.
-    return {"wall_s": wall, "compiles": len(compiles) - hits[0],
-            "block_programs": sum("run_block" in n for n, _ in compiles),
-            "compile_s": sum(d for _, d in compiles), "cache_hits": hits[0],
-            "jax": jax.__version__}
+    return {
+        "wall_s": wall,
+        "compiles": len(compiles) - hits[0],
+        "block_programs": sum("run_block" in n for n, _ in compiles),
+        "compile_s": sum(d for _, d in compiles),
+        "cache_hits": hits[0],
+        "jax": jax.__version__,
+    }
 
 
 def switch_worker(seeds: int, steps: int, switched: bool) -> dict[str, Any]:
@@ -103,24 +120,31 @@ def switch_worker(seeds: int, steps: int, switched: bool) -> dict[str, Any]:
     compile_s = res[0].compile_s if switched else sum(r.compile_s for r in res)
     wall = time.perf_counter() - t0
     digest = {k: r.metrics[k].tolist() for r in res for k in ("avg_imbalance_tokens", "tpot_s")}
-    return {"wall_s": wall, "compile_s": compile_s, "simulate_s": wall - compile_s,
-            "digest": json.dumps(digest, sort_keys=True)}
+    return {
+        "wall_s": wall,
+        "compile_s": compile_s,
+        "simulate_s": wall - compile_s,
+        "digest": json.dumps(digest, sort_keys=True),
+    }
 
 
 def _in_process(args: dict) -> dict[str, Any]:
     """Run a worker in a fresh process with no compilation cache and one device per core."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={os.cpu_count()}"
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_sweep", "--worker",
-                           json.dumps(args)], env=env, cwd=_HERE.parent,
-                          stdout=subprocess.PIPE, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_sweep", "--worker", json.dumps(args)],
+        env=env,
+        cwd=_HERE.parent,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"worker {args} failed ({proc.returncode})")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _run_variant(name: str, grid: dict, seeds: int, steps: int, folder: Path,
-                 cache_dir: Path) -> dict[str, Any]:
+def _run_variant(name: str, grid: dict, seeds: int, steps: int, folder: Path, cache_dir: Path) -> dict[str, Any]:
     """One variant in a fresh process (see the module docstring)."""
     cache, buckets, switch = VARIANTS[name]
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
@@ -128,14 +152,22 @@ def _run_variant(name: str, grid: dict, seeds: int, steps: int, folder: Path,
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={os.cpu_count()}"
     if cache != "off":
         # The persistent cache as the command line turns it on (jaxsched.cli.compile_cache).
-        env.update(JAX_COMPILATION_CACHE_DIR=str(cache_dir),
-                   JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0.1",
-                   JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1")
+        env.update(
+            JAX_COMPILATION_CACHE_DIR=str(cache_dir),
+            JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0.1",
+            JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1",
+        )
     out = folder / f"{name.replace(' ', '_').replace(',', '')}.csv"
-    arg = json.dumps({"grid": grid, "seeds": seeds, "steps": steps, "buckets": buckets,
-                      "switch": switch, "out": str(out)})
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_sweep", "--worker", arg],
-                          env=env, cwd=_HERE.parent, stdout=subprocess.PIPE, text=True)
+    arg = json.dumps(
+        {"grid": grid, "seeds": seeds, "steps": steps, "buckets": buckets, "switch": switch, "out": str(out)}
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_sweep", "--worker", arg],
+        env=env,
+        cwd=_HERE.parent,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"variant {name!r} failed ({proc.returncode})")
     res = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -146,44 +178,51 @@ def _run_variant(name: str, grid: dict, seeds: int, steps: int, folder: Path,
 def _metric_rows(path: str) -> dict[str, dict[str, str]]:
     """{row key: {metric column: cell}}, the key prefixed with the row's grid point."""
     with open(path, newline="") as f:
-        return {f"{r['point']} {r['key'][:8]}":
-                {c: v for c, v in r.items() if c.endswith(("_mean", "_std", "_ci95"))}
-                for r in csv.DictReader(f)}
+        return {
+            f"{r['point']} {r['key'][:8]}": {c: v for c, v in r.items() if c.endswith(("_mean", "_std", "_ci95"))}
+            for r in csv.DictReader(f)
+        }
 
 
 def _table(results: list[dict], env: dict, grid: dict, seeds: int, steps: int) -> str:
     base = results[0]["wall_s"]
     n = len(grid["policy"]) * len(grid["num_workers"]) * len(grid["slots_per_worker"])
-    lines = [f"{env['date']}; jax {results[0]['jax']}, {env['cpu_count']} CPUs; load average "
-             f"{env['load_before']} before, {env['load_after']} after",
-             "",
-             f"dp grid: G in {grid['num_workers']} x B in {grid['slots_per_worker']} x "
-             f"{grid['policy']} ({n} points), R = 64, {seeds} seeds x {steps} steps per point",
-             "",
-             "| variant | wall s | speed-up | programs compiled | block programs | compile s | "
-             "loaded from cache |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"{env['date']}; jax {results[0]['jax']}, {env['cpu_count']} CPUs; load average "
+        f"{env['load_before']} before, {env['load_after']} after",
+        "",
+        f"dp grid: G in {grid['num_workers']} x B in {grid['slots_per_worker']} x "
+        f"{grid['policy']} ({n} points), R = 64, {seeds} seeds x {steps} steps per point",
+        "",
+        "| variant | wall s | speed-up | programs compiled | block programs | compile s | loaded from cache |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in results:
-        lines.append(f"| {r['variant']} | {r['wall_s']:.1f} | {base / r['wall_s']:.2f}x | "
-                     f"{r['compiles']} | {r['block_programs']} | {r['compile_s']:.1f} | "
-                     f"{r['cache_hits']} |")
+        lines.append(
+            f"| {r['variant']} | {r['wall_s']:.1f} | {base / r['wall_s']:.2f}x | "
+            f"{r['compiles']} | {r['block_programs']} | {r['compile_s']:.1f} | "
+            f"{r['cache_hits']} |"
+        )
     lines += ["", f"rows equal to the per-point rows in every metric column: {env['rows_equal']}"]
     lines += [f"- {d}" for d in env["differences"]]
     return "\n".join(lines) + "\n"
 
 
 def _switch_table(switch: dict, seeds: int, steps: int) -> str:
-    lines = ["", f"FCFS and BF-IO H = 0 at (16, 72, 64), {seeds} seeds x {steps} steps each:", "",
-             "| programs | wall s | compile s | simulate s |", "|---|---|---|---|"]
+    lines = [
+        "",
+        f"FCFS and BF-IO H = 0 at (16, 72, 64), {seeds} seeds x {steps} steps each:",
+        "",
+        "| programs | wall s | compile s | simulate s |",
+        "|---|---|---|---|",
+    ]
     for name, r in switch.items():
-        lines.append(f"| {name} | {r['wall_s']:.1f} | {r['compile_s']:.1f} | "
-                     f"{r['simulate_s']:.1f} |")
+        lines.append(f"| {name} | {r['wall_s']:.1f} | {r['compile_s']:.1f} | {r['simulate_s']:.1f} |")
     return "\n".join(lines) + "\n"
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_sweep",
-                                 description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_sweep", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a 2 x 2 x 2 grid, 8 seeds x 200 steps")
     ap.add_argument("--seeds", type=int, default=None, help="seeds per point (default 64)")
     ap.add_argument("--steps", type=int, default=None, help="decode steps (default 2000)")
@@ -195,8 +234,7 @@ def main() -> int:
         if "switched" in w:
             print(json.dumps(switch_worker(w["seeds"], w["steps"], w["switched"])))
         else:
-            print(json.dumps(worker(w["grid"], w["seeds"], w["steps"], w["buckets"], w["switch"],
-                                    w["out"])))
+            print(json.dumps(worker(w["grid"], w["seeds"], w["steps"], w["buckets"], w["switch"], w["out"])))
         return 0
     seeds = a.seeds or (8 if a.quick else 64)
     steps = a.steps or (200 if a.quick else 2000)
@@ -205,27 +243,35 @@ def main() -> int:
     grid = QUICK if a.quick else GRID
     out = a.out or _HERE / "results" / ("sweep_speed_quick.json" if a.quick else "sweep_speed.json")
     import datetime
-    env = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
-           "cpu_count": os.cpu_count(),
-           "load_before": [round(x, 2) for x in os.getloadavg()]}
+
+    env = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "cpu_count": os.cpu_count(),
+        "load_before": [round(x, 2) for x in os.getloadavg()],
+    }
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         folder, cache_dir = Path(tmp), Path(tmp) / "xla"
         for name in VARIANTS:
             print(f"== {name}", file=sys.stderr)
             results.append(_run_variant(name, grid, seeds, steps, folder, cache_dir))
-            print(f"   {results[-1]['wall_s']:.1f} s, {results[-1]['compiles']} programs",
-                  file=sys.stderr)
+            print(f"   {results[-1]['wall_s']:.1f} s, {results[-1]['compiles']} programs", file=sys.stderr)
         ref = _metric_rows(results[0]["csv"])
         env["differences"] = [
             f"{r['variant']}: {key} {col} {ref[key][col]} != {row.get(col)}"
-            for r in results[1:] for key, row in _metric_rows(r["csv"]).items()
-            for col in ref.get(key, {}) if ref[key][col] != row.get(col)][:20]
+            for r in results[1:]
+            for key, row in _metric_rows(r["csv"]).items()
+            for col in ref.get(key, {})
+            if ref[key][col] != row.get(col)
+        ][:20]
         env["rows_equal"] = not env["differences"] and all(
-            _metric_rows(r["csv"]).keys() == ref.keys() for r in results[1:])
+            _metric_rows(r["csv"]).keys() == ref.keys() for r in results[1:]
+        )
     print("== policy switch", file=sys.stderr)
-    switch = {name: _in_process({"seeds": seeds, "steps": steps, "switched": flag})
-              for name, flag in (("two programs", False), ("one switching program", True))}
+    switch = {
+        name: _in_process({"seeds": seeds, "steps": steps, "switched": flag})
+        for name, flag in (("two programs", False), ("one switching program", True))
+    }
     env["switch_equal"] = len({r.pop("digest") for r in switch.values()}) == 1
     env["load_after"] = [round(x, 2) for x in os.getloadavg()]
     for r in results:
@@ -233,8 +279,11 @@ def main() -> int:
     md = _table(results, env, grid, seeds, steps) + _switch_table(switch, seeds, steps)
     print(md)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"env": env, "grid": grid, "seeds": seeds, "steps": steps,
-                               "results": results, "switch": switch}, indent=1))
+    out.write_text(
+        json.dumps(
+            {"env": env, "grid": grid, "seeds": seeds, "steps": steps, "results": results, "switch": switch}, indent=1
+        )
+    )
     out.with_suffix(".md").write_text(md)
     return 0 if env["rows_equal"] and env["switch_equal"] else 1
 

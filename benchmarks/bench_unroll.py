@@ -19,6 +19,7 @@ exits 1 otherwise.
 Writes the JSON to --out (default benchmarks/results/kernel_unroll.json) and the markdown next
 to it (.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,8 +63,7 @@ def time_unrolls(seeds: int, unrolls: list, rounds: int) -> tuple[dict, dict, bo
         outs[u] = jax.block_until_ready(fns[u](*args))
         compile_s[u] = time.perf_counter() - t0
     first = outs[unrolls[0]]
-    same = all(np.array_equal(np.asarray(outs[u][k]), np.asarray(first[k]))
-               for u in unrolls for k in (0, 1))
+    same = all(np.array_equal(np.asarray(outs[u][k]), np.asarray(first[k])) for u in unrolls for k in (0, 1))
     best = {u: float("inf") for u in unrolls}
     for _ in range(rounds):
         for u in unrolls:
@@ -74,14 +74,16 @@ def time_unrolls(seeds: int, unrolls: list, rounds: int) -> tuple[dict, dict, bo
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_unroll",
-                                 description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_unroll", description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", nargs="+", type=int, default=[64, 1024], metavar="S")
     ap.add_argument("--unrolls", nargs="+", type=int, default=[1, 2, 4, 8], metavar="U")
     ap.add_argument("--rounds", type=int, default=5, help="timed calls per unroll, alternating")
-    ap.add_argument("--no-native", dest="native", action="store_false",
-                    help="leave out the native CPU kernel (timed after the unrolls by default, "
-                         "on a CPU where it could be built)")
+    ap.add_argument(
+        "--no-native",
+        dest="native",
+        action="store_false",
+        help="leave out the native CPU kernel (timed after the unrolls by default, on a CPU where it could be built)",
+    )
     ap.add_argument("--out", type=Path, default=_HERE / "results" / "kernel_unroll.json")
     a = ap.parse_args(argv)
     if min(a.seeds) < 1 or min(a.unrolls) < 1 or a.rounds < 1:
@@ -95,25 +97,63 @@ def main(argv: list[str] | None = None) -> int:
         best, compile_s, same = time_unrolls(S, unrolls, a.rounds)
         ok &= same
         for u in unrolls:
-            rows.append(dict(seeds=S, unroll=u, s_per_call=best[u], compile_s=compile_s[u],
-                             speedup_vs_first=best[unrolls[0]] / best[u], same_assignment=same))
-        print(f"[unroll] {S} seeds: " + ", ".join(f"{u} {best[u] * 1e3:.2f} ms" for u in unrolls)
-              + f"; assignments equal: {same}", file=sys.stderr, flush=True)
+            rows.append(
+                dict(
+                    seeds=S,
+                    unroll=u,
+                    s_per_call=best[u],
+                    compile_s=compile_s[u],
+                    speedup_vs_first=best[unrolls[0]] / best[u],
+                    same_assignment=same,
+                )
+            )
+        print(
+            f"[unroll] {S} seeds: "
+            + ", ".join(f"{u} {best[u] * 1e3:.2f} ms" for u in unrolls)
+            + f"; assignments equal: {same}",
+            file=sys.stderr,
+            flush=True,
+        )
     table = markdown_table(
-        ["seeds", "unroll", "ms per call", "us per seed", f"speed-up vs unroll {unrolls[0]}",
-         "compile s", "same assignment"],
-        [[str(r["seeds"]), str(r["unroll"]), f"{r['s_per_call'] * 1e3:.3f}",
-          f"{r['s_per_call'] / r['seeds'] * 1e6:.2f}", f"{r['speedup_vs_first']:.2f}x",
-          f"{r['compile_s']:.1f}", "yes" if r["same_assignment"] else "NO"] for r in rows])
-    md = "\n".join([
-        "# Valley-fill kernel against its unroll", "", f"{environment_line(env)}.", "",
-        f"(G, B, R) = ({G}, {B}, {R}), random step states of `bench_kernel_scale.instances`; "
-        f"one jit(vmap(valley_fill)) call on all seeds, fastest of {a.rounds} calls timed in "
-        "alternation across unrolls after compilation. Unroll n: the XLA form with n admissions "
-        "per loop iteration; native: the native CPU kernel (`kernels/native`).", "", table, ""])
+        [
+            "seeds",
+            "unroll",
+            "ms per call",
+            "us per seed",
+            f"speed-up vs unroll {unrolls[0]}",
+            "compile s",
+            "same assignment",
+        ],
+        [
+            [
+                str(r["seeds"]),
+                str(r["unroll"]),
+                f"{r['s_per_call'] * 1e3:.3f}",
+                f"{r['s_per_call'] / r['seeds'] * 1e6:.2f}",
+                f"{r['speedup_vs_first']:.2f}x",
+                f"{r['compile_s']:.1f}",
+                "yes" if r["same_assignment"] else "NO",
+            ]
+            for r in rows
+        ],
+    )
+    md = "\n".join(
+        [
+            "# Valley-fill kernel against its unroll",
+            "",
+            f"{environment_line(env)}.",
+            "",
+            f"(G, B, R) = ({G}, {B}, {R}), random step states of `bench_kernel_scale.instances`; "
+            f"one jit(vmap(valley_fill)) call on all seeds, fastest of {a.rounds} calls timed in "
+            "alternation across unrolls after compilation. Unroll n: the XLA form with n admissions "
+            "per loop iteration; native: the native CPU kernel (`kernels/native`).",
+            "",
+            table,
+            "",
+        ]
+    )
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(dict(environment=env, G=G, B=B, R=R, rounds=a.rounds, rows=rows),
-                                indent=1))
+    a.out.write_text(json.dumps(dict(environment=env, G=G, B=B, R=R, rounds=a.rounds, rows=rows), indent=1))
     a.out.with_suffix(".md").write_text(md)
     print(md)
     if not ok:

@@ -8,6 +8,7 @@ seed-steps/s in each file and the ratio after / before, one column per pair, and
 mean of the ratios over the configurations. The engine must also give the same seed-0
 imbalance in both files (the same numbers, only faster or slower); a mismatch exits 1.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,7 @@ def compare(pairs: list[tuple[Path, Path]]) -> tuple[str, bool]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.compare_speed",
-                                 description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.compare_speed", description=__doc__.splitlines()[0])
     ap.add_argument("files", type=Path, nargs="+", help="BEFORE.json AFTER.json, repeated")
     a = ap.parse_args()
     if len(a.files) % 2:

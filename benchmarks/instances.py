@@ -29,6 +29,7 @@ Instance i of a family depends only on (seed, family, i) (and, for "burst", on t
 trajectory, itself a function of the seed), so the first n instances of a larger set are the
 same as a set of n.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -58,6 +59,7 @@ class Instances:
     loads int32[N, G_MAX]; free int32[N, G_MAX]; sizes int32[N, R_MAX]; valid bool[N, R_MAX];
     num_workers int32[N] (workers at index >= num_workers[i] are padding).
     """
+
     family: str
     seed: int
     loads: np.ndarray
@@ -122,8 +124,9 @@ def simulated_loads(seed: int) -> np.ndarray:
     import jaxsched
     from jaxsched.dp import simulate
 
-    cfg = jaxsched.dp.DPConfig(num_workers=SIM_WORKERS, slots_per_worker=SIM_SLOTS, pool_size=SIM_POOL,
-                            policy="bfio", num_steps=SIM_STEPS)
+    cfg = jaxsched.dp.DPConfig(
+        num_workers=SIM_WORKERS, slots_per_worker=SIM_SLOTS, pool_size=SIM_POOL, policy="bfio", num_steps=SIM_STEPS
+    )
     res = simulate(cfg, jaxsched.dp.make_params(cfg), [seed], record=True)
     loads = res.trajectories["loads"][0].astype(np.int64)
     live = res.trajectories["live"][0].astype(bool)
@@ -133,8 +136,9 @@ def simulated_loads(seed: int) -> np.ndarray:
     return rows
 
 
-def _one(family: str, rng: np.random.Generator, sim_rows: np.ndarray | None
-         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _one(
+    family: str, rng: np.random.Generator, sim_rows: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(loads[G], free[G], sizes[P]) of one instance."""
     G = int(rng.integers(G_MIN, G_MAX + 1))
     P = int(rng.integers(POOL_MIN, R_MAX + 1))

@@ -12,6 +12,7 @@ the engine's and the reference simulator's.
 
     python -m benchmarks.numpy_dp --G 16 --B 72 --steps 2000 --policy bfio
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,15 +39,14 @@ class RequestsExhausted(ValueError):
 # worker, the pool's prompt lengths in queue order and U = min(len(pool), sum(free)); it returns
 # (queue positions, workers) of the U admitted requests, as int64 arrays in any order.
 
-def _fcfs(loads: list[int], free: np.ndarray, pool_s: np.ndarray, U: int
-          ) -> tuple[np.ndarray, np.ndarray]:
+
+def _fcfs(loads: list[int], free: np.ndarray, pool_s: np.ndarray, U: int) -> tuple[np.ndarray, np.ndarray]:
     """The first U pool requests fill worker 0's free slots, then worker 1's, and so on."""
     workers = np.repeat(np.arange(free.size), free)[:U]
     return np.arange(U), workers
 
 
-def _jsq_tokens(loads: list[int], free: np.ndarray, pool_s: np.ndarray, U: int
-                ) -> tuple[np.ndarray, np.ndarray]:
+def _jsq_tokens(loads: list[int], free: np.ndarray, pool_s: np.ndarray, U: int) -> tuple[np.ndarray, np.ndarray]:
     """The first U pool requests, in queue order, each to the least-loaded worker with a slot."""
     # A heap of (load, worker) over workers with a free slot gives the least load with ties to
     # the lowest index in O(log G) per admission.
@@ -64,8 +64,7 @@ def _jsq_tokens(loads: list[int], free: np.ndarray, pool_s: np.ndarray, U: int
     return np.arange(U), workers
 
 
-def _bfio_valley(loads: list[int], free: np.ndarray, pool_s: np.ndarray, U: int
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def _bfio_valley(loads: list[int], free: np.ndarray, pool_s: np.ndarray, U: int) -> tuple[np.ndarray, np.ndarray]:
     """BF-IO with H = 0: fill the least-loaded worker up towards the current maximum load.
 
     U times: g = least-loaded worker with a free slot (ties: lowest index); M = max load over
@@ -108,8 +107,7 @@ def _round_robin() -> Callable[[list[int], np.ndarray, np.ndarray, int], tuple[n
     then moves past that worker and persists to the next step."""
     ptr = 0
 
-    def choose(loads: list[int], free: np.ndarray, pool_s: np.ndarray, U: int
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def choose(loads: list[int], free: np.ndarray, pool_s: np.ndarray, U: int) -> tuple[np.ndarray, np.ndarray]:
         nonlocal ptr
         G = free.size
         free_left = free.tolist()
@@ -131,9 +129,19 @@ _POLICY_MAKERS = {"round_robin": _round_robin}
 
 # --------------------------------------------------------------------------- simulator
 
-def simulate_numpy(*, num_workers: int, slots_per_worker: int, pool_size: int, policy: str,
-                   prompt: np.ndarray, output: np.ndarray, num_steps: int,
-                   step_const_s: float = 4.8875e-3, per_token_s: float = 1.00525e-7) -> dict:
+
+def simulate_numpy(
+    *,
+    num_workers: int,
+    slots_per_worker: int,
+    pool_size: int,
+    policy: str,
+    prompt: np.ndarray,
+    output: np.ndarray,
+    num_steps: int,
+    step_const_s: float = 4.8875e-3,
+    per_token_s: float = 1.00525e-7,
+) -> dict:
     """Simulate one seed of the dp model, semantics "paper", for `num_steps` decode steps.
 
     Args:
@@ -166,8 +174,9 @@ def simulate_numpy(*, num_workers: int, slots_per_worker: int, pool_size: int, p
     prompt = np.asarray(prompt, np.int64)
     output = np.asarray(output, np.int64)
     if prompt.ndim != 1 or prompt.shape != output.shape:
-        raise ValueError(f"prompt and output must be 1-d arrays of equal length, got shapes "
-                         f"{prompt.shape} and {output.shape}")
+        raise ValueError(
+            f"prompt and output must be 1-d arrays of equal length, got shapes {prompt.shape} and {output.shape}"
+        )
     if prompt.size and (prompt.min() < 1 or output.min() < 1):
         raise ValueError("prompt and output lengths must be >= 1")
     N = prompt.size
@@ -199,9 +208,10 @@ def simulate_numpy(*, num_workers: int, slots_per_worker: int, pool_size: int, p
             if next_id + need > N:
                 raise RequestsExhausted(
                     f"the run needs request id {next_id + need - 1} but only {N} requests were "
-                    f"provided; pass longer prompt/output arrays or fewer steps")
-            pool_s = np.concatenate((pool_s, prompt[next_id:next_id + need]))
-            pool_o = np.concatenate((pool_o, output[next_id:next_id + need]))
+                    f"provided; pass longer prompt/output arrays or fewer steps"
+                )
+            pool_s = np.concatenate((pool_s, prompt[next_id : next_id + need]))
+            pool_o = np.concatenate((pool_o, output[next_id : next_id + need]))
             next_id += need
         free_flat = np.flatnonzero(slot_rem == 0)  # row-major: by worker, then slot index
         U = min(pool_s.size, free_flat.size)
@@ -253,8 +263,7 @@ def simulate_numpy(*, num_workers: int, slots_per_worker: int, pool_size: int, p
         imbalance[i] = G * top - int(loads.sum())
         if top > 0:
             u = loads / top
-            power = np.where(u > 0, IDLE_POWER_W + (MAX_POWER_W - IDLE_POWER_W) * u ** POWER_EXPONENT,
-                             IDLE_POWER_W)
+            power = np.where(u > 0, IDLE_POWER_W + (MAX_POWER_W - IDLE_POWER_W) * u**POWER_EXPONENT, IDLE_POWER_W)
             energy[i] = step_dt * float(power.sum())
         else:
             energy[i] = step_dt * G * IDLE_POWER_W
@@ -272,11 +281,11 @@ def simulate_numpy(*, num_workers: int, slots_per_worker: int, pool_size: int, p
         "energy_j": float(energy[:cut].sum()),
         "tpot_s": tpot_num / tpot_den if tpot_den > 0 else 0.0,
     }
-    return {"hist_loads": hist_loads, "imbalance": imbalance, "dt": dt, "cut": cut,
-            "metrics": metrics}
+    return {"hist_loads": hist_loads, "imbalance": imbalance, "dt": dt, "cut": cut, "metrics": metrics}
 
 
 # --------------------------------------------------------------------------- benchmark
+
 
 def draw_lengths(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     """n (prompt, output) length pairs (tokens, int64 [n] each) with BurstGPT-like marginals.
@@ -307,15 +316,24 @@ def main() -> None:
     n = args.R + args.G * args.B * (args.steps + 1)
     prompt, output = draw_lengths(np.random.default_rng(0), n)
     t0 = time.perf_counter()
-    res = simulate_numpy(num_workers=args.G, slots_per_worker=args.B, pool_size=args.R,
-                         policy=args.policy, prompt=prompt, output=output, num_steps=args.steps,
-                         step_const_s=(args.B * 0.6e-3 + 35e-3) / 16)
+    res = simulate_numpy(
+        num_workers=args.G,
+        slots_per_worker=args.B,
+        pool_size=args.R,
+        policy=args.policy,
+        prompt=prompt,
+        output=output,
+        num_steps=args.steps,
+        step_const_s=(args.B * 0.6e-3 + 35e-3) / 16,
+    )
     wall = time.perf_counter() - t0
     m = res["metrics"]
-    print(f"policy={args.policy} G={args.G} B={args.B} R={args.R} steps={args.steps}: "
-          f"{wall:.3f} s, {args.steps / wall:.1f} seed-steps/s; "
-          f"avg_imbalance={m['avg_imbalance_tokens']:.1f} tokens, "
-          f"throughput={m['throughput_tokens_per_s']:.1f} tokens/s, energy={m['energy_j']:.1f} J")
+    print(
+        f"policy={args.policy} G={args.G} B={args.B} R={args.R} steps={args.steps}: "
+        f"{wall:.3f} s, {args.steps / wall:.1f} seed-steps/s; "
+        f"avg_imbalance={m['avg_imbalance_tokens']:.1f} tokens, "
+        f"throughput={m['throughput_tokens_per_s']:.1f} tokens/s, energy={m['energy_j']:.1f} J"
+    )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ It implements docs/dp-semantics.md exactly (semantics "paper"; policies "fcfs", 
 
     python -m benchmarks.numpy_dp_loops --G 16 --B 72 --steps 2000 --policy bfio
 """
+
 from __future__ import annotations
 
 import time
@@ -46,16 +47,18 @@ Picks = list[tuple[int, int]]
 @dataclass
 class Worker:
     """The B slots of one worker. All arrays have shape [B]; lengths are in tokens."""
+
     prompt: np.ndarray  # int64, prompt length s of the request in the slot
-    age: np.ndarray     # int64, tokens generated so far (gen)
+    age: np.ndarray  # int64, tokens generated so far (gen)
     output: np.ndarray  # int64, output length o
     active: np.ndarray  # bool, the slot holds a request
 
     @classmethod
     def empty(cls, slots: int) -> Worker:
         """A worker with `slots` free slots."""
-        return cls(np.zeros(slots, np.int64), np.zeros(slots, np.int64),
-                   np.zeros(slots, np.int64), np.zeros(slots, bool))
+        return cls(
+            np.zeros(slots, np.int64), np.zeros(slots, np.int64), np.zeros(slots, np.int64), np.zeros(slots, bool)
+        )
 
     def num_free(self) -> int:
         """Free slots."""
@@ -86,6 +89,7 @@ class Worker:
 # Each policy gets the post-removal loads (tokens per worker), the free slots per worker, the
 # pool's prompt lengths in queue order and U = min(len(pool), sum(free)); it returns U picks.
 # The lists it gets are its own copies, so it updates them as it assigns.
+
 
 def _lightest(loads: list[int], free: list[int]) -> int:
     """The worker with a free slot and the least load (ties: lowest index)."""
@@ -170,22 +174,35 @@ def _round_robin() -> Callable[[list[int], list[int], list[int], int], Picks]:
 
 
 _POLICY_FNS: dict[str, Callable[[list[int], list[int], list[int], int], Picks]] = {
-    "fcfs": _fcfs, "jsq_tokens": _jsq_tokens, "bfio": _bfio_valley}
+    "fcfs": _fcfs,
+    "jsq_tokens": _jsq_tokens,
+    "bfio": _bfio_valley,
+}
 # Policies with state across steps: a fresh one per run.
 _POLICY_MAKERS = {"round_robin": _round_robin}
 
 
 # --------------------------------------------------------------------------- simulator
 
+
 def _power_w(load: int, top: int) -> float:
     """Power (W) of a worker with `load` tokens when the most loaded one has `top` tokens."""
     u = load / top if top > 0 else 0.0
-    return IDLE_POWER_W + (MAX_POWER_W - IDLE_POWER_W) * u ** POWER_EXPONENT if u > 0 else IDLE_POWER_W
+    return IDLE_POWER_W + (MAX_POWER_W - IDLE_POWER_W) * u**POWER_EXPONENT if u > 0 else IDLE_POWER_W
 
 
-def simulate_loops(*, num_workers: int, slots_per_worker: int, pool_size: int, policy: str,
-                   prompt: np.ndarray, output: np.ndarray, num_steps: int,
-                   step_const_s: float = 4.8875e-3, per_token_s: float = 1.00525e-7) -> dict:
+def simulate_loops(
+    *,
+    num_workers: int,
+    slots_per_worker: int,
+    pool_size: int,
+    policy: str,
+    prompt: np.ndarray,
+    output: np.ndarray,
+    num_steps: int,
+    step_const_s: float = 4.8875e-3,
+    per_token_s: float = 1.00525e-7,
+) -> dict:
     """Simulate one seed of the dp model, semantics "paper", for `num_steps` decode steps.
 
     Arguments and the returned dict are those of `numpy_dp.simulate_numpy`: prompt and output
@@ -211,7 +228,8 @@ def simulate_loops(*, num_workers: int, slots_per_worker: int, pool_size: int, p
             if next_id >= len(prompt):
                 raise RequestsExhausted(
                     f"the run needs request id {next_id} but only {len(prompt)} requests were "
-                    f"provided; pass longer prompt/output arrays or fewer steps")
+                    f"provided; pass longer prompt/output arrays or fewer steps"
+                )
             pool.append((int(prompt[next_id]), int(output[next_id])))
             next_id += 1
         free = [w.num_free() for w in workers]
@@ -240,7 +258,7 @@ def simulate_loops(*, num_workers: int, slots_per_worker: int, pool_size: int, p
         i = k - 1
         dt[i] = step_const_s + per_token_s * max(loads)
         for w in workers:  # TPOT: this step's token of each active request i, weighted 1 / o_i
-            inv = float(np.sum(1.0 / w.output[w.active]))    # per worker, like `decode`
+            inv = float(np.sum(1.0 / w.output[w.active]))  # per worker, like `decode`
             tpot_num += dt[i] * inv
             tpot_den += inv
         for g in range(G):
@@ -263,11 +281,11 @@ def simulate_loops(*, num_workers: int, slots_per_worker: int, pool_size: int, p
         "energy_j": sum(energy[:cut]),
         "tpot_s": tpot_num / tpot_den if tpot_den > 0 else 0.0,
     }
-    return {"hist_loads": hist_loads, "imbalance": imbalance, "dt": dt, "cut": cut,
-            "metrics": metrics}
+    return {"hist_loads": hist_loads, "imbalance": imbalance, "dt": dt, "cut": cut, "metrics": metrics}
 
 
 # --------------------------------------------------------------------------- command line
+
 
 def main() -> None:
     args = arg_parser(__doc__.splitlines()[0], prog="python -m benchmarks.numpy_dp_loops").parse_args()
@@ -276,12 +294,21 @@ def main() -> None:
     results = {}
     for name, fn in (("loop-style", simulate_loops), ("vectorized", simulate_numpy)):
         t0 = time.perf_counter()
-        results[name] = fn(num_workers=args.G, slots_per_worker=args.B, pool_size=args.R,
-                           policy=args.policy, prompt=prompt, output=output, num_steps=args.steps)
+        results[name] = fn(
+            num_workers=args.G,
+            slots_per_worker=args.B,
+            pool_size=args.R,
+            policy=args.policy,
+            prompt=prompt,
+            output=output,
+            num_steps=args.steps,
+        )
         wall = time.perf_counter() - t0
-        print(f"{name}: policy={args.policy} G={args.G} B={args.B} R={args.R}: {wall:.3f} s, "
-              f"{args.steps / wall:,.0f} seed-steps/s, avg_imbalance="
-              f"{results[name]['metrics']['avg_imbalance_tokens']:.1f} tokens")
+        print(
+            f"{name}: policy={args.policy} G={args.G} B={args.B} R={args.R}: {wall:.3f} s, "
+            f"{args.steps / wall:,.0f} seed-steps/s, avg_imbalance="
+            f"{results[name]['metrics']['avg_imbalance_tokens']:.1f} tokens"
+        )
     same = np.array_equal(results["loop-style"]["hist_loads"], results["vectorized"]["hist_loads"])
     print(f"hist_loads equal: {same}")
 

@@ -22,6 +22,7 @@ computes only (p, c), not the per-step memory or the step-time clock.
 
     python -m benchmarks.numpy_offline --n 200 --M 16492 --seed 0
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,7 @@ def execute_numpy(s, o, order, M: int) -> tuple[np.ndarray, np.ndarray]:
     order = np.asarray(order, np.int64)
     n = s.shape[0]
     if s.shape != (n,) or o.shape != (n,) or order.shape != (n,):
-        raise ValueError(f"s, o and order must be 1-D of one length, got {s.shape}, {o.shape}, "
-                         f"{order.shape}")
+        raise ValueError(f"s, o and order must be 1-D of one length, got {s.shape}, {o.shape}, {order.shape}")
     if not np.array_equal(np.sort(order), np.arange(n)):
         raise ValueError(f"order must be a permutation of range({n})")
     if n and (s.min() < 0 or o.min() < 1 or (s + o).max() > M):
@@ -60,11 +60,11 @@ def execute_numpy(s, o, order, M: int) -> tuple[np.ndarray, np.ndarray]:
     a_p = np.empty(0, np.int64)
     a_c = np.empty(0, np.int64)
     peak = np.empty(0, np.int64)
-    next_done = np.iinfo(np.int64).max          # the earliest c among the active requests
+    next_done = np.iinfo(np.int64).max  # the earliest c among the active requests
     head, t = 0, 0
-    while head < n:                             # once all are admitted, p and c are final
+    while head < n:  # once all are admitted, p and c are final
         t += 1
-        if next_done < t:                       # someone completed at t - 1: cut them out
+        if next_done < t:  # someone completed at t - 1: cut them out
             keep = a_c >= t
             a_s, a_p, a_c, peak = a_s[keep], a_p[keep], a_c[keep], peak[keep]
             next_done = int(a_c.min()) if a_c.size else np.iinfo(np.int64).max
@@ -77,10 +77,10 @@ def execute_numpy(s, o, order, M: int) -> tuple[np.ndarray, np.ndarray]:
                 raised = peak + np.where(a_c <= c_r, s_r + a_c - p_r, 0)
                 own = int(np.where(a_c >= c_r, a_s + c_r - a_p, 0).sum()) + s_r + o_r
                 if own > M or int(raised.max()) > M:
-                    break                       # strict prefix: nobody behind r is tried
+                    break  # strict prefix: nobody behind r is tried
                 peak = np.append(raised, own)
             else:
-                peak = np.array([s_r + o_r], np.int64)   # alone it fits (s + o <= M)
+                peak = np.array([s_r + o_r], np.int64)  # alone it fits (s + o <= M)
             a_s = np.append(a_s, s_r)
             a_p = np.append(a_p, p_r)
             a_c = np.append(a_c, c_r)
@@ -92,8 +92,7 @@ def execute_numpy(s, o, order, M: int) -> tuple[np.ndarray, np.ndarray]:
 
 def main(argv: list[str] | None = None) -> int:
     """Time the executor on one instance of a simple law (s ~ U{1..M/4}, o ~ U{1..M/8})."""
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.numpy_offline",
-                                 description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.numpy_offline", description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--M", type=int, default=16492)
     ap.add_argument("--seed", type=int, default=0)
@@ -101,12 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     s = rng.integers(1, args.M // 4 + 1, args.n)
     o = rng.integers(1, args.M // 8 + 1, args.n)
-    order = np.argsort(o, kind="stable")        # MC-SF: shortest output first
+    order = np.argsort(o, kind="stable")  # MC-SF: shortest output first
     t0 = time.perf_counter()
     p, c = execute_numpy(s, o, order, args.M)
     dt = time.perf_counter() - t0
-    print(f"n={args.n} M={args.M}: TEL {int(c.sum())}, makespan {int(c.max())} steps, "
-          f"{dt:.3f} s")
+    print(f"n={args.n} M={args.M}: TEL {int(c.sum())}, makespan {int(c.max())} steps, {dt:.3f} s")
     return 0
 
 

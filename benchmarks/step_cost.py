@@ -14,6 +14,7 @@ separately: each one moves a whole array, the cost of an update XLA could not do
 Writes JSON to --out and a markdown table next to it (.md), with the load average before and
 after.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,19 @@ from collections import Counter
 from pathlib import Path
 
 # Opcodes that move no data and launch nothing.
-FREE = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bitcast",
-                  "after-all", "partition-id", "replica-id", "call"})
+FREE = frozenset(
+    {
+        "parameter",
+        "constant",
+        "get-tuple-element",
+        "tuple",
+        "bitcast",
+        "after-all",
+        "partition-id",
+        "replica-id",
+        "call",
+    }
+)
 _HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
 _CALLED = re.compile(r"(?:calls|to_apply|called_computations)=\{?%?([\w.\-]+)")
 _RUNS = re.compile(r"(?:body|condition|to_apply|true_computation|false_computation)=%?([\w.\-]+)")
@@ -34,13 +46,13 @@ _BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
 def _opcode(rhs: str) -> str | None:
     """The opcode of an HLO instruction's right-hand side `shape opcode(operands), attrs`."""
     rhs = rhs.strip()
-    if rhs.startswith("("):                 # a tuple shape: skip to its closing parenthesis
+    if rhs.startswith("("):  # a tuple shape: skip to its closing parenthesis
         depth = 0
         for i, ch in enumerate(rhs):
             depth += ch == "("
             depth -= ch == ")"
             if depth == 0:
-                rhs = rhs[i + 1:].strip()
+                rhs = rhs[i + 1 :].strip()
                 break
     else:
         rhs = rhs.split(" ", 1)[1] if " " in rhs else ""
@@ -51,9 +63,10 @@ def _opcode(rhs: str) -> str | None:
 def parse_hlo(text: str) -> dict[str, list[str]]:
     """{computation name: opcodes of its instructions} of an HLO module's text; the entry
     computation is named "ENTRY"."""
-    return {name: [op for line in lines if " = " in line
-                   for op in [_opcode(line.split(" = ", 1)[1])] if op is not None]
-            for name, lines in _lines_by_computation(text).items()}
+    return {
+        name: [op for line in lines if " = " in line for op in [_opcode(line.split(" = ", 1)[1])] if op is not None]
+        for name, lines in _lines_by_computation(text).items()
+    }
 
 
 def _references(text: str) -> tuple[dict[str, set[str]], set[str]]:
@@ -69,8 +82,7 @@ def _references(text: str) -> tuple[dict[str, set[str]], set[str]]:
                 continue
             if _opcode(line.split(" = ", 1)[1]) in ("while", "conditional", "call"):
                 runs[name].update(_RUNS.findall(line))
-                runs[name].update(n for group in _BRANCHES.findall(line)
-                                  for n in re.findall(r"%?([\w.\-]+)", group))
+                runs[name].update(n for group in _BRANCHES.findall(line) for n in re.findall(r"%?([\w.\-]+)", group))
             else:
                 inner.update(_CALLED.findall(line))
     return runs, inner
@@ -134,12 +146,12 @@ def step_cost(engine, config=None, seeds: int = 64, steps: int = 4) -> dict:
     loops it runs); copies among them move a whole array each."""
     import jax
     import jax.numpy as jnp
+
     config = engine.example() if config is None else config
     params = engine.default_params(config)
     states = jax.vmap(lambda s: engine.init(config, params, s))(jnp.arange(seeds, dtype=jnp.uint32))
     one = jax.vmap(lambda st: engine.step(config, params, st, False)[0])
-    block = jax.jit(lambda st: jax.lax.scan(lambda c, _: (one(c), None), st, None, length=steps)[0],
-                    donate_argnums=0)
+    block = jax.jit(lambda st: jax.lax.scan(lambda c, _: (one(c), None), st, None, length=steps)[0], donate_argnums=0)
     t0 = time.perf_counter()
     lowered = block.lower(states)
     t1 = time.perf_counter()
@@ -147,11 +159,20 @@ def step_cost(engine, config=None, seeds: int = 64, steps: int = 4) -> dict:
     t2 = time.perf_counter()
     text = compiled.as_text()
     ops = count_ops(text, loop_body(text))
-    return dict(engine=engine.name, seeds=seeds, lower_s=round(t1 - t0, 3),
-                compile_s=round(t2 - t1, 3), ops_per_step=sum(ops.values()),
-                copies=ops["copy"] + ops["copy-start"], fusions=ops["fusion"], loops=ops["while"],
-                conditionals=ops["conditional"], scatters=ops["scatter"], sorts=ops["sort"],
-                reduce_windows=ops["reduce-window"])
+    return dict(
+        engine=engine.name,
+        seeds=seeds,
+        lower_s=round(t1 - t0, 3),
+        compile_s=round(t2 - t1, 3),
+        ops_per_step=sum(ops.values()),
+        copies=ops["copy"] + ops["copy-start"],
+        fusions=ops["fusion"],
+        loops=ops["while"],
+        conditionals=ops["conditional"],
+        scatters=ops["scatter"],
+        sorts=ops["sort"],
+        reduce_windows=ops["reduce-window"],
+    )
 
 
 def main(argv=None) -> int:
@@ -175,8 +196,11 @@ def main(argv=None) -> int:
         rows.append(step_cost(get_engine(name), seeds=a.seeds))
         print(rows[-1], flush=True)
     env["loadavg_at_end"] = list(os.getloadavg())
-    md = (f"{environment_line(env)}, at end {env['loadavg_at_end']}\n\n"
-          + markdown_table(list(rows[0]), [[str(v) for v in r.values()] for r in rows]) + "\n")
+    md = (
+        f"{environment_line(env)}, at end {env['loadavg_at_end']}\n\n"
+        + markdown_table(list(rows[0]), [[str(v) for v in r.values()] for r in rows])
+        + "\n"
+    )
     return write_report(Path(a.out), dict(environment=env, rows=rows), md, True, print)
 
 

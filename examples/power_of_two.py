@@ -8,6 +8,7 @@ policy. Its rows equal the built-in's to the last bit (tests/core/test_registry.
 
     python examples/power_of_two.py [--out results/power_of_two.csv] [--seeds 16] [--steps 1000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,15 +23,15 @@ from jaxsched.registry import register_policy
 def my_power_of_two(config, params, obs: Observation):
     """The dp policy signature: (config, params, obs) -> (worker int32[R], rank int32[R],
     rr_pointer): the static DPConfig, the traced DPParams, then the engine's view."""
-    stream = step_stream(obs)                    # this admission's share of the run's stream
+    stream = step_stream(obs)  # this admission's share of the run's stream
 
-    def choose(loads, free, p):                  # pool entry p (queue order), free slots now
+    def choose(loads, free, p):  # pool entry p (queue order), free slots now
         g1 = uniform_worker(rng.hash3(stream, 2 * p, rng.STREAM_POLICY), free)
         g2 = uniform_worker(rng.hash3(stream, 2 * p + 1, rng.STREAM_POLICY), free)
         second = (loads[g2] < loads[g1]) | ((loads[g2] == loads[g1]) & (g2 < g1))
         return jnp.where(second, g2, g1)
 
-    def update(loads, g, p):                     # the chosen worker's load grows by the prompt
+    def update(loads, g, p):  # the chosen worker's load grows by the prompt
         return loads.at[g].add(obs.pool_size_tokens[p])
 
     worker, rank, _ = in_queue_order(obs, choose, update, obs.loads)
@@ -39,8 +40,9 @@ def my_power_of_two(config, params, obs: Observation):
 
 def register() -> None:
     """Register `my_power_of_two` with the dp engine (idempotent within a process)."""
-    register_policy("dp", "my_power_of_two", my_power_of_two,
-                    "power of two choices, written outside the package", replace=True)
+    register_policy(
+        "dp", "my_power_of_two", my_power_of_two, "power of two choices, written outside the package", replace=True
+    )
 
 
 def main() -> None:
@@ -53,14 +55,17 @@ def main() -> None:
     from jaxsched.dp import DPConfig
     from jaxsched.results import read_rows
     from jaxsched.sweep import run_sweep
+
     base = DPConfig(num_steps=a.steps, pool_size=64)
-    out = run_sweep(base, {"num_workers": [4, 8],
-                           "policy": ["fcfs", "jsq_tokens", "power_of_two", "my_power_of_two"]},
-                    seeds=range(a.seeds), out=a.out)
+    out = run_sweep(
+        base,
+        {"num_workers": [4, 8], "policy": ["fcfs", "jsq_tokens", "power_of_two", "my_power_of_two"]},
+        seeds=range(a.seeds),
+        out=a.out,
+    )
     print(f"{'G':>3} {'policy':<16} {'avg imbalance (tokens)':>24}")
     for row in read_rows(out):
-        print(f"{row['num_workers']:>3} {row['policy']:<16} "
-              f"{float(row['avg_imbalance_tokens_mean']):>24.1f}")
+        print(f"{row['num_workers']:>3} {row['policy']:<16} {float(row['avg_imbalance_tokens_mean']):>24.1f}")
     print(f"results: {out}")
 
 

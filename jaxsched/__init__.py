@@ -22,6 +22,7 @@ package: `kv.fluid` and `kv.tune` (the WAIT fluid model and the optax tuner),
 The names below are imported on first use (PEP 562), so that `import jaxsched` and the command
 line's `--help` and `--version` do not pay for importing JAX.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -37,17 +38,30 @@ ENGINES = _ENGINE_REGISTRY.names()
 _LAZY = {
     **{name: (f"jaxsched.{name}", None) for name in ENGINES},
     "workload": ("jaxsched.workload", None),
-    "Engine": ("jaxsched.engine", "Engine"), "Metric": ("jaxsched.engine", "Metric"),
+    "Engine": ("jaxsched.engine", "Engine"),
+    "Metric": ("jaxsched.engine", "Metric"),
     "register_policy": ("jaxsched.registry", "register_policy"),
     "register_engine": ("jaxsched.registry", "register_engine"),
-    "engine_of": ("jaxsched.engine", "engine_of"), "get_engine": ("jaxsched.engine", "get_engine"),
+    "engine_of": ("jaxsched.engine", "engine_of"),
+    "get_engine": ("jaxsched.engine", "get_engine"),
     "ConfigError": ("jaxsched.errors", "ConfigError"),
-    "Results": ("jaxsched.run", "Results"), "simulate": ("jaxsched.run", "simulate"),
+    "Results": ("jaxsched.run", "Results"),
+    "simulate": ("jaxsched.run", "simulate"),
     "simulate_points": ("jaxsched.run", "simulate_points"),
     "run_sweep": ("jaxsched.sweep", "run_sweep"),
-    **{name: ("jaxsched.workload", name) for name in (
-        "BivariateNormal", "BurstGPTLike", "Constant", "Geometric", "Independent", "Trace",
-        "UniformInt", "read_trace")},
+    **{
+        name: ("jaxsched.workload", name)
+        for name in (
+            "BivariateNormal",
+            "BurstGPTLike",
+            "Constant",
+            "Geometric",
+            "Independent",
+            "Trace",
+            "UniformInt",
+            "read_trace",
+        )
+    },
 }
 __all__ = list(_LAZY)
 
@@ -59,7 +73,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'jaxsched' has no attribute {name!r}") from None
     value = importlib.import_module(module)
     value = value if attr is None else getattr(value, attr)
-    globals()[name] = value           # later lookups skip this function
+    globals()[name] = value  # later lookups skip this function
     return value
 
 

@@ -1,4 +1,5 @@
 """`python -m jaxsched`: the same as the `jaxsched` command."""
+
 import sys
 
 from .cli import main

@@ -7,6 +7,7 @@ per-step imbalances overflows after a few thousand steps and a float32 clock dri
 - `Kahan`: a compensated float32 sum (value, compensation); its error is about 2 ulp of the
   total, independent of the number of terms, so long sums match float64 to ~1e-7.
 """
+
 from __future__ import annotations
 
 import equinox as eqx
@@ -19,6 +20,7 @@ _MASK = (1 << _SHIFT) - 1
 
 class WideInt(eqx.Module):
     """Exact integer hi * 2^24 + lo; int32 words of any (batch) shape."""
+
     hi: jnp.ndarray
     lo: jnp.ndarray
 
@@ -33,8 +35,9 @@ class WideInt(eqx.Module):
 
     def minus(self, other: "WideInt") -> jnp.ndarray:
         """self - other as float32 (exact while |difference| < 2^24, else 1 ulp)."""
-        return ((self.hi - other.hi).astype(jnp.float32) * np.float32(2.0**_SHIFT)
-                + (self.lo - other.lo).astype(jnp.float32))
+        return (self.hi - other.hi).astype(jnp.float32) * np.float32(2.0**_SHIFT) + (self.lo - other.lo).astype(
+            jnp.float32
+        )
 
     def to_numpy(self) -> np.ndarray:
         """Exact value as float64 (exact below 2^53)."""
@@ -43,6 +46,7 @@ class WideInt(eqx.Module):
 
 class Kahan(eqx.Module):
     """Compensated float32 sum."""
+
     total: jnp.ndarray
     comp: jnp.ndarray
 

@@ -15,6 +15,7 @@ duration of step t = step_const_s + per_decode_s * (requests decoding at t)
 The default (1, 0, 0, 0) is the papers' unit step, so times in seconds equal step counts.
 `LINEAR_STEP_MODEL` is a documented guess in the spirit of the Vidur regression paper 002 cites.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -31,14 +32,12 @@ from .errors import ConfigError, require, require_float, require_int
 from .workload import Finite
 
 # Unit steps (the papers' model): every step lasts 1 "second", i.e. times are step counts.
-UNIT_STEP_MODEL = dict(step_const_s=1.0, per_decode_s=0.0, per_prefill_token_s=0.0,
-                       per_kv_token_s=0.0)
+UNIT_STEP_MODEL = dict(step_const_s=1.0, per_decode_s=0.0, per_prefill_token_s=0.0, per_kv_token_s=0.0)
 # ASSUMED coefficients of a linear step-time model for a 70B model on two A100s (paper 002's
 # setting, M = 16,492): 25 ms fixed cost per step, 0.1 ms per decoding request, 0.05 ms per
 # prompt token prefilled (about 20k prefill tokens/s), 2 us per KV token read. The paper and
 # its Vidur source give no numbers; these only set plausible relative weights.
-LINEAR_STEP_MODEL = dict(step_const_s=0.025, per_decode_s=1e-4, per_prefill_token_s=5e-5,
-                         per_kv_token_s=2e-6)
+LINEAR_STEP_MODEL = dict(step_const_s=0.025, per_decode_s=1e-4, per_prefill_token_s=5e-5, per_kv_token_s=2e-6)
 # The KV limit of paper 002's real-data experiment (LLaMA2-70B on 2 x A100).
 PAPER_CAPACITY_TOKENS = 16_492
 # Bound on steps, M and lengths: int32 sums of a few of them stay exact.
@@ -47,6 +46,7 @@ INT_LIMIT = 2**30
 
 # --------------------------------------------------------------------------- params
 
+
 class OfflineSizes(eqx.Module):
     """The size of one run padded into a larger config (a size bucket), as a traced int32
     scalar: num_requests n <= config.n. Jobs i >= n exist in the arrays but are never
@@ -54,6 +54,7 @@ class OfflineSizes(eqx.Module):
     interval: they are never eligible), and every metric sums the run's own n jobs only, so
     the metrics are bitwise those of the unpadded run (`pad`, tests/offline/test_buckets.py,
     tests/interval/test_buckets.py)."""
+
     num_requests: jnp.ndarray
 
 
@@ -61,6 +62,7 @@ class OfflineParams(eqx.Module):
     """Traced parameters of both engines: KV limit M (tokens) and the step-time model's
     coefficients (s). sizes: the run's own size inside a size bucket (`OfflineSizes`), or None.
     (The class name is part of every stored results key, so it keeps the offline engine's.)"""
+
     capacity_tokens: jnp.ndarray
     step_const_s: jnp.ndarray
     per_decode_s: jnp.ndarray
@@ -71,18 +73,32 @@ class OfflineParams(eqx.Module):
     sizes: OfflineSizes | None = eqx.field(default=None, metadata={"identity": False})
 
 
-def instance_params(capacity_tokens: int, *, step_const_s: float = 1.0, per_decode_s: float = 0.0,
-                    per_prefill_token_s: float = 0.0, per_kv_token_s: float = 0.0) -> OfflineParams:
+def instance_params(
+    capacity_tokens: int,
+    *,
+    step_const_s: float = 1.0,
+    per_decode_s: float = 0.0,
+    per_prefill_token_s: float = 0.0,
+    per_kv_token_s: float = 0.0,
+) -> OfflineParams:
     """Validated params without a Config, for explicit instances (`offline.instances.execute`,
     `interval.instances.execute`) and for both engines' `make_params`: the KV limit M (tokens)
     and the step-time model (module docstring; default unit steps)."""
     M = require_int(capacity_tokens, "capacity_tokens (M)", lo=2, hi=INT_LIMIT // 4)
-    coefs = dict(step_const_s=step_const_s, per_decode_s=per_decode_s,
-                 per_prefill_token_s=per_prefill_token_s, per_kv_token_s=per_kv_token_s)
+    coefs = dict(
+        step_const_s=step_const_s,
+        per_decode_s=per_decode_s,
+        per_prefill_token_s=per_prefill_token_s,
+        per_kv_token_s=per_kv_token_s,
+    )
     for k, v in coefs.items():
         require_float(v, k, lo=0.0, hi=1e6)
-    require(step_const_s + per_decode_s > 0, "step_const_s", "> 0 or per_decode_s > 0 (a step "
-            "that holds a request must take time)", step_const_s)
+    require(
+        step_const_s + per_decode_s > 0,
+        "step_const_s",
+        "> 0 or per_decode_s > 0 (a step that holds a request must take time)",
+        step_const_s,
+    )
     return OfflineParams(jnp.int32(M), *(jnp.float32(v) for v in coefs.values()))
 
 
@@ -94,22 +110,25 @@ def run_requests(params: OfflineParams) -> jnp.ndarray | None:
 
 # --------------------------------------------------------------------------- the step clock
 
-def step_clock(params: OfflineParams, now: DF, finish: DF, ends, decoding, prefill,
-               memory) -> tuple[DF, DF]:
+
+def step_clock(params: OfflineParams, now: DF, finish: DF, ends, decoding, prefill, memory) -> tuple[DF, DF]:
     """(clock at the end of this step, finish times [n] with the jobs in `ends` (bool[n])
     stamped) under the step-time model: duration = step_const_s + per_decode_s * decoding +
     per_prefill_token_s * prefill + per_kv_token_s * memory (int32 counts of this step), s."""
-    dt = (params.step_const_s + params.per_decode_s * decoding.astype(jnp.float32)
-          + params.per_prefill_token_s * prefill.astype(jnp.float32)
-          + params.per_kv_token_s * memory.astype(jnp.float32))
+    dt = (
+        params.step_const_s
+        + params.per_decode_s * decoding.astype(jnp.float32)
+        + params.per_prefill_token_s * prefill.astype(jnp.float32)
+        + params.per_kv_token_s * memory.astype(jnp.float32)
+    )
     now = clock.add_f32(now, dt)
     return now, DF(jnp.where(ends, now.hi, finish.hi), jnp.where(ends, now.lo, finish.lo))
 
 
 # --------------------------------------------------------------------------- the workload
 
-def resolve_batch(workload: Any, num_requests: int | None,
-                  named: Callable[[str, int | None], Any]) -> Any:
+
+def resolve_batch(workload: Any, num_requests: int | None, named: Callable[[str, int | None], Any]) -> Any:
     """The batch workload of an offline or interval config: a name is resolved by
     `named(name, num_requests)`; anything else must be a Batch or a sequential Trace (a fixed
     number of jobs, all at t = 0). A given `num_requests` that differs from a Batch's n resizes
@@ -125,19 +144,24 @@ def resolve_batch(workload: Any, num_requests: int | None,
             raise ConfigError(f"workload: {e}") from None
     elif num_requests is not None and num_requests != getattr(w, "num_requests", None):
         if not (isinstance(w, Finite) and not isinstance(w, type)):
-            raise ConfigError("num_requests must equal the workload's own n for a fixed "
-                              "instance (a sequential Trace); it resizes a Batch or names a "
-                              "request mix's n")
+            raise ConfigError(
+                "num_requests must equal the workload's own n for a fixed "
+                "instance (a sequential Trace); it resizes a Batch or names a "
+                "request mix's n"
+            )
         n = require_int(num_requests, "num_requests (n)", lo=1, hi=1 << 20)
         w = replace(w, num_requests=n)
-    require(not isinstance(w, type) and hasattr(w, "sample") and
-            getattr(w, "num_requests", None) is not None, "workload",
-            "a Batch(base, n) or a Trace with order='sequential' (a fixed number of "
-            "jobs, all at t = 0)", w)
+    require(
+        not isinstance(w, type) and hasattr(w, "sample") and getattr(w, "num_requests", None) is not None,
+        "workload",
+        "a Batch(base, n) or a Trace with order='sequential' (a fixed number of jobs, all at t = 0)",
+        w,
+    )
     return w
 
 
 # --------------------------------------------------------------------------- metrics
+
 
 def batch_metrics(params, c, finish, clock, makespan, peak_memory, memory_sum) -> dict:
     """The latency and memory metrics of a batch run (offline and interval engines): c int[...,
@@ -184,14 +208,13 @@ def by_own_size(finalize_fn, params, state) -> dict[str, np.ndarray]:
         rows = own == n
 
         def take(a, per_request, rows=rows, n=n):
-            if a.shape[:len(batch)] != batch:        # shared by every run (a scalar param)
+            if a.shape[: len(batch)] != batch:  # shared by every run (a scalar param)
                 return a
             a = a[rows]
             return np.ascontiguousarray(a[..., :n]) if per_request else a
 
         p = jax.tree_util.tree_unflatten(tree_p, [take(a, False) for a in leaves_p])
-        s = jax.tree_util.tree_unflatten(
-            tree_s, [take(a, a.ndim == len(batch) + 1) for a in leaves_s])
+        s = jax.tree_util.tree_unflatten(tree_s, [take(a, a.ndim == len(batch) + 1) for a in leaves_s])
         for k, v in finalize_fn(OwnSize(int(n)), p, s).items():
             out.setdefault(k, np.zeros(batch, np.float64))[rows] = v
     return out
@@ -210,16 +233,24 @@ class OwnSize:
 # is cut (a result, read by `done`, which has no params); the offline solver options
 # (dp_width, epsilon, ...) and the interval engine's `intervals` are the method itself.
 
+
 def pad_check(config) -> None:
     """Raise ConfigError unless runs of `config` can run padded into a larger n. A fixed
     instance (a sequential Trace) cannot grow: its rows are the instance. The bucket plan reads
     the size from num_requests, so a Batch given with its own n pads once num_requests states
     it (as a sweep over num_requests does)."""
-    require(isinstance(config.workload, Finite), "workload", "a Batch (a fixed instance, "
-            "a sequential Trace, does not run padded into a size bucket)",
-            config.workload.name)
-    require(config.num_requests is not None, "num_requests",
-            f"set (the config's n, here {config.n}) to run padded into a size bucket", None)
+    require(
+        isinstance(config.workload, Finite),
+        "workload",
+        "a Batch (a fixed instance, a sequential Trace, does not run padded into a size bucket)",
+        config.workload.name,
+    )
+    require(
+        config.num_requests is not None,
+        "num_requests",
+        f"set (the config's n, here {config.n}) to run padded into a size bucket",
+        None,
+    )
 
 
 def size_free(config):
@@ -237,8 +268,9 @@ def pad_into(config, params: OfflineParams, capacity):
     try:
         bucket = replace(config, **capacity)
     except ConfigError as e:
-        raise ConfigError(f"capacity num_requests {capacity['num_requests']} does not make a "
-                          f"valid config: {e}") from None
+        raise ConfigError(
+            f"capacity num_requests {capacity['num_requests']} does not make a valid config: {e}"
+        ) from None
     return bucket, replace(params, sizes=OfflineSizes(jnp.int32(config.n)))
 
 

@@ -30,6 +30,7 @@ traced index (`Engine.can_switch`, dp): a bucket's points of several policies th
 program that computes every policy's choice in every run (`DPEngine.switch`): less compiling,
 more simulating (benchmarks/bench_sweep.py measures both).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,8 +48,10 @@ def check_max_waste(max_waste: Any) -> float:
     """max_waste as a float in [1, 1e6] (one ConfigError naming the field otherwise)."""
     ok = isinstance(max_waste, (int, float)) and not isinstance(max_waste, bool)
     if not ok or not math.isfinite(max_waste) or not 1.0 <= max_waste <= 1e6:
-        raise ConfigError(f"bucket max_waste must be a number in [1, 1e6] (the most work a padded "
-                          f"run may do relative to its own), got {max_waste!r}")
+        raise ConfigError(
+            f"bucket max_waste must be a number in [1, 1e6] (the most work a padded "
+            f"run may do relative to its own), got {max_waste!r}"
+        )
     return float(max_waste)
 
 
@@ -60,8 +63,9 @@ def check_capacity(engine: Engine, config: Any, capacity: Mapping[str, int]) -> 
     out = {f: getattr(config, f) for f in engine.size_fields}
     for name, value in capacity.items():
         if name not in engine.size_fields:
-            raise ConfigError(f"capacity field {name!r} must be one of {engine.name}'s size fields "
-                              f"{engine.size_fields}")
+            raise ConfigError(
+                f"capacity field {name!r} must be one of {engine.name}'s size fields {engine.size_fields}"
+            )
         own = getattr(config, name)
         out[name] = require_int(value, f"capacity {name}", lo=own, hi=2**31 - 1)
     return out
@@ -72,6 +76,7 @@ class Bucket:
     """One compiled program's share of a sweep: `config` has the bucket's shapes; `members`
     are indices into the planned list; `padded` is False when every member has the bucket's
     sizes; `policies` the policy set its members switch among (() when they share one)."""
+
     config: Any
     members: list[int]
     padded: bool
@@ -83,8 +88,7 @@ def _signature(engine: Engine, config: Any, switch: bool) -> tuple:
     signatures can share a bucket."""
     skip = set(engine.size_fields) | ({"policy", "policy_set"} if switch else set())
     config = engine.size_free(config)
-    return tuple((f.name, getattr(config, f.name)) for f in dataclasses.fields(config)
-                 if f.name not in skip)
+    return tuple((f.name, getattr(config, f.name)) for f in dataclasses.fields(config) if f.name not in skip)
 
 
 def _sizes(engine: Engine, config: Any) -> tuple[int, ...]:
@@ -99,9 +103,13 @@ def _grown(engine: Engine, config: Any, sizes: Sequence[int]) -> Any | None:
         return None
 
 
-def plan_buckets(engine: Engine, configs: Sequence[Any],
-                 max_waste: float | None = DEFAULT_MAX_WASTE, switch: bool = False,
-                 cheap: Callable[[Any], bool] | None = None) -> list[Bucket]:
+def plan_buckets(
+    engine: Engine,
+    configs: Sequence[Any],
+    max_waste: float | None = DEFAULT_MAX_WASTE,
+    switch: bool = False,
+    cheap: Callable[[Any], bool] | None = None,
+) -> list[Bucket]:
     """Group `configs` into buckets by the module's rule; max_waste None: no padding (one bucket
     per distinct config); switch: points of different policies may share a bucket. cheap: a
     test of a grown bucket config whose runs cost less than a compilation (e.g. few slot-steps
@@ -116,8 +124,7 @@ def plan_buckets(engine: Engine, configs: Sequence[Any],
     for i, c in enumerate(configs):
         paddable = max_waste is not None and bool(engine.size_fields) and engine.can_pad(c)
         sw = switch and engine.can_switch(c)
-        key = (("pad", _signature(engine, c, sw), engine.pad_group(c), sw) if paddable
-               else ("as is", c))
+        key = ("pad", _signature(engine, c, sw), engine.pad_group(c), sw) if paddable else ("as is", c)
         groups.setdefault(key, []).append(i)
     buckets = []
     for (kind, *_), idx in groups.items():
@@ -131,8 +138,9 @@ def plan_buckets(engine: Engine, configs: Sequence[Any],
             for i in list(left):
                 grown = tuple(map(max, cap, _sizes(engine, configs[i])))
                 cand = _grown(engine, cfg, grown) if grown != cap else cfg
-                if cand is not None and (engine.working_set_bytes(cand) <= max_waste * work[i]
-                                         or (cheap is not None and cheap(cand))):
+                if cand is not None and (
+                    engine.working_set_bytes(cand) <= max_waste * work[i] or (cheap is not None and cheap(cand))
+                ):
                     cap, cfg = grown, cand
                     members.append(i)
                     left.remove(i)
@@ -146,10 +154,17 @@ def plan_buckets(engine: Engine, configs: Sequence[Any],
     return buckets
 
 
-def simulate_buckets(runs: Sequence[tuple[Any, Any]], seeds: Sequence[int] = (0,), *,
-                     max_waste: float | None = DEFAULT_MAX_WASTE, record: bool = False,
-                     block_steps: int | None = None, seed_chunk: int | None = None,
-                     progress: bool = False, label: str = "runs") -> list:
+def simulate_buckets(
+    runs: Sequence[tuple[Any, Any]],
+    seeds: Sequence[int] = (0,),
+    *,
+    max_waste: float | None = DEFAULT_MAX_WASTE,
+    record: bool = False,
+    block_steps: int | None = None,
+    seed_chunk: int | None = None,
+    progress: bool = False,
+    label: str = "runs",
+) -> list:
     """`jaxsched.run.simulate` of every (config, params) in `runs` over the same seeds, the runs
     grouped into size buckets (`plan_buckets`): one compiled program per bucket, its runs x
     seeds vmapped together (`simulate_points`). Returns one `Results` per run, in order, each
@@ -160,32 +175,38 @@ def simulate_buckets(runs: Sequence[tuple[Any, Any]], seeds: Sequence[int] = (0,
     from .engine import engine_of
     from .progress import Progress, Share
     from .run import simulate_points
-    if not isinstance(runs, (list, tuple)) or not runs or not all(
-            isinstance(r, tuple) and len(r) == 2 for r in runs):
+
+    if not isinstance(runs, (list, tuple)) or not runs or not all(isinstance(r, tuple) and len(r) == 2 for r in runs):
         raise ConfigError(f"runs must be a non-empty list of (config, params) pairs, got {runs!r}")
     engine = engine_of(runs[0][0])
     for i, (c, _) in enumerate(runs):
         if not isinstance(c, engine.Config):
-            raise ConfigError(f"runs[{i}] must hold a {engine.Config.__name__} like runs[0], got "
-                              f"{type(c).__name__}")
+            raise ConfigError(f"runs[{i}] must hold a {engine.Config.__name__} like runs[0], got {type(c).__name__}")
     plan = plan_buckets(engine, [c for c, _ in runs], max_waste)
     bar = Progress(label, len(runs), enabled=progress)
     out: list = [None] * len(runs)
     done = 0
     for b, bucket in enumerate(plan, 1):
         cap = {f: getattr(bucket.config, f) for f in engine.size_fields}
-        params = [engine.pad(runs[i][0], runs[i][1], cap)[1] if bucket.padded else runs[i][1]
-                  for i in bucket.members]
+        params = [engine.pad(runs[i][0], runs[i][1], cap)[1] if bucket.padded else runs[i][1] for i in bucket.members]
         share = Share(bar, done, len(params), f"bucket {b}/{len(plan)} ({len(params)} runs)")
-        res = simulate_points(bucket.config, params, seeds, engine=engine, record=record,
-                              block_steps=block_steps, progress=share, warn=False,
-                              seed_chunk=seed_chunk)
+        res = simulate_points(
+            bucket.config,
+            params,
+            seeds,
+            engine=engine,
+            record=record,
+            block_steps=block_steps,
+            progress=share,
+            warn=False,
+            seed_chunk=seed_chunk,
+        )
         for i, r in zip(bucket.members, res):
             own = runs[i][0]
             traj = None if r.trajectories is None else engine.trim(own, r.trajectories)
-            out[i] = dataclasses.replace(r, config=own, trajectories=traj,
-                                         wall_s=r.wall_s / len(res),
-                                         compile_s=r.compile_s / len(res))
+            out[i] = dataclasses.replace(
+                r, config=own, trajectories=traj, wall_s=r.wall_s / len(res), compile_s=r.compile_s / len(res)
+            )
         done += len(params)
         bar.update(done)
     bar.close()

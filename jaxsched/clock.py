@@ -11,6 +11,7 @@ for which a fused and a separate add agree.)
 
 Everything works elementwise on arrays of any (batch) shape and is jittable and vmappable.
 """
+
 from __future__ import annotations
 
 import equinox as eqx
@@ -21,6 +22,7 @@ import numpy as np
 
 class DF(eqx.Module):
     """A time in seconds, hi + lo exactly, with hi = fl(hi + lo); float32 arrays of one shape."""
+
     hi: jnp.ndarray
     lo: jnp.ndarray
 

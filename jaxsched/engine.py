@@ -23,6 +23,7 @@ Config and Params fields. An engine is one `Engine` value built from these funct
 runner's hints (no subclass); it registers its name in `jaxsched.registry.ENGINES`, and its
 package exposes the value as `ENGINE`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,6 +50,7 @@ class Metric(NamedTuple):
     """One summary metric of a run: its unit ("tokens", "s", "J", "count", "fraction", ...),
     a one-line definition, and whether each run's value is a whole number (`whole`; None: by
     the unit, `INTEGER_UNITS`)."""
+
     unit: str
     doc: str
     whole: bool | None = None
@@ -81,8 +83,7 @@ def _policy_column(config: Any) -> dict[str, Any]:
 
 # The functions an engine must give, and the hints it may (None: the default filled in by
 # `Engine.__post_init__`).
-_REQUIRED = ("make_params", "init", "step", "done", "finalize", "max_steps", "working_set_bytes",
-             "peak_bytes")
+_REQUIRED = ("make_params", "init", "step", "done", "finalize", "max_steps", "working_set_bytes", "peak_bytes")
 _STEP_UNITS = ("step", "epoch", "event")
 
 
@@ -182,24 +183,23 @@ class Engine(Generic[C, P, S]):
             raise ConfigError(f"Engine name must be an identifier, got {self.name!r}")
         for f in ("Config", "Params"):
             if not isinstance(getattr(self, f), type):
-                raise ConfigError(f"Engine {self.name!r}: {f} must be a class, got "
-                                  f"{getattr(self, f)!r}")
+                raise ConfigError(f"Engine {self.name!r}: {f} must be a class, got {getattr(self, f)!r}")
         if not isinstance(self.POLICIES, Registry):
-            raise ConfigError(f"Engine {self.name!r}: POLICIES must be a jaxsched.registry."
-                              f"Registry, got {type(self.POLICIES).__name__}")
+            raise ConfigError(
+                f"Engine {self.name!r}: POLICIES must be a jaxsched.registry."
+                f"Registry, got {type(self.POLICIES).__name__}"
+            )
         if self.step_unit not in _STEP_UNITS:
-            raise ConfigError(f"Engine {self.name!r}: step_unit must be one of {_STEP_UNITS}, "
-                              f"got {self.step_unit!r}")
+            raise ConfigError(f"Engine {self.name!r}: step_unit must be one of {_STEP_UNITS}, got {self.step_unit!r}")
         for f in _REQUIRED:
             if not callable(getattr(self, f)):
-                raise ConfigError(f"Engine {self.name!r}: {f} must be a function, got "
-                                  f"{getattr(self, f)!r}")
-        fields = {f.name for f in dataclasses.fields(self.Config)} \
-            if dataclasses.is_dataclass(self.Config) else set()
+                raise ConfigError(f"Engine {self.name!r}: {f} must be a function, got {getattr(self, f)!r}")
+        fields = {f.name for f in dataclasses.fields(self.Config)} if dataclasses.is_dataclass(self.Config) else set()
         for f in self.size_fields + self.sweep_hidden:
             if f not in fields:
-                raise ConfigError(f"Engine {self.name!r}: {f!r} (size_fields / sweep_hidden) is "
-                                  f"not a field of {self.Config.__name__}")
+                raise ConfigError(
+                    f"Engine {self.name!r}: {f!r} (size_fields / sweep_hidden) is not a field of {self.Config.__name__}"
+                )
         # The hints whose defaults read other fields: filled in here, and filled in again by
         # `dataclasses.replace` (which hands the old value back), so that they always read this
         # value's own fields.
@@ -232,14 +232,18 @@ class Engine(Generic[C, P, S]):
         into the same capacity shares one bucket config, so one compiled program."""
         from .buckets import check_capacity
         from .errors import require
+
         if self.pad_into is None:
             raise ConfigError(f"engine {self.name!r} does not run configs padded into size buckets")
-        require(isinstance(config, self.Config), "config", f"a {self.Config.__name__}",
-                type(config).__name__)
+        require(isinstance(config, self.Config), "config", f"a {self.Config.__name__}", type(config).__name__)
         if self.pad_check is not None:
             self.pad_check(config)
-        require(getattr(params, "sizes", None) is None, "params",
-                "params of an unpadded run (sizes None)", "params already padded")
+        require(
+            getattr(params, "sizes", None) is None,
+            "params",
+            "params of an unpadded run (sizes None)",
+            "params already padded",
+        )
         return self.pad_into(config, params, check_capacity(self, config, capacity))
 
     def can_pad(self, config: C) -> bool:
@@ -255,8 +259,7 @@ class Engine(Generic[C, P, S]):
 
     def config_fields(self) -> tuple[str, ...]:
         """Config fields a sweep may vary."""
-        return tuple(f.name for f in dataclasses.fields(self.Config)
-                     if f.name not in self.sweep_hidden)
+        return tuple(f.name for f in dataclasses.fields(self.Config) if f.name not in self.sweep_hidden)
 
     def params_fields(self) -> tuple[str, ...]:
         """Keywords of `make_params` a sweep may vary."""
@@ -267,15 +270,16 @@ class Engine(Generic[C, P, S]):
 def get_engine(name: str) -> Engine:
     """The registered engine `name` (ConfigError naming the allowed names otherwise)."""
     from .registry import ENGINES
+
     return ENGINES[ENGINES.require(name, "engine")].fn
 
 
 def engine_of(config: Any) -> Engine:
     """The engine whose Config `config` is."""
     from .registry import ENGINES
+
     for name in ENGINES:
         eng = get_engine(name)
         if isinstance(config, eng.Config):
             return eng
-    raise ConfigError(f"config must be the Config of an engine in {ENGINES.names()}, "
-                      f"got {type(config).__name__}")
+    raise ConfigError(f"config must be the Config of an engine in {ENGINES.names()}, got {type(config).__name__}")

@@ -13,12 +13,12 @@ def require(ok: bool, field: str, allowed: str, value) -> None:
 
 def require_int(value, field: str, lo: int | None = None, hi: int | None = None) -> int:
     """Check that value is an integer in [lo, hi] (either bound optional) and return it."""
-    allowed = "an integer" + (f" >= {lo}" if lo is not None else "") + (
-        f" and <= {hi}" if hi is not None else "")
+    allowed = "an integer" + (f" >= {lo}" if lo is not None else "") + (f" and <= {hi}" if hi is not None else "")
     ok = isinstance(value, (int,)) and not isinstance(value, bool)
     if not ok:
         try:
             import numpy as np
+
             ok = isinstance(value, np.integer)
         except ImportError:  # pragma: no cover
             ok = False
@@ -28,13 +28,14 @@ def require_int(value, field: str, lo: int | None = None, hi: int | None = None)
     return value
 
 
-def require_float(value, field: str, lo: float | None = None, hi: float | None = None,
-                  lo_open: bool = False) -> float:
+def require_float(value, field: str, lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> float:
     """Check that value is a finite real in [lo, hi] (or (lo, hi] with lo_open) and return it."""
     import math
+
     op = ">" if lo_open else ">="
-    allowed = "a finite number" + (f" {op} {lo}" if lo is not None else "") + (
-        f" and <= {hi}" if hi is not None else "")
+    allowed = (
+        "a finite number" + (f" {op} {lo}" if lo is not None else "") + (f" and <= {hi}" if hi is not None else "")
+    )
     # A string is not a number even when float() would parse it: the caller passed the wrong
     # type (the command line converts its text itself, naming the flag).
     if isinstance(value, (str, bytes)):
@@ -64,6 +65,7 @@ def require_bool(value, field: str) -> bool:
     """Check that value is True or False (numpy bools included; 0 and 1 are not) and return it."""
     try:
         import numpy as np
+
         ok = isinstance(value, (bool, np.bool_))
     except ImportError:  # pragma: no cover
         ok = isinstance(value, bool)

@@ -14,6 +14,7 @@ p99 need no storage that grows with the number of requests. Two bin grids, both 
 A quantile is the midpoint of the bin holding the ceil(q n)-th smallest value: within half a
 bin of the exact empirical quantile.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,8 @@ def _quantile_bin(hist: np.ndarray, q: float) -> tuple[np.ndarray, np.ndarray]:
 
 # --------------------------------------------------------------------------- log grid
 
-def log_bins(x_s: jnp.ndarray, is_zero: jnp.ndarray, nbins: int, lo_s: float,
-             hi_s: float) -> jnp.ndarray:
+
+def log_bins(x_s: jnp.ndarray, is_zero: jnp.ndarray, nbins: int, lo_s: float, hi_s: float) -> jnp.ndarray:
     """int32 bins (shape of x_s) on the log grid: 0 where `is_zero`, else 1..nbins-1."""
     ratio = math.log(hi_s / lo_s) / (nbins - 2)
     b = 1 + jnp.floor(jnp.log(jnp.maximum(x_s, lo_s) / lo_s) / ratio).astype(jnp.int32)
@@ -54,6 +55,7 @@ def log_quantile(hist: np.ndarray, q: float, lo_s: float, hi_s: float) -> np.nda
 
 
 # --------------------------------------------------------------------------- float-bit grid
+
 
 def bit_num_bins(octave_bits: int) -> int:
     """nb = (BIT_MAX_EXP - BIT_MIN_EXP) * 2^b + 2 bins."""
@@ -85,10 +87,10 @@ def bit_quantile(hist: np.ndarray, q: float) -> np.ndarray:
     2^-(b+1) relative); bin 0 reads 0, the top bin its lower edge 2^BIT_MAX_EXP; 0 when empty."""
     hist = np.asarray(hist, np.int64)
     nb = hist.shape[-1]
-    per = (nb - 2) // (BIT_MAX_EXP - BIT_MIN_EXP)                  # 2^b bins per octave
+    per = (nb - 2) // (BIT_MAX_EXP - BIT_MIN_EXP)  # 2^b bins per octave
     b, n = _quantile_bin(hist, q)
     k = np.clip(b - 1, 0, nb - 3)
     octave = 2.0 ** (BIT_MIN_EXP + k // per)
     mid = octave * (1.0 + (k % per + 0.5) / per)
-    mid = np.where(b == nb - 1, 2.0 ** BIT_MAX_EXP, mid)
+    mid = np.where(b == nb - 1, 2.0**BIT_MAX_EXP, mid)
     return np.where((b == 0) | (n == 0), 0.0, mid)

@@ -1,5 +1,6 @@
 """Names a package exports but imports on first use (PEP 562), so that importing the package
 (and its JAX-free parts: registries, the command line's `--help`) does not import JAX."""
+
 from __future__ import annotations
 
 import importlib
@@ -7,8 +8,7 @@ import sys
 from typing import Any, Callable
 
 
-def lazy_exports(package: str, table: dict[str, str]) -> tuple[Callable[[str], Any],
-                                                               Callable[[], list[str]]]:
+def lazy_exports(package: str, table: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """(`__getattr__`, `__dir__`) for package `package`: name -> `"module"` or
     `"module:attribute"` (relative module names are taken from `package`). A looked-up value is
     stored in the package, so later lookups skip `__getattr__`."""

@@ -11,6 +11,7 @@ The caller's launcher calls `jax.distributed.initialize(...)` before any other J
 module never initializes JAX nor changes its flags (see docs/multihost.md). Without
 `jax.distributed` (one process) every function here reduces to its single-process meaning.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,6 +64,7 @@ def broadcast_from_writer(obj: Any) -> Any:
     if jax.process_count() == 1:
         return obj
     from jax.experimental import multihost_utils
+
     data = np.frombuffer(json.dumps(obj, sort_keys=True).encode(), np.uint8)
     # Two broadcasts: the length first, so that every process passes the same shape.
     n = int(multihost_utils.broadcast_one_to_all(np.array([data.size], np.int32))[0])
@@ -80,7 +82,7 @@ def _to_words(a: np.ndarray, rows: int) -> np.ndarray:
     flat = np.ascontiguousarray(a).reshape(a.shape[0], -1).view(np.uint8)
     nbytes = -(-flat.shape[1] // 4) * 4
     out = np.zeros((rows, nbytes), np.uint8)
-    out[:flat.shape[0], :flat.shape[1]] = flat
+    out[: flat.shape[0], : flat.shape[1]] = flat
     return out.view(np.uint32)
 
 
@@ -98,26 +100,32 @@ def _gather_rows(arrays: dict[str, np.ndarray], n_local: int, counts: list[int])
     process. All arrays travel in one gather of uint32[P, max(counts), sum of row words].
     """
     from jax.experimental import multihost_utils
+
     rows = max(counts)
     names = sorted(arrays)
     parts = [_to_words(arrays[k][:n_local], rows) for k in names]
     widths = np.cumsum([0] + [p.shape[1] for p in parts])
     gathered = np.asarray(multihost_utils.process_allgather(np.concatenate(parts, axis=1)))
-    return {k: np.concatenate([_from_words(gathered[p, :, widths[i]:widths[i + 1]], arrays[k], c)
-                               for p, c in enumerate(counts)])
-            for i, k in enumerate(names)}
+    return {
+        k: np.concatenate(
+            [_from_words(gathered[p, :, widths[i] : widths[i + 1]], arrays[k], c) for p, c in enumerate(counts)]
+        )
+        for i, k in enumerate(names)
+    }
 
 
 def _check_same_seeds(seeds: np.ndarray) -> None:
     """Fail loudly when processes were given different seed lists (their blocks would overlap
     or leave gaps)."""
     from jax.experimental import multihost_utils
+
     h = np.array([zlib.crc32(seeds.tobytes()), len(seeds)], np.uint32)
     multihost_utils.assert_equal(h, "simulate_multihost: processes were given different seed lists")
 
 
-def simulate_multihost(config: Any, params: Any, seeds: Sequence[int], *, engine: Engine | None = None,
-                       **kw) -> Results:
+def simulate_multihost(
+    config: Any, params: Any, seeds: Sequence[int], *, engine: Engine | None = None, **kw
+) -> Results:
     """`jaxsched.run.simulate` over every process of a `jax.distributed` job.
 
     engine: by default the engine whose Config `config` is. Every process calls it with the
@@ -143,6 +151,6 @@ def simulate_multihost(config: Any, params: Any, seeds: Sequence[int], *, engine
     arrays["wall_s"] = np.array([local.wall_s], np.float64)
     walls = _gather_rows({"wall_s": arrays.pop("wall_s")}, 1, [1] * P)["wall_s"]
     full = _gather_rows(arrays, len(block), counts)
-    metrics = {k: full[f"m:{k}"] for k in local.metrics}      # simulate's key order
+    metrics = {k: full[f"m:{k}"] for k in local.metrics}  # simulate's key order
     traj = {k: full[f"t:{k}"] for k in local.trajectories} if local.trajectories else None
     return Results(engine.name, config, seeds, metrics, traj, float(walls.max()))

@@ -6,6 +6,7 @@ before anything compiles. If a write still fails after the work is done (the dis
 folder was removed meanwhile), `save` writes the results to a fallback file in the temporary
 folder and says where, so finished work survives.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,9 @@ def _writable_dir(folder: Path, field: str, path: Path) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        raise ConfigError(f"{field} must be a path in a folder that can be created and written, "
-                          f"got {str(path)!r} ({e.strerror or e})") from None
+        raise ConfigError(
+            f"{field} must be a path in a folder that can be created and written, got {str(path)!r} ({e.strerror or e})"
+        ) from None
 
 
 def check_file(path: str | Path, field: str, *, image: bool = False) -> Path:
@@ -50,8 +52,9 @@ def check_file(path: str | Path, field: str, *, image: bool = False) -> Path:
     if path.is_dir() or str(path).endswith(os.sep):
         raise ConfigError(f"{field} must be a file path, got the directory {str(path)!r}")
     if image and path.suffix.lower() not in IMAGE_SUFFIXES:
-        raise ConfigError(f"{field} must be an image path ending in one of "
-                          f"{', '.join(IMAGE_SUFFIXES)}, got {str(path)!r}")
+        raise ConfigError(
+            f"{field} must be an image path ending in one of {', '.join(IMAGE_SUFFIXES)}, got {str(path)!r}"
+        )
     if path.exists() and not os.access(path, os.W_OK):
         raise ConfigError(f"{field} must be a writable file, got read-only {str(path)!r}")
     _writable_dir(path.parent, field, path)
@@ -83,6 +86,9 @@ def save(write: Callable[[Path], Path], path: str | Path, field: str) -> tuple[P
     except OSError as e:
         alt = fallback_path(path)
         written = write(alt)
-        print(f"jaxsched: warning: could not write {field} {str(path)!r} ({e.strerror or e}); "
-              f"the results are saved in {written}", file=sys.stderr)
+        print(
+            f"jaxsched: warning: could not write {field} {str(path)!r} ({e.strerror or e}); "
+            f"the results are saved in {written}",
+            file=sys.stderr,
+        )
         return written, False

@@ -2,6 +2,7 @@
 offline, interval and budget) and the helpers of every figure (`subplots`, `finish`). Each
 engine's own figures are its `plots` module (jaxsched.dp.plots, jaxsched.kv.plots). Every
 figure function writes a PNG and returns its path; no global style changes."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -58,38 +59,37 @@ def plot_offline(report, path: str | Path) -> Path:
         M0, r0 = top[0][-1], top[1][-1]
         Ms = np.array([min(v[0][0] for v in plot["series"].values()), M0], float)
         ax.plot(Ms, r0 * (Ms / M0) ** 0.25, "k:", lw=1, label="reference slope 1/4")
-        ax.set(xscale="log", yscale="log", xlabel="KV limit M (tokens)",
-               ylabel="TEL(MC-SF or MC-SF2) / TEL(type 2 first)")
+        ax.set(
+            xscale="log", yscale="log", xlabel="KV limit M (tokens)", ylabel="TEL(MC-SF or MC-SF2) / TEL(type 2 first)"
+        )
         lo = min(min(v[1]) for v in plot["series"].values())
         hi = max(max(v[1]) for v in plot["series"].values())
-        ax.set_yticks([v for v in (0.5, 0.75, 1, 1.5, 2, 3, 5, 8, 13, 20, 30, 50)
-                       if lo / 1.2 <= v <= hi * 1.2])
+        ax.set_yticks([v for v in (0.5, 0.75, 1, 1.5, 2, 3, 5, 8, 13, 20, 30, 50) if lo / 1.2 <= v <= hi * 1.2])
         ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
         ax.set_title(report.title, fontsize=10)
         return finish(fig, ax, path)
-    panels = plot["panels"]              # {title: {label: (n[], mean[], half[])}}
+    panels = plot["panels"]  # {title: {label: (n[], mean[], half[])}}
     cols = min(2, len(panels))
     rows = -(-len(panels) // cols)
     fig, axes = subplots(rows, cols, figsize=(6 * cols, 3.6 * rows), squeeze=False)
     labels = list(dict.fromkeys(k for series in panels.values() for k in series))
-    colour = {k: f"C{i % 10}" for i, k in enumerate(labels)}      # one colour per algorithm
+    colour = {k: f"C{i % 10}" for i, k in enumerate(labels)}  # one colour per algorithm
     for ax, (title, series) in zip(axes.ravel(), panels.items()):
         for label, (n, mean, half) in series.items():
             n, mean, half = (np.asarray(v, float) for v in (n, mean, half))
-            ax.plot(n, mean, "o-" if n.size <= 80 else "-", ms=3, label=label,
-                    color=colour[label])
-            ax.fill_between(n, mean - np.nan_to_num(half), mean + np.nan_to_num(half),
-                            alpha=0.15, color=colour[label])
-        xlabel, ylabel = plot.get("axes", {}).get(title, (plot.get("xlabel", "requests n"),
-                                                          plot.get("ylabel", "average latency")))
+            ax.plot(n, mean, "o-" if n.size <= 80 else "-", ms=3, label=label, color=colour[label])
+            ax.fill_between(n, mean - np.nan_to_num(half), mean + np.nan_to_num(half), alpha=0.15, color=colour[label])
+        xlabel, ylabel = plot.get("axes", {}).get(
+            title, (plot.get("xlabel", "requests n"), plot.get("ylabel", "average latency"))
+        )
         ax.set(xlabel=xlabel, ylabel=ylabel, xscale=plot.get("xscale", "linear"))
         ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    for ax in axes.ravel()[len(panels):]:
+    for ax in axes.ravel()[len(panels) :]:
         ax.set_visible(False)
     fig.suptitle(report.title, fontsize=10)
     fig.tight_layout()

@@ -21,6 +21,7 @@ the total to its blocks, so a driver hands the runner a `Share` of its units ins
 end the done count equals the total. `declare`, `tick` and `share` are the same calls for a
 driver whose bar may be None (no reporting).
 """
+
 from __future__ import annotations
 
 import sys
@@ -39,8 +40,7 @@ class Progress:
     its checks after making one prints only its error.
     """
 
-    def __init__(self, label: str, total: float = 0.0, *, enabled: bool = True,
-                 stream: TextIO | None = None):
+    def __init__(self, label: str, total: float = 0.0, *, enabled: bool = True, stream: TextIO | None = None):
         self.label, self.enabled, self.total = label, enabled, float(total)
         self.stream = stream if stream is not None else sys.stderr
         self.t0 = time.time()
@@ -48,7 +48,7 @@ class Progress:
         self._bar = None
         self._phase: str | None = None
         self._phase_t0 = 0.0
-        self.excluded_s = 0.0           # seconds in phases that are not work (compilation)
+        self.excluded_s = 0.0  # seconds in phases that are not work (compilation)
 
     @staticmethod
     def _format(total: float) -> str:
@@ -63,9 +63,17 @@ class Progress:
     def bar(self) -> tqdm:
         """The tqdm bar, made at the first report; its clock starts with this Progress."""
         if self._bar is None:
-            self._bar = tqdm(total=self.total or None, desc=self.label, file=self.stream,
-                             leave=True, dynamic_ncols=True, mininterval=0.2, smoothing=0.3,
-                             bar_format=self._format(self.total), delay=0)
+            self._bar = tqdm(
+                total=self.total or None,
+                desc=self.label,
+                file=self.stream,
+                leave=True,
+                dynamic_ncols=True,
+                mininterval=0.2,
+                smoothing=0.3,
+                bar_format=self._format(self.total),
+                delay=0,
+            )
             self._bar.start_t = self._bar.last_print_t = self.t0
         return self._bar
 
@@ -165,8 +173,7 @@ def tick(progress: Progress | None, detail: str = "", weight: float = 1.0) -> No
         progress.advance(weight, detail)
 
 
-def share(progress: Progress | None, start: float, weight: float,
-          detail: str = "") -> Share | None:
+def share(progress: Progress | None, start: float, weight: float, detail: str = "") -> Share | None:
     """A runner callback for `weight` units of `progress` from `start` (None: none)."""
     return None if progress is None else Share(progress, start, weight, detail)
 

@@ -15,6 +15,7 @@ command line's `--help` answers at once.
 A registry is a read-only mapping from name to `Entry` (`registry[name].fn` is the resolved
 object); `Registry.require(value, field)` is the one error for a name that is not in it.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -33,6 +34,7 @@ class Entry:
     them). reference: the plain-Python reference of a policy (`"module:attribute"` or object,
     None for the built-in ones, whose references live in `tests/reference/`).
     """
+
     name: str
     target: str | Any
     doc: str
@@ -68,8 +70,9 @@ def _resolve(target: str | Any) -> Any:
 
 def _check_name(name: Any, what: str) -> str:
     if not (isinstance(name, str) and name.isidentifier() and name.islower()):
-        raise ConfigError(f"{what} name must be a lower-case Python identifier (letters, digits, "
-                          f"underscores), got {name!r}")
+        raise ConfigError(
+            f"{what} name must be a lower-case Python identifier (letters, digits, underscores), got {name!r}"
+        )
     return name
 
 
@@ -97,9 +100,17 @@ class Registry(Mapping[str, Entry]):
         """The registered names, in registration order."""
         return tuple(self._entries)
 
-    def register(self, name: str, target: str | Any, doc: str, options: tuple[str, ...] = (),
-                 reference: str | Any | None = None, *, builtin: bool = False,
-                 replace: bool = False) -> Entry:
+    def register(
+        self,
+        name: str,
+        target: str | Any,
+        doc: str,
+        options: tuple[str, ...] = (),
+        reference: str | Any | None = None,
+        *,
+        builtin: bool = False,
+        replace: bool = False,
+    ) -> Entry:
         """Add `name` (ConfigError if it is taken, unless `replace` and the taken entry was
         itself added from user code: a built-in name is never replaced, so a results row that
         says `fcfs` always means the built-in FCFS)."""
@@ -108,11 +119,11 @@ class Registry(Mapping[str, Entry]):
             raise ConfigError(f"{self.kind} {name!r}: doc must be a non-empty one-line string")
         options = tuple(options)
         if not all(isinstance(o, str) for o in options):
-            raise ConfigError(f"{self.kind} {name!r}: options must be field names (strings), "
-                              f"got {options!r}")
+            raise ConfigError(f"{self.kind} {name!r}: options must be field names (strings), got {options!r}")
         if target is None or (isinstance(target, str) and ":" not in target):
-            raise ConfigError(f"{self.kind} {name!r}: the target must be an object or a "
-                              f"'module:attribute' string, got {target!r}")
+            raise ConfigError(
+                f"{self.kind} {name!r}: the target must be an object or a 'module:attribute' string, got {target!r}"
+            )
         old = self._entries.get(name)
         if old is not None and (old.builtin or not replace):
             why = "a built-in name" if old.builtin else "taken (pass replace=True to replace it)"
@@ -125,8 +136,7 @@ class Registry(Mapping[str, Entry]):
         """Remove an entry added from user code (ConfigError for a built-in or unknown name)."""
         old = self._entries.get(name)
         if old is None or old.builtin:
-            raise ConfigError(f"{self.owner} {self.kind} {name!r}: only a name added from user "
-                              f"code can be removed")
+            raise ConfigError(f"{self.owner} {self.kind} {name!r}: only a name added from user code can be removed")
         del self._entries[name]
 
     def require(self, value: Any, field: str) -> str:
@@ -137,8 +147,7 @@ class Registry(Mapping[str, Entry]):
         return value
 
 
-def builtin(registry: Registry, name: str, target: str, doc: str, options: tuple[str, ...] = ()
-            ) -> None:
+def builtin(registry: Registry, name: str, target: str, doc: str, options: tuple[str, ...] = ()) -> None:
     """Register a built-in entry (the package's own registries)."""
     registry.register(name, target, doc, options, builtin=True)
 
@@ -147,17 +156,17 @@ def builtin(registry: Registry, name: str, target: str, doc: str, options: tuple
 
 ENGINES = Registry("jaxsched", "engine")
 for _name, _doc in (
-        ("dp", "data-parallel decode workers behind a barrier (paper 000, BF-IO)"),
-        ("kv", "one engine under a KV-memory limit (paper 001, WAIT)"),
-        ("offline", "a batch present at t = 0 with known output lengths (paper 002, Sorted-F)"),
-        ("interval", "a batch present at t = 0 with predicted intervals (paper 003, A_min)"),
-        ("budget", "one engine with a token budget per batch (paper 004)"),
-        ("network", "agents of token-budget engines, routed and in tandem (paper 004 §4)")):
+    ("dp", "data-parallel decode workers behind a barrier (paper 000, BF-IO)"),
+    ("kv", "one engine under a KV-memory limit (paper 001, WAIT)"),
+    ("offline", "a batch present at t = 0 with known output lengths (paper 002, Sorted-F)"),
+    ("interval", "a batch present at t = 0 with predicted intervals (paper 003, A_min)"),
+    ("budget", "one engine with a token budget per batch (paper 004)"),
+    ("network", "agents of token-budget engines, routed and in tandem (paper 004 §4)"),
+):
     builtin(ENGINES, _name, f"jaxsched.{_name}:ENGINE", _doc)
 
 
-def register_engine(name: str, target: str | Any, doc: str, *, policies: str | None = None
-                    ) -> Entry:
+def register_engine(name: str, target: str | Any, doc: str, *, policies: str | None = None) -> Entry:
     """Add an engine from user code: `target` is the `Engine` value (or `"module:attribute"`),
     `policies` the `"module:attribute"` of its policy `Registry` (default: none)."""
     entry = ENGINES.register(name, target, doc)
@@ -173,8 +182,7 @@ def unregister_engine(name: str) -> None:
 
 
 # Where each engine's policy registry lives; `register_engine` adds to it.
-_POLICY_REGISTRIES: dict[str, str] = {name: f"jaxsched.{name}.registry:POLICIES"
-                                      for name in ENGINES}
+_POLICY_REGISTRIES: dict[str, str] = {name: f"jaxsched.{name}.registry:POLICIES" for name in ENGINES}
 
 
 def policies(engine: str) -> Registry:
@@ -185,8 +193,16 @@ def policies(engine: str) -> Registry:
     return _resolve(_POLICY_REGISTRIES[engine])
 
 
-def register_policy(engine: str, name: str, fn: Callable, doc: str, options: tuple[str, ...] = (),
-                    reference: Callable | str | None = None, *, replace: bool = False) -> Entry:
+def register_policy(
+    engine: str,
+    name: str,
+    fn: Callable,
+    doc: str,
+    options: tuple[str, ...] = (),
+    reference: Callable | str | None = None,
+    *,
+    replace: bool = False,
+) -> Entry:
     """Add policy `name` to `engine` from user code, with the engine's policy signature (each
     engine's `policies` module documents it; dp: `fn(config, params, obs) -> (worker, rank,
     rr_pointer)`, with the run's random stream in `obs.seed` and `obs.step`). `options`: the

@@ -4,6 +4,7 @@ One format for every engine: a row per (configuration, seed) with the configurat
 first and each metric in the unit its name says. Files are written atomically (temporary file
 and rename), so an interrupted run never leaves a half-written table.
 """
+
 from __future__ import annotations
 
 import csv
@@ -29,6 +30,7 @@ class Report:
     """What a paper's reproduction returns (`jaxsched offline | interval experiment NAME`):
     rows (CSV), markdown, ok (the claim, or the project's correction of it, held) and the data
     of its plot (`plots.plot_offline`)."""
+
     name: str
     title: str
     rows: list[dict]
@@ -109,14 +111,18 @@ class ResultsFile:
         except OSError as e:
             old, self.path = self.path, fallback_path(self.path)
             write_csv(self.path, self.rows)
-            print(f"jaxsched: warning: could not write {str(old)!r} ({e.strerror or e}); the "
-                  f"results so far and the rest of the run go to {self.path}", file=sys.stderr)
+            print(
+                f"jaxsched: warning: could not write {str(old)!r} ({e.strerror or e}); the "
+                f"results so far and the rest of the run go to {self.path}",
+                file=sys.stderr,
+            )
 
 
 def seed_rows(res, config_columns: Mapping[str, object]) -> list[dict]:
     """One row per seed of a `Results`: the configuration's columns, the seed, then every
     metric of its engine (integers for count, step and flag metrics, whole numbers)."""
     from .engine import get_engine
+
     metrics = get_engine(res.engine).METRICS
     rows = []
     for i, seed in enumerate(res.seeds):
@@ -142,9 +148,14 @@ def identity(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         # A field marked metadata identity=False restates what other fields say (a padded
         # run's own sizes, which its unpadded config holds) and is left out.
-        return {"type": type(value).__qualname__,
-                **{f.name: identity(getattr(value, f.name)) for f in dataclasses.fields(value)
-                   if f.metadata.get("identity", True)}}
+        return {
+            "type": type(value).__qualname__,
+            **{
+                f.name: identity(getattr(value, f.name))
+                for f in dataclasses.fields(value)
+                if f.metadata.get("identity", True)
+            },
+        }
     if isinstance(value, Mapping):
         return {str(k): identity(value[k]) for k in sorted(value, key=str)}
     if isinstance(value, (list, tuple)):
@@ -152,13 +163,12 @@ def identity(value: Any) -> Any:
     if isinstance(value, (bool, int, str)) or value is None:
         return value
     if isinstance(value, float):
-        return repr(float(value))           # exact, and NaN/inf stay JSON-able
+        return repr(float(value))  # exact, and NaN/inf stay JSON-able
     if isinstance(value, np.generic) or hasattr(value, "__array__"):
         a = np.ascontiguousarray(np.asarray(value))
         if a.ndim == 0:
             return identity(a.item())
-        return {"dtype": str(a.dtype), "shape": list(a.shape),
-                "sha256": hashlib.sha256(a.tobytes()).hexdigest()}
+        return {"dtype": str(a.dtype), "shape": list(a.shape), "sha256": hashlib.sha256(a.tobytes()).hexdigest()}
     if callable(value):
         return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', repr(value))}"
     return repr(value)
@@ -171,11 +181,12 @@ def user_policy_code(engine: str, config: Any) -> dict[str, str]:
     import inspect
 
     from .registry import ENGINES, policies
+
     if engine not in ENGINES:
         return {}
     try:
         registry = policies(engine)
-    except ConfigError:           # an engine without a policy registry
+    except ConfigError:  # an engine without a policy registry
         return {}
     names = [getattr(config, "policy", None), *getattr(config, "policy_set", ())]
     out = {}
@@ -197,11 +208,17 @@ def run_key(engine: str, config: Any, params: Any, seeds: Sequence[int], **extra
     package version and any `extra` settings). Two rows share a key only if rerunning one
     would reproduce the other bit for bit."""
     from . import __version__
-    doc = {"engine": engine, "config": identity(config), "params": identity(params),
-           "seeds": [int(s) for s in seeds], "version": __version__,
-           "extra": identity(dict(extra))}
+
+    doc = {
+        "engine": engine,
+        "config": identity(config),
+        "params": identity(params),
+        "seeds": [int(s) for s in seeds],
+        "version": __version__,
+        "extra": identity(dict(extra)),
+    }
     user = user_policy_code(engine, config)
-    if user:                      # only then, so that the keys of built-in policies stay put
+    if user:  # only then, so that the keys of built-in policies stay put
         doc["user_policies"] = user
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -240,6 +257,7 @@ def mean_ci_column(samples: Sequence[np.ndarray]) -> list[str]:
     """'mean ± half' cells (95% CI half-width over the samples) of one column, in one format;
     the '± half' part is left out where a sample has fewer than two values."""
     from .stats import mean_ci
+
     stats = [mean_ci(np.asarray(x, dtype=float)) for x in samples]
     fmt = column_formatter([s[0] for s in stats])
     return [fmt(m) + ("" if n < 2 else f" ± {fmt(h)}") for m, _, h, n in stats]

@@ -8,6 +8,7 @@ independence across seeds and request ids) is tested in `tests/core/test_rng.py`
 
 Everything here works on uint32 arrays of any shape and is jittable and vmappable.
 """
+
 from __future__ import annotations
 
 import jax.numpy as jnp

@@ -23,6 +23,7 @@ changes again (the protocol of `jaxsched.engine`).
 (point, seed) pair is one run of the same compiled step, each point's results equal to its own
 `simulate` call.
 """
+
 from __future__ import annotations
 
 import functools
@@ -52,6 +53,7 @@ class Results:
     (K = `engine.trajectory_length`) of one configuration; wall_s is the wall time of the run,
     compilation included; compile_s the part of it spent compiling (or loading compiled
     programs from a cache)."""
+
     engine: str
     config: Any
     seeds: np.ndarray
@@ -94,9 +96,10 @@ def _compiled(engine: Engine, config: Any, block: int, record: bool, per_run: bo
     pa = 0 if per_run else None
     init = jax.jit(jax.vmap(lambda seed, params: engine.init(config, params, seed), in_axes=(0, pa)))
     if not engine.skip_done_in_block:
+
         def run_block(state, params):
-            return jax.lax.scan(lambda s, _: engine.step(config, params, s, record), state, None,
-                                length=block)
+            return jax.lax.scan(lambda s, _: engine.step(config, params, s, record), state, None, length=block)
+
         return init, jax.jit(jax.vmap(run_block, in_axes=(0, pa)), donate_argnums=0)
 
     step = jax.vmap(lambda s, params: engine.step(config, params, s, record), in_axes=(0, pa))
@@ -108,8 +111,10 @@ def _compiled(engine: Engine, config: Any, block: int, record: bool, per_run: bo
 
     def run_block_skipping(state, params):
         def body(s, _):
-            return jax.lax.cond(jnp.all(engine.done(config, s)), lambda s: idle(s, params),
-                                lambda s: step(s, params), s)
+            return jax.lax.cond(
+                jnp.all(engine.done(config, s)), lambda s: idle(s, params), lambda s: step(s, params), s
+            )
+
         return jax.lax.scan(body, state, None, length=block)
 
     return init, jax.jit(run_block_skipping, donate_argnums=0)
@@ -121,6 +126,7 @@ def _place_seeds(seeds: np.ndarray, shard: bool):
     devices = jax.local_devices()
     if shard and len(devices) > 1 and len(seeds) % len(devices) == 0:
         from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
         mesh = Mesh(np.array(devices), ("seeds",))
         return jax.device_put(seeds, NamedSharding(mesh, PartitionSpec("seeds")))
     return jnp.asarray(seeds)
@@ -161,8 +167,17 @@ def _compile(fns, params, seeds: np.ndarray, shard: bool) -> None:
     run_block.lower(_init_state(init, seeds, params, shard), params).compile()
 
 
-def _run_chunk(engine: Engine, config: Any, params: Any, seeds: np.ndarray, fns, n_blocks: int,
-               record: bool, shard: bool, on_block: Callable[[int], None]):
+def _run_chunk(
+    engine: Engine,
+    config: Any,
+    params: Any,
+    seeds: np.ndarray,
+    fns,
+    n_blocks: int,
+    record: bool,
+    shard: bool,
+    on_block: Callable[[int], None],
+):
     """One seed chunk to its end: (metrics, trajectories [S, steps run, ...] or None), on the
     host, so the chunk's device work has finished when it returns. on_block(n) is called after
     every block with the blocks it accounts for (all the rest when the chunk ended early)."""
@@ -173,7 +188,7 @@ def _run_chunk(engine: Engine, config: Any, params: Any, seeds: np.ndarray, fns,
         state, out = run_block(state, params)
         if record:
             out = jax.tree_util.tree_map(np.asarray, out)
-            if engine.skip_done_in_block:           # scan stacked steps first
+            if engine.skip_done_in_block:  # scan stacked steps first
                 out = jax.tree_util.tree_map(lambda a: np.swapaxes(a, 0, 1), out)
             outs.append(out)
         ended = bool(np.asarray(engine.done(config, state)).all())
@@ -184,11 +199,19 @@ def _run_chunk(engine: Engine, config: Any, params: Any, seeds: np.ndarray, fns,
     return engine.finalize(config, params, state), traj
 
 
-def simulate(config: Any, params: Any = None, seeds: Sequence[int] = (0,), *,
-             engine: Engine | None = None, record: bool = False, seed_chunk: int | None = None,
-             block_steps: int | None = None,
-             progress: Callable[[int, int], None] | bool | None = None, shard: bool = True,
-             warn: bool = True) -> Results:
+def simulate(
+    config: Any,
+    params: Any = None,
+    seeds: Sequence[int] = (0,),
+    *,
+    engine: Engine | None = None,
+    record: bool = False,
+    seed_chunk: int | None = None,
+    block_steps: int | None = None,
+    progress: Callable[[int, int], None] | bool | None = None,
+    shard: bool = True,
+    warn: bool = True,
+) -> Results:
     """Run `config` with `params` for every seed; see the module docstring.
 
     params: the engine's Params (default `engine.default_params(config)`). engine: default the
@@ -205,38 +228,65 @@ def simulate(config: Any, params: Any = None, seeds: Sequence[int] = (0,), *,
     if engine is None:
         engine = engine_of(config)
     else:
-        require(isinstance(engine, Engine), "engine", "an Engine instance (jaxsched.get_engine"
-                "(name), or None for the engine of the config)", engine)
-        require(isinstance(config, engine.Config), "config",
-                f"a {engine.Config.__name__} (the Config of engine {engine.name!r})",
-                type(config).__name__)
+        require(
+            isinstance(engine, Engine),
+            "engine",
+            "an Engine instance (jaxsched.get_engine(name), or None for the engine of the config)",
+            engine,
+        )
+        require(
+            isinstance(config, engine.Config),
+            "config",
+            f"a {engine.Config.__name__} (the Config of engine {engine.name!r})",
+            type(config).__name__,
+        )
     params = engine.default_params(config) if params is None else params
-    require(isinstance(params, engine.Params), "params",
-            f"a {engine.Params.__name__} of engine {engine.name!r} (from its make_params), or None",
-            type(params).__name__)
+    require(
+        isinstance(params, engine.Params),
+        "params",
+        f"a {engine.Params.__name__} of engine {engine.name!r} (from its make_params), or None",
+        type(params).__name__,
+    )
     require_bool(record, "record")
     require_bool(shard, "shard")
     require_bool(warn, "warn")
-    require(progress is None or isinstance(progress, bool) or callable(progress), "progress",
-            "None, True, False or a callable progress(done_blocks, total_blocks)", progress)
+    require(
+        progress is None or isinstance(progress, bool) or callable(progress),
+        "progress",
+        "None, True, False or a callable progress(done_blocks, total_blocks)",
+        progress,
+    )
     seeds = check_seeds(seeds)
-    merged, traj, wall, compile_s = _simulate_runs(engine, config, params, seeds, None, record,
-                                                   seed_chunk, block_steps, progress, shard)
+    merged, traj, wall, compile_s = _simulate_runs(
+        engine, config, params, seeds, None, record, seed_chunk, block_steps, progress, shard
+    )
     if warn:
         for msg in engine.check(config, merged):
             warnings.warn(msg, RuntimeWarning, stacklevel=2)
     return Results(engine.name, config, seeds, merged, traj, wall, compile_s)
 
 
-def _simulate_runs(engine: Engine, config: Any, params: Any, seeds: np.ndarray,
-                   points: np.ndarray | None, record: bool, seed_chunk, block_steps, progress,
-                   shard: bool):
+def _simulate_runs(
+    engine: Engine,
+    config: Any,
+    params: Any,
+    seeds: np.ndarray,
+    points: np.ndarray | None,
+    record: bool,
+    seed_chunk,
+    block_steps,
+    progress,
+    shard: bool,
+):
     """Runs seeds[i] (with params point points[i] of the stacked `params` when points is not
     None, else the shared `params`) in vmapped chunks; (metrics, trajectories, wall_s)."""
     n_runs = len(seeds)
     per_run = points is not None
-    chunk = (default_seed_chunk(engine, config, n_runs) if seed_chunk is None
-             else min(n_runs, require_int(seed_chunk, "seed_chunk", lo=1)))
+    chunk = (
+        default_seed_chunk(engine, config, n_runs)
+        if seed_chunk is None
+        else min(n_runs, require_int(seed_chunk, "seed_chunk", lo=1))
+    )
     pad = -n_runs % chunk
     padded = np.concatenate([seeds, np.repeat(seeds[-1:], pad)])
     if per_run:
@@ -257,10 +307,10 @@ def _simulate_runs(engine: Engine, config: Any, params: Any, seeds: np.ndarray,
     def chunk_params(c0: int):
         if not per_run:
             return params
-        return jax.tree_util.tree_map(lambda a: a[c0:c0 + chunk], params)
+        return jax.tree_util.tree_map(lambda a: a[c0 : c0 + chunk], params)
 
     if report is not None:
-        report(0, total)            # the bar appears before the first block compiles and runs
+        report(0, total)  # the bar appears before the first block compiles and runs
     t0 = time.perf_counter()
     phase = getattr(report, "phase", None)
     if phase is not None:
@@ -269,8 +319,10 @@ def _simulate_runs(engine: Engine, config: Any, params: Any, seeds: np.ndarray,
     compile_s = time.perf_counter() - t0
     if phase is not None:
         phase(None)
-    parts = [_run_chunk(engine, config, chunk_params(c0), padded[c0:c0 + chunk], fns, n_blocks,
-                        record, shard, on_block) for c0 in range(0, len(padded), chunk)]
+    parts = [
+        _run_chunk(engine, config, chunk_params(c0), padded[c0 : c0 + chunk], fns, n_blocks, record, shard, on_block)
+        for c0 in range(0, len(padded), chunk)
+    ]
     wall = time.perf_counter() - t0
     if isinstance(report, Progress):
         report.close(f"done in {wall:.1f} s")
@@ -278,16 +330,23 @@ def _simulate_runs(engine: Engine, config: Any, params: Any, seeds: np.ndarray,
     traj = None
     if record:
         K_out = engine.trajectory_length(config, merged)
-        traj = {k: np.concatenate([_fit_rows(t[k], K_out) for _, t in parts])[:n_runs]
-                for k in parts[0][1]}
+        traj = {k: np.concatenate([_fit_rows(t[k], K_out) for _, t in parts])[:n_runs] for k in parts[0][1]}
     return merged, traj, wall, compile_s
 
 
-def simulate_points(config: Any, params_list: Sequence[Any], seeds: Sequence[int] = (0,), *,
-                    engine: Engine | None = None, record: bool = False,
-                    seed_chunk: int | None = None, block_steps: int | None = None,
-                    progress: Callable[[int, int], None] | bool | None = None,
-                    shard: bool = True, warn: bool = True) -> list[Results]:
+def simulate_points(
+    config: Any,
+    params_list: Sequence[Any],
+    seeds: Sequence[int] = (0,),
+    *,
+    engine: Engine | None = None,
+    record: bool = False,
+    seed_chunk: int | None = None,
+    block_steps: int | None = None,
+    progress: Callable[[int, int], None] | bool | None = None,
+    shard: bool = True,
+    warn: bool = True,
+) -> list[Results]:
     """Run every (params point, seed) pair of one static `config` in the same vmapped chunks:
     a grid of arrival rates or budgets costs one compilation and fills the vector lanes even
     with few seeds. Returns one `Results` per point, each equal to `simulate(config, point,
@@ -295,29 +354,45 @@ def simulate_points(config: Any, params_list: Sequence[Any], seeds: Sequence[int
     wall time). seed_chunk counts (point, seed) runs."""
     if engine is None:
         engine = engine_of(config)
-    require(isinstance(config, engine.Config), "config",
-            f"a {engine.Config.__name__} (the Config of engine {engine.name!r})",
-            type(config).__name__)
-    require(isinstance(params_list, (list, tuple)) and len(params_list) >= 1, "params_list",
-            "a non-empty list of Params", params_list)
+    require(
+        isinstance(config, engine.Config),
+        "config",
+        f"a {engine.Config.__name__} (the Config of engine {engine.name!r})",
+        type(config).__name__,
+    )
+    require(
+        isinstance(params_list, (list, tuple)) and len(params_list) >= 1,
+        "params_list",
+        "a non-empty list of Params",
+        params_list,
+    )
     for i, p in enumerate(params_list):
-        require(isinstance(p, engine.Params), f"params_list[{i}]",
-                f"a {engine.Params.__name__} of engine {engine.name!r}", type(p).__name__)
+        require(
+            isinstance(p, engine.Params),
+            f"params_list[{i}]",
+            f"a {engine.Params.__name__} of engine {engine.name!r}",
+            type(p).__name__,
+        )
     for flag, name in ((record, "record"), (shard, "shard"), (warn, "warn")):
         require_bool(flag, name)
-    require(progress is None or isinstance(progress, bool) or callable(progress), "progress",
-            "None, True, False or a callable progress(done_blocks, total_blocks)", progress)
+    require(
+        progress is None or isinstance(progress, bool) or callable(progress),
+        "progress",
+        "None, True, False or a callable progress(done_blocks, total_blocks)",
+        progress,
+    )
     seeds = check_seeds(seeds)
     P, S = len(params_list), len(seeds)
     try:
         stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *params_list)
     except ValueError:
-        raise ConfigError("params_list must share every array shape (the same number of types "
-                          "and rate periods)") from None
+        raise ConfigError(
+            "params_list must share every array shape (the same number of types and rate periods)"
+        ) from None
     points = np.repeat(np.arange(P), S)
-    merged, traj, wall, compile_s = _simulate_runs(engine, config, stacked, np.tile(seeds, P),
-                                                   points, record, seed_chunk, block_steps,
-                                                   progress, shard)
+    merged, traj, wall, compile_s = _simulate_runs(
+        engine, config, stacked, np.tile(seeds, P), points, record, seed_chunk, block_steps, progress, shard
+    )
     out = []
     for i in range(P):
         rows = slice(i * S, (i + 1) * S)
@@ -337,6 +412,7 @@ def trajectory_rows(results: Results, s: int, kind: int) -> dict[str, np.ndarray
     if results.trajectories is None:
         raise ConfigError("batches() needs simulate(..., record=True)")
     from .clock import DF
+
     rows = results.trajectories["kind"][s] == kind
     out = {k: v[s][rows] for k, v in results.trajectories.items()}
     out["start_s"] = DF(out["t_hi"], out["t_lo"]).to_numpy()

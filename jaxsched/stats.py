@@ -3,6 +3,7 @@
 All host-side float64 NumPy: `mean_ci` (mean, std, 95% Student-t half-width), `ols` (least
 squares with per-coefficient 95% CIs) and `loglog_slope` (the slope of log y against log x).
 """
+
 from __future__ import annotations
 
 import math
@@ -12,9 +13,38 @@ from typing import Sequence
 import numpy as np
 
 # Two-sided 95% Student-t quantiles t_{0.975, df} for df = 1..30; the normal 1.96 beyond.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+_T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 
 
 def t975(df: int) -> float:
@@ -35,6 +65,7 @@ def mean_ci(values: Sequence[float]) -> tuple[float, float, float, int]:
 @dataclass(frozen=True)
 class Fit:
     """Least-squares fit y = X coef: coefficients, standard errors and 95% CI half-widths."""
+
     coef: np.ndarray
     se: np.ndarray
     ci95: np.ndarray

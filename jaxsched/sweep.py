@@ -22,6 +22,7 @@ Points share compiled programs: the points still to run are grouped into size bu
 `simulate_points` call of one program. Every row is bitwise the row the point would get
 alone. A bucket's rows are written when it ends, in grid order.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -60,23 +61,23 @@ def grid_points(engine: Engine, axes: Mapping[str, Sequence]) -> list[dict]:
         if not isinstance(values, (list, tuple, range, np.ndarray)):
             raise ConfigError(f"sweep axis {name!r} must be a list of values, got {values!r}")
         if name not in cfg_f | par_f:
-            raise ConfigError(f"sweep axis {name!r} must be a {engine.Config.__name__} field or a "
-                              f"{engine.name} make_params keyword: {sorted(cfg_f | par_f)}")
+            raise ConfigError(
+                f"sweep axis {name!r} must be a {engine.Config.__name__} field or a "
+                f"{engine.name} make_params keyword: {sorted(cfg_f | par_f)}"
+            )
         if len(values) == 0:
             raise ConfigError(f"sweep axis {name!r} must have at least one value")
         seen = [json.dumps(_jsonable(v)) for v in values]
         dup = sorted({v for v in seen if seen.count(v) > 1})
         if dup:
-            raise ConfigError(f"sweep axis {name!r} must not repeat a value, got {', '.join(dup)} "
-                              "more than once")
+            raise ConfigError(f"sweep axis {name!r} must not repeat a value, got {', '.join(dup)} more than once")
     names = list(axes)
     return [dict(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
 
 
 def point_label(engine: Engine, point: Mapping) -> str:
     """The grid values of a point as canonical JSON (the readable `point` column)."""
-    return json.dumps({"engine": engine.name,
-                       "point": {k: _jsonable(point[k]) for k in sorted(point)}}, sort_keys=True)
+    return json.dumps({"engine": engine.name, "point": {k: _jsonable(point[k]) for k in sorted(point)}}, sort_keys=True)
 
 
 def _jsonable(v: Any) -> Any:
@@ -102,11 +103,27 @@ def _prepare(engine: Engine, base: Any, points: list[dict], params: Mapping, see
     return out
 
 
-def _row(engine: Engine, key: str, point: dict, cfg: Any, seeds: list[int],
-         values: Mapping[str, np.ndarray], wall_s: float, metrics: Sequence[str]) -> dict:
-    row = {"key": key, "point": point_label(engine, point), **{k: _cell(v) for k, v in point.items()},
-           **engine.describe(cfg), "n": len(seeds), "seed_first": seeds[0], "seed_last": seeds[-1],
-           "version": __version__, "wall_s": wall_s}
+def _row(
+    engine: Engine,
+    key: str,
+    point: dict,
+    cfg: Any,
+    seeds: list[int],
+    values: Mapping[str, np.ndarray],
+    wall_s: float,
+    metrics: Sequence[str],
+) -> dict:
+    row = {
+        "key": key,
+        "point": point_label(engine, point),
+        **{k: _cell(v) for k, v in point.items()},
+        **engine.describe(cfg),
+        "n": len(seeds),
+        "seed_first": seeds[0],
+        "seed_last": seeds[-1],
+        "version": __version__,
+        "wall_s": wall_s,
+    }
     for m in metrics:
         mean, std, half, _ = mean_ci(values[m])
         row.update({f"{m}_mean": mean, f"{m}_std": std, f"{m}_ci95": half})
@@ -119,11 +136,21 @@ def _cell(v: Any) -> Any:
     return "/".join(map(str, v)) if isinstance(v, list) else v
 
 
-def run_sweep(base: Any, axes: Mapping[str, Sequence], seeds: Sequence[int], out: str | Path, *,
-              params: Mapping[str, Any] | None = None, memory_budget_mb: float = 1024.0,
-              progress: bool = True, on_point: Callable[[int, dict], None] | None = None,
-              metrics: Sequence[str] | None = None, buckets: bool = True,
-              bucket_waste: float = DEFAULT_MAX_WASTE, switch_policies: bool = False) -> Path:
+def run_sweep(
+    base: Any,
+    axes: Mapping[str, Sequence],
+    seeds: Sequence[int],
+    out: str | Path,
+    *,
+    params: Mapping[str, Any] | None = None,
+    memory_budget_mb: float = 1024.0,
+    progress: bool = True,
+    on_point: Callable[[int, dict], None] | None = None,
+    metrics: Sequence[str] | None = None,
+    buckets: bool = True,
+    bucket_waste: float = DEFAULT_MAX_WASTE,
+    switch_policies: bool = False,
+) -> Path:
     """Run the grid `axes` over `seeds` for `base`'s engine, one row per finished point in `out`.
 
     params: make_params keywords shared by every point (an axis overrides them).
@@ -148,13 +175,13 @@ def run_sweep(base: Any, axes: Mapping[str, Sequence], seeds: Sequence[int], out
     metrics = tuple(engine.METRICS) if metrics is None else tuple(metrics)
     for m in metrics:
         if m not in engine.METRICS:
-            raise ConfigError(f"metrics must be names among {engine.name}'s metrics "
-                              f"({', '.join(engine.METRICS)}), got {m!r}")
+            raise ConfigError(
+                f"metrics must be names among {engine.name}'s metrics ({', '.join(engine.METRICS)}), got {m!r}"
+            )
     _, par_f = sweep_fields(engine)
     for k in params or {}:
         if k not in par_f:
-            raise ConfigError(f"params key {k!r} must be a {engine.name} make_params keyword: "
-                              f"{sorted(par_f)}")
+            raise ConfigError(f"params key {k!r} must be a {engine.name} make_params keyword: {sorted(par_f)}")
     prepared = _prepare(engine, base, grid_points(engine, axes), dict(params or {}), seeds)
     if is_writer():
         check_file(out, "out")
@@ -162,8 +189,9 @@ def run_sweep(base: Any, axes: Mapping[str, Sequence], seeds: Sequence[int], out
     # Every process must run the same points (they gather together): process 0's file decides.
     done = set(broadcast_from_writer(sorted(results.done)))
     todo = [x for x in prepared if x[3] not in done]
-    plan = plan_buckets(engine, [cfg for _, cfg, _, _ in todo],
-                        bucket_waste if buckets else None, switch=switch_policies)
+    plan = plan_buckets(
+        engine, [cfg for _, cfg, _, _ in todo], bucket_waste if buckets else None, switch=switch_policies
+    )
     bar = Progress("sweep, points", len(prepared), enabled=progress and is_writer())
     start = len(prepared) - len(todo)
     bar.update(start)
@@ -171,8 +199,9 @@ def run_sweep(base: Any, axes: Mapping[str, Sequence], seeds: Sequence[int], out
     for b, bucket in enumerate(plan, 1):
         members = [todo[i] for i in bucket.members]
         detail = f"bucket {b}/{len(plan)} ({len(members)} points)"
-        for (p, cfg, par, key), values, wall_s in _run_bucket(engine, bucket, members, seeds,
-                                                              memory_budget_mb, bar, start, detail):
+        for (p, cfg, par, key), values, wall_s in _run_bucket(
+            engine, bucket, members, seeds, memory_budget_mb, bar, start, detail
+        ):
             n += 1
             row = _row(engine, key, p, cfg, seeds, values, wall_s, metrics)
             results.append(row)
@@ -188,19 +217,28 @@ def _stackable(params: list) -> bool:
     """Whether the params share one tree and every array shape (so `simulate_points` can stack
     them); points of one config may differ, e.g. in the length of a periodic rate profile."""
     import jax
-    shapes = [(jax.tree_util.tree_structure(p), [np.shape(x) for x in jax.tree_util.tree_leaves(p)])
-              for p in params]
+
+    shapes = [(jax.tree_util.tree_structure(p), [np.shape(x) for x in jax.tree_util.tree_leaves(p)]) for p in params]
     return all(s == shapes[0] for s in shapes)
 
 
-def _run_bucket(engine: Engine, bucket, members: list, seeds: list[int],
-                memory_budget_mb: float, bar: Progress, start: float, detail: str):
+def _run_bucket(
+    engine: Engine,
+    bucket,
+    members: list,
+    seeds: list[int],
+    memory_budget_mb: float,
+    bar: Progress,
+    start: float,
+    detail: str,
+):
     """[((point, config, params, key), metrics {name: float64[S]}, wall_s)] of a bucket's
     points: one `simulate_points` call (one program, points x seeds vmapped) on one process;
     across `jax.distributed` processes one `simulate_multihost` per point, still of one
     program. wall_s is each point's share of the bucket's wall time. The bucket advances
     `bar` from `start` by one unit per point."""
     import jax
+
     cap = {f: getattr(bucket.config, f) for f in engine.size_fields}
     params = []
     for _, cfg, par, _ in members:
@@ -212,19 +250,33 @@ def _run_bucket(engine: Engine, bucket, members: list, seeds: list[int],
     config = bucket.config
     chunk = seeds_for_budget(engine, config, memory_budget_mb)
     if len(members) == 1 or jax.process_count() > 1 or not _stackable(params):
-        res = [simulate_multihost(config, par, seeds, engine=engine, warn=False,
-                                  seed_chunk=min(len(seeds), chunk),
-                                  progress=Share(bar, start + i, 1, detail))
-               for i, par in enumerate(params)]
+        res = [
+            simulate_multihost(
+                config,
+                par,
+                seeds,
+                engine=engine,
+                warn=False,
+                seed_chunk=min(len(seeds), chunk),
+                progress=Share(bar, start + i, 1, detail),
+            )
+            for i, par in enumerate(params)
+        ]
         walls = [r.wall_s for r in res]
     else:
-        res = simulate_points(config, params, seeds, engine=engine, warn=False,
-                              seed_chunk=min(len(seeds) * len(params), chunk),
-                              progress=Share(bar, start, len(params), detail))
+        res = simulate_points(
+            config,
+            params,
+            seeds,
+            engine=engine,
+            warn=False,
+            seed_chunk=min(len(seeds) * len(params), chunk),
+            progress=Share(bar, start, len(params), detail),
+        )
         walls = [r.wall_s / len(res) for r in res]
     out = []
     for m, r, wall in zip(members, res, walls):
-        for msg in engine.check(m[1], r.metrics):      # the point's own config, not the bucket's
+        for msg in engine.check(m[1], r.metrics):  # the point's own config, not the bucket's
             warnings.warn(f"point {point_label(engine, m[0])}: {msg}", RuntimeWarning, stacklevel=3)
         out.append((m, r.metrics, wall))
     return out

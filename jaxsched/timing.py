@@ -7,6 +7,7 @@ price of their own (restarts are recomputation, dearer than decoding). The kv en
 iterations use both; the budget engine's batch time (jaxsched.budget.timing) is
 iteration_time_s of the tokens beyond its compute-bound knee.
 """
+
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -43,8 +44,9 @@ def _add_products(x: DF, tokens: jnp.ndarray, d1_hi, d1_lo) -> DF:
     return x
 
 
-def priced_iteration_time_s(decode_tokens: jnp.ndarray, prefill_tokens: jnp.ndarray, d0_s, d1_hi,
-                            d1_lo, p_hi, p_lo) -> DF:
+def priced_iteration_time_s(
+    decode_tokens: jnp.ndarray, prefill_tokens: jnp.ndarray, d0_s, d1_hi, d1_lo, p_hi, p_lo
+) -> DF:
     """d0 + d1 * decode_tokens + d1_prefill * prefill_tokens (s, double-float): eq. (1) with
     prefill tokens (first prefills and the recomputation of restarted requests) at a price of
     their own, d1_prefill = p_hi + p_lo. The decode products are added first, then the prefill

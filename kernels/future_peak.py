@@ -14,6 +14,7 @@ so a strict-prefix admission costs O(n) per candidate. Times may be given relati
 origin (the formulas only use differences): callers shift them to keep sums far from int32
 overflow.
 """
+
 from __future__ import annotations
 
 import jax
@@ -25,18 +26,17 @@ _HIGH = np.int32(2**31 - 1)
 _UHIGH = np.uint32(2**32 - 1)
 
 
-def completion_peaks(s: jnp.ndarray, p: jnp.ndarray, c: jnp.ndarray,
-                     member: jnp.ndarray) -> jnp.ndarray:
+def completion_peaks(s: jnp.ndarray, p: jnp.ndarray, c: jnp.ndarray, member: jnp.ndarray) -> jnp.ndarray:
     """int32[n]: peak_j of the set {member} at each member's completion step c_j (0 elsewhere).
 
     s, p, c: int32[n] prompt tokens, start and planned completion steps; member: bool[n].
     """
     n = s.shape[0]
-    key = jnp.where(member, c, _LOW)              # non-members sort first, out of every suffix
+    key = jnp.where(member, c, _LOW)  # non-members sort first, out of every suffix
     w = jnp.where(member, s - p, 0)
     one = member.astype(jnp.int32)
     ks, ws, os_ = jax.lax.sort((key, w, one), num_keys=1)
-    suf_w = jnp.cumsum(ws[::-1])[::-1]            # sum over sorted positions >= k
+    suf_w = jnp.cumsum(ws[::-1])[::-1]  # sum over sorted positions >= k
     suf_n = jnp.cumsum(os_[::-1])[::-1]
     first = jnp.searchsorted(ks, key, side="left")  # first member with c_l >= c_j
     first = jnp.minimum(first, n - 1)
@@ -44,12 +44,13 @@ def completion_peaks(s: jnp.ndarray, p: jnp.ndarray, c: jnp.ndarray,
     return jnp.where(member, peak, 0)
 
 
-def completion_peaks_binned(s: jnp.ndarray, p: jnp.ndarray, c: jnp.ndarray,
-                            member: jnp.ndarray, width: int) -> jnp.ndarray:
+def completion_peaks_binned(
+    s: jnp.ndarray, p: jnp.ndarray, c: jnp.ndarray, member: jnp.ndarray, width: int
+) -> jnp.ndarray:
     """`completion_peaks` without sorting, for completion steps c in [0, width) (relative to
     the caller's origin): per-step sums of s - p and of counts, reverse-cumulated. O(n + width).
     """
-    b = jnp.where(member, c, width)                    # non-members land in a spare bin
+    b = jnp.where(member, c, width)  # non-members land in a spare bin
     w = jnp.zeros((width + 1,), jnp.int32).at[b].add(jnp.where(member, s - p, 0))
     k = jnp.zeros((width + 1,), jnp.int32).at[b].add(member.astype(jnp.int32))
     suf_w = jnp.cumsum(w[::-1])[::-1]
@@ -67,8 +68,9 @@ def lex_argmin(key: jnp.ndarray, tie: jnp.ndarray, mask: jnp.ndarray) -> jnp.nda
     return jnp.argmax(cand & (tie == m)).astype(jnp.int32)
 
 
-def admit_check(s: jnp.ndarray, p: jnp.ndarray, c: jnp.ndarray, member: jnp.ndarray,
-                peak: jnp.ndarray, s_r, p_r, c_r, M) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+def admit_check(
+    s: jnp.ndarray, p: jnp.ndarray, c: jnp.ndarray, member: jnp.ndarray, peak: jnp.ndarray, s_r, p_r, c_r, M
+) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     """Whether job r (prompt s_r, start p_r, planned end c_r >= every member's start) can join
     the set {member} whose peaks are `peak`, without any step exceeding M.
 

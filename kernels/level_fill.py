@@ -18,6 +18,7 @@ Subsets are drawn from the `ENUM_MAX` largest waiting requests (all of them when
 that small), as int32 bitmasks over those candidates: `subset_masks(16, 4)` has 2517 entries,
 so one level costs G passes over 2517 subsets, independent of the pool size.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -28,8 +29,8 @@ import numpy as np
 
 from .valley_fill import valley_fill
 
-ENUM_MAX = 16      # candidates for the subsets: the largest waiting requests
-SUBSET_MAX = 4     # requests per worker chosen by enumeration (valley fill admits the rest)
+ENUM_MAX = 16  # candidates for the subsets: the largest waiting requests
+SUBSET_MAX = 4  # requests per worker chosen by enumeration (valley fill admits the rest)
 
 _BIG = np.int32(2**31 - 1)
 
@@ -61,8 +62,15 @@ def candidates(sizes: jnp.ndarray, valid: jnp.ndarray, n: int) -> tuple[jnp.ndar
     return order.astype(jnp.int32), valid[order]
 
 
-def level_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray, valid: jnp.ndarray,
-               level: jnp.ndarray, masks: jnp.ndarray, counts: jnp.ndarray) -> jnp.ndarray:
+def level_fill(
+    loads: jnp.ndarray,
+    free: jnp.ndarray,
+    sizes: jnp.ndarray,
+    valid: jnp.ndarray,
+    level: jnp.ndarray,
+    masks: jnp.ndarray,
+    counts: jnp.ndarray,
+) -> jnp.ndarray:
     """Admit U = min(#valid, sum free) requests, packing workers up to `level` (module docstring).
 
     loads int32[G] (tokens); free int32[G]; sizes int32[R] (tokens); valid bool[R]; level int32
@@ -73,18 +81,18 @@ def level_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray, valid:
     n = min(ENUM_MAX, R)
     pos, ok_c = candidates(sizes, valid, n)
     bit = jnp.left_shift(jnp.int32(1), jnp.arange(n, dtype=jnp.int32))
-    in_subset = (masks[:, None] & bit[None, :]) != 0                             # [S, n]
-    sums = jnp.sum(jnp.where(in_subset, sizes[pos][None, :], 0), axis=1)          # [S]
+    in_subset = (masks[:, None] & bit[None, :]) != 0  # [S, n]
+    sums = jnp.sum(jnp.where(in_subset, sizes[pos][None, :], 0), axis=1)  # [S]
     fill_all = jnp.sum(valid) > jnp.sum(free)
     prefer = jnp.where(fill_all, counts, 0)
-    order = jnp.argsort(level - loads)                                             # least room first
+    order = jnp.argsort(level - loads)  # least room first
 
     def body(k, carry):
         avail, cand_worker = carry
         g = order[k]
         ok = ((masks & ~avail) == 0) & (counts <= free[g]) & (sums <= level - loads[g])
         best_count = jnp.max(jnp.where(ok, prefer, -1))
-        r = jnp.argmax(jnp.where(ok & (prefer == best_count), sums, -1))       # r = 0 (empty) fits
+        r = jnp.argmax(jnp.where(ok & (prefer == best_count), sums, -1))  # r = 0 (empty) fits
         take = (masks[r] & bit) != 0
         return avail & ~masks[r], jnp.where(take, g, cand_worker)
 

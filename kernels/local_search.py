@@ -24,6 +24,7 @@ Starts: plain valley fill ("vf_ls"); valley fill at 9 target levels ("ms_ls", `m
 or 41 valley-fill starts followed by level fills (kernels/level_fill.py) at 205 levels below
 their maxima ("ms_lf", `multi_start_level`), every start followed by the search.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -60,7 +61,7 @@ def _max_outside(L, tops, a, b):
     v = lambda i: jnp.where(i >= 0, L[jnp.maximum(i, 0)], 0)
     out1 = (i1 != a) & (i1 != b)
     out2 = (i2 != a) & (i2 != b) & (i2 >= 0)
-    out3 = (i3 >= 0)
+    out3 = i3 >= 0
     return jnp.where(out1, v(i1), jnp.where(out2, v(i2), jnp.where(out3, v(i3), 0)))
 
 
@@ -71,7 +72,7 @@ def _dsq(d, base):
 
 def _worker_loads(loads0, worker, sizes):
     G = loads0.shape[0]
-    onehot = worker[:, None] == jnp.arange(G)[None, :]                          # [R, G]
+    onehot = worker[:, None] == jnp.arange(G)[None, :]  # [R, G]
     return loads0 + jnp.sum(jnp.where(onehot, sizes[:, None], 0), axis=0), jnp.sum(onehot, axis=0)
 
 
@@ -95,10 +96,10 @@ def _best_candidate(loads0, free0, sizes, valid, worker, chain: bool):
     total = jnp.sum(L)
     new = worker >= 0
     waiting = valid & ~new
-    a = jnp.maximum(worker, 0)                                                 # worker of item
+    a = jnp.maximum(worker, 0)  # worker of item
     La = L[a]
     s = sizes
-    cands = []   # (J [..], dsq [..], ok [..])
+    cands = []  # (J [..], dsq [..], ok [..])
 
     # move i -> b
     b = jnp.arange(G)[None, :]
@@ -108,14 +109,14 @@ def _best_candidate(loads0, free0, sizes, valid, worker, chain: bool):
     cands.append((G * mx - total, _dsq(2 * s[:, None], L[None, :] - La[:, None] + s[:, None]), ok))
 
     # swap i <-> j
-    d = s[:, None] - s[None, :]                                                 # a loses d
+    d = s[:, None] - s[None, :]  # a loses d
     la, lb = La[:, None] - d, La[None, :] + d
     mx = jnp.maximum(_max_outside(L, tops, a[:, None], a[None, :]), jnp.maximum(la, lb))
     ok = new[:, None] & new[None, :] & (a[:, None] != a[None, :]) & (d != 0)
     cands.append((G * mx - total, _dsq(2 * d, La[None, :] - La[:, None] + d), ok))
 
     # pool exchange: waiting p replaces new i
-    d = s[None, :] - s[:, None]                                                 # [i, p]: a gains d
+    d = s[None, :] - s[:, None]  # [i, p]: a gains d
     la = La[:, None] + d
     mx = jnp.maximum(_max_outside(L, tops, a[:, None], a[:, None]), la)
     ok = new[:, None] & waiting[None, :] & (d != 0)
@@ -128,7 +129,7 @@ def _best_candidate(loads0, free0, sizes, valid, worker, chain: bool):
         db = s[None, :, None] - s[None, None, :]
         la, lb = Lai + da, Laj + db
         mx = jnp.maximum(_max_outside(L, tops, ai, aj), jnp.maximum(la, lb))
-        ok = (waiting[:, None, None] & new[None, :, None] & new[None, None, :] & (ai != aj))
+        ok = waiting[:, None, None] & new[None, :, None] & new[None, None, :] & (ai != aj)
         dsq = _dsq(da, 2 * Lai + da) + _dsq(db, 2 * Laj + db)
         cands.append((G * mx - (total + da + db), dsq, ok))
 
@@ -202,8 +203,9 @@ def _target_levels(loads0, med, qmax: float, num_levels: int) -> jnp.ndarray:
     """Valley-fill targets int32[1 + num_levels]: 0 (plain valley fill), then M0 + round(q * med)
     for q in linspace(0.25, qmax, num_levels) (M0: the current max load; med: median size)."""
     qs = np.linspace(0.25, qmax, num_levels, dtype=np.float32)
-    return jnp.concatenate([jnp.zeros((1,), jnp.int32),
-                            jnp.max(loads0) + jnp.round(qs * med.astype(jnp.float32)).astype(jnp.int32)])
+    return jnp.concatenate(
+        [jnp.zeros((1,), jnp.int32), jnp.max(loads0) + jnp.round(qs * med.astype(jnp.float32)).astype(jnp.int32)]
+    )
 
 
 def multi_start(loads0, free0, sizes, valid, *, max_iters: int, chain: bool, num_levels: int = 8):
@@ -225,16 +227,18 @@ def _instance_key(loads, sizes, valid) -> jax.Array:
     """A PRNG key that is a function of the instance only (jittered starts are deterministic)."""
     h = jnp.sum(loads.astype(jnp.uint32) * jnp.uint32(2654435761)) ^ jnp.sum(
         jnp.where(valid, sizes, 0).astype(jnp.uint32)
-        * (jnp.arange(sizes.shape[0], dtype=jnp.uint32) * 2 + 1) * jnp.uint32(40503))
+        * (jnp.arange(sizes.shape[0], dtype=jnp.uint32) * 2 + 1)
+        * jnp.uint32(40503)
+    )
     return jax.random.fold_in(jax.random.PRNGKey(97), h)
 
 
 # multi_start_level's schedule (measured in benchmarks/bench_kernel_quality.py, README):
-LEVEL_QMAX = 6.0           # target levels M0 + q * median for q in [0.25, LEVEL_QMAX] ...
-NUM_LEVELS = 16            # ... at this many q
-NUM_JITTER = 24            # valley fill on loads + U[0, scale * median) noise, scale 0.5, 1, 2
-LEVEL_OFFSETS = (0.0, 2.0, 8.0)      # level fills below each start's max, in tokens ...
-LEVEL_OFFSETS_MEDIAN = (0.15, 0.5)   # ... and in medians of the waiting sizes
+LEVEL_QMAX = 6.0  # target levels M0 + q * median for q in [0.25, LEVEL_QMAX] ...
+NUM_LEVELS = 16  # ... at this many q
+NUM_JITTER = 24  # valley fill on loads + U[0, scale * median) noise, scale 0.5, 1, 2
+LEVEL_OFFSETS = (0.0, 2.0, 8.0)  # level fills below each start's max, in tokens ...
+LEVEL_OFFSETS_MEDIAN = (0.15, 0.5)  # ... and in medians of the waiting sizes
 
 
 def _starts(loads0, free0, sizes, valid, med, max_iters: int):
@@ -271,12 +275,16 @@ def multi_start_level(loads0, free0, sizes, valid, *, max_iters: int = 8):
     local search converged).
     """
     R = sizes.shape[0]
-    med = jnp.where(jnp.any(valid), _median_valid(sizes, valid), 1)   # no pool: nothing to admit
+    med = jnp.where(jnp.any(valid), _median_valid(sizes, valid), 1)  # no pool: nothing to admit
     ws, convs = _starts(loads0, free0, sizes, valid, med, max_iters)
     masks, counts = (jnp.asarray(x) for x in subset_masks(min(ENUM_MAX, R), SUBSET_MAX))
-    tops = jax.vmap(lambda w: jnp.max(_worker_loads(loads0, w, sizes)[0]))(ws)          # [S]
-    offsets = jnp.concatenate([jnp.asarray(LEVEL_OFFSETS, jnp.float32),
-                               jnp.asarray(LEVEL_OFFSETS_MEDIAN, jnp.float32) * med.astype(jnp.float32)])
+    tops = jax.vmap(lambda w: jnp.max(_worker_loads(loads0, w, sizes)[0]))(ws)  # [S]
+    offsets = jnp.concatenate(
+        [
+            jnp.asarray(LEVEL_OFFSETS, jnp.float32),
+            jnp.asarray(LEVEL_OFFSETS_MEDIAN, jnp.float32) * med.astype(jnp.float32),
+        ]
+    )
     levels = (tops[:, None] - jnp.ceil(offsets).astype(jnp.int32)[None, :]).ravel()
 
     def one(level):
@@ -304,6 +312,7 @@ def _variant(kind: str, chain: bool = False, max_iters: int = 8) -> Callable:
         else:
             w, conv = multi_start(loads, free, sizes, valid, max_iters=max_iters, chain=chain)
         return w, ranks_of(w, G), conv
+
     fn.__name__ = f"bfio_{kind}{'_chain' if chain else ''}"
     return fn
 

@@ -7,6 +7,7 @@ for the CPU platform. Where it cannot be built (no compiler), `available()` is F
 warning says so, and `kernels.valley_fill` runs its XLA form, which gives the same results.
 `JAXSCHED_NATIVE=0` turns the native kernel off for the whole process.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -29,7 +30,7 @@ _SYMBOL = "JaxschedValleyFill"
 # for this machine's CPU first (the cache key names it), else for the baseline ISA.
 _FLAGS = ("-O3", "-shared", "-fPIC", "-std=c++17")
 _TUNINGS = (("-march=native",), ())
-_LIBS: list[ctypes.CDLL] = []          # loaded libraries stay referenced while XLA may call them
+_LIBS: list[ctypes.CDLL] = []  # loaded libraries stay referenced while XLA may call them
 
 
 def cache_dir() -> Path:
@@ -62,8 +63,17 @@ def build(directory: Path | None = None) -> Path:
     compiler = os.environ.get("CXX", "c++")
     directory = cache_dir() if directory is None else directory
     import jaxlib
-    key = hashlib.sha256(b"\0".join([SOURCE.read_bytes(), jaxlib.__version__.encode(), _cpu(),
-                                     " ".join(_command(compiler, (), Path("o"))).encode()]))
+
+    key = hashlib.sha256(
+        b"\0".join(
+            [
+                SOURCE.read_bytes(),
+                jaxlib.__version__.encode(),
+                _cpu(),
+                " ".join(_command(compiler, (), Path("o"))).encode(),
+            ]
+        )
+    )
     lib = directory / f"valley_fill-{key.hexdigest()[:16]}.so"
     if lib.exists():
         return lib
@@ -73,8 +83,7 @@ def build(directory: Path | None = None) -> Path:
     try:
         for n, tuning in enumerate(_TUNINGS):
             try:
-                subprocess.run(_command(compiler, tuning, Path(tmp)), check=True,
-                               capture_output=True, text=True)
+                subprocess.run(_command(compiler, tuning, Path(tmp)), check=True, capture_output=True, text=True)
                 break
             except subprocess.CalledProcessError:
                 if n == len(_TUNINGS) - 1:
@@ -96,9 +105,12 @@ def available() -> bool:
         lib = ctypes.cdll.LoadLibrary(str(build()))
     except (OSError, subprocess.CalledProcessError) as err:
         detail = getattr(err, "stderr", None) or err
-        warnings.warn(f"jaxsched: the native valley-fill kernel could not be built ({detail}); "
-                      "using its XLA form (the same results, slower on a CPU)", RuntimeWarning,
-                      stacklevel=2)
+        warnings.warn(
+            f"jaxsched: the native valley-fill kernel could not be built ({detail}); "
+            "using its XLA form (the same results, slower on a CPU)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return False
     _LIBS.append(lib)
     jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(getattr(lib, _SYMBOL)), platform="cpu")
@@ -111,13 +123,19 @@ def default_on() -> bool:
     return jax.default_backend() == "cpu" and available()
 
 
-def valley_fill_native(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
-                       valid: jnp.ndarray, target: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+def valley_fill_native(
+    loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray, valid: jnp.ndarray, target: jnp.ndarray
+) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Valley fill on N instances by the native kernel (CPU only; call `available()` first):
     loads, free int32[N, G]; sizes int32[N, R]; valid bool[N, R]; target int32[N]. Returns
     (worker, rank) int32[N, R], as `kernels.valley_fill`. Extra leading batch axes (a vmap
     around it) are flattened into N by the kernel."""
     out = jax.ShapeDtypeStruct(sizes.shape, jnp.int32)
     call = jax.ffi.ffi_call(TARGET, (out, out), vmap_method="broadcast_all")
-    return call(loads.astype(jnp.int32), free.astype(jnp.int32), sizes.astype(jnp.int32),
-                valid.astype(jnp.bool_), target.astype(jnp.int32))
+    return call(
+        loads.astype(jnp.int32),
+        free.astype(jnp.int32),
+        sizes.astype(jnp.int32),
+        valid.astype(jnp.bool_),
+        target.astype(jnp.int32),
+    )

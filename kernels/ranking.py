@@ -5,13 +5,14 @@ reduction, and a per-slot gather under vmap is slow too. Free slots are therefor
 32-bit words per worker (one reduction over the slots), and the slot of the r-th free position
 is found per admitted request (at most R of them) by a popcount binary search inside one word.
 """
+
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-_BIT = np.uint32(1) << np.arange(32, dtype=np.uint32)          # 1 << j
+_BIT = np.uint32(1) << np.arange(32, dtype=np.uint32)  # 1 << j
 
 
 def pack_bits(mask: jnp.ndarray) -> jnp.ndarray:
@@ -34,11 +35,11 @@ def select_bit(words: jnp.ndarray, rank: jnp.ndarray) -> jnp.ndarray:
     Returns int32[...] in [0, 32 nw).
     """
     nw = words.shape[-1]
-    cnt = jax.lax.population_count(words).astype(jnp.int32)                     # [..., nw]
+    cnt = jax.lax.population_count(words).astype(jnp.int32)  # [..., nw]
     incl = cnt
     for j in range(1, nw):  # nw <= a few dozen words: an unrolled prefix, no reduce_window
         incl = incl.at[..., j].add(incl[..., j - 1])
-    w = jnp.sum(incl <= rank[..., None], axis=-1)                               # word index
+    w = jnp.sum(incl <= rank[..., None], axis=-1)  # word index
     w = jnp.minimum(w, nw - 1)
     before = jnp.take_along_axis(incl - cnt, w[..., None], -1)[..., 0]
     x = jnp.take_along_axis(words, w[..., None], -1)[..., 0]

@@ -9,6 +9,7 @@ adds, which XLA evaluates the same way for every batch shape. Integer sums are e
 none of this, but several of them over one array (the dp engine's per-worker counts, loads and
 free-slot words) are faster as one variadic reduce: `fused_sums`.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -33,8 +34,8 @@ def ordered_sum(x: jnp.ndarray) -> jnp.ndarray:
     n = x.shape[-1]
     width = 1 << max(0, (n - 1).bit_length())
     row = min(width, _ROW)
-    m = -(-n // row)                                   # rows holding data; the rest are zero
-    rows = [x[..., r * row:(r + 1) * row] for r in range(m)] + [None] * (width // row - m)
+    m = -(-n // row)  # rows holding data; the rest are zero
+    rows = [x[..., r * row : (r + 1) * row] for r in range(m)] + [None] * (width // row - m)
     if m * row > n:
         rows[m - 1] = jnp.pad(rows[m - 1], [(0, 0)] * (x.ndim - 1) + [(0, m * row - n)])
     while len(rows) > 1:
@@ -59,8 +60,10 @@ def fused_sums(operands: Sequence[jnp.ndarray], axis: int = -1) -> tuple[jnp.nda
     operands = tuple(operands)
     for x in operands:
         if not (jnp.issubdtype(x.dtype, jnp.integer) and x.shape == operands[0].shape):
-            raise ValueError("fused_sums: operands must be integer arrays of one shape, got "
-                             f"{[(str(o.dtype), o.shape) for o in operands]}")
+            raise ValueError(
+                "fused_sums: operands must be integer arrays of one shape, got "
+                f"{[(str(o.dtype), o.shape) for o in operands]}"
+            )
     ax = axis % operands[0].ndim
     zeros = tuple(jnp.zeros((), x.dtype) for x in operands)
     out = jax.lax.reduce(operands, zeros, lambda a, b: tuple(x + y for x, y in zip(a, b)), (ax,))

@@ -6,6 +6,7 @@ in id order then need one cumsum / cummax in slot order plus a correction at the
 instead of a sort. `group_rank` is the general O(Q log Q) definition by sorting, kept as the
 yardstick for the O(Q) rank forms that callers derive from these sums.
 """
+
 from __future__ import annotations
 
 import jax
@@ -48,7 +49,7 @@ def suffix_sums(count: jnp.ndarray) -> jnp.ndarray:
 def prefix_max_by_id(x: jnp.ndarray, base) -> jnp.ndarray:
     """Inclusive prefix maxima of x (int32[Q] >= 0, ring slots) in id order."""
     slot = jnp.arange(x.shape[0], dtype=jnp.int32)
-    first = slot >= base                                  # the older half of the ring
+    first = slot >= base  # the older half of the ring
     a = jax.lax.cummax(jnp.where(first, x, 0))
     b = jax.lax.cummax(jnp.where(first, 0, x))
     return jnp.where(first, a, jnp.maximum(jnp.max(jnp.where(first, x, 0)), b))

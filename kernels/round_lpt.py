@@ -40,6 +40,7 @@ G * (max load - min initial load) < 2^31 - 2G, which the engine's bound G * max 
 2^31 - 2^24 implies (valley fill packs G * load likewise); pools of up to 46340 entries use
 packed keys, larger ones a slower two-key sort.
 """
+
 from __future__ import annotations
 
 import jax
@@ -51,8 +52,9 @@ import numpy as np
 _PACKED_POOL_MAX = 46340
 
 
-def _descending_requests(sizes: jnp.ndarray, valid: jnp.ndarray,
-                         packed: bool | None = None) -> tuple[jnp.ndarray, jnp.ndarray]:
+def _descending_requests(
+    sizes: jnp.ndarray, valid: jnp.ndarray, packed: bool | None = None
+) -> tuple[jnp.ndarray, jnp.ndarray]:
     """(pool index int32[R], size int32[R]) of the valid requests, size-descending, ties by
     pool position; invalid entries last (their sizes are meaningless). packed (static): use
     the packed keys; None: whenever R <= _PACKED_POOL_MAX.
@@ -66,8 +68,7 @@ def _descending_requests(sizes: jnp.ndarray, valid: jnp.ndarray,
     pos = jnp.arange(R, dtype=jnp.int32)
     n_valid = jnp.sum(valid, dtype=jnp.int32)
     if not (R <= _PACKED_POOL_MAX if packed is None else packed):
-        _, neg, perm = jax.lax.sort(((~valid).astype(jnp.int32), -sizes, pos), num_keys=2,
-                                    is_stable=True)
+        _, neg, perm = jax.lax.sort(((~valid).astype(jnp.int32), -sizes, pos), num_keys=2, is_stable=True)
         return perm, -neg
     # Invalid entries get the largest key, so the first n_valid sorted values are the valid ones.
     neg = jnp.sort(jnp.where(valid, -sizes, jnp.iinfo(jnp.int32).max))
@@ -77,8 +78,13 @@ def _descending_requests(sizes: jnp.ndarray, valid: jnp.ndarray,
     return perm, -neg
 
 
-def round_lpt(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
-              valid: jnp.ndarray, num_workers: jnp.ndarray | None = None) -> tuple[jnp.ndarray, jnp.ndarray]:
+def round_lpt(
+    loads: jnp.ndarray,
+    free: jnp.ndarray,
+    sizes: jnp.ndarray,
+    valid: jnp.ndarray,
+    num_workers: jnp.ndarray | None = None,
+) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Round-LPT assignment for BF-IO H = 0 (module docstring).
 
     loads int32[G] current loads (tokens); free int32[G] free slots; sizes int32[R] request
@@ -93,8 +99,7 @@ def round_lpt(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
     perm, desc = _descending_requests(sizes, valid)
     U = jnp.minimum(jnp.sum(valid, dtype=jnp.int32), jnp.sum(free))
     # Loads only grow, so the initial minimum is a base below every later load.
-    base = jnp.min(loads if num_workers is None
-                   else jnp.where(gid < num_workers, loads, jnp.iinfo(jnp.int32).max))
+    base = jnp.min(loads if num_workers is None else jnp.where(gid < num_workers, loads, jnp.iinfo(jnp.int32).max))
     # Inactive workers sort after every active one and keep their index in the key, so that
     # `order` is a permutation (the scatter-add below relies on unique indices).
     inactive = (np.iinfo(np.int32).max // G - 1) * G
@@ -106,7 +111,7 @@ def round_lpt(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
         # active workers by load, lowest index first among equals, the inactive ones last.
         key = jnp.sort(jnp.where(active, (loads - base) * G, inactive) + gid)
         order = key % G
-        k = o + gid                                                    # descending-list index
+        k = o + gid  # descending-list index
         take = (key < inactive) & (k < U)
         add = jnp.where(take, desc[jnp.minimum(k, R - 1)], 0)
         loads = loads.at[order].add(add, unique_indices=True)

@@ -11,6 +11,7 @@ Both kernels return `(worker[R], rank[R])` (int32; worker -1 = not admitted; ran
 requests the same worker received before this one) and are deterministic: ties go to the
 lowest worker index and to the earliest pool position (queue order).
 """
+
 from __future__ import annotations
 
 import functools
@@ -26,8 +27,9 @@ from .reduce import ordered_sum
 _BIG = np.int32(2**31 - 1)
 
 
-def _greedy_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray, valid: jnp.ndarray,
-                 choose: Callable, top=None) -> tuple[jnp.ndarray, jnp.ndarray]:
+def _greedy_fill(
+    loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray, valid: jnp.ndarray, choose: Callable, top=None
+) -> tuple[jnp.ndarray, jnp.ndarray]:
     """U sequential admissions: (g, i) = choose(loads, top, free, valid); request i joins g.
 
     loads is int32[G] or int32[G, W] (a request adds its size to every column of its worker's
@@ -61,8 +63,7 @@ def _greedy_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray, vali
     free0 = free
     top = jnp.max(loads, axis=0) if top is None else top
     init = (loads, top, free, valid, jnp.full((R,), -1, jnp.int32), jnp.zeros((R,), jnp.int32))
-    out = _admission_loop(lambda c: body(0, c), init, R,
-                          lambda c: jnp.any(c[3]) & jnp.any(c[2] > 0))
+    out = _admission_loop(lambda c: body(0, c), init, R, lambda c: jnp.any(c[3]) & jnp.any(c[2] > 0))
     return out[4], out[5]
 
 
@@ -75,8 +76,9 @@ def _admission_loop(body: Callable, carry, R: int, pending: Callable):
     """
     first = max(1, min(R // 4, 64))
     carry = jax.lax.fori_loop(0, first, lambda _, c: body(c), carry)
-    _, carry = jax.lax.while_loop(lambda nc: (nc[0] < R) & pending(nc[1]),
-                                  lambda nc: (nc[0] + 1, body(nc[1])), (jnp.int32(first), carry))
+    _, carry = jax.lax.while_loop(
+        lambda nc: (nc[0] < R) & pending(nc[1]), lambda nc: (nc[0] + 1, body(nc[1])), (jnp.int32(first), carry)
+    )
     return carry
 
 
@@ -103,9 +105,15 @@ def default_unroll() -> int:
     return UNROLL.get(jax.default_backend(), UNROLL_ACCELERATOR)
 
 
-def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
-                valid: jnp.ndarray, target=0, unroll: int | None = None,
-                native: bool | None = None) -> tuple[jnp.ndarray, jnp.ndarray]:
+def valley_fill(
+    loads: jnp.ndarray,
+    free: jnp.ndarray,
+    sizes: jnp.ndarray,
+    valid: jnp.ndarray,
+    target=0,
+    unroll: int | None = None,
+    native: bool | None = None,
+) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Valley-fill assignment for H = 0.
 
     loads int32[G] current loads (tokens); free int32[G] free slots; sizes int32[R] request
@@ -136,8 +144,10 @@ def valley_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
         raise ValueError(f"valley_fill: unroll must be an int >= 1, got {unroll!r}")
     native = native_kernel.default_on() if native is None else bool(native)
     if native and not native_kernel.available():
-        raise ValueError("valley_fill: native=True, but the native kernel is unavailable "
-                         "(JAXSCHED_NATIVE=0, or it could not be built: see the warning)")
+        raise ValueError(
+            "valley_fill: native=True, but the native kernel is unavailable "
+            "(JAXSCHED_NATIVE=0, or it could not be built: see the warning)"
+        )
     return _vmappable(unroll, native)(loads, free, sizes, valid, jnp.asarray(target, jnp.int32))
 
 
@@ -151,8 +161,7 @@ def _vmappable(unroll: int, native: bool) -> Callable:
         if not native:
             return xla(*args)
         # The native kernel is registered for the CPU only; other platforms lower the XLA form.
-        return jax.lax.platform_dependent(*args, cpu=native_kernel.valley_fill_native,
-                                          default=xla)
+        return jax.lax.platform_dependent(*args, cpu=native_kernel.valley_fill_native, default=xla)
 
     @jax.custom_batching.custom_vmap
     def one(loads, free, sizes, valid, target):
@@ -161,8 +170,10 @@ def _vmappable(unroll: int, native: bool) -> Callable:
 
     @one.def_vmap
     def rule(axis_size: int, in_batched, loads, free, sizes, valid, target):
-        args = [x if b else jnp.broadcast_to(x, (axis_size, *x.shape))
-                for x, b in zip((loads, free, sizes, valid, target), in_batched)]
+        args = [
+            x if b else jnp.broadcast_to(x, (axis_size, *x.shape))
+            for x, b in zip((loads, free, sizes, valid, target), in_batched)
+        ]
         return batched(*args), (True, True)
 
     return one
@@ -176,12 +187,10 @@ def _materialize(*xs: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
     on the CPU backend.)"""
     pairs = tuple(jnp.stack([x, x]) for x in xs)
     inits = tuple(jnp.array(jnp.iinfo(x.dtype).min, x.dtype) for x in xs)
-    return tuple(jax.lax.reduce(pairs, inits,
-                                lambda a, b: tuple(jnp.maximum(x, y) for x, y in zip(a, b)), (0,)))
+    return tuple(jax.lax.reduce(pairs, inits, lambda a, b: tuple(jnp.maximum(x, y) for x, y in zip(a, b)), (0,)))
 
 
-def _valley_fill_batched(loads, free, sizes, valid, target, unroll: int = 1
-                         ) -> tuple[jnp.ndarray, jnp.ndarray]:
+def _valley_fill_batched(loads, free, sizes, valid, target, unroll: int = 1) -> tuple[jnp.ndarray, jnp.ndarray]:
     """`valley_fill` on N instances at once: loads, free int32[N, G]; sizes int32[N, R]; valid
     bool[N, R]; target int32[N]; unroll admissions per loop iteration. Returns (worker, rank)
     int32[N, R]."""
@@ -189,11 +198,11 @@ def _valley_fill_batched(loads, free, sizes, valid, target, unroll: int = 1
     R = sizes.shape[1]
     R2 = 1 << max(0, (R - 1).bit_length())
     sh = R2.bit_length() - 1
-    loads, free, sizes, valid = loads.T, free.T, sizes.T, valid.T        # seeds on the minor axis
+    loads, free, sizes, valid = loads.T, free.T, sizes.T, valid.T  # seeds on the minor axis
     pos = jnp.arange(R, dtype=jnp.int32)[:, None]
     gid = jnp.arange(G, dtype=jnp.int32)[:, None]
     none = -_BIG - 1
-    cap = (int(_BIG) >> sh) - 1                      # rooms above this fit every packable size
+    cap = (int(_BIG) >> sh) - 1  # rooms above this fit every packable size
     # One array carries each request's key while it waits and its fate afterwards: -1 not in
     # the pool, -(g * R2 + rank) - 2 once admitted to worker g as its rank-th request.
     key0 = jnp.where(valid, sizes * R2 + (R2 - 1 - pos), -1).astype(jnp.int32)
@@ -208,8 +217,8 @@ def _valley_fill_batched(loads, free, sizes, valid, target, unroll: int = 1
         loads, top, used, key = carry
         wkey = jnp.min(jnp.where(used < free, loads * G + gid, _BIG), axis=0)
         g, Lg = wkey % G, wkey // G
-        thr, = _materialize((jnp.minimum(jnp.maximum(top, target) - Lg, cap) + 1) << sh)
-        over = 2 * (key & (R2 - 1)) - key - R2      # -(s * R2 + p) - 1
+        (thr,) = _materialize((jnp.minimum(jnp.maximum(top, target) - Lg, cap) + 1) << sh)
+        over = 2 * (key & (R2 - 1)) - key - R2  # -(s * R2 + p) - 1
         k = jnp.max(jnp.where(key >= 0, jnp.where(key < thr, key, over), none), axis=0)
         do = (wkey != _BIG) & (k != none)
         kk = jnp.where(k >= 0, k, -(k + 1))
@@ -240,9 +249,11 @@ def _valley_fill_batched(loads, free, sizes, valid, target, unroll: int = 1
     return worker.T.astype(jnp.int32), rank.T.astype(jnp.int32)
 
 
-def valley_fill_unpacked(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
-                         valid: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+def valley_fill_unpacked(
+    loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray, valid: jnp.ndarray
+) -> tuple[jnp.ndarray, jnp.ndarray]:
     """`valley_fill` with argmin/argmax instead of packed keys (any sizes and pool size)."""
+
     def choose(loads, top, free, valid):
         g = jnp.argmin(jnp.where(free > 0, loads, _BIG))
         fits = valid & (sizes <= top - loads[g])
@@ -264,8 +275,9 @@ def window_weights(window: int, decay: float, scale: int = 128) -> np.ndarray:
     return np.round(scale * decay ** np.arange(window, dtype=np.float64)).astype(np.int32)
 
 
-def lookahead_valley_fill(projected: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
-                          valid: jnp.ndarray, beta: int, weights: np.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+def lookahead_valley_fill(
+    projected: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray, valid: jnp.ndarray, beta: int, weights: np.ndarray
+) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Valley fill scored over a window of H + 1 projected steps (BF-IO with lookahead H >= 1).
 
     projected int32[G, W] loads predicted for steps k..k+H (W = H + 1); free int32[G];
@@ -280,9 +292,9 @@ def lookahead_valley_fill(projected: jnp.ndarray, free: jnp.ndarray, sizes: jnp.
 
     def choose(proj, top, free, valid):
         g = jnp.argmin(jnp.where(free > 0, proj[:, 0], _BIG))
-        room = top - proj[g]                                                    # [W]
-        over = jnp.maximum(sizes[:, None] - room[None, :], 0)                   # [R, W]
-        score = ordered_sum(w * (sizes[:, None] - beta * over))                  # [R]
+        room = top - proj[g]  # [W]
+        over = jnp.maximum(sizes[:, None] - room[None, :], 0)  # [R, W]
+        score = ordered_sum(w * (sizes[:, None] - beta * over))  # [R]
         return g, jnp.argmax(jnp.where(valid, score, -_BIG))
 
     return _greedy_fill(projected, free, sizes, valid, choose)

@@ -38,6 +38,7 @@ R = 2138, 2.3 ms and 8 ms.
 
 Jittable and vmappable; int32 throughout except the float32 order key.
 """
+
 from __future__ import annotations
 
 import jax
@@ -50,23 +51,25 @@ def _mul_divmod(a: jnp.ndarray, b: jnp.ndarray, n: jnp.ndarray) -> tuple[jnp.nda
     """(a * b // n, a * b % n) for int32 scalars 0 <= a, 0 <= b < n < 2^30, without forming a * b
     (which overflows int32 for pools above 46340): binary long multiplication modulo n, 31 steps
     of scalar work. Needs a * b // n < 2^31."""
+
     def body(i, qr):
         q, r = qr
-        r, q = 2 * r, 2 * q                     # r < n < 2^30, so 2r fits
+        r, q = 2 * r, 2 * q  # r < n < 2^30, so 2r fits
         over = r >= n
         q, r = q + over, r - jnp.where(over, n, 0)
         bit = (a >> (30 - i)) & 1
         r = r + bit * b
         over = r >= n
         return q + over, r - jnp.where(over, n, 0)
+
     return jax.lax.fori_loop(0, 31, body, (jnp.int32(0), jnp.int32(0)))
 
 
 def _target(loads, S, n, U, G):
     """T = (sum loads + U * S / n) / G as (tq, tf, D): T = tq + tf / D, 0 <= tf < D = G n."""
     qS, rS = S // n, S % n
-    a1, b1 = _mul_divmod(U, rS, n)              # U * rS = a1 n + b1
-    M = jnp.sum(loads) + U * qS + a1            # G T = M + b1 / n
+    a1, b1 = _mul_divmod(U, rS, n)  # U * rS = a1 n + b1
+    M = jnp.sum(loads) + U * qS + a1  # G T = M + b1 / n
     return M // G, (M % G) * n + b1, G * n
 
 
@@ -85,12 +88,12 @@ def _best_start(rem, n, c, xq, tf, D):
     R = rem.shape[0]
     j = jnp.arange(R + 1, dtype=jnp.int32)
     P = jnp.concatenate([jnp.zeros((1,), jnp.int32), jnp.cumsum(jnp.where(j[:R] < n, rem, 0))])
-    W = P[jnp.minimum(j + c, R)] - P                   # window sums, nondecreasing in the start
+    W = P[jnp.minimum(j + c, R)] - P  # window sums, nondecreasing in the start
     ok = j <= n - c
-    k = jnp.sum(ok & (W <= xq), dtype=jnp.int32)       # windows with sum <= floor(X)
-    w1 = W[jnp.maximum(k - 1, 0)]                      # largest such sum ...
-    j1 = jnp.sum(ok & (W < w1), dtype=jnp.int32)       # ... at its lowest start
-    w2 = W[jnp.minimum(k, R)]                          # smallest sum > floor(X), at start k
+    k = jnp.sum(ok & (W <= xq), dtype=jnp.int32)  # windows with sum <= floor(X)
+    w1 = W[jnp.maximum(k - 1, 0)]  # largest such sum ...
+    j1 = jnp.sum(ok & (W < w1), dtype=jnp.int32)  # ... at its lowest start
+    w2 = W[jnp.minimum(k, R)]  # smallest sum > floor(X), at start k
     # |w1 - X| <= |w2 - X|  <=>  m D >= 2 tf with m = w1 + w2 - 2 xq; 0 <= 2 tf < 2 D decides
     # every m outside {0, 1} without the product (which could overflow).
     m = w1 + w2 - 2 * xq
@@ -98,8 +101,13 @@ def _best_start(rem, n, c, xq, tf, D):
     return jnp.where(k == 0, 0, jnp.where((k > n - c) | low_wins, j1, k))
 
 
-def window_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
-                valid: jnp.ndarray, num_workers: jnp.ndarray | None = None) -> tuple[jnp.ndarray, jnp.ndarray]:
+def window_fill(
+    loads: jnp.ndarray,
+    free: jnp.ndarray,
+    sizes: jnp.ndarray,
+    valid: jnp.ndarray,
+    num_workers: jnp.ndarray | None = None,
+) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Window-fill assignment for the BF-IO step (module docstring).
 
     loads int32[G] current loads (tokens); free int32[G] free slots (>= 0); sizes int32[R]
@@ -119,24 +127,23 @@ def window_fill(loads: jnp.ndarray, free: jnp.ndarray, sizes: jnp.ndarray,
     asc = jnp.where(pos < n, -neg, 0)
     U = jnp.minimum(n, jnp.sum(free))
     before = jnp.cumsum(free) - free
-    c = jnp.clip(U - before, 0, free)                  # trimmed in worker order
+    c = jnp.clip(U - before, 0, free)  # trimmed in worker order
     n1 = jnp.maximum(n, 1)
     S = jnp.sum(asc)
     tq, tf, D = _target(loads, S, n1, U, G if num_workers is None else num_workers)
-    X_int = tq - loads                                 # X_g = X_int + tf / D
+    X_int = tq - loads  # X_g = X_int + tf / D
     key = _order_key(X_int, tf, D, c, S // n1, S % n1, n1)
     order = jnp.argsort(-key, stable=True).astype(jnp.int32)
 
     def body(i, carry):
-        idx, rem, tag, left = carry                    # compact slot -> sorted position, size
+        idx, rem, tag, left = carry  # compact slot -> sorted position, size
         g = order[i]
         cg = c[g]
         jb = _best_start(rem, left, cg, X_int[g], tf, D)
         # Remove [jb, jb + cg): later requests shift down by cg and the window moves to
         # [left - cg, left), in front of the earlier windows (slots >= left never move).
         tail = left - cg
-        src = jnp.where(pos < jb, pos, jnp.where(pos < tail, pos + cg,
-                        jnp.where(pos < left, pos - tail + jb, pos)))
+        src = jnp.where(pos < jb, pos, jnp.where(pos < tail, pos + cg, jnp.where(pos < left, pos - tail + jb, pos)))
         src = jnp.minimum(src, R - 1)
         in_tail = (pos >= tail) & (pos < left)
         tag = jnp.where(in_tail, g + G * (pos - tail), tag)

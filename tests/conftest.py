@@ -1,4 +1,5 @@
 """Shared test fixtures: the read-only data folder beside the project."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,4 +29,5 @@ def _fresh_jax_caches():
     """
     yield
     import jax
+
     jax.clear_caches()

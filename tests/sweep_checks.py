@@ -5,6 +5,7 @@ One listener for the whole process (registered on import): `COMPILES` lists the 
 function the backend compiled, in order; a test notes `len(COMPILES)` before a call and
 counts what was added after it.
 """
+
 from __future__ import annotations
 
 import csv
@@ -34,8 +35,7 @@ def same_rows(a: Path, b: Path, n: int, columns: Sequence[str] = ()) -> dict[str
     """Assert that the sweeps' results files `a` and `b` hold the same n row keys and, row by
     row, equal `columns` and every statistic (`*_mean`, `*_std`, `*_ci95`) bit for bit (the
     same decimal text); returns a's rows {key: row}."""
-    rows_a, rows_b = ({r["key"]: r for r in csv.DictReader(Path(p).read_text().splitlines())}
-                      for p in (a, b))
+    rows_a, rows_b = ({r["key"]: r for r in csv.DictReader(Path(p).read_text().splitlines())} for p in (a, b))
     assert rows_a.keys() == rows_b.keys() and len(rows_a) == n, (len(rows_a), len(rows_b))
     for k, r in rows_a.items():
         for col, v in r.items():
@@ -51,6 +51,7 @@ def refuses_common_capacities(engine, config, params, field: str) -> None:
     import pytest
 
     from jaxsched.errors import ConfigError
+
     own = getattr(config, field)
     with pytest.raises(ConfigError, match=f"capacity {field}"):
         engine.pad(config, params, {field: own - 1})
@@ -62,17 +63,24 @@ def refuses_common_capacities(engine, config, params, field: str) -> None:
         engine.pad(config, engine.pad(config, params, {field: 2 * own})[1], {field: 2 * own})
 
 
-def bucketed_sweep_equals_alone(base, axes: dict, tmp_path: Path, params: dict,
-                                buckets: int, alone: int, columns: Sequence[str] = (),
-                                seeds=range(3)) -> None:
+def bucketed_sweep_equals_alone(
+    base,
+    axes: dict,
+    tmp_path: Path,
+    params: dict,
+    buckets: int,
+    alone: int,
+    columns: Sequence[str] = (),
+    seeds=range(3),
+) -> None:
     """Run the sweep `axes` over `base` with size buckets and without: the bucketed one
     compiles `buckets` block programs, the other `alone`, and both write the same rows."""
     from jaxsched.sweep import run_sweep
+
     n0 = len(COMPILES)
     bucketed = run_sweep(base, axes, seeds, tmp_path / "b.csv", params=params, progress=False)
     assert block_compiles(n0) == buckets
     n1 = len(COMPILES)
-    single = run_sweep(base, axes, seeds, tmp_path / "a.csv", params=params, progress=False,
-                       buckets=False)
+    single = run_sweep(base, axes, seeds, tmp_path / "a.csv", params=params, progress=False, buckets=False)
     assert block_compiles(n1) == alone
     same_rows(single, bucketed, alone, columns)

@@ -1,6 +1,7 @@
 """The notebooks in notebooks/: every committed .ipynb runs top to bottom in a Jupyter kernel,
 and its cells are those of its percent-format source `<name>.py` beside it (from which
 notebooks/build_notebooks.py builds it), so neither can be edited without the other."""
+
 from __future__ import annotations
 
 import sys
@@ -32,8 +33,9 @@ NAMES = sorted(_scripts() | _notebooks())
 def _execute(nb: nbformat.NotebookNode) -> None:
     """Run every cell in a fresh python3 kernel in notebooks/, as Jupyter opens it there; a
     failing cell raises CellExecutionError with its traceback."""
-    NotebookClient(nb, kernel_name="python3", timeout=CELL_TIMEOUT_S,
-                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    NotebookClient(
+        nb, kernel_name="python3", timeout=CELL_TIMEOUT_S, resources={"metadata": {"path": str(NOTEBOOKS)}}
+    ).execute()
 
 
 def test_every_notebook_has_its_source_and_back():
@@ -41,7 +43,8 @@ def test_every_notebook_has_its_source_and_back():
     assert _notebooks() == _scripts(), (
         f"notebooks without a source script: {sorted(_notebooks() - _scripts())}; "
         f"scripts without a notebook: {sorted(_scripts() - _notebooks())} "
-        "(build them with `python notebooks/build_notebooks.py`)")
+        "(build them with `python notebooks/build_notebooks.py`)"
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -51,13 +54,10 @@ def test_notebook_cells_equal_its_source(name):
     got = [(c.cell_type, c.source) for c in committed.cells]
     want = [(c.cell_type, c.source) for c in source.cells]
     for i, (g, w) in enumerate(zip(got, want)):
-        assert g == w, (f"{name}.ipynb cell {i} differs from {name}.py: {g!r} != {w!r}; "
-                        + REBUILD.format(name))
-    assert len(got) == len(want), (f"{name}.ipynb has {len(got)} cells, {name}.py {len(want)}; "
-                                   + REBUILD.format(name))
+        assert g == w, f"{name}.ipynb cell {i} differs from {name}.py: {g!r} != {w!r}; " + REBUILD.format(name)
+    assert len(got) == len(want), f"{name}.ipynb has {len(got)} cells, {name}.py {len(want)}; " + REBUILD.format(name)
     # Built, not merely converted: every code cell was executed (its outputs are committed).
-    unrun = [i for i, c in enumerate(committed.cells)
-             if c.cell_type == "code" and c.execution_count is None]
+    unrun = [i for i, c in enumerate(committed.cells) if c.cell_type == "code" and c.execution_count is None]
     assert not unrun, f"{name}.ipynb cells {unrun} were never executed; " + REBUILD.format(name)
 
 
@@ -67,8 +67,9 @@ def test_notebook_cells_equal_its_source(name):
 DEFAULT_EXECUTED = {"interval"}
 
 
-@pytest.mark.parametrize("name", [n if n in DEFAULT_EXECUTED else pytest.param(n, marks=pytest.mark.slow)
-                                  for n in NAMES])
+@pytest.mark.parametrize(
+    "name", [n if n in DEFAULT_EXECUTED else pytest.param(n, marks=pytest.mark.slow) for n in NAMES]
+)
 def test_notebook_executes(name):
     _execute(nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4))
 

@@ -7,6 +7,7 @@ The model: one server and n jobs present at t = 0, job i of run `seed` needing 1
 units of work (a hash of (seed, i)); each step the policy picks one unfinished job and the
 server does one unit of it. Metrics: the mean completion step and the jobs finished.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ POLICIES.register("shortest_first", shortest_first, "the least work left first",
 @dataclass(frozen=True)
 class ToyConfig:
     """num_jobs n, max_size (units of work), policy (a name in POLICIES)."""
+
     num_jobs: int = 8
     max_size: int = 5
     policy: str = "fifo"
@@ -57,6 +59,7 @@ class ToyConfig:
 
 class ToyParams(eqx.Module):
     """step_s: seconds per unit of work (float32)."""
+
     step_s: jnp.ndarray
 
 
@@ -65,15 +68,15 @@ def make_params(config: ToyConfig, *, step_s: float = 1.0) -> ToyParams:
 
 
 class ToyState(eqx.Module):
-    remaining: jnp.ndarray        # int32[n] units left per job
-    finish: jnp.ndarray           # int32[n] completion step (0 while unfinished)
-    step: jnp.ndarray             # int32 steps taken
+    remaining: jnp.ndarray  # int32[n] units left per job
+    finish: jnp.ndarray  # int32[n] completion step (0 while unfinished)
+    step: jnp.ndarray  # int32 steps taken
 
 
 # ------------------------------------------------------------------ pure functions
 def init(config: ToyConfig, params: ToyParams, seed) -> ToyState:
     ids = jnp.arange(config.num_jobs, dtype=jnp.uint32)
-    size = (rng.hash3(jnp.asarray(seed, jnp.uint32), ids, 40) % config.max_size + 1)
+    size = rng.hash3(jnp.asarray(seed, jnp.uint32), ids, 40) % config.max_size + 1
     n = config.num_jobs
     return ToyState(size.astype(jnp.int32), jnp.zeros((n,), jnp.int32), jnp.int32(0))
 
@@ -93,16 +96,17 @@ def step(config: ToyConfig, params: ToyParams, state: ToyState, record: bool):
     return new, ({"job": jnp.where(live, j, -1)} if record else None)
 
 
-METRICS = {"mean_completion_s": Metric("s", "mean over jobs of the completion time"),
-           "num_finished": Metric("count", "jobs finished")}
+METRICS = {
+    "mean_completion_s": Metric("s", "mean over jobs of the completion time"),
+    "num_finished": Metric("count", "jobs finished"),
+}
 
 
 def finalize(config: ToyConfig, params: ToyParams, state: ToyState) -> dict[str, np.ndarray]:
     finish = np.asarray(state.finish, np.float64)
     ok = finish > 0
     mean = np.where(ok.any(-1), (finish * ok).sum(-1) / np.maximum(ok.sum(-1), 1), np.nan)
-    return {"mean_completion_s": mean * float(params.step_s),
-            "num_finished": ok.sum(-1).astype(np.float64)}
+    return {"mean_completion_s": mean * float(params.step_s), "num_finished": ok.sum(-1).astype(np.float64)}
 
 
 def max_steps(config: ToyConfig) -> int:
@@ -114,13 +118,23 @@ def peak_bytes(config: ToyConfig, record: bool) -> int:
 
 
 ENGINE = Engine(
-    name="toy", Config=ToyConfig, Params=ToyParams, METRICS=METRICS, POLICIES=POLICIES,
-    make_params=make_params, init=init, step=step, done=done, finalize=finalize,
-    max_steps=max_steps, working_set_bytes=lambda config: 8 * config.num_jobs,
-    peak_bytes=peak_bytes, example=lambda: ToyConfig(num_jobs=6, max_size=4))
+    name="toy",
+    Config=ToyConfig,
+    Params=ToyParams,
+    METRICS=METRICS,
+    POLICIES=POLICIES,
+    make_params=make_params,
+    init=init,
+    step=step,
+    done=done,
+    finalize=finalize,
+    max_steps=max_steps,
+    working_set_bytes=lambda config: 8 * config.num_jobs,
+    peak_bytes=peak_bytes,
+    example=lambda: ToyConfig(num_jobs=6, max_size=4),
+)
 
 
 def register() -> None:
     """Register the toy engine (`jaxsched.registry.register_engine`)."""
-    register_engine("toy", ENGINE, "one server, n jobs at t = 0 (a recipe test)",
-                    policies="tests.toy_engine:POLICIES")
+    register_engine("toy", ENGINE, "one server, n jobs at t = 0 (a recipe test)", policies="tests.toy_engine:POLICIES")

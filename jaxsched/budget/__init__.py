@@ -12,21 +12,33 @@ requests of a run, for references), `trace_load` (a replay's offered load), `POL
 
 Every name is imported on first use (the registry is JAX-free).
 """
+
 from __future__ import annotations
 
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "Results": "..run:Results", "simulate": "..run:simulate",
-    "BudgetConfig": ".config:BudgetConfig", "BudgetParams": ".config:BudgetParams",
-    "capacity_tokens_per_s": ".config:capacity_tokens_per_s", "make_params": ".config:make_params",
-    "mean_lengths": ".config:mean_lengths", "offered_load": ".config:offered_load",
-    "rates_for_load": ".config:rates_for_load", "trace_load": ".config:trace_load",
-    "trace_token_rate": ".config:trace_token_rate", "ENGINE": ".engine:ENGINE",
-    "batches": ".engine:batches", "done": ".engine:done", "init": ".engine:init",
-    "request_lengths": ".engine:request_lengths", "step": ".engine:step",
-    "METRICS": ".metrics:METRICS", "POLICIES": ".registry:POLICIES",
-    "BudgetState": ".state:BudgetState", "request_stream": ".stream:request_stream",
+    "Results": "..run:Results",
+    "simulate": "..run:simulate",
+    "BudgetConfig": ".config:BudgetConfig",
+    "BudgetParams": ".config:BudgetParams",
+    "capacity_tokens_per_s": ".config:capacity_tokens_per_s",
+    "make_params": ".config:make_params",
+    "mean_lengths": ".config:mean_lengths",
+    "offered_load": ".config:offered_load",
+    "rates_for_load": ".config:rates_for_load",
+    "trace_load": ".config:trace_load",
+    "trace_token_rate": ".config:trace_token_rate",
+    "ENGINE": ".engine:ENGINE",
+    "batches": ".engine:batches",
+    "done": ".engine:done",
+    "init": ".engine:init",
+    "request_lengths": ".engine:request_lengths",
+    "step": ".engine:step",
+    "METRICS": ".metrics:METRICS",
+    "POLICIES": ".registry:POLICIES",
+    "BudgetState": ".state:BudgetState",
+    "request_stream": ".stream:request_stream",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = list(_EXPORTS)

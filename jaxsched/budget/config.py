@@ -9,6 +9,7 @@ constants (c, a, b0, alpha, beta, the KV limit and the A.2 overhead coefficients
 value raises one `ConfigError` naming the field and the allowed range, before anything
 compiles. Semantics: docs/budget-semantics.md.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -60,14 +61,20 @@ def _trace_law(workload) -> tuple:
     timestamps span > 0 s (the replay's mean gap must be > 0, or every arrival would fall at
     t = 0)."""
     law = workload[0] if isinstance(workload, tuple) and len(workload) == 1 else workload
-    require(isinstance(law, Trace) and law.arrival_s is not None, "workload",
-            "a Trace with arrival times (read_trace(path, times=True)) when arrival_mode is "
-            "'trace'", workload if not isinstance(law, Trace) else f"Trace {law.name} without "
-            "arrival_s")
+    require(
+        isinstance(law, Trace) and law.arrival_s is not None,
+        "workload",
+        "a Trace with arrival times (read_trace(path, times=True)) when arrival_mode is 'trace'",
+        workload if not isinstance(law, Trace) else f"Trace {law.name} without arrival_s",
+    )
     t = law.arrival_s
-    require(t.size >= 2 and t[-1] > t[0], "workload", "a Trace with >= 2 rows whose arrival "
-            "times span > 0 s when arrival_mode is 'trace' (its mean gap sets the wrap-around)",
-            f"Trace {law.name}: {t.size} rows spanning {t[-1] - t[0] if t.size else 0.0} s")
+    require(
+        t.size >= 2 and t[-1] > t[0],
+        "workload",
+        "a Trace with >= 2 rows whose arrival "
+        "times span > 0 s when arrival_mode is 'trace' (its mean gap sets the wrap-around)",
+        f"Trace {law.name}: {t.size} rows spanning {t[-1] - t[0] if t.size else 0.0} s",
+    )
     return (law,)
 
 
@@ -75,12 +82,14 @@ def length_laws(workload) -> tuple:
     """The per-type length laws of a Poisson-mode workload as a validated tuple (one law: one
     type); also the per-stage laws of each type of a `jaxsched.network` workload."""
     laws = workload if isinstance(workload, tuple) else (workload,)
-    require(len(laws) >= 1, "workload", "a length law or a non-empty tuple of them (one per type)",
-            workload)
+    require(len(laws) >= 1, "workload", "a length law or a non-empty tuple of them (one per type)", workload)
     for j, law in enumerate(laws):
-        require(isinstance(law, _LAWS) and not (isinstance(law, Trace) and law.order != "resample"),
-                f"workload[{j}]", "a length law: Independent, BivariateNormal, BurstGPTLike or a "
-                "Trace with order='resample'", law)
+        require(
+            isinstance(law, _LAWS) and not (isinstance(law, Trace) and law.order != "resample"),
+            f"workload[{j}]",
+            "a length law: Independent, BivariateNormal, BurstGPTLike or a Trace with order='resample'",
+            law,
+        )
     return laws
 
 
@@ -110,6 +119,7 @@ class BudgetConfig:
     memory_overhead: the KV-memory overhead term of (A.2) in the batch time (docs §2 step 5):
     "off", "swap" (a1 x + a2 per request over the limit) or "recompute" (b1 x^2 + b2).
     """
+
     workload: tuple = (FIG1_WORKLOAD,)
     policy: str = "sarathi"
     horizon_s: float = 600.0
@@ -151,18 +161,29 @@ class BudgetConfig:
         require_int(self.snapshots, "snapshots", lo=2, hi=4096)
         for f in ("attention", "attention_prefix", "record_members"):
             require_bool(getattr(self, f), f)
-        require(self.attention or not self.attention_prefix, "attention_prefix",
-                "False unless attention is True", self.attention_prefix)
+        require(
+            self.attention or not self.attention_prefix,
+            "attention_prefix",
+            "False unless attention is True",
+            self.attention_prefix,
+        )
         require_choice(self.phase_first, "phase_first", PHASES)
         require_choice(self.inner_order, "inner_order", INNER_ORDERS)
         self._check_type_order()
-        require(not (self.trace and self.initial_requests is not None), "initial_requests",
-                "None when arrival_mode is 'trace' (the replay is the only source of requests)",
-                self.initial_requests)
+        require(
+            not (self.trace and self.initial_requests is not None),
+            "initial_requests",
+            "None when arrival_mode is 'trace' (the replay is the only source of requests)",
+            self.initial_requests,
+        )
         if self.initial_requests is not None:
             n = self.initial_requests
-            require(isinstance(n, (tuple, list)) and len(n) == self.m, "initial_requests",
-                    f"None or a tuple of m = {self.m} request counts", n)
+            require(
+                isinstance(n, (tuple, list)) and len(n) == self.m,
+                "initial_requests",
+                f"None or a tuple of m = {self.m} request counts",
+                n,
+            )
             n = tuple(require_int(x, f"initial_requests[{j}]", lo=0, hi=Q) for j, x in enumerate(n))
             require(sum(n) <= Q, "initial_requests", f"summing to <= table_size = {Q}", n)
             object.__setattr__(self, "initial_requests", n)
@@ -170,15 +191,20 @@ class BudgetConfig:
         if Q * self.max_len > INT_LIMIT:
             raise ConfigError(
                 f"table_size (Q) * max (prefill + decode) = {Q} * {self.max_len} could overflow "
-                f"int32 token sums; it must be <= {INT_LIMIT}")
+                f"int32 token sums; it must be <= {INT_LIMIT}"
+            )
 
     def _check_type_order(self) -> None:
         m = self.m
         if self.type_order is None:
             object.__setattr__(self, "type_order", tuple(range(m)))
         order = self.type_order
-        require(isinstance(order, (tuple, list)) and sorted(order) == list(range(m)),
-                "type_order", f"a permutation of the types 0..{m - 1}", order)
+        require(
+            isinstance(order, (tuple, list)) and sorted(order) == list(range(m)),
+            "type_order",
+            f"a permutation of the types 0..{m - 1}",
+            order,
+        )
         object.__setattr__(self, "type_order", tuple(int(j) for j in order))
 
     @property
@@ -226,6 +252,7 @@ class BudgetSizes(eqx.Module):
     arrays but never hold a request (the ring is entry mod Q, the run's own Q) and enter no
     metric, so the run's metrics are bitwise those of the unpadded run (`BudgetEngine.pad`,
     tests/budget/test_buckets.py)."""
+
     table_size: jnp.ndarray
     arrivals_per_step: jnp.ndarray
 
@@ -247,6 +274,7 @@ class BudgetParams(eqx.Module):
     recompute (b1 s/token^2, b2 s); 0 when off.
     sizes: the run's sizes inside a size bucket (`BudgetSizes`), or None.
     """
+
     budget: jnp.ndarray
     max_requests: jnp.ndarray
     prefill_cap: jnp.ndarray
@@ -295,12 +323,12 @@ def mean_lengths(config: BudgetConfig) -> np.ndarray:
     if config.trace:
         # The replay visits every row once per period: the row means are exact.
         law = config.workload[0]
-        out[0] = [float(np.mean(law.prompt, dtype=np.float64)),
-                  float(np.mean(law.output, dtype=np.float64))]
+        out[0] = [float(np.mean(law.prompt, dtype=np.float64)), float(np.mean(law.output, dtype=np.float64))]
         return out
     for j, law in enumerate(config.workload):
-        exact = ([_marginal_mean(law.prompt), _marginal_mean(law.output)]
-                 if isinstance(law, Independent) else [None, None])
+        exact = (
+            [_marginal_mean(law.prompt), _marginal_mean(law.output)] if isinstance(law, Independent) else [None, None]
+        )
         if None in exact:
             ids = jnp.arange(2**16, dtype=jnp.int32)
             p, d = law.sample(jnp.uint32(0), ids)
@@ -315,15 +343,22 @@ def batch_time_s(tokens: float, c_s: float, a_s_per_token: float, b0: int) -> fl
     return c_s + a_s_per_token * max(0.0, tokens - b0)
 
 
-def capacity_tokens_per_s(budget: int, c_s: float = DEFAULT_C_S,
-                          a_s_per_token: float = DEFAULT_A_S_PER_TOKEN, b0: int = DEFAULT_B0) -> float:
+def capacity_tokens_per_s(
+    budget: int, c_s: float = DEFAULT_C_S, a_s_per_token: float = DEFAULT_A_S_PER_TOKEN, b0: int = DEFAULT_B0
+) -> float:
     """The token capacity b / t_b (tokens/s) of one engine (notes/004.md section 1)."""
     return budget / batch_time_s(budget, c_s, a_s_per_token, b0)
 
 
-def rates_for_load(config: BudgetConfig, load: float, budget: int = DEFAULT_BUDGET,
-                   c_s: float = DEFAULT_C_S, a_s_per_token: float = DEFAULT_A_S_PER_TOKEN,
-                   b0: int = DEFAULT_B0, weights=None) -> np.ndarray:
+def rates_for_load(
+    config: BudgetConfig,
+    load: float,
+    budget: int = DEFAULT_BUDGET,
+    c_s: float = DEFAULT_C_S,
+    a_s_per_token: float = DEFAULT_A_S_PER_TOKEN,
+    b0: int = DEFAULT_B0,
+    weights=None,
+) -> np.ndarray:
     """(m,) requests/s at offered load rho = sum_j lambda_j (m_p^j + m_d^j) t_b / b = `load`,
     split over the types by `weights` (default equal)."""
     w = np.full(config.m, 1.0 / config.m) if weights is None else np.asarray(weights, float)
@@ -331,8 +366,7 @@ def rates_for_load(config: BudgetConfig, load: float, budget: int = DEFAULT_BUDG
     return w * load * capacity_tokens_per_s(budget, c_s, a_s_per_token, b0) / work
 
 
-def offered_load(config: BudgetConfig, rates, budget: int, c_s: float, a_s_per_token: float,
-                 b0: int) -> float:
+def offered_load(config: BudgetConfig, rates, budget: int, c_s: float, a_s_per_token: float, b0: int) -> float:
     """rho = sum_j mean lambda_j (m_p^j + m_d^j) / (b / t_b) at the time-averaged rates."""
     r = np.atleast_2d(np.asarray(rates, float)).mean(axis=0)
     work = float(np.dot(r, mean_lengths(config).sum(axis=1)))
@@ -352,9 +386,14 @@ def trace_token_rate(config: BudgetConfig, rate_scale: float = 1.0) -> float:
     return rate_scale * work / period
 
 
-def trace_load(config: BudgetConfig, rate_scale: float, budget: int = DEFAULT_BUDGET,
-               c_s: float = DEFAULT_C_S, a_s_per_token: float = DEFAULT_A_S_PER_TOKEN,
-               b0: int = DEFAULT_B0) -> float:
+def trace_load(
+    config: BudgetConfig,
+    rate_scale: float,
+    budget: int = DEFAULT_BUDGET,
+    c_s: float = DEFAULT_C_S,
+    a_s_per_token: float = DEFAULT_A_S_PER_TOKEN,
+    b0: int = DEFAULT_B0,
+) -> float:
     """rho = offered tokens/s / (b / t_b) of a replayed trace at `rate_scale` (eq. (2.3) only:
     the attention and memory terms make the real capacity smaller)."""
     capacity = capacity_tokens_per_s(budget, c_s, a_s_per_token, b0)
@@ -364,8 +403,12 @@ def trace_load(config: BudgetConfig, rate_scale: float, budget: int = DEFAULT_BU
 def _check_rate_scale(config: BudgetConfig, rate_scale) -> float:
     """rate_scale as a float: in RATE_SCALE_RANGE in trace mode (None: 1), None otherwise."""
     if not config.trace:
-        require(rate_scale is None, "rate_scale", "None unless BudgetConfig.arrival_mode is "
-                "'trace' (Poisson arrivals are set by rates)", rate_scale)
+        require(
+            rate_scale is None,
+            "rate_scale",
+            "None unless BudgetConfig.arrival_mode is 'trace' (Poisson arrivals are set by rates)",
+            rate_scale,
+        )
         return 1.0
     if rate_scale is None:
         return 1.0
@@ -395,17 +438,26 @@ def min_batch_s(c_s: float, a_s_per_token: float, b0: int) -> float:
     return t1
 
 
-def enough_steps(config: BudgetConfig, rates=None, c_s: float = DEFAULT_C_S,
-                 a_s_per_token: float = DEFAULT_A_S_PER_TOKEN, b0: int = DEFAULT_B0,
-                 rate_scale: float | None = None) -> BudgetConfig:
+def enough_steps(
+    config: BudgetConfig,
+    rates=None,
+    c_s: float = DEFAULT_C_S,
+    a_s_per_token: float = DEFAULT_A_S_PER_TOKEN,
+    b0: int = DEFAULT_B0,
+    rate_scale: float | None = None,
+) -> BudgetConfig:
     """`config` with max_steps = `steps_needed` at the time-averaged total rate of `rates`
     ([m] or [P, m] requests/s), or in trace mode at the most arrivals a replay at
     `rate_scale` (None: 1) can bring within the horizon: the smallest bound make_params
     accepts."""
     t1 = min_batch_s(c_s, a_s_per_token, b0)
     if config.trace:
-        require(rates is None, "rates", "None when arrival_mode is 'trace' (the trace's "
-                "timestamps set the arrivals; scale them with rate_scale)", rates)
+        require(
+            rates is None,
+            "rates",
+            "None when arrival_mode is 'trace' (the trace's timestamps set the arrivals; scale them with rate_scale)",
+            rates,
+        )
         arrivals = _trace_arrivals(config, _check_rate_scale(config, rate_scale))
         need = steps_needed(config, arrivals / config.horizon_s, t1)
     else:
@@ -414,15 +466,28 @@ def enough_steps(config: BudgetConfig, rates=None, c_s: float = DEFAULT_C_S,
     return dataclasses.replace(config, max_steps=need)
 
 
-def make_params(config: BudgetConfig, *, rates=None, budget: int = DEFAULT_BUDGET,
-                max_requests: int = DEFAULT_MAX_REQUESTS, prefill_cap: int | None = None,
-                K_p: int | None = None, K_d: int | None = None, c_s: float = DEFAULT_C_S,
-                a_s_per_token: float = DEFAULT_A_S_PER_TOKEN, b0: int = DEFAULT_B0,
-                alpha: float = 0.0, beta: float = 0.0, period_s: float = 1.0,
-                rate_scale: float | None = None, kv_limit_tokens: int | None = None,
-                swap_a1_s_per_token: float = 0.0, swap_a2_s: float = 0.0,
-                recompute_b1_s_per_token2: float = 0.0,
-                recompute_b2_s: float = 0.0) -> BudgetParams:
+def make_params(
+    config: BudgetConfig,
+    *,
+    rates=None,
+    budget: int = DEFAULT_BUDGET,
+    max_requests: int = DEFAULT_MAX_REQUESTS,
+    prefill_cap: int | None = None,
+    K_p: int | None = None,
+    K_d: int | None = None,
+    c_s: float = DEFAULT_C_S,
+    a_s_per_token: float = DEFAULT_A_S_PER_TOKEN,
+    b0: int = DEFAULT_B0,
+    alpha: float = 0.0,
+    beta: float = 0.0,
+    period_s: float = 1.0,
+    rate_scale: float | None = None,
+    kv_limit_tokens: int | None = None,
+    swap_a1_s_per_token: float = 0.0,
+    swap_a2_s: float = 0.0,
+    recompute_b1_s_per_token2: float = 0.0,
+    recompute_b2_s: float = 0.0,
+) -> BudgetParams:
     """Validated BudgetParams (docs/budget-semantics.md §5).
 
     rates: [m] or [P, m] requests/s (P periods of period_s seconds, cyclic); None: equal rates
@@ -438,8 +503,12 @@ def make_params(config: BudgetConfig, *, rates=None, budget: int = DEFAULT_BUDGE
     swap_a2_s: o(x) = a1 x + a2 ("swap"); recompute_b1_s_per_token2, recompute_b2_s:
     o(x) = b1 x^2 + b2 ("recompute"); the other mode's coefficients must stay 0.
     """
-    require(isinstance(config, BudgetConfig), "config", "a BudgetConfig (budget.make_params "
-            "builds the budget engine's params)", type(config).__name__)
+    require(
+        isinstance(config, BudgetConfig),
+        "config",
+        "a BudgetConfig (budget.make_params builds the budget engine's params)",
+        type(config).__name__,
+    )
     b = require_int(budget, "budget", lo=1, hi=MAX_BUDGET)
     M = require_int(max_requests, "max_requests", lo=1, hi=INT_LIMIT)
     c = require_float(c_s, "c_s", lo=0.0)
@@ -448,93 +517,154 @@ def make_params(config: BudgetConfig, *, rates=None, budget: int = DEFAULT_BUDGE
     t1 = min_batch_s(c, a, b0)
     cap = b if prefill_cap is None else require_int(prefill_cap, "prefill_cap", lo=1, hi=INT_LIMIT)
     if config.policy in ("vllm", "ft"):
-        require(cap >= config.max_prompt, "prefill_cap",
-                f">= the largest prompt the workload can produce ({config.max_prompt} tokens), or "
-                f"such a prompt could never start under {config.policy}", cap)
+        require(
+            cap >= config.max_prompt,
+            "prefill_cap",
+            f">= the largest prompt the workload can produce ({config.max_prompt} tokens), or "
+            f"such a prompt could never start under {config.policy}",
+            cap,
+        )
     kp = INT_LIMIT if K_p is None else require_int(K_p, "K_p", lo=1, hi=INT_LIMIT)
     kd = INT_LIMIT if K_d is None else require_int(K_d, "K_d", lo=1, hi=INT_LIMIT)
     al = require_float(alpha, "alpha", lo=0.0)
     be = require_float(beta, "beta", lo=0.0)
-    require(config.attention or (al == 0.0 and be == 0.0), "alpha",
-            "0 (and beta 0) unless BudgetConfig.attention is True", (alpha, beta))
+    require(
+        config.attention or (al == 0.0 and be == 0.0),
+        "alpha",
+        "0 (and beta 0) unless BudgetConfig.attention is True",
+        (alpha, beta),
+    )
     if config.attention:
         # Attention sums in int32: sum dp^2 <= b^2, sum (P + D) dd <= min(b, M) max_len.
         need = max(b * b, min(b, M) * config.max_len, b * config.max_prompt)
-        require(need <= INT_LIMIT, "budget", f"with b^2 and min(b, M) * max length <= {INT_LIMIT} "
-                "(int32 attention sums)", b)
+        require(
+            need <= INT_LIMIT, "budget", f"with b^2 and min(b, M) * max length <= {INT_LIMIT} (int32 attention sums)", b
+        )
     period = require_float(period_s, "period_s", lo=0.0, lo_open=True)
     scale = _check_rate_scale(config, rate_scale)
-    kv_limit, mem_c1, mem_c2 = _memory_params(config, b, M, kv_limit_tokens, swap_a1_s_per_token,
-                                              swap_a2_s, recompute_b1_s_per_token2, recompute_b2_s)
+    kv_limit, mem_c1, mem_c2 = _memory_params(
+        config, b, M, kv_limit_tokens, swap_a1_s_per_token, swap_a2_s, recompute_b1_s_per_token2, recompute_b2_s
+    )
     if config.trace:
-        require(rates is None, "rates", "None when arrival_mode is 'trace' (the trace's "
-                "timestamps set the arrivals; scale them with rate_scale)", rates)
+        require(
+            rates is None,
+            "rates",
+            "None when arrival_mode is 'trace' (the trace's timestamps set the arrivals; scale them with rate_scale)",
+            rates,
+        )
         arrivals = _trace_arrivals(config, scale)
-        require(arrivals <= INT_LIMIT / 2, "horizon_s", f"such that the replay brings <= "
-                f"{INT_LIMIT // 2} requests (int32 counter), got {arrivals} at rate_scale "
-                f"{scale:g}", config.horizon_s)
+        require(
+            arrivals <= INT_LIMIT / 2,
+            "horizon_s",
+            f"such that the replay brings <= "
+            f"{INT_LIMIT // 2} requests (int32 counter), got {arrivals} at rate_scale "
+            f"{scale:g}",
+            config.horizon_s,
+        )
         # The stream's Poisson fields are unused; they hold the replay's worst-case mean rate.
         cum = np.array([[max(arrivals, 1) / config.horizon_s]])
         law = config.workload[0]
         trace_arrays = (trace_gaps_s(law.arrival_s).astype(np.float32), law.prompt, law.output)
     else:
-        r = _rates(config, rates_for_load(config, DEFAULT_LOAD, b, c, a, b0) if rates is None
-                   else rates)
+        r = _rates(config, rates_for_load(config, DEFAULT_LOAD, b, c, a, b0) if rates is None else rates)
         cum = np.cumsum(r, axis=1, dtype=np.float64)
         trace_arrays = (np.zeros(1, np.float32), np.zeros(1, np.int32), np.zeros(1, np.int32))
     lam_max = float(cum[:, -1].max())
-    require(config.horizon_s * lam_max <= INT_LIMIT / 2, "horizon_s",
-            f"<= {INT_LIMIT / 2 / lam_max:.6g} s (int32 candidate counter at {lam_max:.6g}/s)",
-            config.horizon_s)
+    require(
+        config.horizon_s * lam_max <= INT_LIMIT / 2,
+        "horizon_s",
+        f"<= {INT_LIMIT / 2 / lam_max:.6g} s (int32 candidate counter at {lam_max:.6g}/s)",
+        config.horizon_s,
+    )
     need = steps_needed(config, float(cum[:, -1].mean()), t1)
-    require(config.max_steps >= need, "max_steps",
-            f">= {need} (horizon_s / t(1) = {config.horizon_s / t1:.0f} batches plus two steps per "
-            f"expected arrival, +10%), or the run cannot reach its horizon", config.max_steps)
+    require(
+        config.max_steps >= need,
+        "max_steps",
+        f">= {need} (horizon_s / t(1) = {config.horizon_s / t1:.0f} batches plus two steps per "
+        f"expected arrival, +10%), or the run cannot reach its horizon",
+        config.max_steps,
+    )
     a_hi, a_lo = split12(a)
     i32 = lambda v: jnp.int32(v)
     return BudgetParams(
-        budget=i32(b), max_requests=i32(M), prefill_cap=i32(cap), K_p=i32(kp), K_d=i32(kd),
-        c_s=jnp.float32(c), a_hi=jnp.float32(a_hi), a_lo=jnp.float32(a_lo), b0=i32(b0),
-        alpha=jnp.float32(al), beta=jnp.float32(be), rate_max=jnp.float32(lam_max),
+        budget=i32(b),
+        max_requests=i32(M),
+        prefill_cap=i32(cap),
+        K_p=i32(kp),
+        K_d=i32(kd),
+        c_s=jnp.float32(c),
+        a_hi=jnp.float32(a_hi),
+        a_lo=jnp.float32(a_lo),
+        b0=i32(b0),
+        alpha=jnp.float32(al),
+        beta=jnp.float32(be),
+        rate_max=jnp.float32(lam_max),
         inv_rate_max=jnp.float32(1.0 / lam_max),
-        type_cdf=jnp.asarray((cum / lam_max).astype(np.float32)), period_s=jnp.float32(period),
-        inv_period_s=jnp.float32(1.0 / period), fence=jnp.int32(-1),
-        rate_scale=jnp.float32(scale), inv_rate_scale=jnp.float32(1.0 / scale),
+        type_cdf=jnp.asarray((cum / lam_max).astype(np.float32)),
+        period_s=jnp.float32(period),
+        inv_period_s=jnp.float32(1.0 / period),
+        fence=jnp.int32(-1),
+        rate_scale=jnp.float32(scale),
+        inv_rate_scale=jnp.float32(1.0 / scale),
         trace_gap_s=jnp.asarray(trace_arrays[0], jnp.float32),
         trace_prompt=jnp.asarray(trace_arrays[1], jnp.int32),
         trace_output=jnp.asarray(trace_arrays[2], jnp.int32),
-        kv_limit=i32(kv_limit), mem_c1=jnp.float32(mem_c1), mem_c2=jnp.float32(mem_c2))
+        kv_limit=i32(kv_limit),
+        mem_c1=jnp.float32(mem_c1),
+        mem_c2=jnp.float32(mem_c2),
+    )
 
 
-def _memory_params(config: BudgetConfig, b: int, M: int, kv_limit_tokens, a1, a2, b1,
-                   b2) -> tuple[int, float, float]:
+def _memory_params(config: BudgetConfig, b: int, M: int, kv_limit_tokens, a1, a2, b1, b2) -> tuple[int, float, float]:
     """(kv_limit, c1, c2) of the (A.2) overhead selected by config.memory_overhead, validated:
     the limit is required when the term is on and None when off; the coefficients of the mode
     not selected must be 0; the int32 sums of docs §2 step 5 must not overflow."""
     mode = config.memory_overhead
-    coef = {"swap_a1_s_per_token": a1, "swap_a2_s": a2, "recompute_b1_s_per_token2": b1,
-            "recompute_b2_s": b2}
-    mine = {"swap": ("swap_a1_s_per_token", "swap_a2_s"),
-            "recompute": ("recompute_b1_s_per_token2", "recompute_b2_s")}.get(mode, ())
+    coef = {"swap_a1_s_per_token": a1, "swap_a2_s": a2, "recompute_b1_s_per_token2": b1, "recompute_b2_s": b2}
+    mine = {
+        "swap": ("swap_a1_s_per_token", "swap_a2_s"),
+        "recompute": ("recompute_b1_s_per_token2", "recompute_b2_s"),
+    }.get(mode, ())
     vals = {}
     for name, v in coef.items():
         x = require_float(v, name, lo=0.0)
-        require(name in mine or x == 0.0, name, f"0 unless BudgetConfig.memory_overhead is "
-                f"'{name.split('_')[0]}' (it is {mode!r})", v)
+        require(
+            name in mine or x == 0.0,
+            name,
+            f"0 unless BudgetConfig.memory_overhead is '{name.split('_')[0]}' (it is {mode!r})",
+            v,
+        )
         vals[name] = x
     if mode == "off":
-        require(kv_limit_tokens is None, "kv_limit_tokens", "None unless BudgetConfig."
-                "memory_overhead is 'swap' or 'recompute'", kv_limit_tokens)
+        require(
+            kv_limit_tokens is None,
+            "kv_limit_tokens",
+            "None unless BudgetConfig.memory_overhead is 'swap' or 'recompute'",
+            kv_limit_tokens,
+        )
         return INT_LIMIT, 0.0, 0.0
-    require(kv_limit_tokens is not None, "kv_limit_tokens", f"an integer >= 0 (the KV memory "
-            f"limit, tokens) when BudgetConfig.memory_overhead is {mode!r}", kv_limit_tokens)
+    require(
+        kv_limit_tokens is not None,
+        "kv_limit_tokens",
+        f"an integer >= 0 (the KV memory limit, tokens) when BudgetConfig.memory_overhead is {mode!r}",
+        kv_limit_tokens,
+    )
     L = require_int(kv_limit_tokens, "kv_limit_tokens", lo=0, hi=INT_LIMIT)
     # The batch's KV sum and the charged x_i are int32: min(b, M) members of <= max_len each.
-    require(min(b, M) * config.max_len <= INT_LIMIT, "budget", f"with min(b, M) * max length "
-            f"<= {INT_LIMIT} (int32 KV sums of memory_overhead)", b)
+    require(
+        min(b, M) * config.max_len <= INT_LIMIT,
+        "budget",
+        f"with min(b, M) * max length <= {INT_LIMIT} (int32 KV sums of memory_overhead)",
+        b,
+    )
     if mode == "recompute":
-        require(config.max_len <= MAX_RECOMPUTE_LEN, "memory_overhead", f"'swap' or 'off' when "
-                f"a request can hold more than {MAX_RECOMPUTE_LEN} tokens (recompute's x^2 is "
-                f"an int32)", f"recompute with max length {config.max_len}")
+        require(
+            config.max_len <= MAX_RECOMPUTE_LEN,
+            "memory_overhead",
+            f"'swap' or 'off' when "
+            f"a request can hold more than {MAX_RECOMPUTE_LEN} tokens (recompute's x^2 is "
+            f"an int32)",
+            f"recompute with max length {config.max_len}",
+        )
     c1, c2 = (vals[k] for k in mine)
     return L, c1, c2

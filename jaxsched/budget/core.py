@@ -14,6 +14,7 @@ alone, the network once per agent; docs/budget-semantics.md §2-§6, docs/networ
 
 Pure functions and immutable modules: the engines' step functions call them inside `lax.scan`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from .policies import View
 from .registry import POLICIES
 from .timing import budget_attention_s, budget_batch_time_s, budget_memory_overhead_s, kv_excess_tokens
 
-if TYPE_CHECKING:                       # annotations only: the config imports the policies
+if TYPE_CHECKING:  # annotations only: the config imports the policies
     from .config import BudgetParams
     from .state import Table
 
@@ -42,6 +43,7 @@ KIND_NONE = 0
 
 
 # --------------------------------------------------------------------------- one decision
+
 
 @dataclass(frozen=True)
 class BatchOptions:
@@ -54,6 +56,7 @@ class BatchOptions:
     memory_overhead: the (A.1) and (A.2) terms of the batch time. The config that builds it has
     validated every field.
     """
+
     policy: str = "sarathi"
     phase_first: str = "decode"
     inner_order: str = "fcfs"
@@ -93,15 +96,18 @@ def batch_time(options, params: BudgetParams, table: Table, dp, dd, load) -> DF:
         # within Q consecutive entry numbers, so ring order from there is entry order.
         base = jnp.argmin(jnp.where(member, table.entry, jnp.iinfo(jnp.int32).max))
         x = kv_excess_tokens(kv, prefix_by_id(kv, base.astype(jnp.int32)), params.kv_limit)
-        tau = budget_memory_overhead_s(tau, x, options.memory_overhead == "recompute",
-                                       params.mem_c1, params.mem_c2, params.fence)
+        tau = budget_memory_overhead_s(
+            tau, x, options.memory_overhead == "recompute", params.mem_c1, params.mem_c2, params.fence
+        )
     return tau
 
 
 # --------------------------------------------------------------------------- streaming totals
 
+
 class Window(eqx.Module):
     """The measurement window [burn_in_s, horizon_s) as double-floats (s)."""
+
     start: DF
     end: DF
 
@@ -129,6 +135,7 @@ def hist_add(hist: jnp.ndarray, x_s, mask, octave_bits: int) -> jnp.ndarray:
 
 # --------------------------------------------------------------------------- host metrics
 
+
 def safe_div(a, b) -> np.ndarray:
     """float64 a / b elementwise, 0 where b <= 0 (a ratio over an empty count)."""
     a = np.asarray(a, np.float64)
@@ -153,6 +160,7 @@ def growth_slopes(t: np.ndarray, y: np.ndarray, count: np.ndarray) -> np.ndarray
 
 # --------------------------------------------------------------------------- runner hints
 
+
 def trim_trajectories(table_size: int, trajectories) -> dict[str, np.ndarray]:
     """Trajectories [S, T, ...] of runs padded into a bucket, cut to what the unpadded runs
     record (the budget engine and jaxsched.network): T to the longest of these runs (the rows
@@ -161,8 +169,7 @@ def trim_trajectories(table_size: int, trajectories) -> dict[str, np.ndarray]:
     to the run's own table_size Q."""
     out = dict(trajectories)
     steps = int((np.asarray(out["kind"]) != KIND_NONE).sum(axis=1).max(initial=0))
-    return {k: (v[:, :steps, :table_size] if v.ndim == 3 else v[:, :steps])
-            for k, v in out.items()}
+    return {k: (v[:, :steps, :table_size] if v.ndim == 3 else v[:, :steps]) for k, v in out.items()}
 
 
 def run_warnings(engine: str, what: str, where: str, config, metrics) -> list[str]:
@@ -172,8 +179,10 @@ def run_warnings(engine: str, what: str, where: str, config, metrics) -> list[st
     out = []
     bad = int((metrics["overflowed"] > 0).sum())
     if bad:
-        out.append(f"{engine}: {bad} seeds rejected {what} (table_size {config.table_size} "
-                   f"full{where}): unstable at this horizon, or raise table_size")
+        out.append(
+            f"{engine}: {bad} seeds rejected {what} (table_size {config.table_size} "
+            f"full{where}): unstable at this horizon, or raise table_size"
+        )
     open_ = int((metrics["done"] == 0).sum())
     if open_:
         out.append(f"{engine}: {open_} seeds did not reach the horizon within max_steps")

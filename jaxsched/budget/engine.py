@@ -7,6 +7,7 @@ inserts), a run is `lax.scan(step)`, seeds are `vmap`ped (jaxsched.run). The exa
 are in docs/budget-semantics.md; the batch model this engine shares with jaxsched.network (the
 policy's batch, its duration, the window and histograms) is `core`.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -40,6 +41,7 @@ KIND_INSERT, KIND_BATCH, KIND_IDLE, KIND_END = 1, 2, 3, 4
 # the same slot order: the pairwise tree then adds only zero halves above the unpadded tree's
 # top (x + 0 = x), so the sums round as the unpadded run's do.
 
+
 def run_sizes(config: BudgetConfig, params: BudgetParams):
     """(Q, A) of the run: the config's table_size and arrivals_per_step (Python ints), or the
     traced int32 sizes of a run padded into a bucket."""
@@ -56,8 +58,9 @@ def init(config: BudgetConfig, params: BudgetParams, seed) -> BudgetState:
     if n0:
         table, tokens = _backlog(config, seed, table)
         totals = replace(totals, backlog_tokens=tokens)
-    return BudgetState(seed, DF.zeros(), jnp.bool_(False), arrivals.first(config, params, seed),
-                       table, jnp.int32(n0), totals)
+    return BudgetState(
+        seed, DF.zeros(), jnp.bool_(False), arrivals.first(config, params, seed), table, jnp.int32(n0), totals
+    )
 
 
 def _backlog(config: BudgetConfig, seed, table: Table) -> tuple[Table, jnp.ndarray]:
@@ -68,14 +71,22 @@ def _backlog(config: BudgetConfig, seed, table: Table) -> tuple[Table, jnp.ndarr
     ids = BACKLOG_ID + jnp.arange(n0, dtype=jnp.int32)
     vp, vd = request_lengths(config, seed, ids, types)
     put = lambda a, v: a.at[:n0].set(v)
-    table = replace(table, entry=put(table.entry, jnp.arange(n0, dtype=jnp.int32)),
-                    id=put(table.id, ids), type=put(table.type, types), p=put(table.p, vp),
-                    d=put(table.d, vd), vp=put(table.vp, vp), vd=put(table.vd, vd))
+    table = replace(
+        table,
+        entry=put(table.entry, jnp.arange(n0, dtype=jnp.int32)),
+        id=put(table.id, ids),
+        type=put(table.type, types),
+        p=put(table.p, vp),
+        d=put(table.d, vd),
+        vp=put(table.vp, vp),
+        vd=put(table.vd, vd),
+    )
     return table, jnp.sum(vp + vd, dtype=jnp.int32)
 
 
-def request_lengths(config: BudgetConfig, seed, ids, types,
-                    params: BudgetParams | None = None) -> tuple[jnp.ndarray, jnp.ndarray]:
+def request_lengths(
+    config: BudgetConfig, seed, ids, types, params: BudgetParams | None = None
+) -> tuple[jnp.ndarray, jnp.ndarray]:
     """(v_p, v_d) int32 (shape of ids) of requests `ids` of types `types`: type j's law drawn at
     the request id, or in trace mode the lengths of the replayed row of each id
     (`arrivals.trace_row`; needs `params`) (docs §1)."""
@@ -99,27 +110,42 @@ def _insert(config: BudgetConfig, params: BudgetParams, state: BudgetState, acti
     whose slot is still held is rejected, and so is every later one of this step (each would
     try the same slot, and nothing departs within a step: docs §4)."""
     Q, A = run_sizes(config, params)
-    gen, buf, more_due = arrivals.collect_due(config, params, state.seed, state.gen, state.clock,
-                                              active, config.arrivals_per_step,
-                                              None if params.sizes is None else A)
+    gen, buf, more_due = arrivals.collect_due(
+        config,
+        params,
+        state.seed,
+        state.gen,
+        state.clock,
+        active,
+        config.arrivals_per_step,
+        None if params.sizes is None else A,
+    )
     ok = buf["ok"]
     oki = ok.astype(jnp.int32)
-    entry = state.entries + jnp.cumsum(oki) - oki        # entry number of each accepted row
+    entry = state.entries + jnp.cumsum(oki) - oki  # entry number of each accepted row
     slot = entry % Q
     t = state.table
     bad = ok & (t.entry[slot] >= 0)
     put = ok & (jnp.cumsum(bad.astype(jnp.int32)) == 0)
     vp, vd = request_lengths(config, state.seed, buf["id"], buf["type"], params)
-    at = jnp.where(put, slot, config.table_size)                # the config's Q: dropped
+    at = jnp.where(put, slot, config.table_size)  # the config's Q: dropped
     s = lambda a, v: a.at[at].set(v, mode="drop")
     arrival = DF(s(t.arrival.hi, buf["hi"]), s(t.arrival.lo, buf["lo"]))
     last = DF(s(t.last.hi, buf["hi"]), s(t.last.lo, buf["lo"]))
-    table = Table(s(t.entry, entry), s(t.id, buf["id"]),
-                  s(t.type, buf["type"]), arrival, s(t.p, vp), s(t.d, vd), s(t.vp, vp), s(t.vd, vd),
-                  last, s(t.ttft, 0.0))
+    table = Table(
+        s(t.entry, entry),
+        s(t.id, buf["id"]),
+        s(t.type, buf["type"]),
+        arrival,
+        s(t.p, vp),
+        s(t.d, vd),
+        s(t.vp, vp),
+        s(t.vd, vd),
+        last,
+        s(t.ttft, 0.0),
+    )
     n_put = jnp.sum(put, dtype=jnp.int32)
-    return (gen, table, state.entries + n_put, jnp.sum(ok & ~put, dtype=jnp.int32), more_due,
-            n_put)
+    return (gen, table, state.entries + n_put, jnp.sum(ok & ~put, dtype=jnp.int32), more_due, n_put)
 
 
 def _snapshots(config: BudgetConfig, totals: Totals, t0: DF, now, fill, n_in, x_pre) -> Totals:
@@ -132,14 +158,12 @@ def _snapshots(config: BudgetConfig, totals: Totals, t0: DF, now, fill, n_in, x_
     passed = clock.le(DF(jnp.asarray(g_hi), jnp.asarray(g_lo)), t0)
     k = jnp.arange(G, dtype=jnp.int32)
     new = now & passed & (k >= totals.snap_next)
-    nxt = jnp.where(now, jnp.maximum(totals.snap_next, jnp.sum(passed, dtype=jnp.int32)),
-                    totals.snap_next)
+    nxt = jnp.where(now, jnp.maximum(totals.snap_next, jnp.sum(passed, dtype=jnp.int32)), totals.snap_next)
     rest = fill & (k >= nxt)
     snap_t = jnp.where(new, clock.to_f32(t0), jnp.where(rest, jnp.asarray(g_hi), totals.snap_t))
     snap_n = jnp.where(new, n_in, jnp.where(rest, 0, totals.snap_n))
     snap_x = jnp.where(new, x_pre, jnp.where(rest, 0, totals.snap_x))
-    return replace(totals, snap_t=snap_t, snap_n=snap_n, snap_x=snap_x,
-                   snap_next=jnp.where(fill, G, nxt))
+    return replace(totals, snap_t=snap_t, snap_n=snap_n, snap_x=snap_x, snap_next=jnp.where(fill, G, nxt))
 
 
 def step(config: BudgetConfig, params: BudgetParams, state: BudgetState, record: bool = False):
@@ -176,50 +200,62 @@ def step(config: BudgetConfig, params: BudgetParams, state: BudgetState, record:
     totals = replace(
         totals,
         area_requests=totals.area_requests.add(jnp.where(batch, n_in.astype(jnp.float32) * span, 0.0)),
-        area_tokens=totals.area_tokens.add(
-            jnp.where(batch, (x_pre - load).astype(jnp.float32) * span, 0.0)),
-        idle_s=totals.idle_s.add(jnp.where((idle | (ends & ~hit & (n_in == 0))),
-                                           w.overlap_s(t0, quiet_until), 0.0)),
+        area_tokens=totals.area_tokens.add(jnp.where(batch, (x_pre - load).astype(jnp.float32) * span, 0.0)),
+        idle_s=totals.idle_s.add(jnp.where((idle | (ends & ~hit & (n_in == 0))), w.overlap_s(t0, quiet_until), 0.0)),
         batches=totals.batches + batch.astype(jnp.int32),
         window_batches=totals.window_batches + starts_in.astype(jnp.int32),
-        partial=totals.partial + (starts_in & (load < params.budget)
-                                  & (available >= params.budget)).astype(jnp.int32),
+        partial=totals.partial + (starts_in & (load < params.budget) & (available >= params.budget)).astype(jnp.int32),
         rejected=totals.rejected + rejected,
         stalled=totals.stalled | (empty & (n_in > 0)),
-        steps=totals.steps + active.astype(jnp.int32))
-    drains = decide & ~totals.drained & (totals.backlog_tokens > 0) & (
-        x_pre.astype(jnp.float32) <= np.float32(config.drain_fraction)
-        * totals.backlog_tokens.astype(jnp.float32))
-    totals = replace(totals, drained=totals.drained | drains,
-                     drain_s=clock.where(drains, t0, totals.drain_s))
-    totals = _snapshots(config, totals, t0, decide | hit,
-                        ends & ~hit & (n_in == 0), n_in, x_pre)
+        steps=totals.steps + active.astype(jnp.int32),
+    )
+    drains = (
+        decide
+        & ~totals.drained
+        & (totals.backlog_tokens > 0)
+        & (x_pre.astype(jnp.float32) <= np.float32(config.drain_fraction) * totals.backlog_tokens.astype(jnp.float32))
+    )
+    totals = replace(totals, drained=totals.drained | drains, drain_s=clock.where(drains, t0, totals.drain_s))
+    totals = _snapshots(config, totals, t0, decide | hit, ends & ~hit & (n_in == 0), n_in, x_pre)
     new_clock = clock.where(batch, t_end, clock.where(idle, gen.time, t0))
     new = BudgetState(state.seed, new_clock, state.done | ends, gen, new_table, entries, totals)
     if not record:
         return new, None
-    kind = jnp.where(~active, KIND_NONE, jnp.where(ends, KIND_END, jnp.where(
-        more_due, KIND_INSERT, jnp.where(batch, KIND_BATCH, KIND_IDLE))))
+    kind = jnp.where(
+        ~active,
+        KIND_NONE,
+        jnp.where(ends, KIND_END, jnp.where(more_due, KIND_INSERT, jnp.where(batch, KIND_BATCH, KIND_IDLE))),
+    )
     zb = lambda x: jnp.where(batch, x, jnp.zeros_like(x))
-    row = dict(kind=kind.astype(jnp.int32), t_hi=t0.hi, t_lo=t0.lo, tau_hi=zb(tau.hi),
-               tau_lo=zb(tau.lo), load=zb(load), prefill=zb(jnp.sum(dp, dtype=jnp.int32)),
-               decode=zb(jnp.sum(dd, dtype=jnp.int32)), requests=n_in, tokens=x_pre - load,
-               available=available.astype(jnp.int32), inserted=inserted)
+    row = dict(
+        kind=kind.astype(jnp.int32),
+        t_hi=t0.hi,
+        t_lo=t0.lo,
+        tau_hi=zb(tau.hi),
+        tau_lo=zb(tau.lo),
+        load=zb(load),
+        prefill=zb(jnp.sum(dp, dtype=jnp.int32)),
+        decode=zb(jnp.sum(dd, dtype=jnp.int32)),
+        requests=n_in,
+        tokens=x_pre - load,
+        available=available.astype(jnp.int32),
+        inserted=inserted,
+    )
     if config.record_members:
         row.update(entry=table.entry, id=table.id, dp=dp, dd=dd.astype(jnp.int32))
     return new, row
 
 
-def _apply(config: BudgetConfig, table: Table, totals: Totals, dp, dd, batch, t_end: DF,
-           w: Window) -> tuple[Table, Totals]:
+def _apply(
+    config: BudgetConfig, table: Table, totals: Totals, dp, dd, batch, t_end: DF, w: Window
+) -> tuple[Table, Totals]:
     """Load the batch (p -= dp, d -= dd) and record its completions at t_end (docs §2 step 6):
     first tokens, decode tokens (TBT) and departures, counted when t_end is in the window."""
     p = table.p - dp
     d = table.d - dd.astype(jnp.int32)
     first = (dp > 0) & (p == 0)
     depart = dd & (d == 0)
-    end = DF(jnp.broadcast_to(t_end.hi, table.arrival.hi.shape),
-             jnp.broadcast_to(t_end.lo, table.arrival.lo.shape))
+    end = DF(jnp.broadcast_to(t_end.hi, table.arrival.hi.shape), jnp.broadcast_to(t_end.lo, table.arrival.lo.shape))
     since = clock.sub(end, table.arrival)
     gap = clock.sub(end, table.last)
     ttft = jnp.where(first, since, table.ttft)
@@ -229,17 +265,23 @@ def _apply(config: BudgetConfig, table: Table, totals: Totals, dp, dd, batch, t_
     totals = replace(
         totals,
         departed=totals.departed + jnp.sum(m_dep, dtype=jnp.int32),
-        departed_tokens=totals.departed_tokens.add(
-            jnp.sum(jnp.where(m_dep, table.vp + table.vd, 0), dtype=jnp.int32)),
+        departed_tokens=totals.departed_tokens.add(jnp.sum(jnp.where(m_dep, table.vp + table.vd, 0), dtype=jnp.int32)),
         latency_s=totals.latency_s.add(ordered_sum(jnp.where(m_dep, since, 0.0))),
         ttft_s=totals.ttft_s.add(ordered_sum(jnp.where(m_dep, ttft, 0.0))),
         tbt_s=totals.tbt_s.add(ordered_sum(jnp.where(m_tok, gap, 0.0))),
         tbt_count=totals.tbt_count + jnp.sum(m_tok, dtype=jnp.int32),
         latency_hist=hist_add(totals.latency_hist, since, m_dep, config.hist_octave_bits),
         ttft_hist=hist_add(totals.ttft_hist, ttft, m_dep, config.hist_octave_bits),
-        tbt_hist=hist_add(totals.tbt_hist, gap, m_tok, config.hist_octave_bits))
-    new = replace(table, entry=jnp.where(depart, -1, table.entry), p=p, d=d,
-                  last=clock.where(first | dd, end, table.last), ttft=ttft)
+        tbt_hist=hist_add(totals.tbt_hist, gap, m_tok, config.hist_octave_bits),
+    )
+    new = replace(
+        table,
+        entry=jnp.where(depart, -1, table.entry),
+        p=p,
+        d=d,
+        last=clock.where(first | dd, end, table.last),
+        ttft=ttft,
+    )
     return new, totals
 
 
@@ -255,6 +297,7 @@ def batches(results: Results, s: int) -> dict[str, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- runner hints
+
 
 def example() -> BudgetConfig:
     return BudgetConfig(horizon_s=10.0, table_size=256)
@@ -298,8 +341,7 @@ def working_set_bytes(config: BudgetConfig) -> int:
 def peak_bytes(config: BudgetConfig, record: bool) -> int:
     per_seed = 16 * 44 * config.table_size + 12 * config.hist_bins
     if record:
-        per_seed += config.max_steps * (48 + (16 * config.table_size if config.record_members
-                                              else 0))
+        per_seed += config.max_steps * (48 + (16 * config.table_size if config.record_members else 0))
     return per_seed
 
 
@@ -308,19 +350,39 @@ def check(config: BudgetConfig, metrics) -> list[str]:
 
 
 def describe(config: BudgetConfig) -> dict:
-    return dict(policy=config.policy, workload="/".join(getattr(w, "name", type(w).__name__)
-                                                        for w in config.workload),
-                horizon_s=config.horizon_s, burn_in_s=config.burn_in_s,
-                table_size=config.table_size, attention=config.attention)
+    return dict(
+        policy=config.policy,
+        workload="/".join(getattr(w, "name", type(w).__name__) for w in config.workload),
+        horizon_s=config.horizon_s,
+        burn_in_s=config.burn_in_s,
+        table_size=config.table_size,
+        attention=config.attention,
+    )
 
 
 # One engine with a token budget per batch (paper 004); see the module docstring.
 ENGINE: Engine[BudgetConfig, BudgetParams, BudgetState] = Engine(
-    name="budget", Config=BudgetConfig, Params=BudgetParams, METRICS=METRICS, POLICIES=POLICIES,
-    make_params=make_params, init=init, step=step, done=done, finalize=finalize,
-    max_steps=max_steps, working_set_bytes=working_set_bytes, peak_bytes=peak_bytes,
+    name="budget",
+    Config=BudgetConfig,
+    Params=BudgetParams,
+    METRICS=METRICS,
+    POLICIES=POLICIES,
+    make_params=make_params,
+    init=init,
+    step=step,
+    done=done,
+    finalize=finalize,
+    max_steps=max_steps,
+    working_set_bytes=working_set_bytes,
+    peak_bytes=peak_bytes,
     step_unit="epoch",
     # Runs end at different steps (an unstable run has more batches per second of horizon).
     skip_done_in_block=True,
-    trajectory_length=trajectory_length, example=example, check=check, describe=describe,
-    size_fields=SIZE_FIELDS, pad_into=pad_into, trim=trim)
+    trajectory_length=trajectory_length,
+    example=example,
+    check=check,
+    describe=describe,
+    size_fields=SIZE_FIELDS,
+    pad_into=pad_into,
+    trim=trim,
+)

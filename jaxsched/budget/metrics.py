@@ -4,6 +4,7 @@
 
 Every metric name carries its unit or is a count; "window" is [burn_in_s, horizon_s).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,14 +18,14 @@ from .state import BudgetState
 
 def _latency_metrics(name: str, what: str) -> dict[str, Metric]:
     out = {f"{name}_mean_s": Metric("s", f"mean {what}")}
-    out.update({f"{name}_{tag}_s": Metric("s", f"{tag} of {what} (float-bit histogram)")
-                for tag, _ in QUANTILES})
+    out.update({f"{name}_{tag}_s": Metric("s", f"{tag} of {what} (float-bit histogram)") for tag, _ in QUANTILES})
     return out
 
 
 METRICS = {
-    "throughput_tokens_per_s": Metric("tokens/s", "v_p + v_d of the requests departing in the "
-                                      "window, per second of window"),
+    "throughput_tokens_per_s": Metric(
+        "tokens/s", "v_p + v_d of the requests departing in the window, per second of window"
+    ),
     "throughput_requests_per_s": Metric("requests/s", "departures in the window per second"),
     "num_departed": Metric("count", "departures in the window"),
     "mean_requests_in_system": Metric("requests", "time average of N(t) over the window"),
@@ -33,17 +34,21 @@ METRICS = {
     **_latency_metrics("tbt", "time between tokens of the window's decode tokens"),
     **_latency_metrics("latency", "end-to-end latency of the window's departures"),
     "idle_fraction": Metric("fraction", "idle time in the window / window length"),
-    "partial_batch_fraction": Metric("fraction", "batches starting in the window with b' < b "
-                                     "while >= b tokens were available, over those batches"),
+    "partial_batch_fraction": Metric(
+        "fraction", "batches starting in the window with b' < b while >= b tokens were available, over those batches"
+    ),
     "num_batches": Metric("count", "batches starting in the window"),
-    "token_growth_per_s": Metric("tokens/s", "least-squares slope of the tokens in system over "
-                                 "the snapshots (the stability statistic)"),
-    "request_growth_per_s": Metric("requests/s", "least-squares slope of the requests in system "
-                                   "over the snapshots"),
+    "token_growth_per_s": Metric(
+        "tokens/s", "least-squares slope of the tokens in system over the snapshots (the stability statistic)"
+    ),
+    "request_growth_per_s": Metric("requests/s", "least-squares slope of the requests in system over the snapshots"),
     "requests_end": Metric("count", "requests in system at the end of the run"),
     "tokens_end": Metric("tokens", "unprocessed tokens in system at the end of the run"),
-    "drain_time_s": Metric("s", "first deciding epoch with unprocessed tokens <= drain_fraction "
-                           "of the initial backlog's (nan: no backlog, or never)"),
+    "drain_time_s": Metric(
+        "s",
+        "first deciding epoch with unprocessed tokens <= drain_fraction "
+        "of the initial backlog's (nan: no backlog, or never)",
+    ),
     "backlog_tokens": Metric("tokens", "unprocessed tokens of the initial backlog at t = 0"),
     "num_rejected": Metric("count", "arrivals rejected by a full table slot"),
     "overflowed": Metric("flag", "1 if any arrival was rejected (unstable, or Q too small)"),

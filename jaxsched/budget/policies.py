@@ -9,6 +9,7 @@ remaining budget and request count, so adding a policy takes a function here and
 `jaxsched/budget/registry.py` naming
 the options it reads.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ import numpy as np
 
 from ..kernels import prefix_by_id
 
-if TYPE_CHECKING:                       # the config validates policy names (registry.POLICIES)
+if TYPE_CHECKING:  # the config validates policy names (registry.POLICIES)
     from .config import BudgetConfig, BudgetParams
 
 _BIG = np.int32(2**31 - 1)
@@ -32,6 +33,7 @@ class View(eqx.Module):
     valid: bool, occupied slots. p: int32 prefill tokens not yet loaded. type: int32 z_i.
     entry: int32 entry numbers (FCFS order). base: int32 slot of the oldest possible entry.
     """
+
     valid: jnp.ndarray
     p: jnp.ndarray
     type: jnp.ndarray
@@ -53,6 +55,7 @@ class View(eqx.Module):
 
 class Left(eqx.Module):
     """What the phases before have left of the batch: tokens (budget) and requests (M)."""
+
     tokens: jnp.ndarray
     requests: jnp.ndarray
 
@@ -67,8 +70,7 @@ def decode_phase(view: View, eligible: jnp.ndarray, left: Left, limit=_BIG):
 
 
 def _taken(dp: jnp.ndarray, left: Left) -> Left:
-    return Left(left.tokens - jnp.sum(dp, dtype=jnp.int32),
-                left.requests - jnp.sum(dp > 0, dtype=jnp.int32))
+    return Left(left.tokens - jnp.sum(dp, dtype=jnp.int32), left.requests - jnp.sum(dp > 0, dtype=jnp.int32))
 
 
 def chunk_phase(view: View, eligible: jnp.ndarray, left: Left):

@@ -8,43 +8,83 @@ Adding a built-in policy: the function in `policies.py`, one `builtin(...)` line
 plain-Python version in `tests/reference/budget.py`. From user code:
 `jaxsched.registry.register_policy("budget", ...)`.
 """
+
 from __future__ import annotations
 
 from ..registry import Registry, builtin
 
 POLICIES = Registry("budget", "policy")
 _P = "jaxsched.budget.policies:"
-builtin(POLICIES, "sarathi", _P + "sarathi",
-        "Sarathi-Serve: decode first, chunked prefill (work-conserving)")
-builtin(POLICIES, "orca", _P + "orca",
-        "Orca: prefill first, mixed batches once prefills are loaded (work-conserving)")
-builtin(POLICIES, "vllm", _P + "vllm", "vanilla vLLM: prefill first, no mixed batches",
-        ("prefill_cap",))
-builtin(POLICIES, "ft", _P + "ft", "FasterTransformer: decode first, request-level batching",
-        ("prefill_cap",))
-builtin(POLICIES, "wc", _P + "wc", "generic work-conserving (K_p, K_d)-FCFS",
-        ("K_p", "K_d", "phase_first", "inner_order"))
-builtin(POLICIES, "priority", _P + "priority", "strict type priority, sarathi within a type",
-        ("type_order",))
+builtin(POLICIES, "sarathi", _P + "sarathi", "Sarathi-Serve: decode first, chunked prefill (work-conserving)")
+builtin(POLICIES, "orca", _P + "orca", "Orca: prefill first, mixed batches once prefills are loaded (work-conserving)")
+builtin(POLICIES, "vllm", _P + "vllm", "vanilla vLLM: prefill first, no mixed batches", ("prefill_cap",))
+builtin(POLICIES, "ft", _P + "ft", "FasterTransformer: decode first, request-level batching", ("prefill_cap",))
+builtin(
+    POLICIES, "wc", _P + "wc", "generic work-conserving (K_p, K_d)-FCFS", ("K_p", "K_d", "phase_first", "inner_order")
+)
+builtin(POLICIES, "priority", _P + "priority", "strict type priority, sarathi within a type", ("type_order",))
 
 # `jaxsched budget experiment NAME` (`jaxsched check stability` runs `stability`):
 # `jaxsched.budget.experiments.EXPERIMENTS`, one function each.
 EXPERIMENTS = Registry("budget", "experiment")
 _X = "jaxsched.budget.experiments:"
-builtin(EXPERIMENTS, "stability", _X + "stability",
-        "Fig. 1 and Theorem 1: growth of the tokens in system against the load, per policy")
-builtin(EXPERIMENTS, "two_type", _X + "two_type",
-        "section 4.2 and Prop. 2(a): drain time from a backlog against the fluid model")
-builtin(EXPERIMENTS, "fig9", _X + "fig9",
-        "Fig. 9: Sarathi's token budget against TTFT and end-to-end latency (Azure trace)")
+builtin(
+    EXPERIMENTS,
+    "stability",
+    _X + "stability",
+    "Fig. 1 and Theorem 1: growth of the tokens in system against the load, per policy",
+)
+builtin(
+    EXPERIMENTS,
+    "two_type",
+    _X + "two_type",
+    "section 4.2 and Prop. 2(a): drain time from a backlog against the fluid model",
+)
+builtin(
+    EXPERIMENTS, "fig9", _X + "fig9", "Fig. 9: Sarathi's token budget against TTFT and end-to-end latency (Azure trace)"
+)
 
 # What a sweep may vary (`jaxsched sweep --help`): the budget engine's `config_fields()` and
 # `params_fields()`, which a test checks against these.
-CONFIG_FIELDS = ("workload", "policy", "horizon_s", "burn_in_s", "num_requests", "table_size",
-                 "arrivals_per_step", "max_steps", "hist_octave_bits", "snapshots", "attention",
-                 "attention_prefix", "phase_first", "inner_order", "type_order", "record_members",
-                 "initial_requests", "drain_fraction", "arrival_mode", "memory_overhead")
-PARAMS_FIELDS = ("rates", "budget", "max_requests", "prefill_cap", "K_p", "K_d", "c_s",
-                 "a_s_per_token", "b0", "alpha", "beta", "period_s", "rate_scale",
-                 "kv_limit_tokens", "swap_a1_s_per_token", "swap_a2_s",
-                 "recompute_b1_s_per_token2", "recompute_b2_s")
+CONFIG_FIELDS = (
+    "workload",
+    "policy",
+    "horizon_s",
+    "burn_in_s",
+    "num_requests",
+    "table_size",
+    "arrivals_per_step",
+    "max_steps",
+    "hist_octave_bits",
+    "snapshots",
+    "attention",
+    "attention_prefix",
+    "phase_first",
+    "inner_order",
+    "type_order",
+    "record_members",
+    "initial_requests",
+    "drain_fraction",
+    "arrival_mode",
+    "memory_overhead",
+)
+PARAMS_FIELDS = (
+    "rates",
+    "budget",
+    "max_requests",
+    "prefill_cap",
+    "K_p",
+    "K_d",
+    "c_s",
+    "a_s_per_token",
+    "b0",
+    "alpha",
+    "beta",
+    "period_s",
+    "rate_scale",
+    "kv_limit_tokens",
+    "swap_a1_s_per_token",
+    "swap_a2_s",
+    "recompute_b1_s_per_token2",
+    "recompute_b2_s",
+)

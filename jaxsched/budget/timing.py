@@ -7,6 +7,7 @@ kv_excess_tokens (exact int32) and budget_memory_overhead_s its KV-memory overhe
 times are double-floats (jaxsched.clock) summed in a fixed order from exact or fenced float32
 terms, so a NumPy float32 reference reproduces them bitwise.
 """
+
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -25,8 +26,9 @@ def budget_batch_time_s(token_load: jnp.ndarray, c_s, a_hi, a_lo, b0) -> DF:
     return iteration_time_s(excess, c_s, a_hi, a_lo)
 
 
-def budget_attention_s(tau: DF, sq_prefill: jnp.ndarray, context_decode: jnp.ndarray,
-                       prefix_prefill: jnp.ndarray, alpha, beta, fence_word) -> DF:
+def budget_attention_s(
+    tau: DF, sq_prefill: jnp.ndarray, context_decode: jnp.ndarray, prefix_prefill: jnp.ndarray, alpha, beta, fence_word
+) -> DF:
     """tau + the long-context attention term of paper 004's (A.1) (s, double-float):
     alpha * sum_i dp_i^2 + beta * sum_i (P_i + D_i) dd_i, plus alpha * sum_i dp_i P_i (the
     chunk-against-earlier-chunks term, notes/004.md section 4; pass 0 to leave it out).

@@ -10,6 +10,7 @@ seeds shard over every core, and `compile_cache` turns on JAX's persistent compi
 a program compiled by one command loads in the next (`--no-compile-cache` turns it off). Every
 invalid input prints one `jaxsched: error: ...` line naming the field and exits with 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,15 +25,21 @@ from .devices import use_every_core
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="jaxsched", formatter_class=HelpFormatter,
-               description="Batched JAX simulators of LLM-serving schedulers. "
-                           "`jaxsched COMMAND --help` lists a command's options and defaults.")
+    p = Parser(
+        prog="jaxsched",
+        formatter_class=HelpFormatter,
+        description="Batched JAX simulators of LLM-serving schedulers. "
+        "`jaxsched COMMAND --help` lists a command's options and defaults.",
+    )
     p.add_argument("--version", action="version", version=f"jaxsched {__version__}")
-    p.add_argument("--no-compile-cache", action="store_true",
-                   help="compile every program anew instead of loading it from JAX's persistent "
-                        "compilation cache ($JAXSCHED_COMPILE_CACHE_DIR, else "
-                        "$XDG_CACHE_HOME/jaxsched/xla or ~/.cache/jaxsched/xla); "
-                        "JAXSCHED_COMPILE_CACHE=0 does the same")
+    p.add_argument(
+        "--no-compile-cache",
+        action="store_true",
+        help="compile every program anew instead of loading it from JAX's persistent "
+        "compilation cache ($JAXSCHED_COMPILE_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/jaxsched/xla or ~/.cache/jaxsched/xla); "
+        "JAXSCHED_COMPILE_CACHE=0 does the same",
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     dp.add_parsers(sub)
     sweep.add_parsers(sub)
@@ -51,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         # The flag is the process's, not the run's: dropped before the command writes its
         # options file (`--config` reads that file back with the subcommand's options only).
         no_cache = vars(args).pop("no_compile_cache")
-        use_every_core()        # before the command imports JAX; see jaxsched.cli.devices
-        use_compile_cache(enabled=not no_cache)     # likewise; see jaxsched.cli.compile_cache
+        use_every_core()  # before the command imports JAX; see jaxsched.cli.devices
+        use_compile_cache(enabled=not no_cache)  # likewise; see jaxsched.cli.compile_cache
         return args.func(args)
     except ConfigError as e:
         print(f"jaxsched: error: {e}", file=sys.stderr)

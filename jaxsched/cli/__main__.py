@@ -1,4 +1,5 @@
 """`python -m jaxsched.cli`: the same as the `jaxsched` command."""
+
 import sys
 
 from . import main

@@ -8,6 +8,7 @@
 - `write_resolved(args, path)` writes the options a command ran with as TOML beside its
   results, so `--config` repeats the run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,28 +40,39 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if ("%(default)" in text or "default" in text or action.default is None
-                or action.default is False or action.default is argparse.SUPPRESS
-                or not action.option_strings):
+        if (
+            "%(default)" in text
+            or "default" in text
+            or action.default is None
+            or action.default is False
+            or action.default is argparse.SUPPRESS
+            or not action.option_strings
+        ):
             return text
         return text + " (default: %(default)s)"
 
 
-def command(sub, name: str, *, help: str, description: str | None = None,
-            config: bool = True) -> Parser:
+def command(sub, name: str, *, help: str, description: str | None = None, config: bool = True) -> Parser:
     """A subcommand parser with the shared formatter and, unless config=False, `--config`."""
-    p = sub.add_parser(name, help=help, description=description or help,
-                       formatter_class=HelpFormatter)
+    p = sub.add_parser(name, help=help, description=description or help, formatter_class=HelpFormatter)
     if config:
-        p.add_argument("--config", metavar="FILE.toml",
-                       help="read options from a TOML file (keys are option names, e.g. "
-                            "steps = 5000); flags given on the command line win")
+        p.add_argument(
+            "--config",
+            metavar="FILE.toml",
+            help="read options from a TOML file (keys are option names, e.g. "
+            "steps = 5000); flags given on the command line win",
+        )
     p.set_defaults(_parser=p)
     return p
 
 
-def experiment_options(p: argparse.ArgumentParser, out: str, *, quick: str = "reduced sizes and seeds",
-                       seeds: str = "seeds (default per experiment)") -> None:
+def experiment_options(
+    p: argparse.ArgumentParser,
+    out: str,
+    *,
+    quick: str = "reduced sizes and seeds",
+    seeds: str = "seeds (default per experiment)",
+) -> None:
     """The options every engine's experiment command takes: --quick, --seeds, --out (a folder
     for the CSV, MD, PNG and options files, default `out`), --quiet."""
     p.add_argument("--quick", action="store_true", help=quick)
@@ -80,20 +92,20 @@ def load_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
         raise ConfigError(f"--config must name a TOML file, got the directory {path!r}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"--config {path!r} is not valid TOML: {e}") from None
-    actions = {a.dest: a for a in parser._actions
-               if a.dest not in _INTERNAL and not a.dest.endswith("_command")}
+    actions = {a.dest: a for a in parser._actions if a.dest not in _INTERNAL and not a.dest.endswith("_command")}
     # Every long name of an option is a key too (`num_workers` for `--G`, `--num-workers`).
-    names = {s[2:].replace("-", "_"): a.dest for a in actions.values()
-             for s in a.option_strings if s.startswith("--")}
+    names = {s[2:].replace("-", "_"): a.dest for a in actions.values() for s in a.option_strings if s.startswith("--")}
     out = {}
     for key, value in data.items():
         dest = names.get(key.replace("-", "_"), key.replace("-", "_"))
         if dest not in actions:
-            raise ConfigError(f"--config {path!r}: unknown option {key!r} for `{parser.prog}`; "
-                              f"allowed: {', '.join(sorted(actions))}")
+            raise ConfigError(
+                f"--config {path!r}: unknown option {key!r} for `{parser.prog}`; allowed: {', '.join(sorted(actions))}"
+            )
         if dest in out:
-            raise ConfigError(f"--config {path!r}: {key!r} sets the option {dest!r} a second "
-                              f"time (one name per option)")
+            raise ConfigError(
+                f"--config {path!r}: {key!r} sets the option {dest!r} a second time (one name per option)"
+            )
         out[dest] = _config_value(actions[dest], value, key, path)
     return out
 
@@ -121,8 +133,7 @@ def _typed(action: argparse.Action, value: Any, where: str) -> Any:
     except (TypeError, ValueError):
         raise ConfigError(f"{where} must be a {action.type.__name__}, got {value!r}") from None
     if action.choices is not None and value not in action.choices:
-        raise ConfigError(f"{where} must be one of {', '.join(map(str, action.choices))}, "
-                          f"got {value!r}")
+        raise ConfigError(f"{where} must be one of {', '.join(map(str, action.choices))}, got {value!r}")
     return value
 
 
@@ -140,19 +151,27 @@ def resolve(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse
 def resolved_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options of a parsed command, without plumbing (including every group's
     `<group>_command` subcommand name) and unset (None) values."""
-    return {k: v for k, v in sorted(vars(args).items())
-            if k not in _NOT_WRITTEN and not k.endswith("_command") and v is not None
-            and not (isinstance(v, list) and not v)}
+    return {
+        k: v
+        for k, v in sorted(vars(args).items())
+        if k not in _NOT_WRITTEN
+        and not k.endswith("_command")
+        and v is not None
+        and not (isinstance(v, list) and not v)
+    }
 
 
 def write_resolved(args: argparse.Namespace, path: str | Path) -> Path:
     """Write the command's options as TOML to `path` (readable back with `--config`)."""
     import tomli_w
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     group = next((v for k, v in vars(args).items() if k.endswith("_command") and v), None)
-    text = (f"# jaxsched {args.command}{' ' + group if group else ''}"
-            f": rerun with --config {path.name}\n" + tomli_w.dumps(resolved_options(args)))
+    text = (
+        f"# jaxsched {args.command}{' ' + group if group else ''}"
+        f": rerun with --config {path.name}\n" + tomli_w.dumps(resolved_options(args))
+    )
     path.write_text(text)
     return path
 
@@ -176,6 +195,7 @@ def save_seed_rows(res, columns: dict, out, conf) -> int:
     """Write one CSV row per seed of `res` (the run's `columns` first) to `out`, print where the
     results and options went; the exit status (1 if the file had to go elsewhere)."""
     from ..results import seed_rows, write_csv
+
     written, ok = save(lambda p: write_csv(p, seed_rows(res, columns)), out, "--out")
     print(f"\nresults: {written}\noptions: {conf}")
     return 0 if ok else 1
@@ -186,6 +206,7 @@ def print_metrics(res, n_seeds: int) -> None:
     markdown table on stdout."""
     from ..results import format_value, markdown_table
     from ..stats import mean_ci
+
     rows = []
     for k, v in res.metrics.items():
         m, _, half, _ = mean_ci(v)
@@ -200,6 +221,7 @@ def run_experiment(a: argparse.Namespace, group: str, experiments, what: str | N
     CSV, markdown, options and (where it has one) a PNG to the folder --out. Exits 1 if the
     report's check failed."""
     import time
+
     what = what or require_what(a.what, f"{group} experiment: the experiment", experiments.names())
     seeds = None if a.seeds is None else require_int(a.seeds, "--seeds", lo=1, hi=100_000)
     out = check_dir(a.out, "--out")
@@ -207,6 +229,7 @@ def run_experiment(a: argparse.Namespace, group: str, experiments, what: str | N
     from ..plots import plot_offline
     from ..progress import Progress
     from ..results import write_csv
+
     # No total here: the experiment counts its own units and declares them before the first.
     bar = Progress(f"{group} {what}", enabled=not a.quiet)
     t0 = time.perf_counter()
@@ -214,11 +237,12 @@ def run_experiment(a: argparse.Namespace, group: str, experiments, what: str | N
     bar.close()
     print(f"{rep.title}\n\n{rep.markdown}\n")
     csv, ok = save(lambda p: write_csv(p, rep.rows), out / f"{what}.csv", "--out")
-    save(lambda p: _write_text(p, f"# {rep.title}\n\n{rep.markdown}\n"), out / f"{what}.md",
-         "--out")
+    save(lambda p: _write_text(p, f"# {rep.title}\n\n{rep.markdown}\n"), out / f"{what}.md", "--out")
     png = plot_offline(rep, out / f"{what}.png") if rep.plot else None
-    print(f"results: {csv}" + (f"\nplot: {png}" if png else "") + f"\noptions: {conf}\n"
-          f"wall time: {time.perf_counter() - t0:.1f} s")
+    print(
+        f"results: {csv}" + (f"\nplot: {png}" if png else "") + f"\noptions: {conf}\n"
+        f"wall time: {time.perf_counter() - t0:.1f} s"
+    )
     if not rep.ok:
         print(f"{group} experiment {what}: the check FAILED (see the table)", file=sys.stderr)
         return 1

@@ -3,6 +3,7 @@ token budget per batch (paper 004).
 
 Engines are imported inside the commands, so that `--help` does not import JAX.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,6 +29,7 @@ def cmd_budget_run(a: argparse.Namespace) -> int:
     CSV row per seed."""
     from ..budget import BudgetConfig, make_params, rates_for_load, simulate
     from ..workload import Constant, Independent, Poisson
+
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
     law = Constant if a.lengths == "constant" else Poisson
@@ -38,29 +40,39 @@ def cmd_budget_run(a: argparse.Namespace) -> int:
             require_int(int(v) if float(v).is_integer() else v, flag, lo=1)
         prompt, decode = int(prompt), int(decode)
     workload = Independent(law(prompt), law(decode), name=f"{a.lengths}:{a.prompt}/{a.decode}")
-    base = BudgetConfig(workload=(workload,), policy=a.policy, horizon_s=a.horizon_s,
-                        burn_in_s=a.burn_in_s, table_size=a.table_size)
+    base = BudgetConfig(
+        workload=(workload,), policy=a.policy, horizon_s=a.horizon_s, burn_in_s=a.burn_in_s, table_size=a.table_size
+    )
     timing = dict(budget=a.budget, c_s=a.c_ms / 1000.0, a_s_per_token=a.a_ms / 1000.0, b0=a.b0)
     if a.rate is None:
         load = require_float(a.load, "--load", lo=0.0, hi=10.0, lo_open=True)
-        make_params(base, rates=[1.0], **timing)          # names a bad budget or time first
+        make_params(base, rates=[1.0], **timing)  # names a bad budget or time first
         rates = rates_for_load(base, load, **timing)
     else:
         rates = [require_float(a.rate, "--rate", lo=0.0, lo_open=True)]
     kw = dict(rates=rates, max_requests=a.max_requests, prefill_cap=a.prefill_cap, **timing)
     from ..budget.config import enough_steps
+
     cfg = enough_steps(base, rates, timing["c_s"], timing["a_s_per_token"], a.b0)
     params = make_params(cfg, **kw)
-    print(f"jaxsched budget run: policy={a.policy} lengths={workload.name} rate={sum(rates):.4g}/s "
-          f"b={a.budget} M={a.max_requests} horizon={a.horizon_s:g} s seeds={n_seeds}",
-          file=sys.stderr)
+    print(
+        f"jaxsched budget run: policy={a.policy} lengths={workload.name} rate={sum(rates):.4g}/s "
+        f"b={a.budget} M={a.max_requests} horizon={a.horizon_s:g} s seeds={n_seeds}",
+        file=sys.stderr,
+    )
     conf = None if out is None else write_resolved(a, config_path(out))
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
     print_metrics(res, n_seeds)
     if out is None:
         return 0
-    columns = {"policy": a.policy, "lengths": workload.name, "rate_qps": float(sum(rates)),
-               "budget": a.budget, "max_requests": a.max_requests, "horizon_s": a.horizon_s}
+    columns = {
+        "policy": a.policy,
+        "lengths": workload.name,
+        "rate_qps": float(sum(rates)),
+        "budget": a.budget,
+        "max_requests": a.max_requests,
+        "horizon_s": a.horizon_s,
+    }
     return save_seed_rows(res, columns, out, conf)
 
 
@@ -76,46 +88,64 @@ def cmd_budget_check_stability(a: argparse.Namespace) -> int:
 
 def add_parsers(sub) -> None:
     """The `jaxsched budget` group."""
-    k = sub.add_parser("budget", help="paper 004's token-budget engine: Sarathi, Orca, vLLM, "
-                                      "FasterTransformer; one run or the paper's checks",
-                       description="One LLM engine whose batches carry at most b tokens and last "
-                                   "c + a (b' - b0)^+ (paper 004): `budget run` (one "
-                                   "configuration) or `budget experiment` (the paper's checks).")
+    k = sub.add_parser(
+        "budget",
+        help="paper 004's token-budget engine: Sarathi, Orca, vLLM, FasterTransformer; one run or the paper's checks",
+        description="One LLM engine whose batches carry at most b tokens and last "
+        "c + a (b' - b0)^+ (paper 004): `budget run` (one "
+        "configuration) or `budget experiment` (the paper's checks).",
+    )
     ksub = k.add_subparsers(dest="budget_command", required=True, metavar="SUBCOMMAND")
     r = command(ksub, "run", help="one configuration over several seeds, prints its metrics")
-    r.add_argument("--policy", default="sarathi", choices=BUDGET_POLICIES,
-                   help="sarathi, orca, vllm (vanilla), ft (FasterTransformer), wc "
-                        "((K_p, K_d)-FCFS), priority (strict type priority)")
-    r.add_argument("--lengths", default="constant", choices=("constant", "poisson"),
-                   help="request lengths: constant, or Poisson around --prompt / --decode")
+    r.add_argument(
+        "--policy",
+        default="sarathi",
+        choices=BUDGET_POLICIES,
+        help="sarathi, orca, vllm (vanilla), ft (FasterTransformer), wc "
+        "((K_p, K_d)-FCFS), priority (strict type priority)",
+    )
+    r.add_argument(
+        "--lengths",
+        default="constant",
+        choices=("constant", "poisson"),
+        help="request lengths: constant, or Poisson around --prompt / --decode",
+    )
     r.add_argument("--prompt", type=float, default=129, help="prefill tokens (mean)")
     r.add_argument("--decode", type=float, default=112, help="decode tokens (mean)")
-    r.add_argument("--rate", type=float, default=None,
-                   help="arrivals per second (default: from --load)")
-    r.add_argument("--load", type=float, default=0.85,
-                   help="offered load rho = lambda (m_p + m_d) t_b / b when --rate is not given")
+    r.add_argument("--rate", type=float, default=None, help="arrivals per second (default: from --load)")
+    r.add_argument(
+        "--load",
+        type=float,
+        default=0.85,
+        help="offered load rho = lambda (m_p + m_d) t_b / b when --rate is not given",
+    )
     r.add_argument("--budget", type=int, default=512, help="token budget b per batch")
     r.add_argument("--max-requests", type=int, default=256, help="requests per batch M")
-    r.add_argument("--prefill-cap", type=int, default=None,
-                   help="tokens of a whole-prompt batch (vllm, ft; default b)")
+    r.add_argument("--prefill-cap", type=int, default=None, help="tokens of a whole-prompt batch (vllm, ft; default b)")
     r.add_argument("--c-ms", type=float, default=45.5, help="batch time constant c, ms")
     r.add_argument("--a-ms", type=float, default=0.18, help="ms per token above b0 (assumed)")
     r.add_argument("--b0", type=int, default=64, help="tokens below which a batch costs c")
     r.add_argument("--horizon-s", "--horizon", type=float, default=600.0, help="simulated seconds per run")
     r.add_argument("--burn-in-s", "--burn-in", type=float, default=60.0, help="seconds left out of the metrics")
-    r.add_argument("--table-size", type=int, default=16384,
-                   help="request slots per run; a full table rejects arrivals (unstable)")
+    r.add_argument(
+        "--table-size", type=int, default=16384, help="request slots per run; a full table rejects arrivals (unstable)"
+    )
     r.add_argument("--seeds", type=int, default=8, help="number of seeds")
-    r.add_argument("--out", default=None, help="CSV file, one row per seed (default: none; the "
-                   "resolved options go beside it)")
+    r.add_argument(
+        "--out", default=None, help="CSV file, one row per seed (default: none; the resolved options go beside it)"
+    )
     r.add_argument("--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=cmd_budget_run)
     e = command(ksub, "experiment", help="a check or experiment of paper 004")
     e.add_argument("what", nargs="?", help=f"one of {', '.join(BUDGET_EXPERIMENTS)}")
     experiment_options(e, "results/budget")
     e.set_defaults(func=cmd_budget_experiment)
-    c = command(ksub, "check-stability", help="paper 004's Fig. 1 and Theorem 1: queue growth "
-                                              "against the load (`jaxsched check stability`)")
-    experiment_options(c, "results/budget", quick="3 loads, 200 s runs, about a minute",
-                       seeds="seeds per point (default 8, quick 4)")
+    c = command(
+        ksub,
+        "check-stability",
+        help="paper 004's Fig. 1 and Theorem 1: queue growth against the load (`jaxsched check stability`)",
+    )
+    experiment_options(
+        c, "results/budget", quick="3 loads, 200 s runs, about a minute", seeds="seeds per point (default 8, quick 4)"
+    )
     c.set_defaults(func=cmd_budget_check_stability)

@@ -22,6 +22,7 @@ its own, and a cache turned on from `main()` would stay on in it after the comma
 either threshold) set by the user is left as it is. A folder that cannot be created or written
 gives one warning, and the command runs without a cache.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,7 +39,7 @@ JAX_DIR_ENV = "JAX_COMPILATION_CACHE_DIR"
 # floor to the filesystem; a small command's simulation steps take a fraction of a second each.
 THRESHOLDS = {
     "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0.1",
-    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",     # no size floor, not overridable
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",  # no size floor, not overridable
 }
 
 
@@ -78,22 +79,24 @@ def usable_folder(folder: Path) -> str | None:
     return None
 
 
-def use_compile_cache(environ: MutableMapping[str, str] | None = None,
-                      enabled: bool = True) -> Path | None:
+def use_compile_cache(environ: MutableMapping[str, str] | None = None, enabled: bool = True) -> Path | None:
     """Puts JAX's persistent cache settings in the environment (folder from cache_folder) when
     the cache is wanted (`enabled`, the opposite of `--no-compile-cache`, and
     $JAXSCHED_COMPILE_CACHE), JAX is not imported yet and the user has not named a cache folder
     of their own. Returns the folder, or None when it left the environment alone."""
     environ = os.environ if environ is None else environ
-    wanted = cache_wanted(environ)          # a bad value is an error even with the flag given
+    wanted = cache_wanted(environ)  # a bad value is an error even with the flag given
     if not (enabled and wanted) or "jax" in sys.modules or JAX_DIR_ENV in environ:
         return None
     folder = cache_folder(environ)
     problem = usable_folder(folder)
     if problem is not None:
-        print(f"jaxsched: warning: compile cache folder {str(folder)!r} cannot be used "
-              f"({problem}); running without a compile cache (set {DIR_ENV} to another folder, "
-              f"or {ENV}=0)", file=sys.stderr)
+        print(
+            f"jaxsched: warning: compile cache folder {str(folder)!r} cannot be used "
+            f"({problem}); running without a compile cache (set {DIR_ENV} to another folder, "
+            f"or {ENV}=0)",
+            file=sys.stderr,
+        )
         return None
     environ[JAX_DIR_ENV] = str(folder)
     for name, value in THRESHOLDS.items():

@@ -9,6 +9,7 @@ defaults. Results are bitwise the same for any device count (tests/core/test_sha
 `JAXSCHED_CPU_DEVICES=N` sets the count (1 turns sharding off); an `XLA_FLAGS` that already
 names `--xla_force_host_platform_device_count` is left as it is.
 """
+
 from __future__ import annotations
 
 import os

@@ -7,6 +7,7 @@ resolved options (`run.config.toml`, which `--config` reads back).
 
 Engines are imported inside the commands, so that `--help` does not import JAX.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,9 +31,12 @@ CHECKS = ("theorems", "stability")
 def workload_from_args(a: argparse.Namespace):
     """The request lengths of `run`/`sweep`: a trace, or a named synthetic workload."""
     from ..workload import read_trace
+
     if a.trace and a.workload:
-        raise ConfigError("--workload and --trace are exclusive: --trace replaces the synthetic "
-                          f"workload (got --workload {a.workload} --trace {a.trace})")
+        raise ConfigError(
+            "--workload and --trace are exclusive: --trace replaces the synthetic "
+            f"workload (got --workload {a.workload} --trace {a.trace})"
+        )
     if a.trace:
         return read_trace(a.trace, order="resample")
     return DP_WORKLOADS[a.workload or "burstgpt_like"].fn()
@@ -43,35 +47,39 @@ def _predictor_params(a: argparse.Namespace) -> dict:
     if a.noise and a.predictor != "noisy":
         raise ConfigError(f"--noise applies to --predictor noisy only, got --predictor {a.predictor}")
     if (a.fp_rate or a.fn_rate) and a.predictor != "classifier":
-        raise ConfigError("--fp-rate and --fn-rate apply to --predictor classifier only, got "
-                          f"--predictor {a.predictor}")
+        raise ConfigError(
+            f"--fp-rate and --fn-rate apply to --predictor classifier only, got --predictor {a.predictor}"
+        )
     return dict(noise_lo=a.noise, noise_hi=a.noise, fp_rate=a.fp_rate, fn_rate=a.fn_rate)
 
 
-def _plot_run(base, specs, seed: int, steps: int, path: Path, params_kw: dict,
-              progress: bool) -> Path:
+def _plot_run(base, specs, seed: int, steps: int, path: Path, params_kw: dict, progress: bool) -> Path:
     """One recorded run per policy (seed `seed`, first `steps` steps) drawn as Fig. 6."""
     from ..dp import make_params, simulate
     from ..dp.plots import load_trajectories
     from ..progress import Progress
+
     steps = min(steps, base.num_steps)
     bar = Progress("plot (seed %d, steps 1-%d)" % (seed, steps), len(specs), enabled=progress)
     loads = {}
     for spec in specs:
-        cfg = dataclasses.replace(base, policy=spec.name, lookahead_steps=spec.lookahead_steps,
-                                  num_steps=steps)
+        cfg = dataclasses.replace(base, policy=spec.name, lookahead_steps=spec.lookahead_steps, num_steps=steps)
         res = simulate(cfg, make_params(cfg, **params_kw), [seed], record=True)
         loads[spec.label] = res.trajectories["hist_loads"][0]
         bar.advance(1, spec.label)
     bar.close()
-    return load_trajectories(loads, path, title=f"Per-worker load (post-growth, pre-removal): "
-                                                f"seed {seed}, steps 1-{steps}, {base.workload.name}")
+    return load_trajectories(
+        loads,
+        path,
+        title=f"Per-worker load (post-growth, pre-removal): seed {seed}, steps 1-{steps}, {base.workload.name}",
+    )
 
 
 def cmd_run(a: argparse.Namespace) -> int:
     from ..dp.config import DPConfig, make_params
     from ..dp.experiments import parse_policies, result_rows, run_policies, summary_table
     from ..results import write_csv
+
     specs = parse_policies(a.policies)
     seeds_n = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     require_int(a.seed_start, "--seed-start", lo=0, hi=2**32 - seeds_n)
@@ -80,15 +88,24 @@ def cmd_run(a: argparse.Namespace) -> int:
     png = None if a.plot == "none" else check_file(a.plot, "--plot", image=True)
     params_kw = _predictor_params(a)
     workload = workload_from_args(a)
-    base = DPConfig(num_workers=a.num_workers, slots_per_worker=a.slots_per_worker,
-                    pool_size=a.pool_size, num_steps=a.num_steps, semantics=a.semantics,
-                    workload=workload, predictor=a.predictor)
+    base = DPConfig(
+        num_workers=a.num_workers,
+        slots_per_worker=a.slots_per_worker,
+        pool_size=a.pool_size,
+        num_steps=a.num_steps,
+        semantics=a.semantics,
+        workload=workload,
+        predictor=a.predictor,
+    )
     for s in specs:  # validate every policy's config and params before compiling anything
         make_params(dataclasses.replace(base, policy=s.name, lookahead_steps=s.lookahead_steps), **params_kw)
     seeds = list(range(a.seed_start, a.seed_start + seeds_n))
-    print(f"jaxsched run: G={a.num_workers} B={a.slots_per_worker} R={a.pool_size} steps={a.num_steps} seeds={seeds_n} "
-          f"workload={workload.name} semantics={a.semantics} predictor={a.predictor} "
-          f"policies={a.policies}", file=sys.stderr)
+    print(
+        f"jaxsched run: G={a.num_workers} B={a.slots_per_worker} R={a.pool_size} steps={a.num_steps} seeds={seeds_n} "
+        f"workload={workload.name} semantics={a.semantics} predictor={a.predictor} "
+        f"policies={a.policies}",
+        file=sys.stderr,
+    )
     conf = write_resolved(a, config_path(out))
     results = run_policies(base, specs, seeds, params_kw=params_kw, progress=not a.quiet)
     print(summary_table(results))
@@ -98,8 +115,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         try:
             print(f"load trajectories: {_plot_run(base, specs, seeds[0], plot_steps, png, params_kw, not a.quiet)}")
         except OSError as e:
-            print(f"jaxsched: warning: could not write --plot {str(png)!r} ({e.strerror or e})",
-                  file=sys.stderr)
+            print(f"jaxsched: warning: could not write --plot {str(png)!r} ({e.strerror or e})", file=sys.stderr)
             ok = False
     return 0 if ok else 1
 
@@ -122,6 +138,7 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
         rows, text = _reproduce_table1(a.trace, a.quiet)
     print(text)
     from ..results import write_csv
+
     written, ok = save(lambda p: write_csv(p, rows), out / f"{what}.csv", "--out")
     print(f"\nresults: {written}" + (f"\nplot: {png}" if png else "") + f"\noptions: {conf}")
     return 0 if ok else 1
@@ -130,11 +147,13 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
 def _reproduce_table1(trace: str, quiet: bool):
     from ..dp.config import DPConfig
     from ..dp.experiments import TABLE1_POLICIES, result_rows, run_policies, table1_rows, table1_workload
+
     workload = table1_workload(trace)
-    base = DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, num_steps=50_000,
-                    workload=workload)
-    print("jaxsched reproduce table1: G=16 B=72 R=64, N=100000 requests "
-          "(numpy default_rng(42).choice(8000)), one run", file=sys.stderr)
+    base = DPConfig(num_workers=16, slots_per_worker=72, pool_size=64, num_steps=50_000, workload=workload)
+    print(
+        "jaxsched reproduce table1: G=16 B=72 R=64, N=100000 requests (numpy default_rng(42).choice(8000)), one run",
+        file=sys.stderr,
+    )
     results = run_policies(base, TABLE1_POLICIES, [0], progress=not quiet, block_steps=4096)
     return result_rows(results, [0], extra={"trace": str(trace)}), table1_rows(results)
 
@@ -143,17 +162,26 @@ def _reproduce_fig4(n_seeds: int, png: Path, quiet: bool):
     from ..dp.experiments import fig4_sweep
     from ..dp.plots import lookahead_curve
     from ..results import markdown_table, mean_ci_column
+
     seeds = list(range(n_seeds))
-    print(f"jaxsched reproduce fig4: BF-IO(H) on the synthetic workload, {n_seeds} seeds, "
-          "N = 8000 requests each, G=16 B=72 R=64, C/8", file=sys.stderr)
+    print(
+        f"jaxsched reproduce fig4: BF-IO(H) on the synthetic workload, {n_seeds} seeds, "
+        "N = 8000 requests each, G=16 B=72 R=64, C/8",
+        file=sys.stderr,
+    )
     res = fig4_sweep(seeds=seeds, progress=not quiet)
-    rows = [dict(lookahead_steps=H, seed=s, avg_imbalance_tokens=float(v[i])) for H, v in res.items()
-            for i, s in enumerate(seeds)]
+    rows = [
+        dict(lookahead_steps=H, seed=s, avg_imbalance_tokens=float(v[i]))
+        for H, v in res.items()
+        for i, s in enumerate(seeds)
+    ]
     cells = mean_ci_column(list(res.values()))
-    text = (f"mean ± 95% CI over {n_seeds} seeds\n\n" +
-            markdown_table(["H", "avg imbalance (tokens)"], [[str(H), c] for H, c in zip(res, cells)]))
-    png = lookahead_curve({"BF-IO(H), oracle": res}, png,
-                          title="Imbalance against lookahead (synthetic, G=16, B=72; paper Fig. 4)")
+    text = f"mean ± 95% CI over {n_seeds} seeds\n\n" + markdown_table(
+        ["H", "avg imbalance (tokens)"], [[str(H), c] for H, c in zip(res, cells)]
+    )
+    png = lookahead_curve(
+        {"BF-IO(H), oracle": res}, png, title="Imbalance against lookahead (synthetic, G=16, B=72; paper Fig. 4)"
+    )
     return rows, text, png
 
 
@@ -161,15 +189,20 @@ def _reproduce_noise(n_seeds: int, png: Path, quiet: bool):
     from ..dp.experiments import noise_sweep
     from ..dp.plots import error_curves
     from ..results import markdown_table, mean_ci_column
+
     seeds = list(range(n_seeds))
     res = noise_sweep(seeds=seeds, progress=not quiet)
-    rows = [dict(series=k, level=lvl, seed=s, avg_imbalance_tokens=float(v[i]))
-            for k, by in res.items() for lvl, v in by.items() for i, s in enumerate(seeds)]
+    rows = [
+        dict(series=k, level=lvl, seed=s, avg_imbalance_tokens=float(v[i]))
+        for k, by in res.items()
+        for lvl, v in by.items()
+        for i, s in enumerate(seeds)
+    ]
     keys = [(k, lvl) for k, by in res.items() for lvl in by]
     cells = mean_ci_column([res[k][lvl] for k, lvl in keys])
-    text = (f"mean ± 95% CI over {n_seeds} seeds\n\n" +
-            markdown_table(["series", "error level", "avg imbalance (tokens)"],
-                           [[k, str(lvl), c] for (k, lvl), c in zip(keys, cells)]))
+    text = f"mean ± 95% CI over {n_seeds} seeds\n\n" + markdown_table(
+        ["series", "error level", "avg imbalance (tokens)"], [[k, str(lvl), c] for (k, lvl), c in zip(keys, cells)]
+    )
     return rows, text, error_curves(res, png)
 
 
@@ -177,17 +210,19 @@ def cmd_dp_check(a: argparse.Namespace) -> int:
     """`jaxsched dp check theorems` (paper 004's stability check is `jaxsched budget
     check-stability`)."""
     if a.what == "stability":
-        raise ConfigError("dp check: the check must be theorems; paper 004's stability check is "
-                          "`jaxsched budget check-stability`")
+        raise ConfigError(
+            "dp check: the check must be theorems; paper 004's stability check is `jaxsched budget check-stability`"
+        )
     require_what(a.what, "dp check: the check", ("theorems",))
     return cmd_check(a)
 
 
 def cmd_check(a: argparse.Namespace) -> int:
     what = require_what(a.what, "check: the check", CHECKS)
-    if what == "stability":          # paper 004's check, run by the budget engine's experiment
+    if what == "stability":  # paper 004's check, run by the budget engine's experiment
         from ..budget.registry import EXPERIMENTS as BUDGET_EXPERIMENTS
         from .base import run_experiment
+
         a.out = a.out or "results/budget"
         return run_experiment(a, "check", BUDGET_EXPERIMENTS)
     a.out = a.out or "results/theorems"
@@ -197,21 +232,34 @@ def cmd_check(a: argparse.Namespace) -> int:
             raise ConfigError(f"{flag} must be one of {', '.join(BFIO_KERNELS)}, got {name!r}")
     seeds = require_int(a.seeds, "--seeds", lo=2, hi=4096)
     from ..buckets import check_max_waste
+
     try:
         waste = None if a.no_buckets else check_max_waste(a.bucket_waste)
     except ConfigError:
-        raise ConfigError(f"--bucket-waste must be a number in [1, 1e6] (the most work a padded "
-                          f"run may do relative to its own), got {a.bucket_waste!r}") from None
+        raise ConfigError(
+            f"--bucket-waste must be a number in [1, 1e6] (the most work a padded "
+            f"run may do relative to its own), got {a.bucket_waste!r}"
+        ) from None
     measured = None if a.measured is None else require_int(a.measured, "--measured", lo=1, hi=100_000)
     out = check_dir(a.out, "--out")
     conf = write_resolved(a, config_path(out, folder=True))
-    print(f"jaxsched check theorems: {'quick' if a.quick else 'full'} grid, {seeds} seeds, "
-          f"BF-IO kernels {a.kernel} (Theorems 2, 3) and {a.t1_kernel} (Theorem 1), results in {out}",
-          file=sys.stderr)
+    print(
+        f"jaxsched check theorems: {'quick' if a.quick else 'full'} grid, {seeds} seeds, "
+        f"BF-IO kernels {a.kernel} (Theorems 2, 3) and {a.t1_kernel} (Theorem 1), results in {out}",
+        file=sys.stderr,
+    )
     from ..dp.theorems import check_theorems
-    ok, checks, report = check_theorems(out, quick=a.quick, kernel=a.kernel, t1_kernel=a.t1_kernel,
-                                        seeds=seeds, measured=measured, progress=not a.quiet,
-                                        bucket_waste=waste)
+
+    ok, checks, report = check_theorems(
+        out,
+        quick=a.quick,
+        kernel=a.kernel,
+        t1_kernel=a.t1_kernel,
+        seeds=seeds,
+        measured=measured,
+        progress=not a.quiet,
+        bucket_waste=waste,
+    )
     for c in checks:
         print(f"{c.status:4s}  {c.name}: {c.detail}")
     print(f"\nreport: {report}\noptions: {conf}")
@@ -227,11 +275,13 @@ def add_shape_args(p: argparse.ArgumentParser) -> None:
 def add_parsers(sub) -> None:
     """The dp engine's commands, `jaxsched dp run | reproduce | check`, and the same commands at
     the top level (`jaxsched run | reproduce | check`, where `check` also runs `stability`)."""
-    k = sub.add_parser("dp", help="the BF-IO paper's data-parallel decode engine: runs, the "
-                                  "paper's tables and figures, the theorem checks",
-                       description="G data-parallel decode workers with B sticky slots behind a "
-                                   "barrier (paper 000): `dp run`, `dp reproduce`, `dp check "
-                                   "theorems`. The same commands also answer at the top level.")
+    k = sub.add_parser(
+        "dp",
+        help="the BF-IO paper's data-parallel decode engine: runs, the paper's tables and figures, the theorem checks",
+        description="G data-parallel decode workers with B sticky slots behind a "
+        "barrier (paper 000): `dp run`, `dp reproduce`, `dp check "
+        "theorems`. The same commands also answer at the top level.",
+    )
     ksub = k.add_subparsers(dest="dp_command", required=True, metavar="SUBCOMMAND")
     _add_commands(ksub, group=True)
     _add_commands(sub, group=False)
@@ -240,70 +290,124 @@ def add_parsers(sub) -> None:
 def _add_commands(sub, group: bool) -> None:
     """run, reproduce, check on `sub` (the dp group's, or the top level's)."""
     alias = "" if group else " (= `jaxsched dp run`)"
-    r = command(sub, "run", help="compare policies on one configuration over several seeds (dp "
-                                 "engine, BF-IO paper)" + alias)
+    r = command(
+        sub, "run", help="compare policies on one configuration over several seeds (dp engine, BF-IO paper)" + alias
+    )
     add_shape_args(r)
-    r.add_argument("--policies", default="fcfs,jsq_tokens,bfio:0,bfio:20",
-                   help=f"comma-separated, from {', '.join(DP_POLICIES)}; bfio:H gives BF-IO a "
-                        "lookahead of H decode steps (DPConfig.lookahead_steps)")
+    r.add_argument(
+        "--policies",
+        default="fcfs,jsq_tokens,bfio:0,bfio:20",
+        help=f"comma-separated, from {', '.join(DP_POLICIES)}; bfio:H gives BF-IO a "
+        "lookahead of H decode steps (DPConfig.lookahead_steps)",
+    )
     r.add_argument("--seeds", type=int, default=8, help="number of seeds")
     r.add_argument("--seed-start", type=int, default=0, help="first seed")
     r.add_argument("--num-steps", "--steps", type=int, default=3000, help="decode steps per run")
-    r.add_argument("--trace", help="CSV trace to resample per seed (BurstGPT, Azure or two "
-                                   "columns); replaces --workload")
-    r.add_argument("--workload", choices=DP_WORKLOADS, default=None,
-                   help="synthetic request lengths (default burstgpt_like)")
+    r.add_argument(
+        "--trace", help="CSV trace to resample per seed (BurstGPT, Azure or two columns); replaces --workload"
+    )
+    r.add_argument(
+        "--workload", choices=DP_WORKLOADS, default=None, help="synthetic request lengths (default burstgpt_like)"
+    )
     r.add_argument("--semantics", choices=DP_SEMANTICS, default="paper", help="step semantics")
-    r.add_argument("--predictor", choices=DP_PREDICTORS, default="oracle",
-                   help="BF-IO's output-length predictions")
+    r.add_argument("--predictor", choices=DP_PREDICTORS, default="oracle", help="BF-IO's output-length predictions")
     r.add_argument("--noise", type=float, default=0.0, help="--predictor noisy: o * U[1-d, 1+d]")
     r.add_argument("--fp-rate", type=float, default=0.0, help="--predictor classifier: false-positive rate")
     r.add_argument("--fn-rate", type=float, default=0.0, help="--predictor classifier: false-negative rate")
     r.add_argument("--out", default="results/run.csv", help="CSV file, one row per policy and seed")
-    r.add_argument("--plot", default="results/loads.png", help="load-trajectory image "
-                   "(.png, .pdf, .svg, ...; 'none' to skip)")
+    r.add_argument(
+        "--plot", default="results/loads.png", help="load-trajectory image (.png, .pdf, .svg, ...; 'none' to skip)"
+    )
     r.add_argument("--plot-steps", type=int, default=2000, help="steps shown in the plot")
     r.add_argument("--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=cmd_run)
 
-    q = command(sub, "reproduce", help="reproduce a table or figure of the BF-IO paper"
-                + ("" if group else " (= `jaxsched dp reproduce`)"))
-    q.add_argument("what", nargs="?", help=f"one of {', '.join(REPRODUCIBLE)}: Table 1, Fig. 4 "
-                   "(imbalance against H), BF-IO(H) under prediction errors")
+    q = command(
+        sub,
+        "reproduce",
+        help="reproduce a table or figure of the BF-IO paper" + ("" if group else " (= `jaxsched dp reproduce`)"),
+    )
+    q.add_argument(
+        "what",
+        nargs="?",
+        help=f"one of {', '.join(REPRODUCIBLE)}: Table 1, Fig. 4 "
+        "(imbalance against H), BF-IO(H) under prediction errors",
+    )
     q.add_argument("--trace", help="table1: path to burstgpt_8000.csv")
     q.add_argument("--seeds", type=int, default=8, help="seeds (fig4, noise)")
-    q.add_argument("--out", default="results",
-                   help="folder for <what>.csv, <what>.config.toml and (fig4, noise) the plot")
+    q.add_argument(
+        "--out", default="results", help="folder for <what>.csv, <what>.config.toml and (fig4, noise) the plot"
+    )
     q.add_argument("--plot", help="image file (fig4, noise; default <out>/<what>.png)")
     q.add_argument("--quiet", action="store_true", help="no progress output")
     q.set_defaults(func=cmd_reproduce)
 
-    c = command(sub, "check", help="check the BF-IO theorems (paper 000)" if group else
-                "check a paper's claims: the BF-IO theorems (= `jaxsched dp check theorems`) or "
-                "the stability of token-budget schedulers (= `jaxsched budget check-stability`)")
-    c.add_argument("what", nargs="?", help="theorems (BF-IO Theorems 1-3: FCFS prediction, BF-IO "
-                                           "bounds, ratio growth)" + ("" if group else
-                   " or stability (paper 004's Fig. 1 and Theorem 1: growth against the load; "
-                   "also `jaxsched budget check-stability`)"))
-    c.add_argument("--quick", action="store_true", help="the reduced grid (theorems: 8 runs, "
-                   "about 30 CPU seconds; stability: 3 loads, 200 s runs, about a minute)")
-    c.add_argument("--out", default=None,
-                   help="folder for the report, results (resumed if present) and the plots "
-                        "(default results/theorems or results/budget)")
-    c.add_argument("--kernel", default="window", choices=BFIO_KERNELS, metavar="KERNEL",
-                   help=f"BF-IO kernel of Theorems 2 and 3, one of {', '.join(BFIO_KERNELS)} "
-                        "(window: the proofs' max-min minimizing BF-IO; vf: valley fill, the IO "
-                        "objective)")
-    c.add_argument("--t1-kernel", default="round_lpt", choices=BFIO_KERNELS, metavar="KERNEL",
-                   help="BF-IO kernel of Theorem 1's rounds (round_lpt: max - min <= s_max - 1)")
-    c.add_argument("--seeds", type=int, default=None,
-                   help="seeds per point (default: theorems 4, stability 8, quick 4)")
-    c.add_argument("--measured", type=int, default=None,
-                   help="measured rounds (Theorem 1) or slot lifetimes 1/p (default 48; quick 20)")
-    c.add_argument("--bucket-waste", type=float, default=2.0,
-                   help="theorems: small runs of different sizes share one compiled program when "
-                        "padding makes none do more than this many times its own work (>= 1)")
-    c.add_argument("--no-buckets", action="store_true",
-                   help="theorems: compile each run on its own (same rows, slower)")
+    c = command(
+        sub,
+        "check",
+        help="check the BF-IO theorems (paper 000)"
+        if group
+        else "check a paper's claims: the BF-IO theorems (= `jaxsched dp check theorems`) or "
+        "the stability of token-budget schedulers (= `jaxsched budget check-stability`)",
+    )
+    c.add_argument(
+        "what",
+        nargs="?",
+        help="theorems (BF-IO Theorems 1-3: FCFS prediction, BF-IO "
+        "bounds, ratio growth)"
+        + (
+            ""
+            if group
+            else " or stability (paper 004's Fig. 1 and Theorem 1: growth against the load; "
+            "also `jaxsched budget check-stability`)"
+        ),
+    )
+    c.add_argument(
+        "--quick",
+        action="store_true",
+        help="the reduced grid (theorems: 8 runs, "
+        "about 30 CPU seconds; stability: 3 loads, 200 s runs, about a minute)",
+    )
+    c.add_argument(
+        "--out",
+        default=None,
+        help="folder for the report, results (resumed if present) and the plots "
+        "(default results/theorems or results/budget)",
+    )
+    c.add_argument(
+        "--kernel",
+        default="window",
+        choices=BFIO_KERNELS,
+        metavar="KERNEL",
+        help=f"BF-IO kernel of Theorems 2 and 3, one of {', '.join(BFIO_KERNELS)} "
+        "(window: the proofs' max-min minimizing BF-IO; vf: valley fill, the IO "
+        "objective)",
+    )
+    c.add_argument(
+        "--t1-kernel",
+        default="round_lpt",
+        choices=BFIO_KERNELS,
+        metavar="KERNEL",
+        help="BF-IO kernel of Theorem 1's rounds (round_lpt: max - min <= s_max - 1)",
+    )
+    c.add_argument(
+        "--seeds", type=int, default=None, help="seeds per point (default: theorems 4, stability 8, quick 4)"
+    )
+    c.add_argument(
+        "--measured",
+        type=int,
+        default=None,
+        help="measured rounds (Theorem 1) or slot lifetimes 1/p (default 48; quick 20)",
+    )
+    c.add_argument(
+        "--bucket-waste",
+        type=float,
+        default=2.0,
+        help="theorems: small runs of different sizes share one compiled program when "
+        "padding makes none do more than this many times its own work (>= 1)",
+    )
+    c.add_argument(
+        "--no-buckets", action="store_true", help="theorems: compile each run on its own (same rows, slower)"
+    )
     c.add_argument("--quiet", action="store_true", help="no progress output")
     c.set_defaults(func=cmd_dp_check if group else cmd_check)

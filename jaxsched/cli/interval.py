@@ -3,6 +3,7 @@
 
 Engines are imported inside the commands, so that `--help` does not import JAX.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,6 +28,7 @@ from .base import (
 
 def _intervals(a: argparse.Namespace):
     from ..interval import Buckets, Exact, Relative, Shared
+
     if a.intervals == "shared":
         return Shared(a.low, a.high)
     if a.intervals == "buckets":
@@ -40,23 +42,39 @@ def cmd_interval_run(a: argparse.Namespace) -> int:
     """One configuration over several seeds: each metric's mean and 95% CI; --out writes one
     CSV row per seed."""
     from ..interval import IntervalConfig, make_params, simulate
+
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
     spec = _intervals(a)
-    cfg = IntervalConfig(a.workload, policy=a.policy, intervals=spec, num_requests=a.num_requests,
-                         eviction_key=a.eviction_key, amax_order=a.amax_order)
+    cfg = IntervalConfig(
+        a.workload,
+        policy=a.policy,
+        intervals=spec,
+        num_requests=a.num_requests,
+        eviction_key=a.eviction_key,
+        amax_order=a.amax_order,
+    )
     params = make_params(cfg, capacity_tokens=a.capacity_tokens, **STEP_MODELS[a.step_model].fn)
-    print(f"jaxsched interval run: policy={a.policy} workload={a.workload} n={cfg.n} "
-          f"intervals={spec.name} M={a.capacity_tokens} step model={a.step_model} seeds={n_seeds}",
-          file=sys.stderr)
+    print(
+        f"jaxsched interval run: policy={a.policy} workload={a.workload} n={cfg.n} "
+        f"intervals={spec.name} M={a.capacity_tokens} step model={a.step_model} seeds={n_seeds}",
+        file=sys.stderr,
+    )
     conf = None if out is None else write_resolved(a, config_path(out))
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
     print_metrics(res, n_seeds)
     if out is None:
         return 0
-    columns = {"policy": a.policy, "workload": a.workload, "n": cfg.n, "intervals": spec.name,
-               "capacity_tokens": a.capacity_tokens, "step_model": a.step_model,
-               "eviction_key": a.eviction_key, "amax_order": a.amax_order}
+    columns = {
+        "policy": a.policy,
+        "workload": a.workload,
+        "n": cfg.n,
+        "intervals": spec.name,
+        "capacity_tokens": a.capacity_tokens,
+        "step_model": a.step_model,
+        "eviction_key": a.eviction_key,
+        "amax_order": a.amax_order,
+    }
     return save_seed_rows(res, columns, out, conf)
 
 
@@ -67,39 +85,64 @@ def cmd_interval_experiment(a: argparse.Namespace) -> int:
 
 def add_parsers(sub) -> None:
     """The `jaxsched interval` group."""
-    k = sub.add_parser("interval", help="paper 003's interval engine: n jobs at t = 0 with "
-                                        "predicted output intervals; one run or the paper's checks",
-                       description="n jobs present at t = 0 on one worker with a KV limit M, "
-                                   "whose output lengths are known only as intervals [l, u] "
-                                   "(paper 003): `interval run` (one configuration) or "
-                                   "`interval experiment` (the paper's examples, formulas and "
-                                   "experiments).")
+    k = sub.add_parser(
+        "interval",
+        help="paper 003's interval engine: n jobs at t = 0 with "
+        "predicted output intervals; one run or the paper's checks",
+        description="n jobs present at t = 0 on one worker with a KV limit M, "
+        "whose output lengths are known only as intervals [l, u] "
+        "(paper 003): `interval run` (one configuration) or "
+        "`interval experiment` (the paper's examples, formulas and "
+        "experiments).",
+    )
     ksub = k.add_subparsers(dest="interval_command", required=True, metavar="SUBCOMMAND")
     r = command(ksub, "run", help="one configuration over several seeds, prints its metrics")
-    r.add_argument("--policy", default="amin", choices=INTERVAL_POLICIES,
-                   help="hsf (hindsight), amax, amin, al (promote-l), arandom")
-    r.add_argument("--workload", default="lmsys", choices=INTERVAL_WORKLOADS,
-                   help="job mix: the section 6 LMSYS-like lengths")
+    r.add_argument(
+        "--policy",
+        default="amin",
+        choices=INTERVAL_POLICIES,
+        help="hsf (hindsight), amax, amin, al (promote-l), arandom",
+    )
+    r.add_argument(
+        "--workload", default="lmsys", choices=INTERVAL_WORKLOADS, help="job mix: the section 6 LMSYS-like lengths"
+    )
     r.add_argument("--num-requests", "--n", type=int, default=1000, help="jobs per instance")
     r.add_argument("--capacity-tokens", "--capacity", type=int, default=16492, help="KV limit M, tokens")
-    r.add_argument("--intervals", default="shared", choices=INTERVAL_KINDS,
-                   help="predictor: one shared interval [--low, --high] (Experiment 1), "
-                        "buckets of --bucket-width (Experiment 2), relative +-x (Experiment 3), "
-                        "or exact")
+    r.add_argument(
+        "--intervals",
+        default="shared",
+        choices=INTERVAL_KINDS,
+        help="predictor: one shared interval [--low, --high] (Experiment 1), "
+        "buckets of --bucket-width (Experiment 2), relative +-x (Experiment 3), "
+        "or exact",
+    )
     r.add_argument("--low", type=int, default=1, help="shared: l")
     r.add_argument("--high", type=int, default=1000, help="shared: u")
     r.add_argument("--bucket-width", type=int, default=100, help="buckets: width, tokens")
     r.add_argument("--buckets", type=int, default=10, help="buckets: number of classes")
     r.add_argument("--x", type=float, default=0.5, help="relative: x in [0, 1]")
-    r.add_argument("--eviction-key", default="stale", choices=EVICTION_KEYS,
-                   help="amin: evict by the stale estimate (literal) or max(estimate, generated)")
-    r.add_argument("--amax-order", default="sorted", choices=AMAX_ORDERS,
-                   help="amax with per-job intervals: ascending u, or Algorithm 1's random order")
-    r.add_argument("--step-model", default="unit", choices=STEP_MODELS,
-                   help="step time: unit steps, or the linear model (assumed coefficients)")
+    r.add_argument(
+        "--eviction-key",
+        default="stale",
+        choices=EVICTION_KEYS,
+        help="amin: evict by the stale estimate (literal) or max(estimate, generated)",
+    )
+    r.add_argument(
+        "--amax-order",
+        default="sorted",
+        choices=AMAX_ORDERS,
+        help="amax with per-job intervals: ascending u, or Algorithm 1's random order",
+    )
+    r.add_argument(
+        "--step-model",
+        default="unit",
+        choices=STEP_MODELS,
+        help="step time: unit steps, or the linear model (assumed coefficients)",
+    )
     r.add_argument("--seeds", type=int, default=8, help="number of seeds (instances)")
-    r.add_argument("--out", default=None, help="CSV file, one row per seed (default: none; the "
-                   "resolved options go beside it)")
+    r.add_argument(
+        "--out", default=None, help="CSV file, one row per seed (default: none; the resolved options go beside it)"
+    )
     r.add_argument("--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=cmd_interval_run)
     e = command(ksub, "experiment", help="a check or experiment of paper 003")

@@ -2,6 +2,7 @@
 
 Engines are imported inside the commands, so that `--help` does not import JAX.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,59 +60,76 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
     """One kv configuration over several seeds: prints each metric's mean and 95% CI and, with
     --out, writes one CSV row per seed."""
     from ..kv import KVConfig, make_params, simulate
+
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=4096)
     out = None if a.out is None else check_file(a.out, "--out")
-    cfg = KVConfig(prefill_tokens=_kv_ints(a.prefill, "--prefill"),
-                   decode_tokens=_kv_ints(a.decode, "--decode"), policy=a.policy,
-                   num_requests=require_int(a.num_requests, "--num-requests", lo=1),
-                   table_size=require_int(a.table_size, "--table-size", lo=1))
+    cfg = KVConfig(
+        prefill_tokens=_kv_ints(a.prefill, "--prefill"),
+        decode_tokens=_kv_ints(a.decode, "--decode"),
+        policy=a.policy,
+        num_requests=require_int(a.num_requests, "--num-requests", lo=1),
+        table_size=require_int(a.table_size, "--table-size", lo=1),
+    )
     th = None if a.thresholds is None else _kv_ints(a.thresholds, "--thresholds")
     rates = _floats(a.rates, "--rates")
-    params = make_params(cfg, rates=rates, d0_s=a.d0_s,
-                         d1_s_per_token=a.d1_s_per_token, capacity_tokens=a.capacity_tokens, thresholds=th)
-    print(f"jaxsched kv run: policy={a.policy} prefill={list(cfg.prefill_tokens)} "
-          f"decode={list(cfg.decode_tokens)} rates={list(rates)} "
-          f"thresholds={list(map(int, params.thresholds))} C={a.capacity_tokens} d0={a.d0_s} d1={a.d1_s_per_token} "
-          f"N={a.num_requests} Q={a.table_size} seeds={n_seeds}", file=sys.stderr)
+    params = make_params(
+        cfg, rates=rates, d0_s=a.d0_s, d1_s_per_token=a.d1_s_per_token, capacity_tokens=a.capacity_tokens, thresholds=th
+    )
+    print(
+        f"jaxsched kv run: policy={a.policy} prefill={list(cfg.prefill_tokens)} "
+        f"decode={list(cfg.decode_tokens)} rates={list(rates)} "
+        f"thresholds={list(map(int, params.thresholds))} C={a.capacity_tokens} d0={a.d0_s} d1={a.d1_s_per_token} "
+        f"N={a.num_requests} Q={a.table_size} seeds={n_seeds}",
+        file=sys.stderr,
+    )
     conf = None if out is None else write_resolved(a, config_path(out))
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
     print_metrics(res, n_seeds)
     if out is None:
         return 0
-    columns = {"policy": a.policy, "prefill": a.prefill, "decode": a.decode,
-               "rates": "/".join(map(str, rates)),
-               "thresholds": "/".join(map(str, map(int, params.thresholds))),
-               "capacity_tokens": a.capacity_tokens, "d0_s": a.d0_s, "d1_s_per_token": a.d1_s_per_token,
-               "num_requests": a.num_requests, "table_size": a.table_size}
+    columns = {
+        "policy": a.policy,
+        "prefill": a.prefill,
+        "decode": a.decode,
+        "rates": "/".join(map(str, rates)),
+        "thresholds": "/".join(map(str, map(int, params.thresholds))),
+        "capacity_tokens": a.capacity_tokens,
+        "d0_s": a.d0_s,
+        "d1_s_per_token": a.d1_s_per_token,
+        "num_requests": a.num_requests,
+        "table_size": a.table_size,
+    }
     return save_seed_rows(res, columns, out, conf)
 
 
 def cmd_kv_experiment(a: argparse.Namespace) -> int:
     """E1-E4 (notes/001.md §4) or Theorem 1's scaling: markdown table, CSV and PNG in --out."""
     what = require_what(a.what, "kv experiment: the experiment", KV_EXPERIMENTS.names())
-    seeds = None if a.seeds is None else require_int(a.seeds, "--seeds", lo=2 if what == "scaling"
-                                                     else 1, hi=4096)
+    seeds = None if a.seeds is None else require_int(a.seeds, "--seeds", lo=2 if what == "scaling" else 1, hi=4096)
     pols = None if a.policies is None else [p for p in a.policies.split(",") if p]
     for p in pols or ():
         if p not in KV_POLICIES:
-            raise ConfigError(f"--policies must be a comma-separated subset of "
-                              f"{', '.join(KV_POLICIES)}, got {p!r}")
+            raise ConfigError(f"--policies must be a comma-separated subset of {', '.join(KV_POLICIES)}, got {p!r}")
     loads, limits = _floats(a.loads, "--loads"), _limits(a.batch_limits)
     caps = None if a.capacity is None else [c for c in a.capacity.split(",") if c]
     for c in caps or ():
         if c not in KV_CAPACITY_RULES:
-            raise ConfigError(f"--capacity must be comma-separated rules among "
-                              f"{', '.join(KV_CAPACITY_RULES)}, got {c!r}")
-    if what == "scaling" and (pols is not None or a.prefill_price is not None or loads is not None
-                              or limits is not None or caps is not None):
-        raise ConfigError("--policies, --prefill-price, --loads, --batch-limits and --capacity "
-                          "do not apply to 'scaling'")
+            raise ConfigError(
+                f"--capacity must be comma-separated rules among {', '.join(KV_CAPACITY_RULES)}, got {c!r}"
+            )
+    if what == "scaling" and (
+        pols is not None or a.prefill_price is not None or loads is not None or limits is not None or caps is not None
+    ):
+        raise ConfigError(
+            "--policies, --prefill-price, --loads, --batch-limits and --capacity do not apply to 'scaling'"
+        )
     out = check_dir(a.out, "--out")
     conf = write_resolved(a, out / f"{what}.config.toml")
     from ..kv import experiments as kx
     from ..kv.plots import plot_kv_rates, plot_kv_scaling
     from ..progress import Progress
     from ..results import write_csv
+
     bar = Progress(f"kv {what}, points", enabled=not a.quiet)
     t0 = time.perf_counter()
     if what == "scaling":
@@ -123,25 +141,35 @@ def cmd_kv_experiment(a: argparse.Namespace) -> int:
         png = plot_kv_scaling(rows, fits, out / "scaling.png")
     else:
         exp = kx.EXPERIMENTS[what]
-        rows = kx.run_experiment(what, quick=a.quick, seeds=seeds, policies=pols,
-                                 prefill_price=a.prefill_price, loads=loads, batch_limits=limits,
-                                 capacities=caps, progress=bar)
+        rows = kx.run_experiment(
+            what,
+            quick=a.quick,
+            seeds=seeds,
+            policies=pols,
+            prefill_price=a.prefill_price,
+            loads=loads,
+            batch_limits=limits,
+            capacities=caps,
+            progress=bar,
+        )
         bar.close()
         print(f"{what.upper()}: {exp.title} (paper {exp.figure}); paper's claim: {exp.claim}\n")
-        print("cells with ±: mean ± 95% CI half-width over the seeds (Student t); p99: the "
-              "mean over seeds of each seed's 99th percentile\n")
+        print(
+            "cells with ±: mean ± 95% CI half-width over the seeds (Student t); p99: the "
+            "mean over seeds of each seed's 99th percentile\n"
+        )
         print(kx.experiment_table(rows))
         csv, ok = save(lambda p: write_csv(p, rows), out / f"{what}.csv", "--out")
-        png = plot_kv_rates(rows, out / f"{what}.png",
-                            title=f"{what.upper()}: {exp.title} (paper {exp.figure})")
-    print(f"\nresults: {csv}\nplot: {png}\noptions: {conf}\n"
-          f"wall time: {time.perf_counter() - t0:.1f} s")
+        png = plot_kv_rates(rows, out / f"{what}.png", title=f"{what.upper()}: {exp.title} (paper {exp.figure})")
+    print(f"\nresults: {csv}\nplot: {png}\noptions: {conf}\nwall time: {time.perf_counter() - t0:.1f} s")
     bad = [r for r in rows if r.get("status") == "invalid" or r.get("dropped_arrivals", 0) > 0]
     if bad:
-        print(f"kv experiment: {len(bad)} rows INVALID or with arrivals lost to the request "
-              "table (their metrics leave those requests out): " + "; ".join(
-                  f"{r['policy']} rho={r['load']} B={r.get('batch_limit')}: {r['issues']}"
-                  for r in bad), file=sys.stderr)
+        print(
+            f"kv experiment: {len(bad)} rows INVALID or with arrivals lost to the request "
+            "table (their metrics leave those requests out): "
+            + "; ".join(f"{r['policy']} rho={r['load']} B={r.get('batch_limit')}: {r['issues']}" for r in bad),
+            file=sys.stderr,
+        )
         return 1
     return 0 if ok else 1
 
@@ -150,8 +178,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
     """`jaxsched tune e3|e4`: relaxation-tuned thresholds against the fluid ones, held-out seeds."""
     experiment = require_what(a.experiment, "tune: the experiment", ("e3", "e4"))
     n_seeds = require_int(a.seeds, "--seeds", lo=2, hi=4096)
-    seeds = range(require_int(a.seed_start, "--seed-start", lo=0, hi=2**32 - n_seeds),
-                  a.seed_start + n_seeds)
+    seeds = range(require_int(a.seed_start, "--seed-start", lo=0, hi=2**32 - n_seeds), a.seed_start + n_seeds)
     steps = require_int(a.steps, "--steps", lo=1, hi=1_000_000)
     if a.lam is not None and not (math.isfinite(a.lam) and a.lam >= 0):
         raise ConfigError(f"--lam must be a finite number >= 0, got {a.lam!r}")
@@ -159,15 +186,20 @@ def cmd_tune(a: argparse.Namespace) -> int:
     conf = write_resolved(a, config_path(out, folder=True))
     from ..kv.tuning import tune_experiment
     from ..progress import Progress
+
     bar = Progress(f"tune {experiment}, optimizer steps", steps, enabled=not a.quiet)
-    run = tune_experiment(experiment, steps=steps, lam=a.lam, seeds=seeds, out_dir=out,
-                          log=bar if not a.quiet else None)
+    run = tune_experiment(
+        experiment, steps=steps, lam=a.lam, seeds=seeds, out_dir=out, log=bar if not a.quiet else None
+    )
     bar.close()
     print(run["markdown"])
     print(f"files in {out}\noptions: {conf}")
     if not run["valid"]:
-        print("tune: INVALID comparison, an arm is unstable: " + "; ".join(
-            f"{k}: {', '.join(v)}" for k, v in run["issues"].items() if v), file=sys.stderr)
+        print(
+            "tune: INVALID comparison, an arm is unstable: "
+            + "; ".join(f"{k}: {', '.join(v)}" for k, v in run["issues"].items() if v),
+            file=sys.stderr,
+        )
         return 2
     return 0
 
@@ -175,47 +207,64 @@ def cmd_tune(a: argparse.Namespace) -> int:
 def add_parsers(sub) -> None:
     """The kv engine's commands: the `jaxsched kv` group (run, experiment, tune) and `jaxsched
     tune`, the same as `jaxsched kv tune`."""
-    k = sub.add_parser("kv", help="the WAIT paper's KV-memory engine: one run, experiments "
-                                  "E1-E4, threshold tuning",
-                       description="The WAIT paper's KV-memory engine: `kv run` (one "
-                                   "configuration), `kv experiment` (E1-E4, scaling) or `kv tune` "
-                                   "(Nested WAIT thresholds by gradient).")
+    k = sub.add_parser(
+        "kv",
+        help="the WAIT paper's KV-memory engine: one run, experiments E1-E4, threshold tuning",
+        description="The WAIT paper's KV-memory engine: `kv run` (one "
+        "configuration), `kv experiment` (E1-E4, scaling) or `kv tune` "
+        "(Nested WAIT thresholds by gradient).",
+    )
     ksub = k.add_subparsers(dest="kv_command", required=True, metavar="SUBCOMMAND")
     r = command(ksub, "run", help="one configuration over several seeds, prints its metrics")
     r.add_argument("--policy", default="wait", choices=KV_POLICIES, help="batch policy")
     r.add_argument("--prefill", default="10,10", help="prefill tokens per type")
     r.add_argument("--decode", default="10,20", help="decode tokens per type")
     r.add_argument("--rates", default="1000,1000", help="arrival rates per type, requests/s")
-    r.add_argument("--thresholds", default=None,
-                   help="integer thresholds (wait: per type; nested_wait: per segment); "
-                        "default: the fluid thresholds")
+    r.add_argument(
+        "--thresholds",
+        default=None,
+        help="integer thresholds (wait: per type; nested_wait: per segment); default: the fluid thresholds",
+    )
     r.add_argument("--d0-s", "--d0", type=float, default=DEFAULT_D0_S, help="d0, s per batch")
     r.add_argument("--d1-s-per-token", "--d1", type=float, default=DEFAULT_D1_S_PER_TOKEN, help="d1, s per token")
-    r.add_argument("--capacity-tokens", "--capacity", type=int, default=DEFAULT_CAPACITY_TOKENS,
-                   help="KV capacity C, tokens")
+    r.add_argument(
+        "--capacity-tokens", "--capacity", type=int, default=DEFAULT_CAPACITY_TOKENS, help="KV capacity C, tokens"
+    )
     r.add_argument("--num-requests", type=int, default=5000, help="N per seed")
     r.add_argument("--table-size", type=int, default=4096, help="request table slots Q")
     r.add_argument("--seeds", type=int, default=8, help="number of seeds")
-    r.add_argument("--out", default=None, help="CSV file, one row per seed (default: none; the "
-                   "resolved options go beside it)")
+    r.add_argument(
+        "--out", default=None, help="CSV file, one row per seed (default: none; the resolved options go beside it)"
+    )
     r.add_argument("--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=cmd_kv_run)
     e = command(ksub, "experiment", help="E1-E4 of the WAIT paper, or Theorem 1's scaling")
     e.add_argument("what", nargs="?", help=f"one of {', '.join(KV_EXPERIMENTS)}")
     e.add_argument("--quick", action="store_true", help="reduced grid, requests and seeds")
     e.add_argument("--seeds", type=int, default=None, help="seeds per point (default per experiment)")
-    e.add_argument("--policies", default=None,
-                   help=f"comma-separated subset of {', '.join(KV_POLICIES)} (default: all)")
-    e.add_argument("--prefill-price", type=float, default=None,
-                   help="price a prefill token (first prefills, restarts) at this multiple of "
-                        "d1 (default: eq. (1), one price)")
-    e.add_argument("--loads", default=None, help="comma-separated loads rho in (0, 1) "
-                   "(default per experiment)")
-    e.add_argument("--batch-limits", default=None, help="comma-separated batch limits B for "
-                   "every policy, 'none' for uncapped (default per experiment)")
-    e.add_argument("--capacity", default=None, help="comma-separated rules for C: " + "; ".join(
-                   f"{n} ({r.doc})" for n, r in KV_CAPACITY_RULES.items()) + " (default per "
-                   "experiment)")
+    e.add_argument(
+        "--policies", default=None, help=f"comma-separated subset of {', '.join(KV_POLICIES)} (default: all)"
+    )
+    e.add_argument(
+        "--prefill-price",
+        type=float,
+        default=None,
+        help="price a prefill token (first prefills, restarts) at this multiple of d1 (default: eq. (1), one price)",
+    )
+    e.add_argument("--loads", default=None, help="comma-separated loads rho in (0, 1) (default per experiment)")
+    e.add_argument(
+        "--batch-limits",
+        default=None,
+        help="comma-separated batch limits B for every policy, 'none' for uncapped (default per experiment)",
+    )
+    e.add_argument(
+        "--capacity",
+        default=None,
+        help="comma-separated rules for C: "
+        + "; ".join(f"{n} ({r.doc})" for n, r in KV_CAPACITY_RULES.items())
+        + " (default per "
+        "experiment)",
+    )
     e.add_argument("--out", default="results/kv", help="folder for the CSV, PNG and options files")
     e.add_argument("--quiet", action="store_true", help="no progress output")
     e.set_defaults(func=cmd_kv_experiment)
@@ -226,17 +275,27 @@ def add_parsers(sub) -> None:
 
 def _add_tune(sub, alias: bool = False) -> None:
     """`tune` on `sub` (the kv group's, or the top level's)."""
-    t = command(sub, "tune", help="tune Nested WAIT thresholds on a differentiable relaxation "
-                                  "and compare them with the fluid ones in the exact engine"
-                + (" (= `jaxsched kv tune`)" if alias else ""))
-    t.add_argument("experiment", nargs="?", metavar="EXPERIMENT",
-                   help="operating point, e3 or e4 (jaxsched.kv.tuning)")
+    t = command(
+        sub,
+        "tune",
+        help="tune Nested WAIT thresholds on a differentiable relaxation "
+        "and compare them with the fluid ones in the exact engine" + (" (= `jaxsched kv tune`)" if alias else ""),
+    )
+    t.add_argument("experiment", nargs="?", metavar="EXPERIMENT", help="operating point, e3 or e4 (jaxsched.kv.tuning)")
     t.add_argument("--steps", type=int, default=200, help="optimizer steps")
-    t.add_argument("--lam", type=float, default=None,
-                   help="latency price, tokens/s per s (default 0.1 throughput* / fluid latency)")
+    t.add_argument(
+        "--lam",
+        type=float,
+        default=None,
+        help="latency price, tokens/s per s (default 0.1 throughput* / fluid latency)",
+    )
     t.add_argument("--seeds", type=int, default=32, help="held-out seeds")
     t.add_argument("--seed-start", type=int, default=1000, help="first held-out seed")
-    t.add_argument("--out", default=None, help="folder for the thresholds, history, held-out "
-                   "comparison, plot and options (default results/tune_<experiment>)")
+    t.add_argument(
+        "--out",
+        default=None,
+        help="folder for the thresholds, history, held-out "
+        "comparison, plot and options (default results/tune_<experiment>)",
+    )
     t.add_argument("--quiet", action="store_true", help="no progress output")
     t.set_defaults(func=cmd_tune)

@@ -7,6 +7,7 @@ registered in `jaxsched.registry.ENGINES` (an engine added from user code lists 
 `--markdown` writes the tables of `docs/names.md` (tests/core/test_cli_surface.py checks that
 the file is the command's output).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -34,10 +35,14 @@ def render(engines: list[str], markdown: bool) -> str:
     """The listing of `engines`: plain text, or markdown tables (one per registry)."""
     out = []
     if markdown:
-        out += ["# Names", "",
-                "Every name a configuration, a sweep or a command accepts, with its one-line doc "
-                "and the Config / Params fields it reads. Generated from the registries "
-                "(`jaxsched/<engine>/registry.py`) by `jaxsched list --markdown`; do not edit.", ""]
+        out += [
+            "# Names",
+            "",
+            "Every name a configuration, a sweep or a command accepts, with its one-line doc "
+            "and the Config / Params fields it reads. Generated from the registries "
+            "(`jaxsched/<engine>/registry.py`) by `jaxsched list --markdown`; do not edit.",
+            "",
+        ]
     for engine in engines:
         doc = ENGINES[engine].doc
         out += [f"## {engine}", "", doc, ""] if markdown else [f"{engine}: {doc}"]
@@ -45,8 +50,7 @@ def render(engines: list[str], markdown: bool) -> str:
             title = _title(attr, reg)
             if markdown:
                 out += [f"### {engine} {title}", "", "| name | what | reads |", "|---|---|---|"]
-                out += [f"| `{e.name}` | {e.doc} | {', '.join(f'`{o}`' for o in e.options)} |"
-                        for e in reg.values()]
+                out += [f"| `{e.name}` | {e.doc} | {', '.join(f'`{o}`' for o in e.options)} |" for e in reg.values()]
                 out.append("")
             else:
                 out.append(f"  {title}:")
@@ -68,9 +72,14 @@ def _run(a) -> int:
 
 
 def add_parsers(sub) -> None:
-    p = command(sub, "list", help="list the engines' policies, experiments, workloads and other "
-                "names, with their docs", config=False)
-    p.add_argument("engines", nargs="*", metavar="ENGINE",
-                   help=f"engines to list (default: all of {', '.join(ENGINES)})")
+    p = command(
+        sub,
+        "list",
+        help="list the engines' policies, experiments, workloads and other names, with their docs",
+        config=False,
+    )
+    p.add_argument(
+        "engines", nargs="*", metavar="ENGINE", help=f"engines to list (default: all of {', '.join(ENGINES)})"
+    )
     p.add_argument("--markdown", action="store_true", help="markdown tables (docs/names.md)")
     p.set_defaults(func=_run)

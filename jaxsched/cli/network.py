@@ -3,6 +3,7 @@ Rybko-Stolyar agent network (paper 004 §4).
 
 Engines are imported inside the commands, so that `--help` does not import JAX.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,42 +30,58 @@ def _parallel(a: argparse.Namespace):
     from ..budget.config import capacity_tokens_per_s
     from ..network import NetworkConfig, enough_steps, make_params, rates_for_load
     from ..workload import Independent, Poisson
+
     prompt = require_float(a.prompt, "--prompt", lo=1.0, hi=2.0**20)
     decode = require_float(a.decode, "--decode", lo=1.0, hi=2.0**20)
-    base = NetworkConfig(topology="parallel", agents=a.agents, router=a.router, policy=a.policy,
-                         workload=(Independent(Poisson(prompt), Poisson(decode)),),
-                         horizon_s=a.horizon_s, burn_in_s=a.burn_in_s, table_size=a.table_size)
-    kw = dict(budget=a.budget, max_requests=a.max_requests, c_s=a.c_ms / 1000.0,
-              a_s_per_token=a.a_ms / 1000.0, b0=a.b0)
+    base = NetworkConfig(
+        topology="parallel",
+        agents=a.agents,
+        router=a.router,
+        policy=a.policy,
+        workload=(Independent(Poisson(prompt), Poisson(decode)),),
+        horizon_s=a.horizon_s,
+        burn_in_s=a.burn_in_s,
+        table_size=a.table_size,
+    )
+    kw = dict(budget=a.budget, max_requests=a.max_requests, c_s=a.c_ms / 1000.0, a_s_per_token=a.a_ms / 1000.0, b0=a.b0)
     if a.rate is None:
         load = require_float(a.load, "--load", lo=0.0, hi=10.0, lo_open=True)
-        make_params(enough_steps(base, [1.0], **kw), rates=[1.0], **kw)   # names bad constants
+        make_params(enough_steps(base, [1.0], **kw), rates=[1.0], **kw)  # names bad constants
         cap = capacity_tokens_per_s(a.budget, kw["c_s"], kw["a_s_per_token"], a.b0)
         rates = rates_for_load(base, load, [cap] * base.K)
     else:
         rates = [require_float(a.rate, "--rate", lo=0.0, lo_open=True)]
     cfg = enough_steps(base, rates, **kw)
-    return cfg, make_params(cfg, rates=rates, **kw), (
-        f"K={a.agents} router={a.router} policy={a.policy} rate={sum(rates):.4g}/s b={a.budget}")
+    return (
+        cfg,
+        make_params(cfg, rates=rates, **kw),
+        (f"K={a.agents} router={a.router} policy={a.policy} rate={sum(rates):.4g}/s b={a.budget}"),
+    )
 
 
 def _rs(a: argparse.Namespace):
     """(config, params, description) of the Rybko-Stolyar network of Fig. 8."""
     from ..network import make_params, rates_for_load
     from ..network.experiments import RS_AGENT, RS_ORDERS, rs_config
+
     load = require_float(a.load, "--load", lo=0.0, hi=10.0, lo_open=True)
     cfg = rs_config(RS_ORDERS[a.priority], a.horizon_s, a.burn_in_s, a.table_size)
     rates = rates_for_load(cfg, load, [float(RS_AGENT["budget"])] * 2)
     from ..network import enough_steps
+
     cfg = enough_steps(cfg, rates, **RS_AGENT)
-    return cfg, make_params(cfg, rates=rates, **RS_AGENT), (
-        f"Rybko-Stolyar priority={a.priority} load={load:g} rate/type={rates[0]:.4g}/slot")
+    return (
+        cfg,
+        make_params(cfg, rates=rates, **RS_AGENT),
+        (f"Rybko-Stolyar priority={a.priority} load={load:g} rate/type={rates[0]:.4g}/slot"),
+    )
 
 
 def cmd_network_run(a: argparse.Namespace) -> int:
     """One network configuration over several seeds: each metric's mean and 95% CI; --out
     writes one CSV row per seed."""
     from ..run import simulate
+
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
     cfg, params, what = (_rs if a.topology == "rs" else _parallel)(a)
@@ -74,8 +91,14 @@ def cmd_network_run(a: argparse.Namespace) -> int:
     print_metrics(res, n_seeds)
     if out is None:
         return 0
-    columns = {"topology": a.topology, "agents": cfg.K, "router": a.router,
-               "priority": a.priority, "load": a.load, "horizon_s": a.horizon_s}
+    columns = {
+        "topology": a.topology,
+        "agents": cfg.K,
+        "router": a.router,
+        "priority": a.priority,
+        "load": a.load,
+        "horizon_s": a.horizon_s,
+    }
     return save_seed_rows(res, columns, out, conf)
 
 
@@ -86,41 +109,55 @@ def cmd_network_experiment(a: argparse.Namespace) -> int:
 
 def add_parsers(sub) -> None:
     """The `jaxsched network` group."""
-    k = sub.add_parser("network", help="paper 004 §4: engines behind a router, agent networks",
-                       description="K token-budget engines that requests visit (paper 004 §4): "
-                                   "`network run` (one configuration) or `network experiment` "
-                                   "(Prop. 1 routing, the Rybko-Stolyar network of Fig. 8).")
+    k = sub.add_parser(
+        "network",
+        help="paper 004 §4: engines behind a router, agent networks",
+        description="K token-budget engines that requests visit (paper 004 §4): "
+        "`network run` (one configuration) or `network experiment` "
+        "(Prop. 1 routing, the Rybko-Stolyar network of Fig. 8).",
+    )
     ksub = k.add_subparsers(dest="network_command", required=True, metavar="SUBCOMMAND")
     r = command(ksub, "run", help="one configuration over several seeds, prints its metrics")
-    r.add_argument("--topology", default="parallel", choices=("parallel", "rs"),
-                   help="parallel: K engines behind --router; rs: the Rybko-Stolyar network "
-                        "(b = 768, one slot per batch; --load per agent)")
+    r.add_argument(
+        "--topology",
+        default="parallel",
+        choices=("parallel", "rs"),
+        help="parallel: K engines behind --router; rs: the Rybko-Stolyar network "
+        "(b = 768, one slot per batch; --load per agent)",
+    )
     r.add_argument("--agents", type=int, default=2, help="engines K (parallel)")
-    r.add_argument("--router", default="fewest_tokens", choices=NETWORK_ROUTERS,
-                   help="how an arrival picks its engine (parallel)")
-    r.add_argument("--priority", default="unstable", choices=("unstable", "stable"),
-                   help="rs: priority to the long exiting class (unstable) or the swap")
-    r.add_argument("--policy", default="sarathi", choices=NETWORK_POLICIES,
-                   help="each engine's batch policy (parallel)")
+    r.add_argument(
+        "--router", default="fewest_tokens", choices=NETWORK_ROUTERS, help="how an arrival picks its engine (parallel)"
+    )
+    r.add_argument(
+        "--priority",
+        default="unstable",
+        choices=("unstable", "stable"),
+        help="rs: priority to the long exiting class (unstable) or the swap",
+    )
+    r.add_argument(
+        "--policy", default="sarathi", choices=NETWORK_POLICIES, help="each engine's batch policy (parallel)"
+    )
     r.add_argument("--prompt", type=float, default=129, help="mean prefill tokens (Poisson)")
     r.add_argument("--decode", type=float, default=112, help="mean decode tokens (Poisson)")
-    r.add_argument("--rate", type=float, default=None,
-                   help="arrivals per second (parallel; default: from --load)")
-    r.add_argument("--load", type=float, default=0.85,
-                   help="parallel: lambda (m_p + m_d) / (K b / t_b); rs: load at each agent")
+    r.add_argument("--rate", type=float, default=None, help="arrivals per second (parallel; default: from --load)")
+    r.add_argument(
+        "--load", type=float, default=0.85, help="parallel: lambda (m_p + m_d) / (K b / t_b); rs: load at each agent"
+    )
     r.add_argument("--budget", type=int, default=512, help="token budget b per batch (parallel)")
     r.add_argument("--max-requests", type=int, default=256, help="requests per batch M")
     r.add_argument("--c-ms", type=float, default=45.5, help="batch time constant c, ms")
     r.add_argument("--a-ms", type=float, default=0.18, help="ms per token above b0 (assumed)")
     r.add_argument("--b0", type=int, default=64, help="tokens below which a batch costs c")
-    r.add_argument("--horizon-s", "--horizon", type=float, default=300.0,
-                   help="simulated seconds (rs: slots) per run")
+    r.add_argument("--horizon-s", "--horizon", type=float, default=300.0, help="simulated seconds (rs: slots) per run")
     r.add_argument("--burn-in-s", "--burn-in", type=float, default=60.0, help="left out of the metrics")
-    r.add_argument("--table-size", type=int, default=4096,
-                   help="task slots per engine; a full table rejects tasks (unstable)")
+    r.add_argument(
+        "--table-size", type=int, default=4096, help="task slots per engine; a full table rejects tasks (unstable)"
+    )
     r.add_argument("--seeds", type=int, default=8, help="number of seeds")
-    r.add_argument("--out", default=None, help="CSV file, one row per seed (default: none; the "
-                   "resolved options go beside it)")
+    r.add_argument(
+        "--out", default=None, help="CSV file, one row per seed (default: none; the resolved options go beside it)"
+    )
     r.add_argument("--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=cmd_network_run)
     e = command(ksub, "experiment", help="a check or experiment of paper 004 §4")

@@ -2,6 +2,7 @@
 
 Engines are imported inside the commands, so that `--help` does not import JAX.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,6 +30,7 @@ def cmd_offline_run(a: argparse.Namespace) -> int:
     CSV row per seed."""
     from ..offline import OfflineConfig, make_params, simulate
     from ..offline.workloads import named
+
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
     try:
@@ -36,18 +38,27 @@ def cmd_offline_run(a: argparse.Namespace) -> int:
     except FileNotFoundError as e:
         raise ConfigError(f"--trace: {e}") from None
     M = default_m if a.capacity_tokens is None else a.capacity_tokens
-    cfg = OfflineConfig(workload, policy=a.policy, dp_width=a.dp_width, epsilon=a.epsilon,
-                        scale_b=a.scale_b, quantile=a.quantile, sample_fraction=a.sample_fraction)
+    cfg = OfflineConfig(
+        workload,
+        policy=a.policy,
+        dp_width=a.dp_width,
+        epsilon=a.epsilon,
+        scale_b=a.scale_b,
+        quantile=a.quantile,
+        sample_fraction=a.sample_fraction,
+    )
     params = make_params(cfg, capacity_tokens=M, **OFFLINE_STEP_MODELS[a.step_model].fn)
-    print(f"jaxsched offline run: policy={a.policy} workload={a.workload} n={cfg.n} M={M} "
-          f"step model={a.step_model} seeds={n_seeds}", file=sys.stderr)
+    print(
+        f"jaxsched offline run: policy={a.policy} workload={a.workload} n={cfg.n} M={M} "
+        f"step model={a.step_model} seeds={n_seeds}",
+        file=sys.stderr,
+    )
     conf = None if out is None else write_resolved(a, config_path(out))
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
     print_metrics(res, n_seeds)
     if out is None:
         return 0
-    columns = {"policy": a.policy, "workload": a.workload, "n": cfg.n, "capacity_tokens": M,
-               "step_model": a.step_model}
+    columns = {"policy": a.policy, "workload": a.workload, "n": cfg.n, "capacity_tokens": M, "step_model": a.step_model}
     return save_seed_rows(res, columns, out, conf)
 
 
@@ -59,36 +70,59 @@ def cmd_offline_experiment(a: argparse.Namespace) -> int:
 
 def add_parsers(sub) -> None:
     """The `jaxsched offline` group."""
-    k = sub.add_parser("offline", help="paper 002's offline engine: n requests at t = 0 under a "
-                                       "KV limit; one run or the paper's reproductions",
-                       description="n requests present at t = 0 on one worker with a KV limit "
-                                   "M (paper 002): `offline run` (one configuration) or "
-                                   "`offline experiment` (the paper's examples, theorems and "
-                                   "experiments).")
+    k = sub.add_parser(
+        "offline",
+        help="paper 002's offline engine: n requests at t = 0 under a KV limit; one run or the paper's reproductions",
+        description="n requests present at t = 0 on one worker with a KV limit "
+        "M (paper 002): `offline run` (one configuration) or "
+        "`offline experiment` (the paper's examples, theorems and "
+        "experiments).",
+    )
     ksub = k.add_subparsers(dest="offline_command", required=True, metavar="SUBCOMMAND")
     r = command(ksub, "run", help="one configuration over several seeds, prints its metrics")
-    r.add_argument("--policy", default="sorted_f_swap", choices=OFFLINE_POLICIES,
-                   help="admission order")
-    r.add_argument("--workload", default="uniform", choices=OFFLINE_WORKLOADS,
-                   help="request mix: EC.4.2 synthetic laws, the section 7 LMSYS/arXiv-like "
-                        "mixes, or the Azure conversation trace")
-    r.add_argument("--trace", default=None, help="azure: path of azure_llm_2023_conv.csv "
-                   "(default: ../shared/data beside the checkout or the working directory)")
-    r.add_argument("--num-requests", "--n", type=int, default=None,
-                   help="requests per instance (default: the workload's, e.g. 100 for EC.4.2)")
-    r.add_argument("--capacity-tokens", "--capacity", type=int, default=None,
-                   help="KV limit M, tokens (default: 100 for EC.4.2 laws, 16492 otherwise)")
-    r.add_argument("--step-model", default="unit", choices=OFFLINE_STEP_MODELS,
-                   help="step time: unit steps, or the linear model (assumed coefficients)")
+    r.add_argument("--policy", default="sorted_f_swap", choices=OFFLINE_POLICIES, help="admission order")
+    r.add_argument(
+        "--workload",
+        default="uniform",
+        choices=OFFLINE_WORKLOADS,
+        help="request mix: EC.4.2 synthetic laws, the section 7 LMSYS/arXiv-like "
+        "mixes, or the Azure conversation trace",
+    )
+    r.add_argument(
+        "--trace",
+        default=None,
+        help="azure: path of azure_llm_2023_conv.csv "
+        "(default: ../shared/data beside the checkout or the working directory)",
+    )
+    r.add_argument(
+        "--num-requests",
+        "--n",
+        type=int,
+        default=None,
+        help="requests per instance (default: the workload's, e.g. 100 for EC.4.2)",
+    )
+    r.add_argument(
+        "--capacity-tokens",
+        "--capacity",
+        type=int,
+        default=None,
+        help="KV limit M, tokens (default: 100 for EC.4.2 laws, 16492 otherwise)",
+    )
+    r.add_argument(
+        "--step-model",
+        default="unit",
+        choices=OFFLINE_STEP_MODELS,
+        help="step time: unit steps, or the linear model (assumed coefficients)",
+    )
     r.add_argument("--dp-width", type=int, default=256, help="sorted_f_dp: table width >= M")
     r.add_argument("--epsilon", type=float, default=0.1, help="sorted_f_scaled: epsilon (assumed)")
     r.add_argument("--scale-b", type=int, default=100, help="sorted_f_scaled: B (assumed)")
     r.add_argument("--quantile", type=float, default=0.3, help="sorted_f_quantile: quantile level")
-    r.add_argument("--sample-fraction", type=float, default=0.5,
-                   help="sorted_f_quantile: sample fraction")
+    r.add_argument("--sample-fraction", type=float, default=0.5, help="sorted_f_quantile: sample fraction")
     r.add_argument("--seeds", type=int, default=8, help="number of seeds (instances)")
-    r.add_argument("--out", default=None, help="CSV file, one row per seed (default: none; the "
-                   "resolved options go beside it)")
+    r.add_argument(
+        "--out", default=None, help="CSV file, one row per seed (default: none; the resolved options go beside it)"
+    )
     r.add_argument("--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=cmd_offline_run)
     e = command(ksub, "experiment", help="a reproduction of paper 002")

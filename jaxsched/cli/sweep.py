@@ -1,4 +1,5 @@
 """`jaxsched sweep`: a grid of any engine's Config and Params fields times seeds, resumable."""
+
 from __future__ import annotations
 
 import argparse
@@ -44,7 +45,8 @@ def _settings(engine: str, items: list[str]) -> tuple[dict[str, Any], dict[str, 
     renamed fields (`renamed_fields`) mean the new ones."""
     from ..engine import get_engine
     from ..sweep import parse_value, sweep_fields
-    cfg_f, par_f = sweep_fields(get_engine(engine))     # the live engine's, any registered one
+
+    cfg_f, par_f = sweep_fields(get_engine(engine))  # the live engine's, any registered one
     renamed = renamed_fields(engine)
     cfg, par = {}, {}
     for text in items:
@@ -55,19 +57,21 @@ def _settings(engine: str, items: list[str]) -> tuple[dict[str, Any], dict[str, 
         if name in renamed:
             name = _field_name(name, renamed, "--set", cfg | par)
         if name not in cfg_f | par_f:
-            raise ConfigError(f"--set {name!r} must be a {engine} Config field or make_params "
-                              f"keyword: {', '.join(sorted(cfg_f | par_f))}")
+            raise ConfigError(
+                f"--set {name!r} must be a {engine} Config field or make_params "
+                f"keyword: {', '.join(sorted(cfg_f | par_f))}"
+            )
         if name in cfg or name in par:
             raise ConfigError(f"--set {name!r} is given twice; give each name once")
         (cfg if name in cfg_f else par)[name] = parse_value(value)
     return cfg, par
 
 
-def _axes(items: list[str], fixed: set[str], renamed: dict[str, str] | None = None
-          ) -> dict[str, list]:
+def _axes(items: list[str], fixed: set[str], renamed: dict[str, str] | None = None) -> dict[str, list]:
     """--axis items as {name: values}; each name once, and not also fixed by --set; old names
     of renamed fields (`renamed`, {old: new}) mean the new ones."""
     from ..sweep import parse_axis
+
     if not items:
         raise ConfigError("--axis is required: give at least one axis, name=v1,v2,...")
     axes: dict[str, list] = {}
@@ -76,8 +80,7 @@ def _axes(items: list[str], fixed: set[str], renamed: dict[str, str] | None = No
         if name in (renamed or {}):
             name = _field_name(name, renamed, "--axis", axes)
         if name in axes:
-            raise ConfigError(f"--axis {name!r} is given twice; list all its values in one "
-                              f"--axis {name}=v1,v2,...")
+            raise ConfigError(f"--axis {name!r} is given twice; list all its values in one --axis {name}=v1,v2,...")
         if name in fixed:
             raise ConfigError(f"--axis {name!r} is also fixed by --set; give it one or the other")
         axes[name] = values
@@ -87,19 +90,29 @@ def _axes(items: list[str], fixed: set[str], renamed: dict[str, str] | None = No
 def _dp_base(a: argparse.Namespace, cfg: dict[str, Any]):
     from ..dp import DPConfig
     from .dp import workload_from_args
-    return DPConfig(**{"num_steps": 2000 if a.num_steps is None else a.num_steps, "workload": workload_from_args(a),
-                       "semantics": a.semantics or "paper", **cfg})
+
+    return DPConfig(
+        **{
+            "num_steps": 2000 if a.num_steps is None else a.num_steps,
+            "workload": workload_from_args(a),
+            "semantics": a.semantics or "paper",
+            **cfg,
+        }
+    )
 
 
 def cmd_sweep(a: argparse.Namespace) -> int:
     if not (isinstance(a.memory_mb, float) and math.isfinite(a.memory_mb) and a.memory_mb > 0):
         raise ConfigError(f"--memory-mb must be a finite number > 0, got {a.memory_mb!r}")
     from ..buckets import check_max_waste
+
     try:
         check_max_waste(a.bucket_waste)
     except ConfigError:
-        raise ConfigError(f"--bucket-waste must be a number in [1, 1e6] (the most work a padded "
-                          f"point may do relative to its own), got {a.bucket_waste!r}") from None
+        raise ConfigError(
+            f"--bucket-waste must be a number in [1, 1e6] (the most work a padded "
+            f"point may do relative to its own), got {a.bucket_waste!r}"
+        ) from None
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     require_int(a.seed_start, "--seed-start", lo=0, hi=2**32 - n_seeds)
     cfg, par = _settings(a.engine, a.set)
@@ -110,16 +123,28 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     else:
         given = [f"--{o.replace('_', '-')}" for o in DP_ONLY if getattr(a, o) is not None]
         if given:
-            raise ConfigError(f"{', '.join(given)} apply to the dp engine only "
-                              "(set any Config field with --set name=value)")
+            raise ConfigError(
+                f"{', '.join(given)} apply to the dp engine only (set any Config field with --set name=value)"
+            )
         from ..engine import get_engine
+
         base = get_engine(a.engine).Config(**cfg)
     from ..sweep import run_sweep
+
     seeds = range(a.seed_start, a.seed_start + n_seeds)
     conf = write_resolved(a, config_path(out))
-    out = run_sweep(base, axes, seeds, out, params=par, memory_budget_mb=a.memory_mb,
-                    progress=not a.quiet, buckets=not a.no_buckets, bucket_waste=a.bucket_waste,
-                    switch_policies=a.switch_policies)
+    out = run_sweep(
+        base,
+        axes,
+        seeds,
+        out,
+        params=par,
+        memory_budget_mb=a.memory_mb,
+        progress=not a.quiet,
+        buckets=not a.no_buckets,
+        bucket_waste=a.bucket_waste,
+        switch_policies=a.switch_policies,
+    )
     print(f"results: {out}\noptions: {conf}")
     return 0
 
@@ -140,37 +165,52 @@ def sweep_fields() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
 def add_parsers(sub) -> None:
     """The engine-generic `jaxsched sweep` command."""
     fields = "; ".join(f"{e}: {', '.join(c + p)}" for e, (c, p) in sweep_fields().items())
-    old = "; ".join(f"{e} {o} (= {n})" for e in sweep_fields()
-                    for o, n in renamed_fields(e).items())
-    w = command(sub, "sweep", help="a grid of configurations x seeds, one resumable row per point",
-                description="A grid of configurations x seeds, one resumable row per point. Axes "
-                            "and --set take any field of the engine's Config or any keyword of "
-                            "its make_params. Values in brackets are sequences: --set "
-                            f"prefill_tokens=[10,10].\n\nSweepable names: {fields}."
-                            + (f"\n\nOld names still accepted: {old}." if old else ""))
+    old = "; ".join(f"{e} {o} (= {n})" for e in sweep_fields() for o, n in renamed_fields(e).items())
+    w = command(
+        sub,
+        "sweep",
+        help="a grid of configurations x seeds, one resumable row per point",
+        description="A grid of configurations x seeds, one resumable row per point. Axes "
+        "and --set take any field of the engine's Config or any keyword of "
+        "its make_params. Values in brackets are sequences: --set "
+        f"prefill_tokens=[10,10].\n\nSweepable names: {fields}."
+        + (f"\n\nOld names still accepted: {old}." if old else ""),
+    )
     w.add_argument("--engine", default="dp", choices=ENGINES.names(), help="engine")
-    w.add_argument("--axis", action="append", default=[],
-                   help="name=v1,v2,... (required; repeat for more axes, each name once)")
+    w.add_argument(
+        "--axis", action="append", default=[], help="name=v1,v2,... (required; repeat for more axes, each name once)"
+    )
     w.add_argument("--set", action="append", default=[], help="name=value fixed for every point")
     w.add_argument("--seeds", type=int, default=64, help="seeds per point")
     w.add_argument("--seed-start", type=int, default=0, help="first seed")
     w.add_argument("--num-steps", "--steps", type=int, default=None, help="dp: decode steps per run (default 2000)")
     w.add_argument("--trace", help="dp: CSV trace to resample per seed (replaces --workload)")
-    w.add_argument("--workload", choices=DP_WORKLOADS, default=None,
-                   help="dp: request-length workload (default burstgpt_like)")
-    w.add_argument("--semantics", choices=DP_SEMANTICS, default=None,
-                   help="dp: step semantics (default paper)")
+    w.add_argument(
+        "--workload", choices=DP_WORKLOADS, default=None, help="dp: request-length workload (default burstgpt_like)"
+    )
+    w.add_argument("--semantics", choices=DP_SEMANTICS, default=None, help="dp: step semantics (default paper)")
     w.add_argument("--memory-mb", type=float, default=1024.0, help="memory budget per seed chunk, MB")
-    w.add_argument("--bucket-waste", type=float, default=2.0,
-                   help="size buckets: points of different sizes share one compiled program when "
-                        "padding makes none do more than this many times its own work (>= 1)")
-    w.add_argument("--no-buckets", action="store_true",
-                   help="compile each distinct configuration on its own (same rows, slower)")
-    w.add_argument("--switch-policies", action="store_true",
-                   help="dp: one program per bucket for all the policies of an axis, each run "
-                        "computing every policy's choice (less compiling, more simulating)")
-    w.add_argument("--out", default="results/sweep.csv",
-                   help="CSV file, one row per point (resumed if it exists: rows whose settings "
-                        "and seeds match are kept, others added)")
+    w.add_argument(
+        "--bucket-waste",
+        type=float,
+        default=2.0,
+        help="size buckets: points of different sizes share one compiled program when "
+        "padding makes none do more than this many times its own work (>= 1)",
+    )
+    w.add_argument(
+        "--no-buckets", action="store_true", help="compile each distinct configuration on its own (same rows, slower)"
+    )
+    w.add_argument(
+        "--switch-policies",
+        action="store_true",
+        help="dp: one program per bucket for all the policies of an axis, each run "
+        "computing every policy's choice (less compiling, more simulating)",
+    )
+    w.add_argument(
+        "--out",
+        default="results/sweep.csv",
+        help="CSV file, one row per point (resumed if it exists: rows whose settings "
+        "and seeds match are kept, others added)",
+    )
     w.add_argument("--quiet", action="store_true", help="no progress output")
     w.set_defaults(func=cmd_sweep)

@@ -5,6 +5,7 @@ numbers a sweep may vary without recompiling (it is an equinox Module of arrays,
 batches over it). Every invalid value raises one `ConfigError` naming the field and the allowed
 range, when the object is built, before anything compiles.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ class DPConfig:
     program for all of them, each run computing every policy's choice (a `lax.switch` under
     `vmap` is a select). `policy` is then policy_set[0].
     """
+
     num_workers: int = 16
     slots_per_worker: int = 72
     pool_size: int = 64
@@ -93,8 +95,12 @@ class DPConfig:
         lo, hi = self._check_drift()
         wl = self.workload
         # An instance, not its class: a class has the attributes too, as unbound functions.
-        require(not isinstance(wl, type) and hasattr(wl, "sample") and hasattr(wl, "max_prompt"),
-                "workload", "a jaxsched.workload workload instance (e.g. BurstGPTLike())", wl)
+        require(
+            not isinstance(wl, type) and hasattr(wl, "sample") and hasattr(wl, "max_prompt"),
+            "workload",
+            "a jaxsched.workload workload instance (e.g. BurstGPTLike())",
+            wl,
+        )
         # Integer safety: the largest possible worker load must leave headroom in int32 for
         # G * max(L) (the imbalance) and for the wide accumulators. A request grows by at most
         # `hi` per step over its o steps, so its load is at most s + hi * o.
@@ -106,26 +112,31 @@ class DPConfig:
             raise ConfigError(
                 f"num_workers * slots_per_worker * (max prompt + {growth}) = {G} * {B} * {max_len} "
                 f"= {G * max_load} could overflow int32 loads; it must be <= {LOAD_LIMIT} "
-                f"(reduce G or B, or cap the workload's lengths)")
+                f"(reduce G or B, or cap the workload's lengths)"
+            )
         if hi * self.num_steps > STEP_LIMIT:
             # The cumulative drift D_k <= hi * k is int32 and slot bases are s - D_k.
             raise ConfigError(
                 f"drift hi * num_steps = {hi} * {self.num_steps} = {hi * self.num_steps} could "
                 f"overflow the int32 cumulative drift; it must be <= {STEP_LIMIT} "
-                "(lower num_steps or drift)")
+                "(lower num_steps or drift)"
+            )
         require_float(self.lookahead_decay, "lookahead_decay", lo=0.0, hi=1.0, lo_open=True)
         from ..kernels import BFIO_VARIANTS
+
         require_choice(self.bfio_kernel, "bfio_kernel", BFIO_VARIANTS)
         if "bfio" in self.policies and H > 0:
             # The lookahead score sums w_h * (s - G * overflow) over the window in int32.
             from ..kernels import window_weights
+
             wsum = int(window_weights(H + 1, self.lookahead_decay).sum())
             bound = wsum * (G + 1) * wl.max_prompt
             if bound > LOAD_LIMIT:
                 raise ConfigError(
                     f"lookahead score bound sum(w) * (G + 1) * max prompt = {wsum} * {G + 1} * "
                     f"{wl.max_prompt} = {bound} could overflow int32; it must be <= {LOAD_LIMIT} "
-                    "(lower lookahead_steps (H) or lookahead_decay, or G)")
+                    "(lower lookahead_steps (H) or lookahead_decay, or G)"
+                )
             # A projected row adds up to H * projection_drift tokens of future growth per slot.
             proj = B * (max_len + self.projection_drift * H)
             if proj > LOAD_LIMIT:
@@ -133,10 +144,13 @@ class DPConfig:
                     f"projected lookahead loads slots_per_worker * (max load per slot + "
                     f"projection drift * lookahead_steps (H)) = {B} * ({max_len} + {self.projection_drift} "
                     f"* {H}) = {proj} could overflow int32; it must be <= {LOAD_LIMIT} "
-                    "(lower lookahead_steps (H), drift or B)")
+                    "(lower lookahead_steps (H), drift or B)"
+                )
         if self.semantics == "theory" and wl.num_requests is not None:
-            raise ConfigError("semantics 'theory' needs an unbounded request stream; got a workload "
-                              f"with num_requests = {wl.num_requests} (use a resampled trace)")
+            raise ConfigError(
+                "semantics 'theory' needs an unbounded request stream; got a workload "
+                f"with num_requests = {wl.num_requests} (use a resampled trace)"
+            )
 
     def _check_drift(self) -> tuple[int, int]:
         """Validate `drift` and store it as a tuple of Python ints (hashable); returns it."""
@@ -147,9 +161,13 @@ class DPConfig:
         hi = require_int(d[1], "drift hi", lo=0, hi=DRIFT_MAX)
         require(lo <= hi, "drift", allowed, d)
         # The paper's experiment simulator grows every request by exactly one token per step.
-        require((lo, hi) == (1, 1) or self.semantics == "theory", "drift",
-                f"(1, 1) with semantics {self.semantics!r} (a drift other than (1, 1) needs "
-                f"semantics 'theory'; there {allowed})", d)
+        require(
+            (lo, hi) == (1, 1) or self.semantics == "theory",
+            "drift",
+            f"(1, 1) with semantics {self.semantics!r} (a drift other than (1, 1) needs "
+            f"semantics 'theory'; there {allowed})",
+            d,
+        )
         object.__setattr__(self, "drift", (lo, hi))
         return lo, hi
 
@@ -157,13 +175,11 @@ class DPConfig:
         """Validate `policy_set` and store it as a tuple of str."""
         ps = self.policy_set
         allowed = "() or a tuple of two or more distinct policy names, policy_set[0] == policy"
-        require(isinstance(ps, (tuple, list)) and all(isinstance(p, str) for p in ps),
-                "policy_set", allowed, ps)
+        require(isinstance(ps, (tuple, list)) and all(isinstance(p, str) for p in ps), "policy_set", allowed, ps)
         if ps:
             for p in ps:
                 require_choice(p, "policy_set entry", POLICIES)
-            require(len(ps) >= 2 and len(set(ps)) == len(ps) and ps[0] == self.policy,
-                    "policy_set", allowed, ps)
+            require(len(ps) >= 2 and len(set(ps)) == len(ps) and ps[0] == self.policy, "policy_set", allowed, ps)
         object.__setattr__(self, "policy_set", tuple(ps))
 
     @property
@@ -194,6 +210,7 @@ class DPSizes(eqx.Module):
     or both 0). Workers g >= G, slots b >= B of each worker, pool entries p >= R and lookahead
     rows h > H exist in the arrays but never hold a request and enter no metric or score, so the
     run's metrics are bitwise those of the unpadded run (`DPEngine.pad`, tests/dp/test_buckets.py)."""
+
     num_workers: jnp.ndarray
     slots_per_worker: jnp.ndarray
     pool_size: jnp.ndarray
@@ -209,6 +226,7 @@ class DPParams(eqx.Module):
     idle_power_w, max_power_w, power_exponent: per-worker power P = idle + (max - idle) * u^exp.
     sizes: the run's sizes inside a size bucket (`DPSizes`), or None.
     """
+
     step_const_s: jnp.ndarray
     per_token_s: jnp.ndarray
     noise_lo: jnp.ndarray
@@ -225,14 +243,26 @@ class DPParams(eqx.Module):
     policy_index: jnp.ndarray | None = eqx.field(default=None, metadata={"identity": False})
 
 
-def make_params(config: DPConfig, *, step_const_s: float | None = None,
-                per_token_s: float = DEFAULT_PER_TOKEN_S, noise_lo: float = 0.0,
-                noise_hi: float = 0.0, fp_rate: float = 0.0, fn_rate: float = 0.0,
-                idle_power_w: float = 100.0, max_power_w: float = 400.0,
-                power_exponent: float = 0.7) -> DPParams:
+def make_params(
+    config: DPConfig,
+    *,
+    step_const_s: float | None = None,
+    per_token_s: float = DEFAULT_PER_TOKEN_S,
+    noise_lo: float = 0.0,
+    noise_hi: float = 0.0,
+    fp_rate: float = 0.0,
+    fn_rate: float = 0.0,
+    idle_power_w: float = 100.0,
+    max_power_w: float = 400.0,
+    power_exponent: float = 0.7,
+) -> DPParams:
     """Validated DPParams with the BF-IO paper's defaults (C depends on B)."""
-    require(isinstance(config, DPConfig), "config", "a DPConfig (dp.make_params builds the dp "
-            "engine's params)", type(config).__name__)
+    require(
+        isinstance(config, DPConfig),
+        "config",
+        "a DPConfig (dp.make_params builds the dp engine's params)",
+        type(config).__name__,
+    )
     if step_const_s is None:
         step_const_s = default_step_const_s(config.slots_per_worker)
     vals = dict(
@@ -246,10 +276,11 @@ def make_params(config: DPConfig, *, step_const_s: float | None = None,
         max_power_w=require_float(max_power_w, "max_power_w", lo=0.0),
         power_exponent=require_float(power_exponent, "power_exponent", lo=0.0, lo_open=True),
     )
-    require(vals["max_power_w"] >= vals["idle_power_w"], "max_power_w", ">= idle_power_w",
-            vals["max_power_w"])
+    require(vals["max_power_w"] >= vals["idle_power_w"], "max_power_w", ">= idle_power_w", vals["max_power_w"])
     # Predicted lengths must stay in int32 range: o_max * (1 + noise_hi) < 2^24.
     if config.workload.max_output * (1 + vals["noise_hi"]) > 2**24:
-        raise ConfigError("noise_hi must keep predicted lengths <= 2^24 tokens, got "
-                          f"{noise_hi} with max output {config.workload.max_output}")
+        raise ConfigError(
+            "noise_hi must keep predicted lengths <= 2^24 tokens, got "
+            f"{noise_hi} with max output {config.workload.max_output}"
+        )
     return DPParams(**{k: jnp.float32(v) for k, v in vals.items()})

@@ -5,6 +5,7 @@ each worker's utilization is its load relative to the most loaded worker, u_g = 
 (u = 0 when every load is 0), and it draws P_g = P_idle + (P_max - P_idle) * u_g^gamma watts when
 u_g > 0, else P_idle. A step's energy is its duration times sum_g P_g.
 """
+
 from __future__ import annotations
 
 import jax.numpy as jnp

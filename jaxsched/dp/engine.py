@@ -5,6 +5,7 @@ Pure functions in the gymnax style: `init(config, params, seed) -> state` and
 (see jaxsched.run). The exact semantics (step order, measurement points, ties) are in
 docs/dp-semantics.md; tests/reference/dp.py is the plain-Python oracle for them.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -38,8 +39,9 @@ def _choose(config: DPConfig, params: DPParams, obs: Observation):
     params.policy_index names (every entry is computed under vmap; a select keeps one)."""
     if not config.policy_set:
         return POLICIES[config.policy].fn(config, params, obs)
-    branches = [lambda o, p=p: POLICIES[p].fn(replace(config, policy=p, policy_set=()), params, o)
-                for p in config.policy_set]
+    branches = [
+        lambda o, p=p: POLICIES[p].fn(replace(config, policy=p, policy_set=()), params, o) for p in config.policy_set
+    ]
     return jax.lax.switch(params.policy_index, branches, obs)
 
 
@@ -48,6 +50,7 @@ def _choose(config: DPConfig, params: DPParams, obs: Observation):
 # the arrays have the config's shapes. Its extra workers, slots and pool entries are never free
 # and never filled, and every metric reads only the run's own part, in the unpadded order of
 # its float sums, so the metrics are bitwise those of the unpadded run.
+
 
 def run_sizes(config: DPConfig, params: DPParams):
     """(G, B, R) of the run: the config's shapes (Python ints), or the traced int32 sizes of a
@@ -77,13 +80,13 @@ def _worker_mask(config: DPConfig, params: DPParams) -> jnp.ndarray | None:
 
 # --------------------------------------------------------------------------- requests
 
+
 def _reveal(config: DPConfig, params: DPParams, seed, ids):
     """Lengths and predictions of requests `ids` (int32[n]) of run `seed`."""
     prompt, output = config.workload.sample(seed, ids)
     pred_u = rng.uniform(seed, ids, rng.STREAM_CLASSIFIER)
     if config.predictor == "noisy":
-        x = 1.0 - params.noise_lo + (params.noise_lo + params.noise_hi) * rng.uniform(
-            seed, ids, rng.STREAM_PRED)
+        x = 1.0 - params.noise_lo + (params.noise_lo + params.noise_hi) * rng.uniform(seed, ids, rng.STREAM_PRED)
         pred_out = jnp.maximum(1, jnp.round(output.astype(jnp.float32) * x)).astype(jnp.int32)
     else:
         pred_out = output
@@ -96,7 +99,7 @@ def _fill_pool(config, params, seed, pool: Pool, keep_count, reveal_steps, revea
     pos = jnp.arange(R, dtype=jnp.int32)
     ids = pool.next_id + pos - keep_count
     new = pos >= keep_count
-    if params.sizes is not None:                    # a padded run's pool holds R entries
+    if params.sizes is not None:  # a padded run's pool holds R entries
         new = new & (pos < params.sizes.pool_size)
     if config.num_requests is not None:
         new = new & (ids < config.num_requests)
@@ -104,18 +107,21 @@ def _fill_pool(config, params, seed, pool: Pool, keep_count, reveal_steps, revea
     n_new = jnp.sum(new, dtype=jnp.int32)
     w = lambda a, b: jnp.where(new, a, b)
     return Pool(
-        prompt=w(prompt, pool.prompt), output=w(output, pool.output),
-        pred_out=w(pred_out, pool.pred_out), pred_u=w(pred_u, pool.pred_u),
+        prompt=w(prompt, pool.prompt),
+        output=w(output, pool.output),
+        pred_out=w(pred_out, pool.pred_out),
+        pred_u=w(pred_u, pool.pred_u),
         reveal_steps=w(reveal_steps, pool.reveal_steps),
         reveal_load=WideInt(w(reveal_load.hi, pool.reveal_load.hi), w(reveal_load.lo, pool.reveal_load.lo)),
-        count=keep_count + n_new, next_id=pool.next_id + n_new)
+        count=keep_count + n_new,
+        next_id=pool.next_id + n_new,
+    )
 
 
 def _empty_pool(config: DPConfig, first_id) -> Pool:
     R = config.pool_size
     z = jnp.zeros((R,), jnp.int32)
-    return Pool(z, z, z, jnp.zeros((R,), jnp.float32), z, WideInt(z, z), jnp.int32(0),
-                jnp.asarray(first_id, jnp.int32))
+    return Pool(z, z, z, jnp.zeros((R,), jnp.float32), z, WideInt(z, z), jnp.int32(0), jnp.asarray(first_id, jnp.int32))
 
 
 def _compact(pool: Pool, admitted: jnp.ndarray) -> tuple[Pool, jnp.ndarray]:
@@ -123,20 +129,28 @@ def _compact(pool: Pool, admitted: jnp.ndarray) -> tuple[Pool, jnp.ndarray]:
     R = pool.prompt.shape[0]
     pos = jnp.arange(R, dtype=jnp.int32)
     keep = (pos < pool.count) & ~admitted
-    dest = jnp.where(keep, jnp.cumsum(keep) - 1, R)     # R <= a few hundred: cumsum is cheap
+    dest = jnp.where(keep, jnp.cumsum(keep) - 1, R)  # R <= a few hundred: cumsum is cheap
     n_keep = jnp.sum(keep, dtype=jnp.int32)
     # One scatter of positions, then a gather per field, instead of one scatter per field:
     # XLA's CPU scatter pays a data-dependent branch per entry, and BF-IO keeps an irregular
     # subset (measured 1.036x for BF-IO, 1.012x for FCFS; the same values land).
     src = jnp.zeros((R,), jnp.int32).at[dest].set(pos, mode="drop")
     move = lambda a: jnp.where(pos < n_keep, a[src], jnp.zeros_like(a))
-    moved = Pool(move(pool.prompt), move(pool.output), move(pool.pred_out), move(pool.pred_u),
-                 move(pool.reveal_steps), WideInt(move(pool.reveal_load.hi), move(pool.reveal_load.lo)),
-                 n_keep, pool.next_id)
+    moved = Pool(
+        move(pool.prompt),
+        move(pool.output),
+        move(pool.pred_out),
+        move(pool.pred_u),
+        move(pool.reveal_steps),
+        WideInt(move(pool.reveal_load.hi), move(pool.reveal_load.lo)),
+        n_keep,
+        pool.next_id,
+    )
     return moved, n_keep
 
 
 # --------------------------------------------------------------------------- predictions
+
 
 def run_lookahead(config: DPConfig, params: DPParams):
     """The run's lookahead H: the config's (an int), or the traced one of a padded run."""
@@ -176,6 +190,7 @@ def projected_loads(config: DPConfig, params: DPParams, slots: Slots, k, cum_dri
 
 # --------------------------------------------------------------------------- drift
 
+
 def step_drift(config: DPConfig, seed, k) -> jnp.ndarray:
     """Common growth delta_k (int32 scalar, tokens) of every active request in step k >= 1.
 
@@ -189,11 +204,12 @@ def step_drift(config: DPConfig, seed, k) -> jnp.ndarray:
     if lo == hi:
         return jnp.int32(lo)
     u = rng.uniform(seed, k, rng.STREAM_DRIFT)
-    bits = (u * np.float32(2**24)).astype(jnp.int32)          # exact: u = bits * 2^-24
+    bits = (u * np.float32(2**24)).astype(jnp.int32)  # exact: u = bits * 2^-24
     return (lo + ((bits * (hi - lo + 1)) >> 24)).astype(jnp.int32)
 
 
 # --------------------------------------------------------------------------- slot pass
+
 
 def _slot_pass(slots: Slots, k, D, mask: jnp.ndarray | None = None):
     """Everything step k needs from the slots, in one read of them (`kernels.fused_sums`).
@@ -211,8 +227,8 @@ def _slot_pass(slots: Slots, k, D, mask: jnp.ndarray | None = None):
     free = f <= k if mask is None else (f <= k) & mask
     word_parts = [jnp.where(free & (b // 32 == w), bit, np.uint32(0)) for w in range(-(-B // 32))]
     n_start, n_done, loads, *words = fused_sums(
-        [(f >= k).astype(jnp.int32), (f == k).astype(jnp.int32), jnp.where(f > k, slots.base + D, 0)]
-        + word_parts)
+        [(f >= k).astype(jnp.int32), (f == k).astype(jnp.int32), jnp.where(f > k, slots.base + D, 0)] + word_parts
+    )
     return n_start, n_done, loads, jnp.stack(words, axis=-1)
 
 
@@ -239,6 +255,7 @@ def active_inv_out(slots: Slots, k, sizes: DPSizes | None = None) -> jnp.ndarray
 
 # --------------------------------------------------------------------------- admission
 
+
 def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, words, allow=True):
     """Run the policy on the post-removal `loads` at step k and place its choices.
 
@@ -256,21 +273,30 @@ def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, words, 
     free = count_bits(words)
     valid = jnp.arange(R) < pool.count
     obs = Observation(
-        loads=loads, free=free, active=B_run - free, pool_size_tokens=pool.prompt, pool_valid=valid,
+        loads=loads,
+        free=free,
+        active=B_run - free,
+        pool_size_tokens=pool.prompt,
+        pool_valid=valid,
         projected=projected_loads(config, params, slots, k, D) if uses_predictions(config) else None,
-        rr_pointer=state.rr_pointer, num_workers=G_run, lookahead_steps=run_lookahead(config, params),
-        seed=state.seed, step=jnp.asarray(k, jnp.int32))
+        rr_pointer=state.rr_pointer,
+        num_workers=G_run,
+        lookahead_steps=run_lookahead(config, params),
+        seed=state.seed,
+        step=jnp.asarray(k, jnp.int32),
+    )
     worker, rank, rr = _choose(config, params, obs)
     admitted = (worker >= 0) & allow
-    row = jnp.where(admitted, worker, G)                            # row G: dropped by the scatter
+    row = jnp.where(admitted, worker, G)  # row G: dropped by the scatter
     col = select_bit(words[jnp.minimum(row, G - 1)], rank)
     put = lambda a, v: a.at[row, col].set(v, mode="drop")
     new_slots = Slots(
-        base=put(slots.base, pool.prompt - D),                      # load s + D_now - D
+        base=put(slots.base, pool.prompt - D),  # load s + D_now - D
         finish=put(slots.finish, k + pool.output),
         inv_out=put(slots.inv_out, 1.0 / pool.output.astype(jnp.float32)),
         pred_finish=None if slots.pred_finish is None else put(slots.pred_finish, k + pool.pred_out),
-        pred_u=None if slots.pred_u is None else put(slots.pred_u, pool.pred_u))
+        pred_u=None if slots.pred_u is None else put(slots.pred_u, pool.pred_u),
+    )
     post = loads + jnp.zeros((G,), jnp.int32).at[row].add(pool.prompt, mode="drop")
     return new_slots, post, rr, admitted
 
@@ -282,17 +308,21 @@ def _admission_stats(config, params, pool: Pool, admitted, clock: Clock, totals:
     # multiply-add in some fusions and not in others, depending on the shapes around it, so the
     # plain expression could round differently in a run padded into a size bucket. A select
     # between the products and the sum is not contracted.
-    delay = (jnp.where(admitted, waited.astype(jnp.float32) * params.step_const_s, 0.0)
-             + jnp.where(admitted, params.per_token_s * clock.load.minus(pool.reveal_load), 0.0))
-    bins = jnp.where(admitted, log_bins(delay, waited == 0, config.delay_bins, DELAY_MIN_S, DELAY_MAX_S),
-                     config.delay_bins)
-    return replace(totals, delay_s=totals.delay_s.add(ordered_sum(delay)),
-                   delay_hist=totals.delay_hist.at[bins].add(1, mode="drop"),
-                   admitted=totals.admitted.add(jnp.sum(admitted, dtype=jnp.int32)))
+    delay = jnp.where(admitted, waited.astype(jnp.float32) * params.step_const_s, 0.0) + jnp.where(
+        admitted, params.per_token_s * clock.load.minus(pool.reveal_load), 0.0
+    )
+    bins = jnp.where(
+        admitted, log_bins(delay, waited == 0, config.delay_bins, DELAY_MIN_S, DELAY_MAX_S), config.delay_bins
+    )
+    return replace(
+        totals,
+        delay_s=totals.delay_s.add(ordered_sum(delay)),
+        delay_hist=totals.delay_hist.at[bins].add(1, mode="drop"),
+        admitted=totals.admitted.add(jnp.sum(admitted, dtype=jnp.int32)),
+    )
 
 
-def _admit_and_refill(config, params, state: DPState, loads, k, words, clock: Clock, totals: Totals,
-                      allow=True):
+def _admit_and_refill(config, params, state: DPState, loads, k, words, clock: Clock, totals: Totals, allow=True):
     """Admission at step k followed by the pool top-up for step k + 1."""
     slots, post, rr, admitted = _admit(config, params, state, loads, k, words, allow)
     totals = _admission_stats(config, params, state.pool, admitted, clock, totals)
@@ -307,10 +337,18 @@ def _admit_and_refill(config, params, state: DPState, loads, k, words, clock: Cl
 
 # --------------------------------------------------------------------------- init / step
 
+
 def _zero_totals(config: DPConfig) -> Totals:
-    return Totals(Kahan.zeros(), Kahan.zeros(), Kahan.zeros(),
-                  jnp.zeros((config.delay_bins,), jnp.int32), WideInt.zeros(), WideInt.zeros(),
-                  jnp.int32(0), Clock(jnp.int32(0), WideInt.zeros()))
+    return Totals(
+        Kahan.zeros(),
+        Kahan.zeros(),
+        Kahan.zeros(),
+        jnp.zeros((config.delay_bins,), jnp.int32),
+        WideInt.zeros(),
+        WideInt.zeros(),
+        jnp.int32(0),
+        Clock(jnp.int32(0), WideInt.zeros()),
+    )
 
 
 def init(config: DPConfig, params: DPParams, seed) -> DPState:
@@ -325,44 +363,84 @@ def init(config: DPConfig, params: DPParams, seed) -> DPState:
         mask = _slot_mask(config, params)
         if mask is None:
             ids = jnp.arange(G * B, dtype=jnp.int32).reshape(G, B)
-        else:                       # a padded run numbers its own G_run x B_run slots row-major
+        else:  # a padded run numbers its own G_run x B_run slots row-major
             ids = jnp.arange(G, dtype=jnp.int32)[:, None] * B_run + jnp.arange(B, dtype=jnp.int32)
         prompt, output, pred_out, pred_u = _reveal(config, params, seed, ids)
         inv_out = 1.0 / output.astype(jnp.float32)
-        if mask is not None:        # slots outside the run hold nothing (finish -1: inactive)
+        if mask is not None:  # slots outside the run hold nothing (finish -1: inactive)
             prompt, output = jnp.where(mask, prompt, 0), jnp.where(mask, output, -1)
             inv_out = jnp.where(mask, inv_out, 0.0)
-        slots = Slots(prompt, output, inv_out,
-                      pred_out if preds else None, pred_u if preds else None)
+        slots = Slots(prompt, output, inv_out, pred_out if preds else None, pred_u if preds else None)
         loads = jnp.sum(prompt, axis=1, dtype=jnp.int32)
         n0 = G_run * B_run
-        pool = _fill_pool(config, params, seed, _empty_pool(config, n0), jnp.int32(0),
-                          jnp.int32(0), WideInt.zeros())
+        pool = _fill_pool(config, params, seed, _empty_pool(config, n0), jnp.int32(0), jnp.int32(0), WideInt.zeros())
         # The G*B requests placed directly at step 0 are admitted with zero queueing delay.
-        totals = replace(totals, delay_hist=totals.delay_hist.at[0].add(n0),
-                         admitted=totals.admitted.add(jnp.asarray(n0, jnp.int32)))
-        return DPState(jnp.int32(0), jnp.int32(0), seed, slots, pool, loads, jnp.int32(0), clock,
-                       Window.zeros(), Window.zeros(), totals,
-                       active_inv_out(slots, 1, params.sizes))
+        totals = replace(
+            totals, delay_hist=totals.delay_hist.at[0].add(n0), admitted=totals.admitted.add(jnp.asarray(n0, jnp.int32))
+        )
+        return DPState(
+            jnp.int32(0),
+            jnp.int32(0),
+            seed,
+            slots,
+            pool,
+            loads,
+            jnp.int32(0),
+            clock,
+            Window.zeros(),
+            Window.zeros(),
+            totals,
+            active_inv_out(slots, 1, params.sizes),
+        )
     z = jnp.zeros((G, B), jnp.int32)
-    slots = Slots(z, z - 1, jnp.zeros((G, B), jnp.float32), z if preds else None,
-                  jnp.zeros((G, B), jnp.float32) if preds else None)
-    pool = _fill_pool(config, params, seed, _empty_pool(config, 0), jnp.int32(0),
-                      jnp.int32(0), WideInt.zeros())
-    state = DPState(jnp.int32(0), jnp.int32(0), seed, slots, pool, jnp.zeros((G,), jnp.int32), jnp.int32(0),
-                    clock, Window.zeros(), Window.zeros(), totals, jnp.float32(0))  # no slot active yet
+    slots = Slots(
+        z,
+        z - 1,
+        jnp.zeros((G, B), jnp.float32),
+        z if preds else None,
+        jnp.zeros((G, B), jnp.float32) if preds else None,
+    )
+    pool = _fill_pool(config, params, seed, _empty_pool(config, 0), jnp.int32(0), jnp.int32(0), WideInt.zeros())
+    state = DPState(
+        jnp.int32(0),
+        jnp.int32(0),
+        seed,
+        slots,
+        pool,
+        jnp.zeros((G,), jnp.int32),
+        jnp.int32(0),
+        clock,
+        Window.zeros(),
+        Window.zeros(),
+        totals,
+        jnp.float32(0),
+    )  # no slot active yet
     words = _slot_pass(slots, jnp.int32(0), jnp.int32(0), _slot_mask(config, params))[3]
     slots, post, pool, rr, totals, _ = _admit_and_refill(
-        config, params, state, jnp.zeros((G,), jnp.int32), jnp.int32(0), words, clock, totals)
-    return DPState(jnp.int32(0), jnp.int32(0), seed, slots, pool, post, rr, clock, Window.zeros(),
-                   Window.zeros(), totals, active_inv_out(slots, 1, params.sizes))
+        config, params, state, jnp.zeros((G,), jnp.int32), jnp.int32(0), words, clock, totals
+    )
+    return DPState(
+        jnp.int32(0),
+        jnp.int32(0),
+        seed,
+        slots,
+        pool,
+        post,
+        rr,
+        clock,
+        Window.zeros(),
+        Window.zeros(),
+        totals,
+        active_inv_out(slots, 1, params.sizes),
+    )
 
 
-def _measure(window: Window, loads, dt, tokens, max_load_start, params, on,
-             workers: jnp.ndarray | None = None) -> Window:
+def _measure(
+    window: Window, loads, dt, tokens, max_load_start, params, on, workers: jnp.ndarray | None = None
+) -> Window:
     """Add one step's metrics on `loads` (int32[G]) to the window when `on`. workers bool[G]:
     a padded run's own workers (`_worker_mask`); the others enter no metric."""
-    top, total = jnp.max(loads), jnp.sum(loads)        # other workers' loads are 0
+    top, total = jnp.max(loads), jnp.sum(loads)  # other workers' loads are 0
     u = utilization(loads)
     power = utilization_power_w(u, params.idle_power_w, params.max_power_w, params.power_exponent)
     idle = 1.0 - u
@@ -386,7 +464,8 @@ def _measure(window: Window, loads, dt, tokens, max_load_start, params, on,
         max_load=window.max_load.add(on_i * max_load_start),
         energy_j=window.energy_j.add(f(dt * ordered_sum(power))),
         power_w=window.power_w.add(f(mean(power))),
-        idle=window.idle.add(f(mean(idle))))
+        idle=window.idle.add(f(mean(idle))),
+    )
 
 
 def step(config: DPConfig, params: DPParams, state: DPState, record: bool = False):
@@ -400,18 +479,21 @@ def step(config: DPConfig, params: DPParams, state: DPState, record: bool = Fals
     D = state.cum_drift + delta
     n_active, n_done, loads, words = _slot_pass(slots, k, D, _slot_mask(config, params))  # [G], [G, nw]
     live = jnp.any(n_active > 0) & (k <= config.num_steps)
-    tokens = jnp.sum(n_active)              # one decode step per active request, whatever the drift
-    hist = state.loads + n_active * delta                                   # post-growth loads
+    tokens = jnp.sum(n_active)  # one decode step per active request, whatever the drift
+    hist = state.loads + n_active * delta  # post-growth loads
     max_start = jnp.max(state.loads)
     dt = barrier_step_time_s(max_start, params.step_const_s, params.per_token_s)
     live_i = live.astype(jnp.int32)
     clock = Clock(state.clock.steps + live_i, state.clock.load.add(live_i * max_start))
-    inv = state.next_inv_out                                                # active_inv_out(slots, k)
+    inv = state.next_inv_out  # active_inv_out(slots, k)
     t = state.totals
-    totals = replace(t, tpot_num=t.tpot_num.add(jnp.where(live, dt * inv, 0.0)),
-                     tpot_den=t.tpot_den.add(jnp.where(live, inv, 0.0)),
-                     finished=t.finished.add(live_i * jnp.sum(n_done)),
-                     last_live=jax.tree_util.tree_map(lambda a, b: jnp.where(live, a, b), clock, t.last_live))
+    totals = replace(
+        t,
+        tpot_num=t.tpot_num.add(jnp.where(live, dt * inv, 0.0)),
+        tpot_den=t.tpot_den.add(jnp.where(live, inv, 0.0)),
+        finished=t.finished.add(live_i * jnp.sum(n_done)),
+        last_live=jax.tree_util.tree_map(lambda a, b: jnp.where(live, a, b), clock, t.last_live),
+    )
 
     paper = config.semantics == "paper"
     measure = live if paper else live & (k > config.burn_in_steps)
@@ -420,8 +502,9 @@ def step(config: DPConfig, params: DPParams, state: DPState, record: bool = Fals
     if paper:
         window = _measure(window, loads, dt, tokens, max_start, params, measure, workers)
     stepped = replace(state, step=k, cum_drift=D, loads=loads, clock=clock, window=window, totals=totals)
-    new_slots, post, pool, rr, totals, n_adm = _admit_and_refill(config, params, stepped, loads, k, words,
-                                                                 clock, totals, allow=live)
+    new_slots, post, pool, rr, totals, n_adm = _admit_and_refill(
+        config, params, stepped, loads, k, words, clock, totals, allow=live
+    )
     if not paper:
         window = _measure(window, post, dt, tokens, max_start, params, measure, workers)
     # A step that is not live leaves everything as it was (the run has ended). Its admission was
@@ -435,12 +518,30 @@ def step(config: DPConfig, params: DPParams, state: DPState, record: bool = Fals
     # The step counter stops at num_steps, so blocks that overrun the run change nothing.
     k_next = jnp.where(k <= config.num_steps, k, state.step)
     D_next = jnp.where(k <= config.num_steps, D, state.cum_drift)
-    new = DPState(k_next, D_next, state.seed, new_slots, pool, post, rr, clock, window, at_cut, totals,
-                  active_inv_out(new_slots, k_next + 1, params.sizes))
+    new = DPState(
+        k_next,
+        D_next,
+        state.seed,
+        new_slots,
+        pool,
+        post,
+        rr,
+        clock,
+        window,
+        at_cut,
+        totals,
+        active_inv_out(new_slots, k_next + 1, params.sizes),
+    )
     out = None
     if record:
-        out = dict(hist_loads=hist, loads=loads if paper else post, post_admission_loads=post,
-                   live=live, dt=jnp.where(live, dt, 0.0), num_admitted=jnp.where(live, n_adm, 0))
+        out = dict(
+            hist_loads=hist,
+            loads=loads if paper else post,
+            post_admission_loads=post,
+            live=live,
+            dt=jnp.where(live, dt, 0.0),
+            num_admitted=jnp.where(live, n_adm, 0),
+        )
         if config.drift != (1, 1):  # the drift of each step (absent by default: outputs unchanged)
             out["drift"] = jnp.broadcast_to(delta, ())
     return new, out
@@ -463,6 +564,7 @@ PADDED_KERNELS = ("vf", "round_lpt", "window")
 
 # --------------------------------------------------------------------------- runner hints
 
+
 def example() -> DPConfig:
     return DPConfig(num_workers=2, slots_per_worker=4, pool_size=4, num_steps=40)
 
@@ -479,8 +581,10 @@ def pad_check(config: DPConfig) -> None:
     the number of workers from their shapes and run unpadded; valley fill, round LPT and window
     fill take the run's G."""
     if "bfio" in config.policies and config.lookahead_steps == 0 and config.bfio_kernel not in PADDED_KERNELS:
-        raise ConfigError(f"bfio_kernel {config.bfio_kernel!r} does not run padded into a "
-                          f"size bucket (only {PADDED_KERNELS} and the lookahead do)")
+        raise ConfigError(
+            f"bfio_kernel {config.bfio_kernel!r} does not run padded into a "
+            f"size bucket (only {PADDED_KERNELS} and the lookahead do)"
+        )
 
 
 def pad_group(config: DPConfig) -> tuple[bool, ...]:
@@ -496,21 +600,25 @@ def pad_into(config: DPConfig, params: DPParams, capacity) -> tuple[DPConfig, DP
     """(bucket config, params) running `config` inside the validated `capacity`
     (`Engine.pad`); the params carry the run's own sizes (`DPSizes`)."""
     for f in SIZE_FIELDS[:3]:
-        require(getattr(config, f) > 1 or capacity[f] == 1, f"capacity {f}",
-                "1 for a config whose size is 1 (a size of 1 is never padded: `pad_group`)",
-                capacity[f])
-    require((config.lookahead_steps == 0) == (capacity["lookahead_steps"] == 0),
-            "capacity lookahead_steps",
-            "0 for a config with lookahead_steps 0 and >= 1 otherwise (different kernels)",
-            capacity["lookahead_steps"])
+        require(
+            getattr(config, f) > 1 or capacity[f] == 1,
+            f"capacity {f}",
+            "1 for a config whose size is 1 (a size of 1 is never padded: `pad_group`)",
+            capacity[f],
+        )
+    require(
+        (config.lookahead_steps == 0) == (capacity["lookahead_steps"] == 0),
+        "capacity lookahead_steps",
+        "0 for a config with lookahead_steps 0 and >= 1 otherwise (different kernels)",
+        capacity["lookahead_steps"],
+    )
     sizes = DPSizes(*(jnp.int32(getattr(config, f)) for f in SIZE_FIELDS))
     return replace(config, **capacity), replace(params, sizes=sizes)
 
 
 def trim(config: DPConfig, trajectories) -> dict:
     # Per-worker rows [S, K, G] keep the run's own workers (the padded ones record zeros).
-    return {k: v[..., :config.num_workers] if v.ndim == 3 else v
-            for k, v in trajectories.items()}
+    return {k: v[..., : config.num_workers] if v.ndim == 3 else v for k, v in trajectories.items()}
 
 
 def working_set_bytes(config: DPConfig) -> int:
@@ -527,8 +635,9 @@ def peak_bytes(config: DPConfig, record: bool) -> int:
     # temporaries, the lookahead window, the pool and the delay histogram; errs large.
     G, B, R, W = config.num_workers, config.slots_per_worker, config.pool_size, config.window
     per_slot = 20 if config.lookahead_steps > 0 else 12
-    per_seed = 4 * G * B * per_slot + 4 * G * B * 4 * (W if config.lookahead_steps > 0 else 1) \
-        + 64 * R + 4 * config.delay_bins
+    per_seed = (
+        4 * G * B * per_slot + 4 * G * B * 4 * (W if config.lookahead_steps > 0 else 1) + 64 * R + 4 * config.delay_bins
+    )
     if record:
         per_seed += config.num_steps * (3 * G + 3) * 4
     return per_seed
@@ -544,30 +653,56 @@ def switch(config: DPConfig, params: DPParams, policy_set: tuple[str, ...]) -> t
     run's metrics are bitwise those of the plain config. The program computes every entry's
     choice in every run (tests/dp/test_buckets.py; the cost is measured by
     benchmarks/bench_sweep.py)."""
-    require(not config.policy_set and params.policy_index is None, "config",
-            "a config and params not switched yet", config.policy_set)
+    require(
+        not config.policy_set and params.policy_index is None,
+        "config",
+        "a config and params not switched yet",
+        config.policy_set,
+    )
     policy_set = tuple(policy_set)
-    require(config.policy in policy_set, "policy_set", f"a set holding {config.policy!r}",
-            policy_set)
+    require(config.policy in policy_set, "policy_set", f"a set holding {config.policy!r}", policy_set)
     out = replace(config, policy=policy_set[0], policy_set=policy_set)
     return out, replace(params, policy_index=jnp.int32(policy_set.index(config.policy)))
 
 
 def describe(config: DPConfig) -> dict:
-    return dict(policy=config.policy, lookahead_steps=config.lookahead_steps, num_workers=config.num_workers,
-                slots_per_worker=config.slots_per_worker, pool_size=config.pool_size,
-                semantics=config.semantics, workload=config.workload.name,
-                num_steps=config.num_steps)
+    return dict(
+        policy=config.policy,
+        lookahead_steps=config.lookahead_steps,
+        num_workers=config.num_workers,
+        slots_per_worker=config.slots_per_worker,
+        pool_size=config.pool_size,
+        semantics=config.semantics,
+        workload=config.workload.name,
+        num_steps=config.num_steps,
+    )
 
 
 # Data-parallel decode workers behind a barrier (the BF-IO paper); see the module docstring.
 ENGINE: Engine[DPConfig, DPParams, DPState] = Engine(
-    name="dp", Config=DPConfig, Params=DPParams, METRICS=METRICS, POLICIES=POLICIES,
-    make_params=make_params, init=init, step=step, done=done, finalize=finalize,
-    max_steps=max_steps, working_set_bytes=working_set_bytes, peak_bytes=peak_bytes,
-    example=example, describe=describe,
+    name="dp",
+    Config=DPConfig,
+    Params=DPParams,
+    METRICS=METRICS,
+    POLICIES=POLICIES,
+    make_params=make_params,
+    init=init,
+    step=step,
+    done=done,
+    finalize=finalize,
+    max_steps=max_steps,
+    working_set_bytes=working_set_bytes,
+    peak_bytes=peak_bytes,
+    example=example,
+    describe=describe,
     # policy_set is how a sweep runs several policies in one program (`switch`), not a
     # setting of its own: sweep the policy instead.
     sweep_hidden=("policy_set",),
-    size_fields=SIZE_FIELDS, pad_check=pad_check, pad_into=pad_into, pad_group=pad_group,
-    trim=trim, switch=switch, can_switch=can_switch)
+    size_fields=SIZE_FIELDS,
+    pad_check=pad_check,
+    pad_into=pad_into,
+    pad_group=pad_group,
+    trim=trim,
+    switch=switch,
+    can_switch=can_switch,
+)

@@ -2,6 +2,7 @@
 
 Every metric name carries its unit. See docs/dp-semantics.md for the measurement points.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -43,19 +44,20 @@ def finalize(config: DPConfig, params, state: DPState, quantile: float = 0.99) -
     return {
         "avg_imbalance_tokens": per_step(w.imbalance.to_numpy()),
         "avg_gap_tokens": per_step(w.gap.to_numpy()),
-        "throughput_tokens_per_s": np.divide(w.tokens.to_numpy(), time_s, out=np.zeros_like(time_s),
-                                             where=time_s > 0),
+        "throughput_tokens_per_s": np.divide(w.tokens.to_numpy(), time_s, out=np.zeros_like(time_s), where=time_s > 0),
         "tpot_s": np.divide(t.tpot_num.to_numpy(), tpot_den, out=np.zeros_like(tpot_den), where=tpot_den > 0),
         "energy_j": w.energy_j.to_numpy(),
         "avg_power_w": per_step(w.power_w.to_numpy()),
         "idle_fraction": per_step(w.idle.to_numpy()),
         "makespan_s": np.asarray(t.last_live.steps, np.float64) * C + tl * t.last_live.load.to_numpy(),
-        "queue_delay_mean_s": np.divide(t.delay_s.to_numpy(), admitted, out=np.zeros_like(admitted),
-                                        where=admitted > 0),
+        "queue_delay_mean_s": np.divide(
+            t.delay_s.to_numpy(), admitted, out=np.zeros_like(admitted), where=admitted > 0
+        ),
         "queue_delay_p99_s": log_quantile(t.delay_hist, quantile, DELAY_MIN_S, DELAY_MAX_S),
         "num_admitted": admitted,
         "num_finished": t.finished.to_numpy(),
         "num_steps_measured": steps,
-        "cut_step": np.asarray(t.cut_step, np.float64) if config.semantics == "paper"
+        "cut_step": np.asarray(t.cut_step, np.float64)
+        if config.semantics == "paper"
         else np.asarray(state.step, np.float64),
     }

@@ -2,6 +2,7 @@
 lookahead H or the prediction error, and the theorem checks' improvement ratio, FCFS
 prediction and BF-IO gap. Every function writes a PNG and returns its path; no global style
 changes."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,9 +16,13 @@ from matplotlib.colors import Normalize
 from ..plots import finish, subplots
 
 
-def load_trajectories(loads: Mapping[str, np.ndarray], path: str | Path, *,
-                      dt_s: Mapping[str, np.ndarray] | None = None,
-                      title: str = "Per-worker load (post-growth, pre-removal)") -> Path:
+def load_trajectories(
+    loads: Mapping[str, np.ndarray],
+    path: str | Path,
+    *,
+    dt_s: Mapping[str, np.ndarray] | None = None,
+    title: str = "Per-worker load (post-growth, pre-removal)",
+) -> Path:
     """Per-worker load over steps, one panel per policy (the BF-IO paper's Fig. 6).
 
     loads: {policy label: int[K, G] tokens}. Panels share the y axis so imbalance is comparable;
@@ -43,17 +48,28 @@ def load_trajectories(loads: Mapping[str, np.ndarray], path: str | Path, *,
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     sm = ScalarMappable(cmap=cmap, norm=Normalize(-0.5, G - 0.5))
-    bar = fig.colorbar(sm, ax=list(axes[:, 0]), pad=0.01, fraction=0.03,
-                       ticks=np.unique(np.linspace(0, G - 1, min(G, 9)).round().astype(int)))
+    bar = fig.colorbar(
+        sm,
+        ax=list(axes[:, 0]),
+        pad=0.01,
+        fraction=0.03,
+        ticks=np.unique(np.linspace(0, G - 1, min(G, 9)).round().astype(int)),
+    )
     bar.set_label("worker g")
     fig.savefig(path, dpi=120, bbox_inches="tight")
     return path
 
 
-def lookahead_curve(curves: Mapping[str, Mapping[int, np.ndarray]], path: str | Path, *,
-                    ylabel: str = "average imbalance (tokens)", title: str = "") -> Path:
+def lookahead_curve(
+    curves: Mapping[str, Mapping[int, np.ndarray]],
+    path: str | Path,
+    *,
+    ylabel: str = "average imbalance (tokens)",
+    title: str = "",
+) -> Path:
     """Mean +- 95% CI of a metric against the lookahead H (symlog x axis), one line per label."""
     from ..stats import mean_ci
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = subplots(figsize=(7, 4))
@@ -78,8 +94,7 @@ def error_curves(curves: Mapping[str, Mapping[float, np.ndarray]], path: str | P
     for label, by in curves.items():
         lv = sorted(by)
         ax.plot(lv, [np.mean(by[x]) for x in lv], "o-" if label.startswith("noisy") else "s--", label=label)
-    ax.set(xlabel="noise d (o * U[1-d, 1+d]) or classifier error rate (fp = fn)",
-           ylabel="average imbalance (tokens)")
+    ax.set(xlabel="noise d (o * U[1-d, 1+d]) or classifier error rate (fp = fn)", ylabel="average imbalance (tokens)")
     ax.set_title("BF-IO(H) under prediction errors (synthetic, G=16)", fontsize=10)
     return finish(fig, ax, path)
 
@@ -116,22 +131,25 @@ def fcfs_vs_prediction(series: Mapping[str, tuple], path: str | Path, *, toleran
     lo, hi = np.inf, 0.0
     for label, (pred, mean, half) in series.items():
         pred, mean = np.asarray(pred, float), np.asarray(mean, float)
-        ax.errorbar(pred, mean, yerr=np.nan_to_num(np.asarray(half, float)), fmt="o", ms=4,
-                    capsize=2, label=label)
+        ax.errorbar(pred, mean, yerr=np.nan_to_num(np.asarray(half, float)), fmt="o", ms=4, capsize=2, label=label)
         lo, hi = min(lo, pred.min(), mean.min()), max(hi, pred.max(), mean.max())
     if hi > 0:
         x = np.geomspace(lo / 1.2, hi * 1.2, 50)
         ax.plot(x, x, "k-", lw=1, label="y = x")
-        ax.fill_between(x, x * (1 - tolerance), x * (1 + tolerance), color="k", alpha=0.1,
-                        label=f"±{100 * tolerance:.0f}%")
-    ax.set(xscale="log", yscale="log", xlabel="prediction G sigma sqrt(B) e_G (tokens)",
-           ylabel="FCFS average imbalance (tokens)")
+        ax.fill_between(
+            x, x * (1 - tolerance), x * (1 + tolerance), color="k", alpha=0.1, label=f"±{100 * tolerance:.0f}%"
+        )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="prediction G sigma sqrt(B) e_G (tokens)",
+        ylabel="FCFS average imbalance (tokens)",
+    )
     ax.set_title("FCFS imbalance against its prediction", fontsize=10)
     return finish(fig, ax, path)
 
 
-def bfio_gap_vs_b(series: Mapping[str, Mapping[int, tuple]], bounds: Mapping[str, float],
-                  path: str | Path) -> Path:
+def bfio_gap_vs_b(series: Mapping[str, Mapping[int, tuple]], bounds: Mapping[str, float], path: str | Path) -> Path:
     """BF-IO average max-min gap against B, one panel per group, one line per G, with the
     group's bound (s_max / p, or s_max for Theorem 1) dashed.
     series: {group: {G: (B values, gap means, CI half-widths)}}; bounds: {group: tokens}."""
@@ -145,8 +163,7 @@ def bfio_gap_vs_b(series: Mapping[str, Mapping[int, tuple]], bounds: Mapping[str
         for G in sorted(by_g):
             B, gap, half = (np.asarray(a, float) for a in by_g[G])
             o = np.argsort(B)
-            ax.errorbar(B[o], gap[o], yerr=np.nan_to_num(half[o]), fmt="o-", ms=3, capsize=2,
-                        label=f"G={G}")
+            ax.errorbar(B[o], gap[o], yerr=np.nan_to_num(half[o]), fmt="o-", ms=3, capsize=2, label=f"G={G}")
         ax.axhline(bounds[label], color="k", ls="--", lw=1, label="bound")
         ax.set(xscale="log", yscale="log", xlabel="B", ylabel="avg gap (tokens)")
         # The B values themselves as ticks: log-axis minor labels overlap on short ranges.

@@ -13,6 +13,7 @@ randomized policy draws from the run's random stream (`obs.seed`, `obs.step`, se
 Adding a policy: write the function here and register it in `jaxsched/dp/registry.py` with the
 config / params fields it reads (from user code: `jaxsched.registry.register_policy`).
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -43,6 +44,7 @@ class Observation(eqx.Module):
     seed uint32[]: the run's seed. step int32[]: the step k of this admission (0: the initial
     one). Together the run's random stream for randomized policies (`step_stream`).
     """
+
     loads: jnp.ndarray
     free: jnp.ndarray
     active: jnp.ndarray
@@ -66,8 +68,7 @@ def in_queue_order(obs: Observation, choose: Callable, update: Callable, state0)
         do = obs.pool_valid[p] & jnp.any(free > 0)
         rank = rank.at[p].set(obs.free[g] - free[g])
         free = free.at[g].add(-do.astype(jnp.int32))
-        state = jax.tree_util.tree_map(lambda new, old: jnp.where(do, new, old),
-                                       update(state, g, p), state)
+        state = jax.tree_util.tree_map(lambda new, old: jnp.where(do, new, old), update(state, g, p), state)
         worker = worker.at[p].set(jnp.where(do, g, -1).astype(jnp.int32))
         return free, state, worker, rank
 
@@ -79,8 +80,8 @@ def in_queue_order(obs: Observation, choose: Callable, update: Callable, state0)
 def fcfs(config, params, obs: Observation) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     """Queue order fills workers in index order (the BF-IO experiments' FCFS baseline)."""
     R = obs.pool_valid.shape[0]
-    ends = jnp.cumsum(obs.free)                         # [G], G is small: cumsum is fine here
-    pos = jnp.arange(R, dtype=jnp.int32)                # valid entries are a queue prefix
+    ends = jnp.cumsum(obs.free)  # [G], G is small: cumsum is fine here
+    pos = jnp.arange(R, dtype=jnp.int32)  # valid entries are a queue prefix
     g = jnp.searchsorted(ends, pos, side="right").astype(jnp.int32)
     ok = obs.pool_valid & (pos < ends[-1])
     g = jnp.where(ok, g, -1)
@@ -91,37 +92,39 @@ def fcfs(config, params, obs: Observation) -> tuple[jnp.ndarray, jnp.ndarray, jn
 def fcfs_alg2(config, params, obs: Observation):
     """Queue order, each request to the worker with the most free slots (paper's Algorithm 2)."""
     worker, rank, _ = in_queue_order(
-        obs, lambda st, free, p: jnp.argmax(jnp.where(free > 0, free, -1)),
-        lambda st, g, p: st, jnp.int32(0))
+        obs, lambda st, free, p: jnp.argmax(jnp.where(free > 0, free, -1)), lambda st, g, p: st, jnp.int32(0)
+    )
     return worker, rank, obs.rr_pointer
 
 
 def jsq_tokens(config, params, obs: Observation):
     """Queue order, each request to the worker with a free slot and the least token load."""
     worker, rank, _ = in_queue_order(
-        obs, lambda L, free, p: jnp.argmin(jnp.where(free > 0, L, _BIG)),
-        lambda L, g, p: L.at[g].add(obs.pool_size_tokens[p]), obs.loads)
+        obs,
+        lambda L, free, p: jnp.argmin(jnp.where(free > 0, L, _BIG)),
+        lambda L, g, p: L.at[g].add(obs.pool_size_tokens[p]),
+        obs.loads,
+    )
     return worker, rank, obs.rr_pointer
 
 
 def jsq_count(config, params, obs: Observation):
     """Queue order, each request to the worker with a free slot and the fewest active requests."""
     worker, rank, _ = in_queue_order(
-        obs, lambda n, free, p: jnp.argmin(jnp.where(free > 0, n, _BIG)),
-        lambda n, g, p: n.at[g].add(1), obs.active)
+        obs, lambda n, free, p: jnp.argmin(jnp.where(free > 0, n, _BIG)), lambda n, g, p: n.at[g].add(1), obs.active
+    )
     return worker, rank, obs.rr_pointer
 
 
 def round_robin(config, params, obs: Observation):
     """Each request to the first worker with a free slot from a persistent cyclic pointer."""
-    G = obs.num_workers                                  # the run's G (not padded workers)
+    G = obs.num_workers  # the run's G (not padded workers)
     ids = jnp.arange(obs.free.shape[0], dtype=jnp.int32)
 
     def choose(ptr, free, p):
         return jnp.argmin(jnp.where(free > 0, (ids - ptr) % G, _BIG))
 
-    worker, rank, ptr = in_queue_order(obs, choose, lambda ptr, g, p: ((g + 1) % G).astype(jnp.int32),
-                                        obs.rr_pointer)
+    worker, rank, ptr = in_queue_order(obs, choose, lambda ptr, g, p: ((g + 1) % G).astype(jnp.int32), obs.rr_pointer)
     return worker, rank, ptr
 
 
@@ -131,18 +134,20 @@ def bfio(config, params, obs: Observation):
         kernel = BFIO_VARIANTS[config.bfio_kernel]
         if isinstance(obs.num_workers, int):
             worker, rank, _ = kernel(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid)
-        else:                                           # a padded run (`PADDED_KERNELS`)
-            worker, rank, _ = kernel(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid,
-                                     num_workers=obs.num_workers)
+        else:  # a padded run (`PADDED_KERNELS`)
+            worker, rank, _ = kernel(
+                obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid, num_workers=obs.num_workers
+            )
     elif config.lookahead_steps == 0:
         fill = valley_fill if packable(config.workload.max_prompt, config.pool_size) else valley_fill_unpacked
         worker, rank = fill(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid)
     else:
         weights = window_weights(config.window, config.lookahead_decay)
-        if not isinstance(obs.lookahead_steps, int):    # a padded run: rows beyond its H weigh 0
+        if not isinstance(obs.lookahead_steps, int):  # a padded run: rows beyond its H weigh 0
             weights = jnp.where(np.arange(config.window) <= obs.lookahead_steps, weights, 0)
-        worker, rank = lookahead_valley_fill(obs.projected, obs.free, obs.pool_size_tokens,
-                                             obs.pool_valid, beta=obs.num_workers, weights=weights)
+        worker, rank = lookahead_valley_fill(
+            obs.projected, obs.free, obs.pool_size_tokens, obs.pool_valid, beta=obs.num_workers, weights=weights
+        )
     return worker, rank, obs.rr_pointer
 
 
@@ -161,7 +166,7 @@ def uniform_worker(h: jnp.ndarray, free: jnp.ndarray) -> jnp.ndarray:
     n = jnp.sum(is_open).astype(jnp.uint32)
     k = (((h >> 16) * n) >> 16).astype(jnp.int32)
     g = jnp.searchsorted(jnp.cumsum(is_open), k, side="right").astype(jnp.int32)
-    return jnp.minimum(g, free.shape[0] - 1)            # no open worker: any index (unused)
+    return jnp.minimum(g, free.shape[0] - 1)  # no open worker: any index (unused)
 
 
 def power_of_two(config, params, obs: Observation):
@@ -176,6 +181,5 @@ def power_of_two(config, params, obs: Observation):
         second = (L[g2] < L[g1]) | ((L[g2] == L[g1]) & (g2 < g1))
         return jnp.where(second, g2, g1)
 
-    worker, rank, _ = in_queue_order(
-        obs, choose, lambda L, g, p: L.at[g].add(obs.pool_size_tokens[p]), obs.loads)
+    worker, rank, _ = in_queue_order(obs, choose, lambda L, g, p: L.at[g].add(obs.pool_size_tokens[p]), obs.loads)
     return worker, rank, obs.rr_pointer

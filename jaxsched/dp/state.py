@@ -13,6 +13,7 @@ completions count steps, loads count drift.
 When the BF-IO lookahead needs predictions, the slots also carry pred_finish = k_a + o_hat and
 the classifier draw pred_u.
 """
+
 from __future__ import annotations
 
 import equinox as eqx
@@ -23,6 +24,7 @@ from ..accumulate import Kahan, WideInt
 
 class Slots(eqx.Module):
     """int32/float32 arrays [G, B]; pred_* are None unless the policy uses predictions."""
+
     base: jnp.ndarray
     finish: jnp.ndarray
     inv_out: jnp.ndarray
@@ -36,6 +38,7 @@ class Pool(eqx.Module):
     reveal_steps / reveal_load: the clock when the entry was revealed, as (live steps, cumulative
     max-load tokens) so that its queueing delay is exact (see `Clock`).
     """
+
     prompt: jnp.ndarray
     output: jnp.ndarray
     pred_out: jnp.ndarray
@@ -48,12 +51,14 @@ class Pool(eqx.Module):
 
 class Clock(eqx.Module):
     """Simulated time as exact integers: clock = steps * C + t_l * load (seconds)."""
+
     steps: jnp.ndarray
     load: WideInt
 
 
 class Window(eqx.Module):
     """Streaming sums of the per-step metrics over measured steps."""
+
     steps: jnp.ndarray
     imbalance: WideInt
     gap: WideInt
@@ -65,12 +70,21 @@ class Window(eqx.Module):
 
     @staticmethod
     def zeros() -> "Window":
-        return Window(jnp.int32(0), WideInt.zeros(), WideInt.zeros(), WideInt.zeros(),
-                      WideInt.zeros(), Kahan.zeros(), Kahan.zeros(), Kahan.zeros())
+        return Window(
+            jnp.int32(0),
+            WideInt.zeros(),
+            WideInt.zeros(),
+            WideInt.zeros(),
+            WideInt.zeros(),
+            Kahan.zeros(),
+            Kahan.zeros(),
+            Kahan.zeros(),
+        )
 
 
 class Totals(eqx.Module):
     """Per-request sums over the whole run (not cut)."""
+
     tpot_num: Kahan
     tpot_den: Kahan
     delay_s: Kahan
@@ -83,16 +97,17 @@ class Totals(eqx.Module):
 
 class DPState(eqx.Module):
     """Everything a dp run carries from step to step."""
+
     step: jnp.ndarray
-    cum_drift: jnp.ndarray        # int32 D_step: tokens every request has grown since step 0
+    cum_drift: jnp.ndarray  # int32 D_step: tokens every request has grown since step 0
     seed: jnp.ndarray
     slots: Slots
     pool: Pool
-    loads: jnp.ndarray            # int32[G], after the last admission (start of next step)
+    loads: jnp.ndarray  # int32[G], after the last admission (start of next step)
     rr_pointer: jnp.ndarray
     clock: Clock
-    window: Window                # measured steps so far
-    at_cut: Window                # `window` as of the last step with an admission (paper)
+    window: Window  # measured steps so far
+    at_cut: Window  # `window` as of the last step with an admission (paper)
     totals: Totals
-    next_inv_out: jnp.ndarray     # float32 sum of 1 / o over the requests active at the start
-                                  # of step `step + 1` (its TPOT weight; engine.active_inv_out)
+    next_inv_out: jnp.ndarray  # float32 sum of 1 / o over the requests active at the start
+    # of step `step + 1` (its TPOT weight; engine.active_inv_out)

@@ -4,6 +4,7 @@ barrier_step_time_s: one decode step lasts C + t_l * max_g L_g seconds (BF-IO pa
 6.1): the slowest worker sets the pace. Its energy is the power model of jaxsched.dp.energy
 times this duration.
 """
+
 from __future__ import annotations
 
 import jax.numpy as jnp

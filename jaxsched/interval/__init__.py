@@ -9,20 +9,32 @@ engine), `simulate` (the shared runner), `execute` (explicit instances), the int
 
 Every name is imported on first use (the registry is JAX-free).
 """
+
 from __future__ import annotations
 
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "Results": "..run:Results", "simulate": "..run:simulate",
-    "IntervalConfig": ".config:IntervalConfig", "make_params": ".config:make_params",
-    "ENGINE": ".engine:ENGINE", "done": ".engine:done", "init": ".engine:init",
-    "jobs": ".engine:jobs", "start": ".engine:start", "step": ".engine:step",
-    "execute": ".instances:execute", "policy_config": ".instances:policy_config",
-    "Buckets": ".intervals:Buckets", "Exact": ".intervals:Exact",
-    "Relative": ".intervals:Relative", "Shared": ".intervals:Shared",
-    "check_instance": ".intervals:check_instance", "METRICS": ".metrics:METRICS",
-    "POLICIES": ".registry:POLICIES", "IntervalState": ".state:IntervalState",
+    "Results": "..run:Results",
+    "simulate": "..run:simulate",
+    "IntervalConfig": ".config:IntervalConfig",
+    "make_params": ".config:make_params",
+    "ENGINE": ".engine:ENGINE",
+    "done": ".engine:done",
+    "init": ".engine:init",
+    "jobs": ".engine:jobs",
+    "start": ".engine:start",
+    "step": ".engine:step",
+    "execute": ".instances:execute",
+    "policy_config": ".instances:policy_config",
+    "Buckets": ".intervals:Buckets",
+    "Exact": ".intervals:Exact",
+    "Relative": ".intervals:Relative",
+    "Shared": ".intervals:Shared",
+    "check_instance": ".intervals:check_instance",
+    "METRICS": ".metrics:METRICS",
+    "POLICIES": ".registry:POLICIES",
+    "IntervalState": ".state:IntervalState",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = list(_EXPORTS)

@@ -7,6 +7,7 @@ step-time model, shared with the offline engine), built by `make_params`, which 
 that every job fits alone at its upper bound (s + u <= M) and that no memory sum can overflow
 int32.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,8 +28,14 @@ from .registry import AMAX_ORDERS, EVICTION_KEYS, POLICIES
 from .workloads import named
 
 MAX_JOBS = 1 << 16
-__all__ = ["IntervalConfig", "make_params", "OfflineParams", "LINEAR_STEP_MODEL",
-           "UNIT_STEP_MODEL", "PAPER_CAPACITY_TOKENS"]
+__all__ = [
+    "IntervalConfig",
+    "make_params",
+    "OfflineParams",
+    "LINEAR_STEP_MODEL",
+    "UNIT_STEP_MODEL",
+    "PAPER_CAPACITY_TOKENS",
+]
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,7 @@ class IntervalConfig:
     max_steps: scan steps after which a run is cut (default: 4 n u_max + 64; `done` and the
       runner's check report a cut run).
     """
+
     workload: Any
     policy: str = "amin"
     intervals: Any = None
@@ -73,8 +81,12 @@ class IntervalConfig:
             object.__setattr__(self, "intervals", Shared(1, int(w.max_output)))
         elif isinstance(self.intervals, str):
             object.__setattr__(self, "intervals", parse(self.intervals))
-        require(isinstance(self.intervals, (Shared, Buckets, Relative, Exact)), "intervals",
-                "Shared(low, high), Buckets(edges), Relative(x) or Exact()", self.intervals)
+        require(
+            isinstance(self.intervals, (Shared, Buckets, Relative, Exact)),
+            "intervals",
+            "Shared(low, high), Buckets(edges), Relative(x) or Exact()",
+            self.intervals,
+        )
         self.intervals.check(*output_support(w))
         if self.max_steps is not None:
             require_int(self.max_steps, "max_steps", lo=1, hi=INT_LIMIT)
@@ -99,16 +111,30 @@ def check_capacity(M: int, n: int, need: int) -> int:
     """M validated against the jobs: every job fits alone at its upper bound (need = the
     largest s + u), and n * M < 2^31 keeps every future-memory sum exact in int32."""
     M = require_int(M, "capacity_tokens (M)", lo=2, hi=INT_LIMIT // 4)
-    require(need <= M, "capacity_tokens (M)", f"at least the largest s + u ({need}), so that "
-            "every job fits alone at its upper bound", M)
-    require((n + 2) * M < 2**31, "capacity_tokens (M)", f"< 2^31 / (n + 2) = "
-            f"{2**31 // (n + 2)} for n = {n} jobs (future-memory sums stay exact in int32)", M)
+    require(
+        need <= M,
+        "capacity_tokens (M)",
+        f"at least the largest s + u ({need}), so that every job fits alone at its upper bound",
+        M,
+    )
+    require(
+        (n + 2) * M < 2**31,
+        "capacity_tokens (M)",
+        f"< 2^31 / (n + 2) = {2**31 // (n + 2)} for n = {n} jobs (future-memory sums stay exact in int32)",
+        M,
+    )
     return M
 
 
-def make_params(config: IntervalConfig, *, capacity_tokens: int = PAPER_CAPACITY_TOKENS,
-                step_const_s: float = 1.0, per_decode_s: float = 0.0,
-                per_prefill_token_s: float = 0.0, per_kv_token_s: float = 0.0) -> OfflineParams:
+def make_params(
+    config: IntervalConfig,
+    *,
+    capacity_tokens: int = PAPER_CAPACITY_TOKENS,
+    step_const_s: float = 1.0,
+    per_decode_s: float = 0.0,
+    per_prefill_token_s: float = 0.0,
+    per_kv_token_s: float = 0.0,
+) -> OfflineParams:
     """Validated params: the KV limit M (tokens; default the paper's 16,492) and the step-time
     model of `jaxsched.batchmodel` (keywords step_const_s, per_decode_s, per_prefill_token_s,
     per_kv_token_s; default unit steps)."""
@@ -116,5 +142,10 @@ def make_params(config: IntervalConfig, *, capacity_tokens: int = PAPER_CAPACITY
         raise ConfigError(f"config must be an IntervalConfig, got {type(config).__name__}")
     need = int(config.workload.max_prompt) + config.max_upper
     check_capacity(capacity_tokens, config.n, need)
-    return instance_params(capacity_tokens, step_const_s=step_const_s, per_decode_s=per_decode_s,
-                           per_prefill_token_s=per_prefill_token_s, per_kv_token_s=per_kv_token_s)
+    return instance_params(
+        capacity_tokens,
+        step_const_s=step_const_s,
+        per_decode_s=per_decode_s,
+        per_prefill_token_s=per_prefill_token_s,
+        per_kv_token_s=per_kv_token_s,
+    )

@@ -17,6 +17,7 @@ per candidate; candidates and evictions are taken one at a time in (key, tie, in
 Times in the check are relative to t so that its sums stay far from int32 overflow
 (`config.check_capacity`).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -70,17 +71,39 @@ def start(s, o, low, high, seed, policy: str, n=None) -> IntervalState:
         ids = jnp.arange(size, dtype=jnp.int32)
         elig = jnp.where(ids < n, elig, jnp.iinfo(jnp.int32).max)
         remaining = jnp.asarray(n, jnp.int32)
-    return IntervalState(s, o, low, high, est, none, none, elig, zero, zero,
-                         zero, DF(zf, zf), jnp.asarray(seed, jnp.uint32), z, remaining,
-                         DF.zeros(), z, WideInt.zeros(), z)
+    return IntervalState(
+        s,
+        o,
+        low,
+        high,
+        est,
+        none,
+        none,
+        elig,
+        zero,
+        zero,
+        zero,
+        DF(zf, zf),
+        jnp.asarray(seed, jnp.uint32),
+        z,
+        remaining,
+        DF.zeros(),
+        z,
+        WideInt.zeros(),
+        z,
+    )
 
 
 def _cancel(st: IntervalState, mask, a, est, elig) -> IntervalState:
     """Cancel the attempts in `mask`: their a tokens are wasted and they wait again."""
-    return replace(st, p=jnp.where(mask, -1, st.p), est=jnp.where(mask, est, st.est),
-                   elig=jnp.where(mask, elig, st.elig),
-                   evictions=st.evictions + mask.astype(jnp.int32),
-                   wasted=st.wasted + jnp.where(mask, a, 0))
+    return replace(
+        st,
+        p=jnp.where(mask, -1, st.p),
+        est=jnp.where(mask, est, st.est),
+        elig=jnp.where(mask, elig, st.elig),
+        evictions=st.evictions + mask.astype(jnp.int32),
+        wasted=st.wasted + jnp.where(mask, a, 0),
+    )
 
 
 def _promote(st: IntervalState, t, a, active):
@@ -117,8 +140,8 @@ def _admit(config: IntervalConfig, M, st: IntervalState, t, a, active):
     admitted)."""
     rule: Rule = POLICIES[config.policy].fn
     E, key = rule(st, config)
-    prel = jnp.where(active, st.p - t, 0)                 # times relative to t
-    crel = jnp.where(active, prel + jnp.maximum(E, a + 1), 0)   # in [0, u_max)
+    prel = jnp.where(active, st.p - t, 0)  # times relative to t
+    crel = jnp.where(active, prel + jnp.maximum(E, a + 1), 0)  # in [0, u_max)
     peak = completion_peaks_binned(st.s, prel, crel, active, config.max_upper)
     idx = jnp.arange(st.s.shape[0], dtype=jnp.int32)
     waiting = (st.p < 0) & (st.c < 0) & (st.elig <= t)
@@ -126,12 +149,12 @@ def _admit(config: IntervalConfig, M, st: IntervalState, t, a, active):
         tie = rng.hash3(st.seed, idx, rng.STREAM_ORDER)
     else:
         tie = rng.hash_step(st.seed, t, idx, rng.STREAM_TIE_ADMIT)
-    prel = jnp.where(waiting, -1, prel)                   # a candidate's start, if admitted
+    prel = jnp.where(waiting, -1, prel)  # a candidate's start, if admitted
 
     def body(carry):
         _, left, member, peak, crel, prefill = carry
         r = lex_argmin(key, tie, left)
-        c_r = E[r] - 1                                    # p_r = t - 1, i.e. -1 relative
+        c_r = E[r] - 1  # p_r = t - 1, i.e. -1 relative
         ok, raised, own = admit_check(st.s, prel, crel, member, peak, st.s[r], -1, c_r, M)
         member = member.at[r].set(member[r] | ok)
         peak = jnp.where(ok, raised.at[r].set(own), peak)
@@ -162,7 +185,7 @@ def step(config: IntervalConfig, params: OfflineParams, state: IntervalState, re
     t = state.t + 1
     M = params.capacity_tokens
     active = (state.p >= 0) & (state.c < 0)
-    a = jnp.where(active, t - 1 - state.p, 0)             # tokens generated before step t
+    a = jnp.where(active, t - 1 - state.p, 0)  # tokens generated before step t
     st, cancelled = state, jnp.zeros_like(active)
     if POLICIES[config.policy].fn.promote:
         st, active, cancelled = _promote(st, t, a, active)
@@ -174,26 +197,38 @@ def step(config: IntervalConfig, params: OfflineParams, state: IntervalState, re
     memory = jnp.sum(jnp.where(running, st.s + a + 1, 0)).astype(jnp.int32)
     ends = running & (a + 1 == st.o)
     now, finish = step_clock(params, st.clock, st.finish, ends, decoding, prefill, memory)
-    new = replace(st, t=t, c=jnp.where(ends, t, st.c), clock=now, finish=finish,
-                  remaining=st.remaining - jnp.sum(ends).astype(jnp.int32),
-                  peak_memory=jnp.maximum(st.peak_memory, memory),
-                  memory_sum=st.memory_sum.add(memory),
-                  overflow_steps=st.overflow_steps + over.astype(jnp.int32))
+    new = replace(
+        st,
+        t=t,
+        c=jnp.where(ends, t, st.c),
+        clock=now,
+        finish=finish,
+        remaining=st.remaining - jnp.sum(ends).astype(jnp.int32),
+        peak_memory=jnp.maximum(st.peak_memory, memory),
+        memory_sum=st.memory_sum.add(memory),
+        overflow_steps=st.overflow_steps + over.astype(jnp.int32),
+    )
     new = jax.tree_util.tree_map(lambda x, y: jnp.where(finished, x, y), state, new)
     out = None
     if record:
         live = ~finished
-        out = {"memory": jnp.where(live, memory, 0), "decoding": jnp.where(live, decoding, 0),
-               "prefill_tokens": jnp.where(live, prefill, 0),
-               "evicted": jnp.where(live, jnp.sum(cancelled | cut), 0).astype(jnp.int32),
-               "time_s": now.hi, "live": live}
+        out = {
+            "memory": jnp.where(live, memory, 0),
+            "decoding": jnp.where(live, decoding, 0),
+            "prefill_tokens": jnp.where(live, prefill, 0),
+            "evicted": jnp.where(live, jnp.sum(cancelled | cut), 0).astype(jnp.int32),
+            "time_s": now.hi,
+            "live": live,
+        }
     return new, out
 
 
 # --------------------------------------------------------------------------- runner hints
 
+
 def example() -> IntervalConfig:
     from ..workload import Batch, Independent, UniformInt
+
     return IntervalConfig(Batch(Independent(UniformInt(1, 50), UniformInt(1, 50)), 40))
 
 
@@ -220,21 +255,36 @@ def check(config: IntervalConfig, metrics) -> list[str]:
 
 
 def describe(config: IntervalConfig) -> dict:
-    return dict(policy=config.policy, workload=config.workload.name, num_requests=config.n,
-                intervals=config.intervals.name)
+    return dict(
+        policy=config.policy, workload=config.workload.name, num_requests=config.n, intervals=config.intervals.name
+    )
 
 
 # n jobs at t = 0 with predicted output intervals, on one worker with a KV limit (paper 003): a
 # batch engine on the batch model it shares with the offline engine (`jaxsched.batchmodel`):
 # the same params, step clock, size buckets over n (the number of jobs) and runner hints.
 ENGINE: Engine[IntervalConfig, OfflineParams, IntervalState] = Engine(
-    name="interval", Config=IntervalConfig, Params=OfflineParams, METRICS=METRICS,
-    POLICIES=POLICIES, make_params=make_params, init=init, step=step, done=done,
-    finalize=finalize, max_steps=max_steps, working_set_bytes=working_set_bytes,
+    name="interval",
+    Config=IntervalConfig,
+    Params=OfflineParams,
+    METRICS=METRICS,
+    POLICIES=POLICIES,
+    make_params=make_params,
+    init=init,
+    step=step,
+    done=done,
+    finalize=finalize,
+    max_steps=max_steps,
+    working_set_bytes=working_set_bytes,
     peak_bytes=peak_bytes,
     # Runs of one chunk end at different steps; a step costs O(n) per candidate.
     skip_done_in_block=True,
     trajectory_length=lambda config, metrics: batchmodel.trajectory_length(metrics),
-    example=example, check=check, describe=describe,
-    size_fields=("num_requests",), pad_check=batchmodel.pad_check,
-    pad_into=batchmodel.pad_into, size_free=batchmodel.size_free)
+    example=example,
+    check=check,
+    describe=describe,
+    size_fields=("num_requests",),
+    pad_check=batchmodel.pad_check,
+    pad_into=batchmodel.pad_into,
+    size_free=batchmodel.size_free,
+)

@@ -11,6 +11,7 @@ benchmarks need the engine on given arrays instead:
 `execute` runs the engine's own `step` (one `lax.while_loop` per batch of instances, `vmap`ped;
 `lax.scan` over K steps when recording), so its metrics equal `simulate`'s for the same instance.
 """
+
 from __future__ import annotations
 
 import functools
@@ -32,8 +33,9 @@ def policy_config(policy: str, n: int, max_upper: int = 1, **options) -> Interva
     """A Config for explicit instances of n jobs whose upper bounds u_i are <= max_upper: only
     `policy`, its options (eviction_key, amax_order) and max_upper (the static width of the
     engine's completion histogram) matter; the workload is a placeholder never sampled."""
-    return IntervalConfig(Batch(Independent(Constant(1), UniformInt(1, max_upper),
-                                            name="explicit"), n), policy=policy, **options)
+    return IntervalConfig(
+        Batch(Independent(Constant(1), UniformInt(1, max_upper), name="explicit"), n), policy=policy, **options
+    )
 
 
 @functools.partial(jax.jit, static_argnums=(0, 7))
@@ -41,8 +43,7 @@ def _execute(config, params, s, o, low, high, seeds, record_steps, max_steps):
     def one(s, o, low, high, seed):
         st = start(s, o, low, high, seed, config.policy)
         if record_steps:
-            return jax.lax.scan(lambda st, _: step(config, params, st, True), st, None,
-                                length=record_steps)
+            return jax.lax.scan(lambda st, _: step(config, params, st, True), st, None, length=record_steps)
 
         def cond(st):
             return ~done(config, st) & (st.t < max_steps)
@@ -52,9 +53,21 @@ def _execute(config, params, s, o, low, high, seeds, record_steps, max_steps):
     return jax.vmap(one)(s, o, low, high, seeds)
 
 
-def execute(params: OfflineParams, s, o, low, high, *, policy: str = "amin", seeds=0,
-            eviction_key: str = "stale", amax_order: str = "sorted", per_job: bool = False,
-            record_steps: int = 0, max_steps: int | None = None) -> dict:
+def execute(
+    params: OfflineParams,
+    s,
+    o,
+    low,
+    high,
+    *,
+    policy: str = "amin",
+    seeds=0,
+    eviction_key: str = "stale",
+    amax_order: str = "sorted",
+    per_job: bool = False,
+    record_steps: int = 0,
+    max_steps: int | None = None,
+) -> dict:
     """Run `policy` on each instance (s, o, low, high: int[S, n] or int[n], tokens; validated:
     0 <= s, 1 <= l <= o <= u, s + u <= M); seeds (uint32[S] or one) drive its random
     tie-breaks; one instance with S seeds runs it S times.
@@ -67,15 +80,23 @@ def execute(params: OfflineParams, s, o, low, high, *, policy: str = "amin", see
     M = int(params.capacity_tokens)
     s, o, low, high = (np.atleast_2d(a) for a in check_instance(s, o, low, high, M))
     seeds = np.atleast_1d(np.asarray(seeds, np.uint32))
-    require(seeds.ndim == 1 and len(seeds) in (1, s.shape[0]) or s.shape[0] == 1, "seeds",
-            f"one seed or one per instance ({s.shape[0]})", seeds.shape)
+    require(
+        seeds.ndim == 1 and len(seeds) in (1, s.shape[0]) or s.shape[0] == 1,
+        "seeds",
+        f"one seed or one per instance ({s.shape[0]})",
+        seeds.shape,
+    )
     S, n = max(s.shape[0], len(seeds)), s.shape[1]
     s, o, low, high = (np.broadcast_to(a, (S, n)) for a in (s, o, low, high))
     check_capacity(M, n, int((s + high).max()))
-    width = 1 << max(0, int(high.max()) - 1).bit_length()    # a power of 2: few compilations
+    width = 1 << max(0, int(high.max()) - 1).bit_length()  # a power of 2: few compilations
     config = policy_config(policy, n, width, eviction_key=eviction_key, amax_order=amax_order)
-    require(isinstance(record_steps, int) and 0 <= record_steps <= 1 << 20, "record_steps",
-            "an int in [0, 2^20]", record_steps)
+    require(
+        isinstance(record_steps, int) and 0 <= record_steps <= 1 << 20,
+        "record_steps",
+        "an int in [0, 2^20]",
+        record_steps,
+    )
     if max_steps is None:
         max_steps = int(min(INT_LIMIT, 4 * n * int(high.max()) + 64))
     seeds = jnp.asarray(np.broadcast_to(seeds, (S,)))

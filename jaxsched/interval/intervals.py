@@ -15,6 +15,7 @@ predictor promises, as a pure jittable function `bounds(o) -> (l, u)` (int32[n] 
 support [low, high]) lies in its interval, and `max_upper(high)` bounds u_i (the engine needs
 s_i + u_i <= M). `check_instance` validates explicit arrays.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,13 +25,14 @@ import numpy as np
 
 from ..errors import ConfigError, require, require_float, require_int
 
-_X_UNIT = 10_000        # Relative's x is a multiple of 1e-4: integer bounds, exact rounding
-_RELATIVE_MAX_O = 1 << 16   # (2 * 10^4) * o stays below 2^31
+_X_UNIT = 10_000  # Relative's x is a multiple of 1e-4: integer bounds, exact rounding
+_RELATIVE_MAX_O = 1 << 16  # (2 * 10^4) * o stays below 2^31
 
 
 @dataclass(frozen=True)
 class Shared:
     """Every job's interval is [low, high]."""
+
     low: int
     high: int
 
@@ -46,9 +48,12 @@ class Shared:
         return jnp.full_like(o, self.low), jnp.full_like(o, self.high)
 
     def check(self, low: int, high: int) -> None:
-        require(self.low <= low and high <= self.high, "intervals",
-                f"an interval containing every output the workload can produce ([{low}, {high}])",
-                self.name)
+        require(
+            self.low <= low and high <= self.high,
+            "intervals",
+            f"an interval containing every output the workload can produce ([{low}, {high}])",
+            self.name,
+        )
 
     def max_upper(self, high: int) -> int:
         return self.high
@@ -57,16 +62,15 @@ class Shared:
 @dataclass(frozen=True)
 class Buckets:
     """Disjoint classes: a job with edges[j] <= o < edges[j + 1] gets [edges[j], edges[j+1]-1]."""
+
     edges: tuple
 
     def __post_init__(self):
         e = self.edges
-        require(isinstance(e, tuple) and len(e) >= 2, "intervals.edges",
-                "a tuple of at least 2 increasing integers", e)
+        require(isinstance(e, tuple) and len(e) >= 2, "intervals.edges", "a tuple of at least 2 increasing integers", e)
         for v in e:
             require_int(v, "intervals.edges", lo=1, hi=2**24)
-        require(all(a < b for a, b in zip(e, e[1:])), "intervals.edges",
-                "strictly increasing integers", e)
+        require(all(a < b for a, b in zip(e, e[1:])), "intervals.edges", "strictly increasing integers", e)
 
     @classmethod
     def uniform(cls, width: int = 100, count: int = 10, start: int = 1) -> "Buckets":
@@ -86,9 +90,12 @@ class Buckets:
         return e[j], e[j + 1] - 1
 
     def check(self, low: int, high: int) -> None:
-        require(self.edges[0] <= low and high <= self.edges[-1] - 1, "intervals",
-                f"classes covering every output the workload can produce ([{low}, {high}])",
-                self.name)
+        require(
+            self.edges[0] <= low and high <= self.edges[-1] - 1,
+            "intervals",
+            f"classes covering every output the workload can produce ([{low}, {high}])",
+            self.name,
+        )
 
     def max_upper(self, high: int) -> int:
         return int(next(b - 1 for a, b in zip(self.edges, self.edges[1:]) if high < b))
@@ -97,12 +104,12 @@ class Buckets:
 @dataclass(frozen=True)
 class Relative:
     """[max(1, ceil((1 - x) o)), floor((1 + x) o)] with x in [0, 1], a multiple of 1e-4."""
+
     x: float
 
     def __post_init__(self):
         require_float(self.x, "intervals.x", lo=0.0, hi=1.0)
-        require(abs(self.x * _X_UNIT - round(self.x * _X_UNIT)) < 1e-6, "intervals.x",
-                "a multiple of 0.0001", self.x)
+        require(abs(self.x * _X_UNIT - round(self.x * _X_UNIT)) < 1e-6, "intervals.x", "a multiple of 0.0001", self.x)
 
     @property
     def name(self) -> str:
@@ -117,8 +124,12 @@ class Relative:
         return jnp.maximum(lo, 1), ((_X_UNIT + self._xb) * o) // _X_UNIT
 
     def check(self, low: int, high: int) -> None:
-        require(high <= _RELATIVE_MAX_O, "workload.max_output", f"<= {_RELATIVE_MAX_O} with "
-                "relative intervals (integer rounding stays exact)", high)
+        require(
+            high <= _RELATIVE_MAX_O,
+            "workload.max_output",
+            f"<= {_RELATIVE_MAX_O} with relative intervals (integer rounding stays exact)",
+            high,
+        )
 
     def max_upper(self, high: int) -> int:
         return ((_X_UNIT + self._xb) * high) // _X_UNIT
@@ -147,17 +158,24 @@ def parse(text: str) -> IntervalSpec:
     """An interval spec from its short form (what `jaxsched sweep --set intervals=...` passes):
     "shared:L:U", "buckets:WIDTH:COUNT", "relative:X" or "exact"."""
     kind, *args = text.strip().split(":")
-    forms = {"shared": (Shared, (int, int)), "buckets": (Buckets.uniform, (int, int)),
-             "relative": (Relative, (float,)), "exact": (Exact, ())}
+    forms = {
+        "shared": (Shared, (int, int)),
+        "buckets": (Buckets.uniform, (int, int)),
+        "relative": (Relative, (float,)),
+        "exact": (Exact, ()),
+    }
     if kind not in forms or len(args) != len(forms[kind][1]):
-        raise ConfigError("intervals must be one of shared:L:U, buckets:WIDTH:COUNT, "
-                          f"relative:X or exact, got {text!r}")
+        raise ConfigError(
+            f"intervals must be one of shared:L:U, buckets:WIDTH:COUNT, relative:X or exact, got {text!r}"
+        )
     make, types = forms[kind]
     try:
         values = [t(v) for t, v in zip(types, args)]
     except ValueError:
-        raise ConfigError(f"intervals must be one of shared:L:U, buckets:WIDTH:COUNT, "
-                          f"relative:X or exact (numbers after the colons), got {text!r}") from None
+        raise ConfigError(
+            f"intervals must be one of shared:L:U, buckets:WIDTH:COUNT, "
+            f"relative:X or exact (numbers after the colons), got {text!r}"
+        ) from None
     return make(*values)
 
 
@@ -167,7 +185,7 @@ def output_support(workload) -> tuple[int, int]:
     law = getattr(getattr(workload, "base", workload), "output", None)
     low = int(getattr(law, "lower", 1)) if law is not None else 1
     if hasattr(workload, "output") and not hasattr(workload, "base"):
-        low = int(np.min(workload.output))      # a trace: its own values
+        low = int(np.min(workload.output))  # a trace: its own values
     return low, int(workload.max_output)
 
 
@@ -183,22 +201,24 @@ def check_instance(s, o, low, high, M: int) -> tuple[np.ndarray, ...]:
             raise ConfigError(f"{name} must hold integers (tokens), got {a.dtype}")
     s, o, lo, hi = (a.astype(np.int64) for a in arrs)
     if (s < 0).any():
-        raise ConfigError(f"s must be >= 0 (tokens; the paper's constructions take s = 0); got "
-                          f"{int(s.min())}")
+        raise ConfigError(f"s must be >= 0 (tokens; the paper's constructions take s = 0); got {int(s.min())}")
     for a, name in ((o, "o"), (lo, "low (l)")):
         if (a < 1).any():
             raise ConfigError(f"{name} must be >= 1 (tokens); got {int(a.min())}")
     if (lo > hi).any():
-        raise ConfigError("low (l) must be <= high (u) for every job; job "
-                          f"{_first(lo > hi)} has l > u")
+        raise ConfigError(f"low (l) must be <= high (u) for every job; job {_first(lo > hi)} has l > u")
     if ((o < lo) | (o > hi)).any():
         i = _first((o < lo) | (o > hi))
-        raise ConfigError(f"o must lie in its promised interval [l, u]; job {i} has o = "
-                          f"{int(o.reshape(-1)[i])} outside [{int(lo.reshape(-1)[i])}, "
-                          f"{int(hi.reshape(-1)[i])}]")
+        raise ConfigError(
+            f"o must lie in its promised interval [l, u]; job {i} has o = "
+            f"{int(o.reshape(-1)[i])} outside [{int(lo.reshape(-1)[i])}, "
+            f"{int(hi.reshape(-1)[i])}]"
+        )
     if (s + hi > M).any():
-        raise ConfigError(f"s + u must be <= M = {M} (every job fits alone at its upper bound); "
-                          f"largest s + u is {int((s + hi).max())}")
+        raise ConfigError(
+            f"s + u must be <= M = {M} (every job fits alone at its upper bound); "
+            f"largest s + u is {int((s + hi).max())}"
+        )
     return s, o, lo, hi
 
 

@@ -4,6 +4,7 @@ As in the offline engine, a job's latency is its completion step c_i (all jobs a
 so TEL = sum_i c_i; in seconds, the clock at the end of step c_i under the step-time model.
 Cancellations (A_min's evictions, A_l's promotions) are counted with the tokens they discard.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,10 +41,11 @@ def finalize(config, params, state) -> dict[str, np.ndarray]:
 
 def _finalize(config, params, state) -> dict[str, np.ndarray]:
     ev = np.asarray(state.evictions, np.int64)
-    return {**batch_metrics(params, state.c, state.finish, state.clock, state.t,
-                            state.peak_memory, state.memory_sum),
-            "evictions": ev.sum(-1).astype(np.float64),
-            "evicted_jobs": (ev > 0).sum(-1).astype(np.float64),
-            "wasted_tokens": np.asarray(state.wasted, np.int64).sum(-1).astype(np.float64),
-            "overflow_steps": np.asarray(state.overflow_steps, np.float64),
-            "done": (np.asarray(state.remaining) == 0).astype(np.float64)}
+    return {
+        **batch_metrics(params, state.c, state.finish, state.clock, state.t, state.peak_memory, state.memory_sum),
+        "evictions": ev.sum(-1).astype(np.float64),
+        "evicted_jobs": (ev > 0).sum(-1).astype(np.float64),
+        "wasted_tokens": np.asarray(state.wasted, np.int64).sum(-1).astype(np.float64),
+        "overflow_steps": np.asarray(state.overflow_steps, np.float64),
+        "done": (np.asarray(state.remaining) == 0).astype(np.float64),
+    }

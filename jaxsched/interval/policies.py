@@ -17,6 +17,7 @@ jobs are promoted after l tokens (A_l). Overflow handling and admission are shar
   tokens without finishing is cancelled, set to u_i and re-queued at the back.
 - arandom: A_random (Algorithm 4, an analysis device): true lengths, one random permutation.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ class Rule:
     fixed_tie: ties by one permutation per run (else redrawn every step).
     promote: A_l's promotion after l_i tokens.
     """
+
     estimate: str
     start: str
     key: str

@@ -7,6 +7,7 @@ the memory check uses, the waiting order and its ties, the starting estimate, pr
 Adding a built-in policy: a `Rule` in `policies.py`, one `builtin(...)` line here, its
 plain-Python version in `tests/reference/interval.py`.
 """
+
 from __future__ import annotations
 
 from ..offline.registry import STEP_MODELS as STEP_MODELS  # the batch model's, shared with offline
@@ -15,10 +16,8 @@ from ..registry import Registry, builtin
 POLICIES = Registry("interval", "policy")
 _P = "jaxsched.interval.policies:"
 builtin(POLICIES, "hsf", _P + "HSF", "H-SF (hindsight): true lengths, shortest first")
-builtin(POLICIES, "amax", _P + "AMAX", "A_max: every job at its upper bound u_i; never overflows",
-        ("amax_order",))
-builtin(POLICIES, "amin", _P + "AMIN", "A_min: lower-bound estimates raised on eviction",
-        ("eviction_key",))
+builtin(POLICIES, "amax", _P + "AMAX", "A_max: every job at its upper bound u_i; never overflows", ("amax_order",))
+builtin(POLICIES, "amin", _P + "AMIN", "A_min: lower-bound estimates raised on eviction", ("eviction_key",))
 builtin(POLICIES, "al", _P + "AL", "A_l (promote-l): FIFO at l_i; re-queued at u_i after l_i tokens")
 builtin(POLICIES, "arandom", _P + "ARANDOM", "A_random: true lengths, one random permutation")
 
@@ -32,33 +31,39 @@ AMAX_ORDERS = ("sorted", "random")
 EXPERIMENTS = Registry("interval", "experiment")
 _X = "jaxsched.interval.experiments:"
 for _name, _doc in (
-        ("examples", "Examples 3.2 and 8.2 exactly (TEL and schedules)"),
-        ("cor48", "Corollary 4.8's lambda_max(A_u, B_u), tr(B_u^-1 A_u) = H_u and Figure 1's fit"),
-        ("two_point", "Theorems 5.1 and 5.2 (A_min, A_l on o in {l, u}) beside simulation"),
-        ("geometric", "Figure 3 (G(p) and LG(p), Theorem 5.3) beside simulation"),
-        ("lower_bound", "Theorem 3.4's construction, its bound, and A_max simulated on it"),
-        ("section6", "Experiments 1-3: A_max, A_min, H-SF on LMSYS-like lengths")):
+    ("examples", "Examples 3.2 and 8.2 exactly (TEL and schedules)"),
+    ("cor48", "Corollary 4.8's lambda_max(A_u, B_u), tr(B_u^-1 A_u) = H_u and Figure 1's fit"),
+    ("two_point", "Theorems 5.1 and 5.2 (A_min, A_l on o in {l, u}) beside simulation"),
+    ("geometric", "Figure 3 (G(p) and LG(p), Theorem 5.3) beside simulation"),
+    ("lower_bound", "Theorem 3.4's construction, its bound, and A_max simulated on it"),
+    ("section6", "Experiments 1-3: A_max, A_min, H-SF on LMSYS-like lengths"),
+):
     builtin(EXPERIMENTS, _name, _X + _name, _doc)
 
 # Job mixes by name (`IntervalConfig(workload=name)`), each built by
 # `jaxsched.interval.workloads.named(name, n)`.
 WORKLOADS = Registry("interval", "workload")
-builtin(WORKLOADS, "lmsys", "jaxsched.interval.workloads:named",
-        "section 6's LMSYS-Chat-1M sample as lognormal marginals (prompts 1-468, outputs 1-883)")
+builtin(
+    WORKLOADS,
+    "lmsys",
+    "jaxsched.interval.workloads:named",
+    "section 6's LMSYS-Chat-1M sample as lognormal marginals (prompts 1-468, outputs 1-883)",
+)
 
 # The interval predictors (`IntervalConfig.intervals`, `interval run --intervals`), each its class.
 INTERVAL_KINDS = Registry("interval", "interval kind")
 _I = "jaxsched.interval.intervals:"
-builtin(INTERVAL_KINDS, "shared", _I + "Shared",
-        "one interval [low, high] for every job (Experiment 1)")
-builtin(INTERVAL_KINDS, "buckets", _I + "Buckets",
-        "disjoint classes; a job gets the class holding its output (Experiment 2)")
+builtin(INTERVAL_KINDS, "shared", _I + "Shared", "one interval [low, high] for every job (Experiment 1)")
+builtin(
+    INTERVAL_KINDS,
+    "buckets",
+    _I + "Buckets",
+    "disjoint classes; a job gets the class holding its output (Experiment 2)",
+)
 builtin(INTERVAL_KINDS, "relative", _I + "Relative", "[(1 - x) o, (1 + x) o] (Experiment 3)")
 builtin(INTERVAL_KINDS, "exact", _I + "Exact", "l = u = o: a perfect predictor")
 
 # What a sweep may vary (`jaxsched sweep --help`): the interval engine's `config_fields()` and
 # `params_fields()`, which a test checks against these.
-CONFIG_FIELDS = ("workload", "policy", "intervals", "num_requests", "eviction_key", "amax_order",
-                 "max_steps")
-PARAMS_FIELDS = ("capacity_tokens", "step_const_s", "per_decode_s", "per_prefill_token_s",
-                 "per_kv_token_s")
+CONFIG_FIELDS = ("workload", "policy", "intervals", "num_requests", "eviction_key", "amax_order", "max_steps")
+PARAMS_FIELDS = ("capacity_tokens", "step_const_s", "per_decode_s", "per_prefill_token_s", "per_kv_token_s")

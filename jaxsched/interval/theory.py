@@ -65,6 +65,7 @@ Discrepancies with the paper (found here and in notes/003.md):
 - Lemma 4.6's proof writes E[tau_k] = sum_{i>=k} i(s+i)/M E[c_ii]; the sum is over the
   completions c_ki of period k (c_ii is a slip), which gives the stated delta(k)/M sum i x_i n.
 """
+
 from __future__ import annotations
 
 import math
@@ -74,12 +75,28 @@ import numpy as np
 from ..errors import ConfigError, require, require_float, require_int
 
 __all__ = [
-    "lemma46_cr", "hsf_tel_fluid",
-    "cor48_matrices", "cor48_b_inverse", "cor48_lambda_max", "cor48_trace",
-    "fig1_fit", "FIG1_PAPER",
-    "thm51_cr", "thm51_bound", "thm52_cr", "thm52_bound", "ALPHA_STAR",
-    "geometric_pmf", "lg_pmf", "thm53_cr", "THM53_SUP",
-    "thm34_ratio", "thm34_printed", "thm34_max", "thm34_tels", "thm33_bound",
+    "lemma46_cr",
+    "hsf_tel_fluid",
+    "cor48_matrices",
+    "cor48_b_inverse",
+    "cor48_lambda_max",
+    "cor48_trace",
+    "fig1_fit",
+    "FIG1_PAPER",
+    "thm51_cr",
+    "thm51_bound",
+    "thm52_cr",
+    "thm52_bound",
+    "ALPHA_STAR",
+    "geometric_pmf",
+    "lg_pmf",
+    "thm53_cr",
+    "THM53_SUP",
+    "thm34_ratio",
+    "thm34_printed",
+    "thm34_max",
+    "thm34_tels",
+    "thm33_bound",
 ]
 
 # Figure 1's printed fit (a, b, c) of CR(A_min) ~ a log(u + b) + c, s = 0, l = 1.
@@ -98,8 +115,9 @@ _DENSE_MAX_U = 5000
 # Validation and small array helpers
 
 
-def _reals(value, field: str, lo: float, hi: float = math.inf, *, lo_open: bool = False,
-           hi_open: bool = False) -> np.ndarray:
+def _reals(
+    value, field: str, lo: float, hi: float = math.inf, *, lo_open: bool = False, hi_open: bool = False
+) -> np.ndarray:
     """Validate a real scalar or array, every element in the interval; return float64."""
     interval = f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
     allowed = f"a finite real (or array of reals) in {interval}"
@@ -111,8 +129,9 @@ def _reals(value, field: str, lo: float, hi: float = math.inf, *, lo_open: bool 
     ok &= (arr > lo) if lo_open else (arr >= lo)
     ok &= (arr < hi) if hi_open else (arr <= hi)
     if not ok.all():
-        raise ConfigError(f"{field} must be {allowed}, got {arr[~ok].flat[0]!r}"
-                          + (f" (in {value!r})" if arr.ndim else ""))
+        raise ConfigError(
+            f"{field} must be {allowed}, got {arr[~ok].flat[0]!r}" + (f" (in {value!r})" if arr.ndim else "")
+        )
     return arr
 
 
@@ -127,8 +146,7 @@ def _pmf(x, field: str = "x") -> np.ndarray:
     allowed = "a non-empty 1-D array of finite nonnegative weights, not all zero"
     require(arr.ndim == 1 and arr.size >= 1 and arr.dtype.kind in "iuf", field, allowed, x)
     arr = arr.astype(np.float64)
-    require(bool(np.all(np.isfinite(arr)) and np.all(arr >= 0) and arr.sum() > 0),
-            field, allowed, x)
+    require(bool(np.all(np.isfinite(arr)) and np.all(arr >= 0) and arr.sum() > 0), field, allowed, x)
     return arr / arr.sum()  # CRs are scale-free; normalizing only guards over/underflow
 
 
@@ -346,18 +364,19 @@ def fig1_fit(us, values) -> tuple[float, float, float, float]:
     """
     us = _reals(us, "us", -math.inf)
     values = _reals(values, "values", -math.inf)
-    require(us.ndim == 1 and np.unique(us).size >= 3, "us",
-            "a 1-D array with at least 3 distinct values", us)
-    require(values.shape == us.shape, "values", f"an array of the same shape as us {us.shape}",
-            values.shape)
+    require(us.ndim == 1 and np.unique(us).size >= 3, "us", "a 1-D array with at least 3 distinct values", us)
+    require(values.shape == us.shape, "values", f"an array of the same shape as us {us.shape}", values.shape)
     require(bool(np.ptp(values) > 0), "values", "not all equal", values)
     lo = -float(us.min())
     scale = max(float(np.abs(us).max()), 1.0)
     z = np.linspace(math.log(1e-9 * scale), math.log(1e3 * scale), 400)  # b = lo + exp(z)
     sse = _fit_given_b(us, values, lo + np.exp(z))[2]
     j = int(np.argmin(sse))
-    zb = _golden(lambda t: float(_fit_given_b(us, values, np.array([lo + math.exp(t)]))[2][0]),
-                 z[max(j - 1, 0)], z[min(j + 1, z.size - 1)])
+    zb = _golden(
+        lambda t: float(_fit_given_b(us, values, np.array([lo + math.exp(t)]))[2][0]),
+        z[max(j - 1, 0)],
+        z[min(j + 1, z.size - 1)],
+    )
     b = lo + math.exp(zb)
     a, c, e = (float(v[0]) for v in _fit_given_b(us, values, np.array([b])))
     return a, b, c, 1.0 - e / float(np.sum((values - values.mean()) ** 2))

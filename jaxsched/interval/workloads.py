@@ -17,15 +17,23 @@
 - two_point(l, u, p_l, s): o in {l, u} with P(o = l) = p_l, every prompt s (section 5.1).
 - geometric(p, u, s) and linear_geometric(p, u, s): G(p) and LG(p) on [1, u] (section 5.2).
 """
+
 from __future__ import annotations
 
 from ..errors import require_choice, require_int
 from ..workload import Batch, Constant, Independent, LinearGeometric, RoundedLogNormal, TruncGeometric, TwoPoint
 
-LMSYS = Independent(RoundedLogNormal(11.0, 1.75619, 1, 468),
-                    RoundedLogNormal(43.0, 1.19668, 1, 883), name="lmsys_003")
-QUOTED = dict(prompt_mean=41.0, prompt_median=11.0, prompt_max=468, prompt_var=4961.0,
-              output_mean=85.0, output_median=43.0, output_max=883, output_var=9702.0)
+LMSYS = Independent(RoundedLogNormal(11.0, 1.75619, 1, 468), RoundedLogNormal(43.0, 1.19668, 1, 883), name="lmsys_003")
+QUOTED = dict(
+    prompt_mean=41.0,
+    prompt_median=11.0,
+    prompt_max=468,
+    prompt_var=4961.0,
+    output_mean=85.0,
+    output_median=43.0,
+    output_max=883,
+    output_var=9702.0,
+)
 NAMES = ("lmsys",)
 
 

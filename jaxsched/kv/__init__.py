@@ -10,17 +10,26 @@ Theorem 1's scaling), `relaxed` (a differentiable relaxation), `tune` (its optax
 `tuning` are the drivers. Every name is imported on first use (`jaxsched.kv.registry` is
 JAX-free).
 """
+
 from __future__ import annotations
 
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "KVConfig": ".config:KVConfig", "KVParams": ".config:KVParams",
-    "make_params": ".config:make_params", "default_rates": ".config:default_rates",
-    "ENGINE": ".engine:ENGINE", "batches": ".engine:batches", "init": ".engine:init",
-    "step": ".engine:step", "done": ".engine:done", "finalize": ".metrics:finalize",
-    "METRICS": ".metrics:METRICS", "POLICIES": ".registry:POLICIES",
-    "simulate": "..run:simulate", "Results": "..run:Results",
+    "KVConfig": ".config:KVConfig",
+    "KVParams": ".config:KVParams",
+    "make_params": ".config:make_params",
+    "default_rates": ".config:default_rates",
+    "ENGINE": ".engine:ENGINE",
+    "batches": ".engine:batches",
+    "init": ".engine:init",
+    "step": ".engine:step",
+    "done": ".engine:done",
+    "finalize": ".metrics:finalize",
+    "METRICS": ".metrics:METRICS",
+    "POLICIES": ".registry:POLICIES",
+    "simulate": "..run:simulate",
+    "Results": "..run:Results",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = list(_EXPORTS)

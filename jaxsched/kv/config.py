@@ -6,6 +6,7 @@ sweep may vary without recompiling (arrival rates, d0, d1, capacity, thresholds)
 value raises one `ConfigError` naming the field and the allowed range, before anything
 compiles. Semantics: docs/kv-semantics.md.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,10 +36,16 @@ INT_LIMIT = 2**30
 
 def _int_tuple(value, field: str, lo: int, hi: int) -> tuple[int, ...]:
     """A non-empty tuple of integers in [lo, hi] (hashable, for the static config)."""
-    require(isinstance(value, (tuple, list, np.ndarray)) and len(value) >= 1, field,
-            "a non-empty sequence of integers", value)
-    return tuple(require_int(v if not isinstance(v, np.integer) else int(v), f"{field}[{i}]",
-                             lo=lo, hi=hi) for i, v in enumerate(value))
+    require(
+        isinstance(value, (tuple, list, np.ndarray)) and len(value) >= 1,
+        field,
+        "a non-empty sequence of integers",
+        value,
+    )
+    return tuple(
+        require_int(v if not isinstance(v, np.integer) else int(v), f"{field}[{i}]", lo=lo, hi=hi)
+        for i, v in enumerate(value)
+    )
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,7 @@ class KVConfig:
     recomputation of restarted requests) at params.d1_prefill_s_per_token instead of d1
     (False: eq. (1), one price for every token, the paper's model).
     """
+
     prefill_tokens: tuple[int, ...] = (10, 10)
     decode_tokens: tuple[int, ...] = (10, 20)
     policy: str = "wait"
@@ -76,19 +84,21 @@ class KVConfig:
     def __post_init__(self):
         pre = _int_tuple(self.prefill_tokens, "prefill_tokens", 1, INT_LIMIT)
         dec = _int_tuple(self.decode_tokens, "decode_tokens", 1, 2**16)
-        require(len(dec) == len(pre), "decode_tokens", f"of length m = {len(pre)} (as prefill_tokens)",
-                dec)
+        require(len(dec) == len(pre), "decode_tokens", f"of length m = {len(pre)} (as prefill_tokens)", dec)
         object.__setattr__(self, "prefill_tokens", pre)
         object.__setattr__(self, "decode_tokens", dec)
         require_choice(self.policy, "policy", POLICIES)
         require_choice(self.end_mode, "end_mode", END_MODES)
-        require(self.num_requests is not None or self.horizon_s is not None, "num_requests",
-                "set (an integer >= 1) when horizon_s is None", self.num_requests)
+        require(
+            self.num_requests is not None or self.horizon_s is not None,
+            "num_requests",
+            "set (an integer >= 1) when horizon_s is None",
+            self.num_requests,
+        )
         if self.num_requests is not None:
             require_int(self.num_requests, "num_requests", lo=1, hi=INT_LIMIT)
         if self.horizon_s is not None:
-            object.__setattr__(self, "horizon_s", require_float(self.horizon_s, "horizon_s", lo=0.0,
-                                                                lo_open=True))
+            object.__setattr__(self, "horizon_s", require_float(self.horizon_s, "horizon_s", lo=0.0, lo_open=True))
         Q = require_int(self.table_size, "table_size (Q)", lo=1, hi=2**20)
         require_int(self.arrivals_per_step, "arrivals_per_step (A)", lo=1, hi=min(4096, Q))
         require_int(self.max_steps, "max_steps", lo=1, hi=INT_LIMIT)
@@ -96,23 +106,38 @@ class KVConfig:
         if Q * self.max_len > INT_LIMIT:
             raise ConfigError(
                 f"table_size (Q) * max_j (prefill + decode) = {Q} * {self.max_len} = "
-                f"{Q * self.max_len} could overflow int32 batch sums; it must be <= {INT_LIMIT}")
+                f"{Q * self.max_len} could overflow int32 batch sums; it must be <= {INT_LIMIT}"
+            )
         self._check_segments()
         require(isinstance(self.prefill_price, bool), "prefill_price", "a bool", self.prefill_price)
 
     def _check_segments(self) -> None:
         if "segment_bounds" not in POLICIES[self.policy].options:
-            require(self.segment_bounds is None, "segment_bounds", "None unless policy is "
-                    "'nested_wait'", self.segment_bounds)
+            require(
+                self.segment_bounds is None,
+                "segment_bounds",
+                "None unless policy is 'nested_wait'",
+                self.segment_bounds,
+            )
             return
-        require(len(set(self.prefill_tokens)) == 1, "prefill_tokens",
-                "equal across types for nested_wait (group types by prefill length)",
-                self.prefill_tokens)
-        b = (tuple(sorted(set(self.decode_tokens))) if self.segment_bounds is None
-             else _int_tuple(self.segment_bounds, "segment_bounds", 1, 2**16))
+        require(
+            len(set(self.prefill_tokens)) == 1,
+            "prefill_tokens",
+            "equal across types for nested_wait (group types by prefill length)",
+            self.prefill_tokens,
+        )
+        b = (
+            tuple(sorted(set(self.decode_tokens)))
+            if self.segment_bounds is None
+            else _int_tuple(self.segment_bounds, "segment_bounds", 1, 2**16)
+        )
         require(all(x < y for x, y in zip(b, b[1:])), "segment_bounds", "strictly increasing", b)
-        require(b[-1] == max(self.decode_tokens), "segment_bounds",
-                f"ending at max(decode_tokens) = {max(self.decode_tokens)}", b)
+        require(
+            b[-1] == max(self.decode_tokens),
+            "segment_bounds",
+            f"ending at max(decode_tokens) = {max(self.decode_tokens)}",
+            b,
+        )
         object.__setattr__(self, "segment_bounds", b)
 
     @property
@@ -161,6 +186,7 @@ class KVSizes(eqx.Module):
     epoch). Slots q >= Q exist in the arrays but never hold a request (id -1) and enter no
     metric; the arrival buffers' rows a >= A are never filled. The run's metrics and
     trajectories are bitwise those of the unpadded run (tests/kv/test_buckets.py)."""
+
     table_size: jnp.ndarray
     arrivals_per_step: jnp.ndarray
 
@@ -186,6 +212,7 @@ class KVParams(eqx.Module):
     being fused into the clock's adds).
     sizes: the run's own sizes inside a size bucket (`KVSizes`), or None.
     """
+
     d0_s: jnp.ndarray
     d1_s_per_token: jnp.ndarray
     d1_hi: jnp.ndarray
@@ -221,52 +248,76 @@ def _rates(config: KVConfig, rates) -> np.ndarray:
 def work_per_request(config: KVConfig) -> np.ndarray:
     """(m,) int64 tokens: sum_{k=0}^{l'_j} (l_j + k), the batch tokens one request costs over
     its life (`jaxsched.kv.fluid.stage_work`, exact in integers)."""
-    return stage_work(np.asarray(config.prefill_tokens, np.int64),
-                      np.asarray(config.decode_tokens, np.int64))
+    return stage_work(np.asarray(config.prefill_tokens, np.int64), np.asarray(config.decode_tokens, np.int64))
 
 
 def _segment_work(config: KVConfig) -> np.ndarray:
     """(L,) int64 tokens: sum over the stages k of segment i of (l + k) (nested_wait;
     `jaxsched.kv.fluid.span_work`, exact in integers)."""
-    return span_work(np.int64(config.prefill_tokens[0]), config.segment_entry().astype(np.int64),
-                     np.asarray(config.segment_bounds, np.int64))
+    return span_work(
+        np.int64(config.prefill_tokens[0]),
+        config.segment_entry().astype(np.int64),
+        np.asarray(config.segment_bounds, np.int64),
+    )
 
 
-def default_thresholds(config: KVConfig, mean_rates: np.ndarray, d0: float, d1: float,
-                       capacity: float) -> np.ndarray:
+def default_thresholds(config: KVConfig, mean_rates: np.ndarray, d0: float, d1: float, capacity: float) -> np.ndarray:
     """Fluid thresholds rounded up: wait n_j = ceil(lambda_j dT*); nested n_i = ceil(c_min Lambda_i)."""
     if config.policy == "wait":
-        types = FluidTypes(prefill=np.asarray(config.prefill_tokens, float),
-                           decode=np.asarray(config.decode_tokens), rates=mean_rates, d0=d0, d1=d1,
-                           capacity=capacity)
+        types = FluidTypes(
+            prefill=np.asarray(config.prefill_tokens, float),
+            decode=np.asarray(config.decode_tokens),
+            rates=mean_rates,
+            d0=d0,
+            d1=d1,
+            capacity=capacity,
+        )
         n = np.ceil(equilibrium(types).per_stage * (1 - 1e-12))
     else:
         seg_of_type = np.searchsorted(np.asarray(config.segment_bounds), config.decode_tokens)
         seg_rates = np.bincount(seg_of_type, weights=mean_rates, minlength=config.num_thresholds)
         # A segment no type ends in still carries the tails: give it a tiny rate for Segments.
         seg_rates = np.maximum(seg_rates, 1e-12 * mean_rates.sum())
-        seg = Segments(prefill=float(config.prefill_tokens[0]),
-                       bounds=np.asarray(config.segment_bounds), rates=seg_rates, d0=d0, d1=d1,
-                       capacity=capacity)
+        seg = Segments(
+            prefill=float(config.prefill_tokens[0]),
+            bounds=np.asarray(config.segment_bounds),
+            rates=seg_rates,
+            d0=d0,
+            d1=d1,
+            capacity=capacity,
+        )
         n = np.ceil(nested_thresholds(seg) * (1 - 1e-12))
     return np.maximum(n, 1).astype(np.int64)
 
 
-def default_rates(config: KVConfig, d1_s_per_token: float = DEFAULT_D1_S_PER_TOKEN,
-                  load: float = DEFAULT_LOAD) -> np.ndarray:
+def default_rates(
+    config: KVConfig, d1_s_per_token: float = DEFAULT_D1_S_PER_TOKEN, load: float = DEFAULT_LOAD
+) -> np.ndarray:
     """(m,) requests/s: equal rates per type at load rho = d1 * A = `load` (an assumed default;
     the papers fix rates per experiment)."""
     return np.full(config.m, load / (d1_s_per_token * float(np.sum(work_per_request(config)))))
 
 
-def make_params(config: KVConfig, *, rates=None, d0_s: float = DEFAULT_D0_S,
-                d1_s_per_token: float = DEFAULT_D1_S_PER_TOKEN,
-                capacity_tokens: int = DEFAULT_CAPACITY_TOKENS, thresholds=None, period_s: float = 1.0,
-                check_stability: bool = True, batch_limit: int | None = None,
-                token_limit: int | None = None, d1_prefill_s_per_token: float | None = None,
-                burn_in_requests: int = 0, batch_size_cap: int = 128,
-                max_tokens_in_batch: int = 4096, block_size: int = 16,
-                watermark: float = 0.01, chunk_size: int = 512) -> KVParams:
+def make_params(
+    config: KVConfig,
+    *,
+    rates=None,
+    d0_s: float = DEFAULT_D0_S,
+    d1_s_per_token: float = DEFAULT_D1_S_PER_TOKEN,
+    capacity_tokens: int = DEFAULT_CAPACITY_TOKENS,
+    thresholds=None,
+    period_s: float = 1.0,
+    check_stability: bool = True,
+    batch_limit: int | None = None,
+    token_limit: int | None = None,
+    d1_prefill_s_per_token: float | None = None,
+    burn_in_requests: int = 0,
+    batch_size_cap: int = 128,
+    max_tokens_in_batch: int = 4096,
+    block_size: int = 16,
+    watermark: float = 0.01,
+    chunk_size: int = 512,
+) -> KVParams:
     """Validated KVParams (docs/kv-semantics.md §1, §3).
 
     rates: [m] or [P, m] requests/s (P periods of period_s seconds, cyclic); None:
@@ -287,8 +338,12 @@ def make_params(config: KVConfig, *, rates=None, d0_s: float = DEFAULT_D0_S,
     check_stability: require d1 * A < 1 with A = sum_j lambda_j (l'_j + 1)(l_j + l'_j / 2) at the
     time-averaged rates (a finite burst may be run unstable with False).
     """
-    require(isinstance(config, KVConfig), "config", "a KVConfig (kv.make_params builds the kv "
-            "engine's params)", type(config).__name__)
+    require(
+        isinstance(config, KVConfig),
+        "config",
+        "a KVConfig (kv.make_params builds the kv engine's params)",
+        type(config).__name__,
+    )
     d0 = require_float(d0_s, "d0_s", lo=0.0, lo_open=True)
     d1 = require_float(d1_s_per_token, "d1_s_per_token", lo=0.0)
     require_bool(check_stability, "check_stability")
@@ -298,52 +353,92 @@ def make_params(config: KVConfig, *, rates=None, d0_s: float = DEFAULT_D0_S,
     r = _rates(config, rates)
     C = require_int(capacity_tokens, "capacity_tokens", lo=1, hi=INT_LIMIT)
     period = require_float(period_s, "period_s", lo=0.0, lo_open=True)
-    require(C >= config.max_len, "capacity_tokens",
-            f">= max_j (prefill + decode) = {config.max_len} (one request must fit)", C)
+    require(
+        C >= config.max_len,
+        "capacity_tokens",
+        f">= max_j (prefill + decode) = {config.max_len} (one request must fit)",
+        C,
+    )
     mean_rates = r.mean(axis=0)
     work = float(np.dot(mean_rates, work_per_request(config)))
     if check_stability:
-        require(d1 * work < 1.0, "d1_s_per_token",
-                f"< 1 / A = {1.0 / work:.6g} (stable load: d1 * A < 1 with "
-                f"A = sum_j rates_j (l'_j + 1)(l_j + l'_j / 2) = {work:.6g} tokens/s)", d1)
+        require(
+            d1 * work < 1.0,
+            "d1_s_per_token",
+            f"< 1 / A = {1.0 / work:.6g} (stable load: d1 * A < 1 with "
+            f"A = sum_j rates_j (l'_j + 1)(l_j + l'_j / 2) = {work:.6g} tokens/s)",
+            d1,
+        )
     cum = np.cumsum(r, axis=1, dtype=np.float64)
     lam_max = float(cum[:, -1].max())
     if config.horizon_s is not None:
-        require(config.horizon_s * lam_max <= INT_LIMIT / 2, "horizon_s",
-                f"<= {INT_LIMIT / 2 / lam_max:.6g} s (int32 candidate counter at Lambda_max "
-                f"{lam_max:.6g}/s)", config.horizon_s)
+        require(
+            config.horizon_s * lam_max <= INT_LIMIT / 2,
+            "horizon_s",
+            f"<= {INT_LIMIT / 2 / lam_max:.6g} s (int32 candidate counter at Lambda_max {lam_max:.6g}/s)",
+            config.horizon_s,
+        )
     if config.num_requests is not None:
         accept = float(cum[:, -1].mean()) / lam_max
-        require(config.num_requests / accept <= INT_LIMIT / 2, "num_requests",
-                f"<= {int(INT_LIMIT / 2 * accept)} (int32 candidate counter with thinning)",
-                config.num_requests)
+        require(
+            config.num_requests / accept <= INT_LIMIT / 2,
+            "num_requests",
+            f"<= {int(INT_LIMIT / 2 * accept)} (int32 candidate counter with thinning)",
+            config.num_requests,
+        )
     th = _thresholds(config, thresholds, mean_rates, d0, d1, C)
     d1_hi, d1_lo = split12(d1)
-    d1p = d1 if d1_prefill_s_per_token is None else require_float(
-        d1_prefill_s_per_token, "d1_prefill_s_per_token", lo=0.0)
-    require(d1p == d1 or config.prefill_price, "d1_prefill_s_per_token",
-            "None (or d1) unless KVConfig.prefill_price is True", d1_prefill_s_per_token)
+    d1p = (
+        d1
+        if d1_prefill_s_per_token is None
+        else require_float(d1_prefill_s_per_token, "d1_prefill_s_per_token", lo=0.0)
+    )
+    require(
+        d1p == d1 or config.prefill_price,
+        "d1_prefill_s_per_token",
+        "None (or d1) unless KVConfig.prefill_price is True",
+        d1_prefill_s_per_token,
+    )
     p_hi, p_lo = split12(d1p)
     vl = _vllm_limits(config, C, batch_size_cap, max_tokens_in_batch, block_size, watermark)
     vl["chunk_size"] = require_int(chunk_size, "chunk_size", lo=1, hi=INT_LIMIT)
-    vl["batch_limit"] = (INT_LIMIT if batch_limit is None
-                         else require_int(batch_limit, "batch_limit", lo=1, hi=INT_LIMIT))
+    vl["batch_limit"] = (
+        INT_LIMIT if batch_limit is None else require_int(batch_limit, "batch_limit", lo=1, hi=INT_LIMIT)
+    )
     # The oldest request must fit a batch on its own, or the run could never make progress.
-    vl["token_limit"] = (INT_LIMIT if token_limit is None else require_int(
-        token_limit, "token_limit (>= max_j (prefill + decode), the largest request)",
-        lo=config.max_len, hi=INT_LIMIT))
+    vl["token_limit"] = (
+        INT_LIMIT
+        if token_limit is None
+        else require_int(
+            token_limit,
+            "token_limit (>= max_j (prefill + decode), the largest request)",
+            lo=config.max_len,
+            hi=INT_LIMIT,
+        )
+    )
     vl["burn_in_requests"] = require_int(
-        burn_in_requests, "burn_in_requests (2 K < num_requests; 0 without num_requests)", lo=0,
-        hi=0 if config.num_requests is None else (config.num_requests - 1) // 2)
+        burn_in_requests,
+        "burn_in_requests (2 K < num_requests; 0 without num_requests)",
+        lo=0,
+        hi=0 if config.num_requests is None else (config.num_requests - 1) // 2,
+    )
     return KVParams(
-        d0_s=jnp.float32(d0), d1_s_per_token=jnp.float32(d1), d1_hi=jnp.float32(d1_hi),
-        d1_lo=jnp.float32(d1_lo), d1_prefill_hi=jnp.float32(p_hi), d1_prefill_lo=jnp.float32(p_lo),
+        d0_s=jnp.float32(d0),
+        d1_s_per_token=jnp.float32(d1),
+        d1_hi=jnp.float32(d1_hi),
+        d1_lo=jnp.float32(d1_lo),
+        d1_prefill_hi=jnp.float32(p_hi),
+        d1_prefill_lo=jnp.float32(p_lo),
         capacity_tokens=jnp.int32(C),
-        thresholds=jnp.asarray(th, jnp.int32), rate_max=jnp.float32(lam_max),
+        thresholds=jnp.asarray(th, jnp.int32),
+        rate_max=jnp.float32(lam_max),
         inv_rate_max=jnp.float32(1.0 / lam_max),
-        type_cdf=jnp.asarray((cum / lam_max).astype(np.float32)), period_s=jnp.float32(period),
+        type_cdf=jnp.asarray((cum / lam_max).astype(np.float32)),
+        period_s=jnp.float32(period),
         inv_period_s=jnp.float32(1.0 / period),
-        **{k: jnp.int32(v) for k, v in vl.items()}, fence=jnp.int32(-1))
+        **{k: jnp.int32(v) for k, v in vl.items()},
+        fence=jnp.int32(-1),
+    )
 
 
 def _vllm_limits(config: KVConfig, C: int, cap, max_tokens, block, watermark) -> dict:
@@ -357,34 +452,41 @@ def _vllm_limits(config: KVConfig, C: int, cap, max_tokens, block, watermark) ->
     L = config.max_len
     options = POLICIES[config.policy].options
     if "max_tokens_in_batch" in options:
-        require(max_tokens >= L, "max_tokens_in_batch",
-                f">= max_j (prefill + decode) = {L} (a restarted request must be admissible)",
-                max_tokens)
+        require(
+            max_tokens >= L,
+            "max_tokens_in_batch",
+            f">= max_j (prefill + decode) = {L} (a restarted request must be admissible)",
+            max_tokens,
+        )
     if "block_size" in options:
         need = -(-L // block)
-        require(num_blocks - wm >= need, "capacity_tokens",
-                f"with C // block_size - watermark blocks = {num_blocks} - {wm} >= {need} "
-                f"(blocks of the longest request) for {config.policy}", C)
-    return dict(batch_size_cap=cap, max_tokens_in_batch=max_tokens, block_size=block,
-                num_blocks=num_blocks, watermark_blocks=wm)
+        require(
+            num_blocks - wm >= need,
+            "capacity_tokens",
+            f"with C // block_size - watermark blocks = {num_blocks} - {wm} >= {need} "
+            f"(blocks of the longest request) for {config.policy}",
+            C,
+        )
+    return dict(
+        batch_size_cap=cap, max_tokens_in_batch=max_tokens, block_size=block, num_blocks=num_blocks, watermark_blocks=wm
+    )
 
 
 def _thresholds(config: KVConfig, thresholds, mean_rates, d0, d1, C) -> np.ndarray:
     """Validated integer thresholds (see make_params)."""
     n = config.num_thresholds
     if "thresholds" not in POLICIES[config.policy].options:
-        require(thresholds is None or len(thresholds) == 0, "thresholds",
-                f"None for {config.policy}", thresholds)
+        require(thresholds is None or len(thresholds) == 0, "thresholds", f"None for {config.policy}", thresholds)
         return np.zeros((0,), np.int64)
     if thresholds is None:
         th = default_thresholds(config, mean_rates, d0, d1, float(C))
     else:
         th = np.asarray(_int_tuple(thresholds, "thresholds", 1, INT_LIMIT), np.int64)
-    require(th.size == n, "thresholds", f"of length {n} ({'m' if config.policy == 'wait' else 'L'})",
-            th.tolist())
+    require(th.size == n, "thresholds", f"of length {n} ({'m' if config.policy == 'wait' else 'L'})", th.tolist())
     if config.policy == "wait":
         need = int(np.dot(th, work_per_request(config)))
-        require(C >= need, "capacity_tokens",
-                f">= M^pi = sum_j n_j sum_k (l_j + k) = {need} (WAIT has no memory check)", C)
+        require(
+            C >= need, "capacity_tokens", f">= M^pi = sum_j n_j sum_k (l_j + k) = {need} (WAIT has no memory check)", C
+        )
         require(need <= INT_LIMIT, "thresholds", f"with M^pi <= {INT_LIMIT}", th.tolist())
     return th

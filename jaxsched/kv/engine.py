@@ -5,6 +5,7 @@ Pure functions in the gymnax style: `init(config, params, seed) -> state` and
 idle), a run is `lax.scan(step)`, seeds are `vmap`ped (jaxsched.run). The exact semantics
 (epoch order, memory accounting, ties) are in docs/kv-semantics.md.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -40,6 +41,7 @@ KIND_NONE, KIND_INSERT, KIND_BATCH, KIND_IDLE, KIND_END = 0, 1, 2, 3, 4
 # exact zeros after them; its pairwise tree adds those zeros at its upper levels only, so it
 # gives the unpadded run's bits (tests/kv/test_buckets.py checks every policy).
 
+
 def ring_size(config: KVConfig, params: KVParams):
     """Q of the run: the config's table_size (a Python int), or the traced int32 size of a
     padded run."""
@@ -51,14 +53,24 @@ def init(config: KVConfig, params: KVParams, seed) -> KVState:
     seed = jnp.asarray(seed, jnp.uint32)
     Q, m = config.table_size, config.m
     zi = jnp.zeros((Q,), jnp.int32)
-    table = Table(zi - 1, zi, zi, DF(jnp.zeros((Q,), jnp.float32), jnp.zeros((Q,), jnp.float32)),
-                  zi, jnp.zeros((Q,), bool), zi)
+    table = Table(
+        zi - 1, zi, zi, DF(jnp.zeros((Q,), jnp.float32), jnp.zeros((Q,), jnp.float32)), zi, jnp.zeros((Q,), bool), zi
+    )
     zm = jnp.zeros((m,), jnp.int32)
-    return KVState(seed, DF.zeros(), jnp.bool_(False), arrivals.first(config, params, seed), table,
-                   zm, zm, Totals.zeros(config.hist_bins))
+    return KVState(
+        seed,
+        DF.zeros(),
+        jnp.bool_(False),
+        arrivals.first(config, params, seed),
+        table,
+        zm,
+        zm,
+        Totals.zeros(config.hist_bins),
+    )
 
 
 # --------------------------------------------------------------------------- insertion
+
 
 def _insert(config, params, state: KVState, active):
     """Step 2 of an epoch: examine up to A due candidates. Returns (gen, table, type_inserted,
@@ -74,8 +86,9 @@ def _insert(config, params, state: KVState, active):
     Q = config.table_size
     # A padded run examines its own A candidates and rings over its own Q slots.
     limit = None if params.sizes is None else params.sizes.arrivals_per_step
-    gen, buf, more_due = arrivals.collect_due(config, params, state.seed, state.gen, state.clock,
-                                              active, config.arrivals_per_step, limit)
+    gen, buf, more_due = arrivals.collect_due(
+        config, params, state.seed, state.gen, state.clock, active, config.arrivals_per_step, limit
+    )
     held = state.table.id >= 0
     slot = buf["id"] % ring_size(config, params)
     put = buf["ok"] & ~held[slot]
@@ -87,15 +100,22 @@ def _insert(config, params, state: KVState, active):
     t = state.table
     at = jnp.where(put, slot, Q)
     set_ = lambda a, v: a.at[at].set(v, mode="drop")
-    table = Table(set_(t.id, buf["id"]), set_(t.type, typ), set_(t.seq, seq),
-                  DF(set_(t.arrival.hi, buf["hi"]), set_(t.arrival.lo, buf["lo"])),
-                  set_(t.stage, 0), set_(t.resident, False), set_(t.prefilled, 0))
+    table = Table(
+        set_(t.id, buf["id"]),
+        set_(t.type, typ),
+        set_(t.seq, seq),
+        DF(set_(t.arrival.hi, buf["hi"]), set_(t.arrival.lo, buf["lo"])),
+        set_(t.stage, 0),
+        set_(t.resident, False),
+        set_(t.prefilled, 0),
+    )
     inserted = jnp.sum(put, dtype=jnp.int32)
     overflow = state.totals.table_overflow + jnp.sum(buf["ok"] & ~put, dtype=jnp.int32)
     return gen, table, ti, overflow, inserted, more_due, jnp.where(put, buf["id"], -1)
 
 
 # --------------------------------------------------------------------------- metrics helpers
+
 
 def window_bounds(config: KVConfig, params: KVParams):
     """(lo, mid, hi) int32: requests lo = K .. hi - 1 = N - K - 1 are measured (docs §8); the
@@ -117,13 +137,15 @@ def _window_insert(window: Window, bounds, prev, now, in_system, ids, t: DF) -> 
     marks = jnp.stack(bounds)
     crossed = (prev <= marks) & (now > marks)
     later = jnp.sum(ids[None, :] > marks[:, None], axis=1, dtype=jnp.int32)
-    return replace(window, opened=clock.where(crossed[0], t, window.opened),
-                   closed=clock.where(crossed[2], t, window.closed),
-                   in_system=jnp.where(crossed, in_system - later, window.in_system))
+    return replace(
+        window,
+        opened=clock.where(crossed[0], t, window.opened),
+        closed=clock.where(crossed[2], t, window.closed),
+        in_system=jnp.where(crossed, in_system - later, window.in_system),
+    )
 
 
-def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, work, t_end: DF,
-                 on, in_window, bounds):
+def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, work, t_end: DF, on, in_window, bounds):
     """Effects of a batch at its end time t_end (docs §5 step 6), applied where `on`. A member
     advances a stage when its chunk completes its work (always, except a partial chunk).
     Latency and TTFT count measured requests (ids in [bounds[0], bounds[2])) only; completed
@@ -141,77 +163,103 @@ def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, w
     # being inlined into the per-slot sums below (ordered_sum), where XLA's CPU LLVM optimizer
     # took minutes at small Q (Q = 64: ~110 s for the whole jitted step, vs ~1 s).
     one = (t_end.hi == t_end.hi).astype(jnp.float32)
-    since = clock.sub(DF(jnp.broadcast_to(t_end.hi / one, table.arrival.hi.shape),
-                         jnp.broadcast_to(t_end.lo / one, table.arrival.lo.shape)), table.arrival)
+    since = clock.sub(
+        DF(
+            jnp.broadcast_to(t_end.hi / one, table.arrival.hi.shape),
+            jnp.broadcast_to(t_end.lo / one, table.arrival.lo.shape),
+        ),
+        table.arrival,
+    )
     measured = (table.id >= bounds[0]) & (table.id < bounds[2])
     m_done, m_first = done & measured, first & measured
     n_done = jnp.sum(done, dtype=jnp.int32)
     tok = jnp.sum(jnp.where(done, decode + 1, 0), dtype=jnp.int32)
     dtok = jnp.sum(jnp.where(done, decode, 0), dtype=jnp.int32)
-    in_h = jnp.bool_(True) if config.horizon_s is None else clock.le(
-        t_end, DF.from_float64(config.horizon_s))
+    in_h = jnp.bool_(True) if config.horizon_s is None else clock.le(t_end, DF.from_float64(config.horizon_s))
     in_h = in_h.astype(jnp.int32)
     totals = replace(
         totals,
         completed=totals.completed + n_done,
-        tokens=totals.tokens.add(tok), decode_tokens=totals.decode_tokens.add(dtok),
+        tokens=totals.tokens.add(tok),
+        decode_tokens=totals.decode_tokens.add(dtok),
         horizon_tokens=totals.horizon_tokens.add(in_h * tok),
         horizon_decode_tokens=totals.horizon_decode_tokens.add(in_h * dtok),
         latency_s=totals.latency_s.add(ordered_sum(jnp.where(m_done, since, 0.0))),
         ttft_s=totals.ttft_s.add(ordered_sum(jnp.where(m_first, since, 0.0))),
         first_tokens=totals.first_tokens + jnp.sum(m_first, dtype=jnp.int32),
-        latency_hist=totals.latency_hist.at[bit_bins(since, m_done, config.hist_octave_bits)].add(
-            1, mode="drop"),
-        ttft_hist=totals.ttft_hist.at[bit_bins(since, m_first, config.hist_octave_bits)].add(
-            1, mode="drop"),
-        window=replace(totals.window,
-                       tokens=totals.window.tokens.add(jnp.where(in_window, tok, 0)),
-                       completed=totals.window.completed + jnp.sum(m_done, dtype=jnp.int32)),
+        latency_hist=totals.latency_hist.at[bit_bins(since, m_done, config.hist_octave_bits)].add(1, mode="drop"),
+        ttft_hist=totals.ttft_hist.at[bit_bins(since, m_first, config.hist_octave_bits)].add(1, mode="drop"),
+        window=replace(
+            totals.window,
+            tokens=totals.window.tokens.add(jnp.where(in_window, tok, 0)),
+            completed=totals.window.completed + jnp.sum(m_done, dtype=jnp.int32),
+        ),
         last_completion=clock.where(n_done > 0, t_end, totals.last_completion),
-        preemptions=totals.preemptions.add(jnp.sum(preempt, dtype=jnp.int32)))
-    prefilled = jnp.where(member & ~advance, table.prefilled + chunk,
-                          jnp.where(advance | preempt, 0, table.prefilled))
-    table = Table(jnp.where(done, -1, table.id), table.type, table.seq, table.arrival, new_stage,
-                  (table.resident & ~preempt) | advance, prefilled)
+        preemptions=totals.preemptions.add(jnp.sum(preempt, dtype=jnp.int32)),
+    )
+    prefilled = jnp.where(member & ~advance, table.prefilled + chunk, jnp.where(advance | preempt, 0, table.prefilled))
+    table = Table(
+        jnp.where(done, -1, table.id),
+        table.type,
+        table.seq,
+        table.arrival,
+        new_stage,
+        (table.resident & ~preempt) | advance,
+        prefilled,
+    )
     return table, totals, done
 
 
 # --------------------------------------------------------------------------- step
 
+
 class _Epoch(eqx.Module):
     """What one epoch decided (scalars unless noted), before its effects are applied."""
-    active: jnp.ndarray       # the run was live at the epoch's start
-    hit: jnp.ndarray          # t >= T: the run ends
-    more_due: jnp.ndarray     # insert-only epoch
-    batch: jnp.ndarray        # a batch runs
-    idle: jnp.ndarray         # t jumps to the next candidate
-    ends: jnp.ndarray         # empty batch and nothing left to wait for: the run ends
-    clear: jnp.ndarray        # force_clear drops the table
+
+    active: jnp.ndarray  # the run was live at the epoch's start
+    hit: jnp.ndarray  # t >= T: the run ends
+    more_due: jnp.ndarray  # insert-only epoch
+    batch: jnp.ndarray  # a batch runs
+    idle: jnp.ndarray  # t jumps to the next candidate
+    ends: jnp.ndarray  # empty batch and nothing left to wait for: the run ends
+    clear: jnp.ndarray  # force_clear drops the table
     draining: jnp.ndarray
-    member: jnp.ndarray       # bool[Q]
-    preempt: jnp.ndarray      # bool[Q]
-    chunk: jnp.ndarray        # int32[Q] tokens each member processes
-    work: jnp.ndarray         # int32[Q] l_j + k
+    member: jnp.ndarray  # bool[Q]
+    preempt: jnp.ndarray  # bool[Q]
+    chunk: jnp.ndarray  # int32[Q] tokens each member processes
+    work: jnp.ndarray  # int32[Q] l_j + k
 
 
-def _decide(config: KVConfig, params: KVParams, state: KVState, gen, table, more_due,
-            active, hit) -> _Epoch:
+def _decide(config: KVConfig, params: KVParams, state: KVState, gen, table, more_due, active, hit) -> _Epoch:
     """Steps 3-5 of an epoch: the drain flag, the policy's batch, and which case applies."""
     go = active & ~hit & ~more_due
     all_in = jnp.bool_(False) if config.num_requests is None else gen.num_arrived >= config.num_requests
     draining = all_in & (config.end_mode == "drain")
     valid = table.id >= 0
     work = jnp.where(valid, jnp.asarray(config.prefill_tokens, jnp.int32)[table.type] + table.stage, 0)
-    view = View(table, valid, work, draining, gen.num_arrived % ring_size(config, params),
-                state.type_completed, table.prefilled)
+    view = View(
+        table, valid, work, draining, gen.num_arrived % ring_size(config, params), state.type_completed, table.prefilled
+    )
     member, preempt, chunk = POLICIES[config.policy].fn(config, params, view)
     member = within_limits(view, member & valid & go, chunk, params)
     has_batch = jnp.any(member)
     empty = go & ~has_batch
     clear = empty & (config.end_mode == "force_clear") & all_in
     ends = empty & (clear | gen.exhausted)
-    return _Epoch(active, hit, more_due, go & has_batch, empty & ~ends, ends, clear, draining,
-                  member, preempt & valid & go, jnp.where(member, chunk, 0), work)
+    return _Epoch(
+        active,
+        hit,
+        more_due,
+        go & has_batch,
+        empty & ~ends,
+        ends,
+        clear,
+        draining,
+        member,
+        preempt & valid & go,
+        jnp.where(member, chunk, 0),
+        work,
+    )
 
 
 def step(config: KVConfig, params: KVParams, state: KVState, record: bool = False):
@@ -219,10 +267,8 @@ def step(config: KVConfig, params: KVParams, state: KVState, record: bool = Fals
     row (docs §9) when `record`, else None)."""
     t0 = state.clock
     active = ~state.done & (state.totals.epochs < config.max_steps)
-    hit = jnp.bool_(False) if config.horizon_s is None else clock.le(
-        DF.from_float64(config.horizon_s), t0)
-    gen, table, type_inserted, ovf, inserted, more_due, ids = _insert(config, params, state,
-                                                                      active & ~hit)
+    hit = jnp.bool_(False) if config.horizon_s is None else clock.le(DF.from_float64(config.horizon_s), t0)
+    gen, table, type_inserted, ovf, inserted, more_due, ids = _insert(config, params, state, active & ~hit)
     bounds = window_bounds(config, params)
     prev, now = state.gen.num_arrived, gen.num_arrived
     in_window = (now > bounds[0]) & (now <= bounds[2])
@@ -238,18 +284,35 @@ def step(config: KVConfig, params: KVParams, state: KVState, record: bool = Fals
     holding = table.resident | (table.prefilled > 0)
     holds = (table.id >= 0) & ((holding & ~e.preempt) | e.member)
     memory = jnp.sum(jnp.where(holds, e.work, 0), dtype=jnp.int32)
-    if config.prefill_price:       # prefills (first ones and restarts) at their own price
+    if config.prefill_price:  # prefills (first ones and restarts) at their own price
         prefill = jnp.sum(jnp.where(e.member & ~table.resident, e.chunk, 0), dtype=jnp.int32)
-        tau = priced_iteration_time_s(tokens - prefill, prefill, params.d0_s, params.d1_hi,
-                                      params.d1_lo, params.d1_prefill_hi, params.d1_prefill_lo)
+        tau = priced_iteration_time_s(
+            tokens - prefill,
+            prefill,
+            params.d0_s,
+            params.d1_hi,
+            params.d1_lo,
+            params.d1_prefill_hi,
+            params.d1_prefill_lo,
+        )
     else:
-        tau = iteration_time_s(tokens, params.d0_s, params.d1_hi, params.d1_lo)     # DF
+        tau = iteration_time_s(tokens, params.d0_s, params.d1_hi, params.d1_lo)  # DF
     t_end = clock.add(t0, tau)
     pre = table
     wbatch = batch & in_window
     table, totals, completes = _apply_batch(
-        config, table, replace(state.totals, table_overflow=ovf, window=window), e.member,
-        e.preempt, e.chunk, e.work, t_end, batch, wbatch, bounds)
+        config,
+        table,
+        replace(state.totals, table_overflow=ovf, window=window),
+        e.member,
+        e.preempt,
+        e.chunk,
+        e.work,
+        t_end,
+        batch,
+        wbatch,
+        bounds,
+    )
     type_completed = state.type_completed.at[pre.type].add(completes.astype(jnp.int32))
     n_in = jnp.sum(table.id >= 0, dtype=jnp.int32)
     table = replace(table, id=jnp.where(e.clear, -1, table.id))
@@ -263,7 +326,8 @@ def step(config: KVConfig, params: KVParams, state: KVState, record: bool = Fals
         epochs=totals.epochs + active.astype(jnp.int32),
         dropped=totals.dropped + jnp.where(e.clear, n_in, 0),
         stalled=totals.stalled | (e.ends & ~e.clear & e.draining & (n_in > 0)),
-        busy=clock.where(batch, clock.add(totals.busy, tau), totals.busy))
+        busy=clock.where(batch, clock.add(totals.busy, tau), totals.busy),
+    )
     new_clock = clock.where(batch, t_end, clock.where(e.idle, gen.time, t0))
     done = state.done | (active & (hit | e.ends))
     new = KVState(state.seed, new_clock, done, gen, table, type_inserted, type_completed, totals)
@@ -272,22 +336,39 @@ def step(config: KVConfig, params: KVParams, state: KVState, record: bool = Fals
     return new, _record(config, e, pre, t0, tau, tokens, memory, completes, inserted, table)
 
 
-def _record(config: KVConfig, e: _Epoch, pre: Table, t0: DF, tau: DF, tokens, memory, completes,
-            inserted, table: Table) -> dict:
+def _record(
+    config: KVConfig, e: _Epoch, pre: Table, t0: DF, tau: DF, tokens, memory, completes, inserted, table: Table
+) -> dict:
     """The epoch's trajectory row (docs §9): all zeros once the run has ended."""
-    kind = jnp.where(~e.active, KIND_NONE, jnp.where(
-        e.hit | e.ends, KIND_END, jnp.where(e.more_due, KIND_INSERT,
-                                            jnp.where(e.batch, KIND_BATCH, KIND_IDLE))))
+    kind = jnp.where(
+        ~e.active,
+        KIND_NONE,
+        jnp.where(
+            e.hit | e.ends, KIND_END, jnp.where(e.more_due, KIND_INSERT, jnp.where(e.batch, KIND_BATCH, KIND_IDLE))
+        ),
+    )
     live = kind != KIND_NONE
     z = lambda x: jnp.where(live, x, jnp.zeros_like(x))
     zb = lambda x: jnp.where(e.batch, x, jnp.zeros_like(x))
-    counts = jnp.zeros((config.m, config.num_stages), jnp.int32).at[pre.type, pre.stage].add(
-        e.member.astype(jnp.int32), mode="drop")
-    return dict(kind=kind.astype(jnp.int32), t_hi=z(t0.hi), t_lo=z(t0.lo), tau_hi=zb(tau.hi),
-                tau_lo=zb(tau.lo), tokens=zb(tokens), memory_tokens=zb(memory),
-                preempted=zb(jnp.sum(e.preempt, dtype=jnp.int32)),
-                completed=zb(jnp.sum(completes, dtype=jnp.int32)), inserted=z(inserted),
-                in_system=z(jnp.sum(table.id >= 0, dtype=jnp.int32)), counts=zb(counts))
+    counts = (
+        jnp.zeros((config.m, config.num_stages), jnp.int32)
+        .at[pre.type, pre.stage]
+        .add(e.member.astype(jnp.int32), mode="drop")
+    )
+    return dict(
+        kind=kind.astype(jnp.int32),
+        t_hi=z(t0.hi),
+        t_lo=z(t0.lo),
+        tau_hi=zb(tau.hi),
+        tau_lo=zb(tau.lo),
+        tokens=zb(tokens),
+        memory_tokens=zb(memory),
+        preempted=zb(jnp.sum(e.preempt, dtype=jnp.int32)),
+        completed=zb(jnp.sum(completes, dtype=jnp.int32)),
+        inserted=z(inserted),
+        in_system=z(jnp.sum(table.id >= 0, dtype=jnp.int32)),
+        counts=zb(counts),
+    )
 
 
 def done(config: KVConfig, state: KVState) -> jnp.ndarray:
@@ -302,6 +383,7 @@ def batches(results: Results, s: int) -> dict[str, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- runner hints
+
 
 def example() -> KVConfig:
     return KVConfig(num_requests=40, table_size=64)
@@ -329,7 +411,7 @@ def pad_into(config: KVConfig, params: KVParams, capacity) -> tuple[KVConfig, KV
     the params carry the run's own sizes (`KVSizes`)."""
     try:
         bucket = replace(config, **capacity)
-    except ConfigError as err:      # e.g. A > Q, or Q * max_len over the int32 headroom
+    except ConfigError as err:  # e.g. A > Q, or Q * max_len over the int32 headroom
         raise ConfigError(f"capacity {capacity} is not a valid bucket: {err}") from None
     sizes = KVSizes(*(jnp.int32(getattr(config, f)) for f in SIZE_FIELDS))
     return bucket, replace(params, sizes=sizes)
@@ -361,12 +443,15 @@ def check(config: KVConfig, metrics) -> list[str]:
     out = []
     lost = int(metrics["table_overflow"].sum())
     if lost:
-        out.append(f"kv: {lost} arrivals found the request table full and were dropped "
-                   "(raise table_size Q); metrics exclude them")
+        out.append(
+            f"kv: {lost} arrivals found the request table full and were dropped "
+            "(raise table_size Q); metrics exclude them"
+        )
     open_ = int((metrics["done"] == 0).sum())
     if open_:
-        out.append(f"kv: {open_} seeds did not finish within max_steps (raise max_steps); "
-                   "their metrics cover the epochs run")
+        out.append(
+            f"kv: {open_} seeds did not finish within max_steps (raise max_steps); their metrics cover the epochs run"
+        )
     stalled = int(metrics["stalled"].sum())
     if stalled:
         out.append(f"kv: {stalled} seeds stalled with requests left (no batch fits)")
@@ -375,19 +460,40 @@ def check(config: KVConfig, metrics) -> list[str]:
 
 def describe(config: KVConfig) -> dict:
     join = lambda t: "/".join(map(str, t))
-    return dict(policy=config.policy, prefill_tokens=join(config.prefill_tokens),
-                decode_tokens=join(config.decode_tokens), num_requests=config.num_requests,
-                horizon_s=config.horizon_s, end_mode=config.end_mode,
-                table_size=config.table_size, max_steps=config.max_steps)
+    return dict(
+        policy=config.policy,
+        prefill_tokens=join(config.prefill_tokens),
+        decode_tokens=join(config.decode_tokens),
+        num_requests=config.num_requests,
+        horizon_s=config.horizon_s,
+        end_mode=config.end_mode,
+        table_size=config.table_size,
+        max_steps=config.max_steps,
+    )
 
 
 # One engine under a KV-memory limit (the WAIT paper); see the module docstring.
 ENGINE: Engine[KVConfig, KVParams, KVState] = Engine(
-    name="kv", Config=KVConfig, Params=KVParams, METRICS=METRICS, POLICIES=POLICIES,
-    make_params=make_params, init=init, step=step, done=done, finalize=finalize,
-    max_steps=max_steps, working_set_bytes=working_set_bytes, peak_bytes=peak_bytes,
+    name="kv",
+    Config=KVConfig,
+    Params=KVParams,
+    METRICS=METRICS,
+    POLICIES=POLICIES,
+    make_params=make_params,
+    init=init,
+    step=step,
+    done=done,
+    finalize=finalize,
+    max_steps=max_steps,
+    working_set_bytes=working_set_bytes,
+    peak_bytes=peak_bytes,
     step_unit="epoch",
     # Runs end at very different epochs and an epoch costs O(Q): skip finished chunks.
     skip_done_in_block=True,
-    trajectory_length=trajectory_length, example=example, check=check, describe=describe,
-    size_fields=SIZE_FIELDS, pad_into=pad_into)
+    trajectory_length=trajectory_length,
+    example=example,
+    check=check,
+    describe=describe,
+    size_fields=SIZE_FIELDS,
+    pad_into=pad_into,
+)

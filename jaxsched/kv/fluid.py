@@ -38,6 +38,7 @@ Typo corrections applied (each is also cited where it is used):
 - notes §5: Lemma 8's lower bound is theta_k >= 8 (n_k - n_{k-1} p_k) / n_{k-1}; Thm 2 and
   Thm 4 write the denominator n_k.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,11 +50,27 @@ import numpy as np
 from ..errors import ConfigError, require, require_float, require_int
 
 __all__ = [
-    "FluidTypes", "Equilibrium", "equilibrium", "span_work", "stage_work",
-    "wait_c_range", "wait_thresholds", "wait_thresholds_practical", "WaitCheck", "wait_check",
-    "Segments", "nested_segments", "nested_thresholds", "nested_thresholds_practical",
-    "NestedCheck", "nested_check",
-    "bisect", "theta_root", "theta_lower_bound", "MemoryBound", "nested_memory_bound",
+    "FluidTypes",
+    "Equilibrium",
+    "equilibrium",
+    "span_work",
+    "stage_work",
+    "wait_c_range",
+    "wait_thresholds",
+    "wait_thresholds_practical",
+    "WaitCheck",
+    "wait_check",
+    "Segments",
+    "nested_segments",
+    "nested_thresholds",
+    "nested_thresholds_practical",
+    "NestedCheck",
+    "nested_check",
+    "bisect",
+    "theta_root",
+    "theta_lower_bound",
+    "MemoryBound",
+    "nested_memory_bound",
 ]
 
 # Relative slack when comparing a quantity with a bound it meets with equality in exact
@@ -65,8 +82,7 @@ _RTOL = 1e-12
 # Validation helpers
 
 
-def _vector(value, field: str, *, integer: bool = False, lo: float = 0.0,
-            lo_open: bool = True) -> np.ndarray:
+def _vector(value, field: str, *, integer: bool = False, lo: float = 0.0, lo_open: bool = True) -> np.ndarray:
     """Validate a non-empty 1-D numeric sequence element by element; return a read-only array.
 
     integer: every element an integer >= 1 (int64 result); else a finite real > lo (or >= lo
@@ -75,10 +91,10 @@ def _vector(value, field: str, *, integer: bool = False, lo: float = 0.0,
     try:
         arr = np.asarray(value)
     except (TypeError, ValueError):  # ragged nesting
-        raise ConfigError(f"{field} must be a non-empty 1-D sequence of numbers, "
-                          f"got {value!r}") from None
-    require(arr.ndim == 1 and arr.size >= 1 and arr.dtype.kind in "iuf", field,
-            "a non-empty 1-D sequence of numbers", value)
+        raise ConfigError(f"{field} must be a non-empty 1-D sequence of numbers, got {value!r}") from None
+    require(
+        arr.ndim == 1 and arr.size >= 1 and arr.dtype.kind in "iuf", field, "a non-empty 1-D sequence of numbers", value
+    )
     for i, x in enumerate(arr.tolist()):
         if integer:
             require_int(x, f"{field}[{i}]", lo=1)
@@ -91,16 +107,14 @@ def _vector(value, field: str, *, integer: bool = False, lo: float = 0.0,
 
 def _same_length(arr: np.ndarray, field: str, m: int, ref: str) -> None:
     if arr.shape != (m,):
-        raise ConfigError(f"{field} must have the same length as {ref} ({m}), "
-                          f"got length {arr.size}")
+        raise ConfigError(f"{field} must have the same length as {ref} ({m}), got length {arr.size}")
 
 
 def _require_stable(work: float, d1: float, what: str, field: str) -> None:
     # notes §2: the fluid equilibrium exists iff rho = d1 * A < 1; at rho >= 1 every policy's
     # latency grows linearly in time (Prop. 1, with the d0 -> d1 correction).
     rho = d1 * work
-    require(rho < 1.0, field, f"< 1 for a stable load, where A = {what} = {work:.6g} tokens/s",
-            rho)
+    require(rho < 1.0, field, f"< 1 for a stable load, where A = {what} = {work:.6g} tokens/s", rho)
 
 
 def _frozen(x) -> np.ndarray:
@@ -161,6 +175,7 @@ class FluidTypes:
     Construction raises one ConfigError naming the field on a bad value, and on an unstable
     load d1 * A >= 1 (A = `work`).
     """
+
     prefill: np.ndarray
     decode: np.ndarray
     rates: np.ndarray
@@ -178,12 +193,21 @@ class FluidTypes:
         d0 = require_float(self.d0, "d0 (s)", lo=0.0, lo_open=True)
         d1 = require_float(self.d1, "d1 (s/token)", lo=0.0)
         capacity = require_float(self.capacity, "capacity (tokens)", lo=0.0, lo_open=True)
-        for name, v in [("prefill", prefill), ("decode", decode), ("rates", rates), ("d0", d0),
-                        ("d1", d1), ("capacity", capacity)]:
+        for name, v in [
+            ("prefill", prefill),
+            ("decode", decode),
+            ("rates", rates),
+            ("d0", d0),
+            ("d1", d1),
+            ("capacity", capacity),
+        ]:
             object.__setattr__(self, name, v)
-        _require_stable(self.work, d1,
-                        "sum_j rates_j (decode_j + 1)(prefill_j + decode_j / 2)",
-                        "d1 * A (fields d1, rates, prefill, decode)")
+        _require_stable(
+            self.work,
+            d1,
+            "sum_j rates_j (decode_j + 1)(prefill_j + decode_j / 2)",
+            "d1 * A (fields d1, rates, prefill, decode)",
+        )
 
     @property
     def m(self) -> int:
@@ -220,6 +244,7 @@ class Equilibrium:
     decode_throughput: sum_j lambda_j l'_j, tokens/s (Sec. 2.3's count of decode tokens).
     load: rho = d1 A (< 1). memory_fits: C >= M* (Prop. 2's hypothesis).
     """
+
     iteration_time: float
     per_stage: np.ndarray
     active: np.ndarray
@@ -248,11 +273,17 @@ def equilibrium(types: FluidTypes) -> Equilibrium:
     memory = types.d0 * work / (1.0 - rho)
     thr_j = types.rates * (types.decode + 1.0)
     return Equilibrium(
-        iteration_time=float(dt), per_stage=_frozen(per_stage), active=_frozen(active),
-        memory_per_type=_frozen(mem_j), memory=float(memory),
-        throughput_per_type=_frozen(thr_j), throughput=float(thr_j.sum()),
-        decode_throughput=float(np.dot(types.rates, types.decode)), load=float(rho),
-        memory_fits=bool(types.capacity >= memory * (1.0 - _RTOL)))
+        iteration_time=float(dt),
+        per_stage=_frozen(per_stage),
+        active=_frozen(active),
+        memory_per_type=_frozen(mem_j),
+        memory=float(memory),
+        throughput_per_type=_frozen(thr_j),
+        throughput=float(thr_j.sum()),
+        decode_throughput=float(np.dot(types.rates, types.decode)),
+        load=float(rho),
+        memory_fits=bool(types.capacity >= memory * (1.0 - _RTOL)),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,9 +299,13 @@ def wait_c_range(types: FluidTypes) -> tuple[float, float]:
     """
     c_min = types.d0 / (1.0 - types.load)
     c_max = types.capacity / types.work
-    require(c_max >= c_min * (1.0 - _RTOL), "capacity (tokens)",
-            f">= the fluid memory M* = {c_min * types.work:.6g} for WAIT thresholds that meet "
-            f"(9) (C / A = {c_max:.6g} s < dT* = {c_min:.6g} s)", types.capacity)
+    require(
+        c_max >= c_min * (1.0 - _RTOL),
+        "capacity (tokens)",
+        f">= the fluid memory M* = {c_min * types.work:.6g} for WAIT thresholds that meet "
+        f"(9) (C / A = {c_max:.6g} s < dT* = {c_min:.6g} s)",
+        types.capacity,
+    )
     return c_min, c_max
 
 
@@ -287,14 +322,18 @@ def wait_thresholds(types: FluidTypes, c: float | None = None) -> np.ndarray:
     if c is None:
         c = c_min
     c = require_float(c, "c (s)", lo=0.0, lo_open=True)
-    require(c_min * (1.0 - _RTOL) <= c <= c_max * (1.0 + _RTOL), "c (s)",
-            f"in [dT*, C / A] = [{c_min:.6g}, {c_max:.6g}] (condition (9) and memory C)", c)
+    require(
+        c_min * (1.0 - _RTOL) <= c <= c_max * (1.0 + _RTOL),
+        "c (s)",
+        f"in [dT*, C / A] = [{c_min:.6g}, {c_max:.6g}] (condition (9) and memory C)",
+        c,
+    )
     return _frozen(c * types.rates)
 
 
-def wait_thresholds_practical(types: FluidTypes, batch_limit: int,
-                              variant: Literal["paper", "code"] = "paper",
-                              integer: bool = True) -> np.ndarray:
+def wait_thresholds_practical(
+    types: FluidTypes, batch_limit: int, variant: Literal["paper", "code"] = "paper", integer: bool = True
+) -> np.ndarray:
     """Practical WAIT thresholds for a batch-size limit B, (m,) requests per stage.
 
     variant "paper" (Sec. 6.1): n_j = B rho_j / (l'_j + 1), rho_j = lambda_j / Lambda; this is
@@ -326,6 +365,7 @@ class WaitCheck:
     holds: (m,) bool, dT(n) <= n_j / lambda_j; strict: (m,) bool, dT(n) < n_j / lambda_j.
     fits: M^pi <= C. ok: all(holds) and fits.
     """
+
     memory: float
     iteration_time: float
     holds: np.ndarray
@@ -343,9 +383,13 @@ def wait_check(types: FluidTypes, thresholds) -> WaitCheck:
     memory = float(np.dot(n, stage_work(types.prefill, types.decode)))
     dt = types.d0 + types.d1 * memory
     cap = n / types.rates  # s: time for n_j arrivals of type j at rate lambda_j
-    return WaitCheck(memory=memory, iteration_time=dt, holds=dt <= cap * (1.0 + _RTOL),
-                     strict=dt < cap * (1.0 - _RTOL),
-                     fits=bool(memory <= types.capacity * (1.0 + _RTOL)))
+    return WaitCheck(
+        memory=memory,
+        iteration_time=dt,
+        holds=dt <= cap * (1.0 + _RTOL),
+        strict=dt < cap * (1.0 - _RTOL),
+        fits=bool(memory <= types.capacity * (1.0 + _RTOL)),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -363,6 +407,7 @@ class Segments:
     d0 (s), d1 (s/token), capacity (tokens): as in FluidTypes.
     Construction raises ConfigError on a bad value or an unstable load d1 * A_N >= 1.
     """
+
     prefill: float
     bounds: np.ndarray
     rates: np.ndarray
@@ -376,18 +421,24 @@ class Segments:
         require(bool(np.all(np.diff(b) > 0)), "bounds", "strictly increasing", b.tolist())
         rates = _vector(self.rates, "rates")
         _same_length(rates, "rates", b.size, "bounds")
-        for name, v in [("prefill", l), ("bounds", b), ("rates", rates),
-                        ("d0", require_float(self.d0, "d0 (s)", lo=0.0, lo_open=True)),
-                        ("d1", require_float(self.d1, "d1 (s/token)", lo=0.0)),
-                        ("capacity", require_float(self.capacity, "capacity (tokens)", lo=0.0,
-                                                   lo_open=True))]:
+        for name, v in [
+            ("prefill", l),
+            ("bounds", b),
+            ("rates", rates),
+            ("d0", require_float(self.d0, "d0 (s)", lo=0.0, lo_open=True)),
+            ("d1", require_float(self.d1, "d1 (s/token)", lo=0.0)),
+            ("capacity", require_float(self.capacity, "capacity (tokens)", lo=0.0, lo_open=True)),
+        ]:
             object.__setattr__(self, name, v)
         # A merged segment charges every prompt of its group for all of the segment's stages,
         # so A_N >= A of the types: (14) is infeasible unless d1 * A_N < 1 (n_i >= n_1 Lambda_i
         # / Lambda_1 by its ratio line, so d0 + d1 M^pi <= n_1 / Lambda forces it).
-        _require_stable(self.work, self.d1, "sum_i tail_i * segment_work_i",
-                        "d1 * A_N (fields d1, rates, prefill, bounds; fewer merged segments "
-                        "n_segments raise A_N)")
+        _require_stable(
+            self.work,
+            self.d1,
+            "sum_i tail_i * segment_work_i",
+            "d1 * A_N (fields d1, rates, prefill, bounds; fewer merged segments n_segments raise A_N)",
+        )
 
     @property
     def L(self) -> int:
@@ -448,18 +499,25 @@ def nested_segments(types: FluidTypes, n_segments: int | None = None) -> Segment
     has the group's summed rate lambda'_i.
     Heterogeneous prefill lengths must be grouped by the caller (notes §3.2); raises ConfigError.
     """
-    require(bool(np.all(types.prefill == types.prefill[0])), "prefill",
-            "equal across types for Nested WAIT (group types by prefill length, notes §3.2)",
-            types.prefill.tolist())
-    require(bool(np.all(np.diff(types.decode) > 0)), "decode",
-            "strictly increasing for Nested WAIT (l'_1 < ... < l'_m)", types.decode.tolist())
-    L = types.m if n_segments is None else require_int(n_segments, "n_segments (L)", lo=1,
-                                                          hi=types.m)
+    require(
+        bool(np.all(types.prefill == types.prefill[0])),
+        "prefill",
+        "equal across types for Nested WAIT (group types by prefill length, notes §3.2)",
+        types.prefill.tolist(),
+    )
+    require(
+        bool(np.all(np.diff(types.decode) > 0)),
+        "decode",
+        "strictly increasing for Nested WAIT (l'_1 < ... < l'_m)",
+        types.decode.tolist(),
+    )
+    L = types.m if n_segments is None else require_int(n_segments, "n_segments (L)", lo=1, hi=types.m)
     groups = np.array_split(np.arange(types.m), L)
     bounds = np.array([types.decode[g[-1]] for g in groups], dtype=np.int64)
     rates = np.array([types.rates[g].sum() for g in groups])
-    return Segments(prefill=float(types.prefill[0]), bounds=bounds, rates=rates, d0=types.d0,
-                    d1=types.d1, capacity=types.capacity)
+    return Segments(
+        prefill=float(types.prefill[0]), bounds=bounds, rates=rates, d0=types.d0, d1=types.d1, capacity=types.capacity
+    )
 
 
 def nested_thresholds(seg: Segments, c: float | None = None, margin: float = 0.0) -> np.ndarray:
@@ -479,19 +537,16 @@ def nested_thresholds(seg: Segments, c: float | None = None, margin: float = 0.0
     grow = (1.0 + margin) ** np.arange(seg.L, dtype=np.float64)
     shape = seg.tails * grow
     rho = seg.d1 * float(np.dot(shape, seg.segment_work))
-    require(rho < 1.0, "margin", "small enough that d1 * sum_i Lambda_i (1+margin)^(i-1) W_i < 1",
-            margin)
+    require(rho < 1.0, "margin", "small enough that d1 * sum_i Lambda_i (1+margin)^(i-1) W_i < 1", margin)
     c_min = seg.d0 / (1.0 - rho)
     if c is None:
         c = c_min
     c = require_float(c, "c (s)", lo=0.0, lo_open=True)
-    require(c >= c_min * (1.0 - _RTOL), "c (s)",
-            f">= c_min = {c_min:.6g} (condition (10), first line)", c)
+    require(c >= c_min * (1.0 - _RTOL), "c (s)", f">= c_min = {c_min:.6g} (condition (10), first line)", c)
     return _frozen(c * shape)
 
 
-def nested_thresholds_practical(seg: Segments, batch_limit: int,
-                                integer: bool = True) -> np.ndarray:
+def nested_thresholds_practical(seg: Segments, batch_limit: int, integer: bool = True) -> np.ndarray:
     """Tail-rate thresholds n_i = B Lambda_i / sum_k s_k Lambda_k, (L,) (notes §3.2).
 
     n_i is proportional to Lambda_i, which reproduces the paper's ratios exactly (15:14:12:8 for
@@ -519,6 +574,7 @@ class NestedCheck:
     needs it for a finite theta; without it that segment's queue term of (12) is n_i only).
     fits: M^pi <= C. ok: first and all(ratios) and fits.
     """
+
     memory: float
     iteration_time: float
     first: bool
@@ -539,18 +595,22 @@ def nested_check(seg: Segments, thresholds) -> NestedCheck:
     dt = seg.d0 + seg.d1 * memory
     cap = n[0] / seg.tails[0]
     ratio = n[1:] / n[:-1]
-    return NestedCheck(memory=memory, iteration_time=dt, first=bool(dt <= cap * (1 + _RTOL)),
-                       first_strict=bool(dt < cap * (1 - _RTOL)),
-                       ratios=ratio > seg.survival * (1 + _RTOL), decreasing=n[1:] < n[:-1],
-                       fits=bool(memory <= seg.capacity * (1 + _RTOL)))
+    return NestedCheck(
+        memory=memory,
+        iteration_time=dt,
+        first=bool(dt <= cap * (1 + _RTOL)),
+        first_strict=bool(dt < cap * (1 - _RTOL)),
+        ratios=ratio > seg.survival * (1 + _RTOL),
+        decreasing=n[1:] < n[:-1],
+        fits=bool(memory <= seg.capacity * (1 + _RTOL)),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # theta of Lemma 8 and the memory bound (12) / (15)
 
 
-def bisect(f: Callable[[float], float], lo: float, hi: float, xtol: float,
-           max_iter: int = 400) -> float:
+def bisect(f: Callable[[float], float], lo: float, hi: float, xtol: float, max_iter: int = 400) -> float:
     """A root of f in [lo, hi] by bisection, to an absolute tolerance xtol (same unit as lo).
 
     f(lo) and f(hi) must have opposite signs (or one be 0); otherwise raises ConfigError
@@ -565,9 +625,12 @@ def bisect(f: Callable[[float], float], lo: float, hi: float, xtol: float,
         return lo
     if fhi == 0.0:
         return hi
-    require(math.isfinite(flo) and math.isfinite(fhi) and (flo < 0.0) != (fhi < 0.0),
-            "[lo, hi]", "a bracket where f changes sign (no root bracketed)",
-            f"f({lo!r}) = {flo!r}, f({hi!r}) = {fhi!r}")
+    require(
+        math.isfinite(flo) and math.isfinite(fhi) and (flo < 0.0) != (fhi < 0.0),
+        "[lo, hi]",
+        "a bracket where f changes sign (no root bracketed)",
+        f"f({lo!r}) = {flo!r}, f({hi!r}) = {fhi!r}",
+    )
     for _ in range(max_iter):
         mid = 0.5 * (lo + hi)
         if hi - lo <= xtol or mid in (lo, hi):
@@ -625,8 +688,12 @@ def theta_root(n_prev: float, n_cur: float, p: float, tol: float = 1e-12) -> flo
     n_prev, n_cur, p = _theta_args(n_prev, n_cur, p)
     tol = require_float(tol, "tol", lo=0.0, hi=0.5, lo_open=True)
     drift = n_cur - n_prev * p
-    require(drift > 0.0, "n_cur", f"> n_prev * p = {n_prev * p!r} (condition (10): "
-            "negative drift; no positive root of (16) otherwise)", n_cur)
+    require(
+        drift > 0.0,
+        "n_cur",
+        f"> n_prev * p = {n_prev * p!r} (condition (10): negative drift; no positive root of (16) otherwise)",
+        n_cur,
+    )
     if n_cur >= n_prev:
         return math.inf
     lo = 4.0 * drift / n_prev
@@ -644,6 +711,7 @@ class MemoryBound:
     theta: (L-1,) roots of (16) for segments 2..L (inf: no tail term, see `theta_root`).
     log_factor: ln(count * S / delta). fits: total <= C.
     """
+
     batch: float
     queue: float
     tail: float
@@ -653,9 +721,14 @@ class MemoryBound:
     fits: bool
 
 
-def nested_memory_bound(seg: Segments, thresholds, n_batches: float, delta: float,
-                        union: Literal["appendix", "main"] = "appendix",
-                        tol: float = 1e-12) -> MemoryBound:
+def nested_memory_bound(
+    seg: Segments,
+    thresholds,
+    n_batches: float,
+    delta: float,
+    union: Literal["appendix", "main"] = "appendix",
+    tol: float = 1e-12,
+) -> MemoryBound:
     """Memory that Nested WAIT stays within for S = n_batches batches w.p. >= 1 - delta.
 
     Thm 2 / Thm 4: M^pi + sum_{i>=2} (l + b_{i-1}) (n_i + theta_i^{-1} ln(count * S / delta)).
@@ -672,9 +745,15 @@ def nested_memory_bound(seg: Segments, thresholds, n_batches: float, delta: floa
     batch = float(np.dot(n, seg.segment_work))
     count = seg.L - 1 if union == "appendix" else seg.L
     if seg.L == 1:  # no segment queues in GPU memory: stage-0 waiters sit on the CPU (App. C)
-        return MemoryBound(batch=batch, queue=0.0, tail=0.0, total=batch,
-                           theta=_frozen(np.zeros(0)), log_factor=0.0,
-                           fits=bool(batch <= seg.capacity))
+        return MemoryBound(
+            batch=batch,
+            queue=0.0,
+            tail=0.0,
+            total=batch,
+            theta=_frozen(np.zeros(0)),
+            log_factor=0.0,
+            fits=bool(batch <= seg.capacity),
+        )
     log_factor = math.log(count * S / delta)
     p = seg.survival
     theta = np.empty(seg.L - 1)
@@ -687,5 +766,12 @@ def nested_memory_bound(seg: Segments, thresholds, n_batches: float, delta: floa
     queue = float(np.dot(n[1:], kv))
     tail = float(np.sum(kv / theta) * log_factor)
     total = batch + queue + tail
-    return MemoryBound(batch=batch, queue=queue, tail=tail, total=total, theta=_frozen(theta),
-                       log_factor=log_factor, fits=bool(total <= seg.capacity))
+    return MemoryBound(
+        batch=batch,
+        queue=queue,
+        tail=tail,
+        total=total,
+        theta=_frozen(theta),
+        log_factor=log_factor,
+        fits=bool(total <= seg.capacity),
+    )

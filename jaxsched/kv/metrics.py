@@ -4,6 +4,7 @@ run reached its steady state (`settling`).
 
 Every metric name carries its unit or is a count. Definitions: docs/kv-semantics.md §8.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,12 +22,14 @@ METRICS = {
     "num_in_system": Metric("count", "requests in the table at the end"),
     "num_dropped": Metric("count", "requests dropped by force_clear"),
     "table_overflow": Metric("count", "arrivals lost to a full request table (invalid run)"),
-    "throughput_tokens_per_s": Metric("tokens/s", "tokens (l' + 1 per request) of completed "
-                                      "requests / last completion time (or / T)"),
+    "throughput_tokens_per_s": Metric(
+        "tokens/s", "tokens (l' + 1 per request) of completed requests / last completion time (or / T)"
+    ),
     "decode_throughput_tokens_per_s": Metric("tokens/s", "as throughput, l' per request"),
     "window_s": Metric("s", "length of the measurement window (burn-in to cool-down)"),
-    "window_throughput_tokens_per_s": Metric("tokens/s", "tokens (l' + 1 per request) completed "
-                                             "by the window's batches / window_s"),
+    "window_throughput_tokens_per_s": Metric(
+        "tokens/s", "tokens (l' + 1 per request) completed by the window's batches / window_s"
+    ),
     "in_system_open": Metric("count", "requests in the system when the window opened"),
     "in_system_mid": Metric("count", "requests in the system at the window's middle request"),
     "in_system_close": Metric("count", "requests in the system when the window closed"),
@@ -37,8 +40,7 @@ METRICS = {
     "ttft_p50_s": Metric("s", "median time to first token"),
     "ttft_p99_s": Metric("s", "99th percentile time to first token"),
     "peak_memory_tokens": Metric("tokens", "largest KV held by a batch of the window"),
-    "mean_memory_tokens": Metric("tokens", "KV held by a batch, averaged over the window's "
-                                 "batches"),
+    "mean_memory_tokens": Metric("tokens", "KV held by a batch, averaged over the window's batches"),
     "overflow_count": Metric("count", "batches whose memory exceeded C"),
     "preemption_count": Metric("count", "requests that lost their KV (restart)"),
     "num_batches": Metric("count", "batches run"),
@@ -75,12 +77,11 @@ def finalize(config: KVConfig, params, state: KVState) -> dict[str, np.ndarray]:
         thr = t.horizon_tokens.to_numpy() / config.horizon_s
         dthr = t.horizon_decode_tokens.to_numpy() / config.horizon_s
     w = t.window
-    snap = np.asarray(w.in_system, np.float64)                  # [..., 3], -1: not reached
-    snap = np.where(snap < 0, in_system[..., None], snap)       # the end of the run instead
+    snap = np.asarray(w.in_system, np.float64)  # [..., 3], -1: not reached
+    snap = np.where(snap < 0, in_system[..., None], snap)  # the end of the run instead
     opened = np.asarray(w.in_system)[..., 0] >= 0
     closed = np.asarray(w.in_system)[..., 2] >= 0
-    window_s = np.where(opened, np.where(closed, w.closed.to_numpy(), end) - w.opened.to_numpy(),
-                        0.0)
+    window_s = np.where(opened, np.where(closed, w.closed.to_numpy(), end) - w.opened.to_numpy(), 0.0)
     return {
         "num_arrived": f(state.gen.num_arrived),
         "num_completed": completed,
@@ -125,8 +126,7 @@ def stability_issues(metrics: dict[str, np.ndarray], num_requests: int | None) -
     one of these, and its throughput and latency then describe a truncated run.
     """
     out = []
-    for key, what in (("num_dropped", "dropped arrivals"),
-                      ("table_overflow", "arrivals lost to a full request table")):
+    for key, what in (("num_dropped", "dropped arrivals"), ("table_overflow", "arrivals lost to a full request table")):
         total = int(np.sum(metrics[key]))
         if total:
             out.append(f"{total} {what}")
@@ -147,8 +147,9 @@ def stability_issues(metrics: dict[str, np.ndarray], num_requests: int | None) -
 SETTLE_TOLERANCE = 0.05
 
 
-def settling(metrics: dict[str, np.ndarray], window_requests: int,
-             tolerance: float = SETTLE_TOLERANCE) -> tuple[float, float, float, list[str]]:
+def settling(
+    metrics: dict[str, np.ndarray], window_requests: int, tolerance: float = SETTLE_TOLERANCE
+) -> tuple[float, float, float, list[str]]:
     """Whether per-seed metrics [S] of runs with a measurement window (docs §8) settled.
 
     The growth of the number in the system over each half of the window, per seed, as a
@@ -170,12 +171,12 @@ def settling(metrics: dict[str, np.ndarray], window_requests: int,
     if mean > tolerance:
         out.append(f"queue still growing ({mean:+.1%} of the arrivals per half window)")
     elif first > tolerance:
-        out.append(f"queue grew over the window's first half ({first:+.1%} of its arrivals): "
-                   "burn-in too short")
+        out.append(f"queue grew over the window's first half ({first:+.1%} of its arrivals): burn-in too short")
     # Measured requests that were accepted but never completed (arrivals lost to a full table
     # are subtracted, all of them, as some may be measured ones).
-    missing = int(np.sum(window_requests - np.asarray(metrics["num_measured_completed"])
-                         - np.asarray(metrics["table_overflow"])))
+    missing = int(
+        np.sum(window_requests - np.asarray(metrics["num_measured_completed"]) - np.asarray(metrics["table_overflow"]))
+    )
     if missing > 0:
         out.append(f"{missing} measured requests not completed by the horizon")
     return mean, half, first, out

@@ -1,6 +1,7 @@
 """The kv engine's figures (WAIT paper): throughput and latency against the arrival rate,
 Theorem 1's scaling in the horizon, and a threshold tuning run. Every function writes a PNG and
 returns its path; no global style changes."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,35 +31,42 @@ def plot_kv_rates(rows, path: str | Path, *, title: str = "") -> Path:
     policies = list(dict.fromkeys(r["label"] for r in rows))
     colors = {p: f"C{i}" for i, p in enumerate(policies)}
     styles = dict(zip(rules, ("-", "--", ":", "-.")))
-    fig, axes = subplots(2, len(limits), figsize=(4.2 * len(limits), 6.5), squeeze=False,
-                         sharex=True)
+    fig, axes = subplots(2, len(limits), figsize=(4.2 * len(limits), 6.5), squeeze=False, sharex=True)
     for col, b in enumerate(limits):
         for rule in rules:
             for pol in policies:
-                sub = sorted((r for r in rows if str(r.get("batch_limit", "none")) == b
-                              and str(r.get("capacity_rule", "-")) == rule and r["label"] == pol
-                              and np.isfinite(r["throughput"])), key=lambda r: r["rate_total_req_s"])
+                sub = sorted(
+                    (
+                        r
+                        for r in rows
+                        if str(r.get("batch_limit", "none")) == b
+                        and str(r.get("capacity_rule", "-")) == rule
+                        and r["label"] == pol
+                        and np.isfinite(r["throughput"])
+                    ),
+                    key=lambda r: r["rate_total_req_s"],
+                )
                 if not sub:
                     continue
                 x = np.array([r["rate_total_req_s"] for r in sub])
                 label = pol if len(rules) == 1 else f"{pol}, C = {rule}"
-                for ax, key, scale in ((axes[0, col], "throughput", "fluid_throughput"),
-                                       (axes[1, col], "latency_mean", None)):
+                for ax, key, scale in (
+                    (axes[0, col], "throughput", "fluid_throughput"),
+                    (axes[1, col], "latency_mean", None),
+                ):
                     div = np.array([r[scale] for r in sub]) if scale else 1.0
                     y = np.array([r[key] for r in sub]) / div
                     e = np.nan_to_num(np.array([r[key + "_ci"] for r in sub])) / div
-                    ax.errorbar(x, y, yerr=e, ls=styles[rule], color=colors[pol], capsize=2,
-                                lw=1.2, label=label)
+                    ax.errorbar(x, y, yerr=e, ls=styles[rule], color=colors[pol], capsize=2, lw=1.2, label=label)
                     ok = np.array([r.get("status", "ok") == "ok" for r in sub])
                     ax.plot(x[ok], y[ok], "o", color=colors[pol], ms=4)
                     ax.plot(x[~ok], y[~ok], "o", mfc="none", color=colors[pol], ms=5)
         axes[0, col].set(title=f"B = {b}", ylabel="throughput / fluid throughput*")
         axes[0, col].axhline(1.0, color="k", lw=0.8, ls="--")
-        axes[1, col].set(xlabel="arrival rate (requests/s)", ylabel="mean latency (s)",
-                         yscale="log")
+        axes[1, col].set(xlabel="arrival rate (requests/s)", ylabel="mean latency (s)", yscale="log")
     for ax in axes.ravel():
         ax.grid(alpha=0.3)
-    for ax in axes[0]:          # the first panel with lines carries the legend
+    for ax in axes[0]:  # the first panel with lines carries the legend
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
             break
@@ -87,8 +95,15 @@ def plot_kv_scaling(rows, fits, path: str | Path) -> Path:
             y = np.array([r[key] for r in sub])
             e = np.nan_to_num(np.array([r[key + "_ci"] for r in sub]))
             ok = y > 0
-            ax.errorbar(T[ok], y[ok], yerr=np.minimum(e[ok], 0.99 * y[ok]), fmt="o-", ms=4,
-                        capsize=2, label=f"{name}: slope {f.get(sk, np.nan):.2f}")
+            ax.errorbar(
+                T[ok],
+                y[ok],
+                yerr=np.minimum(e[ok], 0.99 * y[ok]),
+                fmt="o-",
+                ms=4,
+                capsize=2,
+                label=f"{name}: slope {f.get(sk, np.nan):.2f}",
+            )
     for ax, slopes in ((a1, (-0.5, -1.0)), (a2, (0.5, 0.0))):
         lines = [ln for ln in ax.get_lines() if len(ln.get_xdata())]
         if lines:
@@ -104,8 +119,7 @@ def plot_kv_scaling(rows, fits, path: str | Path) -> Path:
         ax.legend(fontsize=7)
     a1.set(ylabel="throughput* - E[throughput] (tokens/s)")
     a2.set(ylabel="mean latency (s)")
-    fig.suptitle("WAIT, Theorem 1: (9) with equality vs strict (dotted: reference slopes)",
-                 fontsize=10)
+    fig.suptitle("WAIT, Theorem 1: (9) with equality vs strict (dotted: reference slopes)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     return path
@@ -123,7 +137,7 @@ def plot_tuning(history: Mapping[str, np.ndarray], path: str | Path, *, title: s
     w = min(20, len(obj))
     if w > 1:
         smooth = np.convolve(obj, np.ones(w) / w, mode="valid")
-        ax.plot(step[w - 1:], smooth, lw=1.5, label=f"moving average ({w} steps)")
+        ax.plot(step[w - 1 :], smooth, lw=1.5, label=f"moving average ({w} steps)")
     ax.set(xlabel="optimizer step", ylabel="relaxed objective")
     ax.set_title(title or "Threshold tuning", fontsize=10)
     if "temperature" in history:

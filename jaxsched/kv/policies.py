@@ -8,6 +8,7 @@ slot, so every policy is deterministic and independent of where requests sit in 
 function here and register it in `jaxsched/kv/registry.py` with the options it reads. The
 engine then applies the batch limits shared by every policy (`within_limits`).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -18,9 +19,8 @@ import jax.numpy as jnp
 from ..kernels import prefix_by_id, prefix_max_by_id, suffix_sums
 from .state import Table
 
-if TYPE_CHECKING:                       # the config validates policy names (registry.POLICIES)
+if TYPE_CHECKING:  # the config validates policy names (registry.POLICIES)
     from .config import KVConfig, KVParams
-
 
 
 class View(eqx.Module):
@@ -33,6 +33,7 @@ class View(eqx.Module):
     type_completed: int32[m] requests of each type completed so far.
     prefilled: int32[Q] tokens of a partially done (chunked) prefill, 0 otherwise.
     """
+
     table: Table
     valid: jnp.ndarray
     work: jnp.ndarray
@@ -52,8 +53,7 @@ def wait_rank(config: KVConfig, view: View) -> jnp.ndarray:
     """
     t = view.table
     m, K1 = config.m, config.num_stages
-    count = jnp.zeros((m * K1,), jnp.int32).at[t.type * K1 + t.stage].add(
-        view.valid.astype(jnp.int32)).reshape(m, K1)
+    count = jnp.zeros((m * K1,), jnp.int32).at[t.type * K1 + t.stage].add(view.valid.astype(jnp.int32)).reshape(m, K1)
     above = suffix_sums(count)
     return t.seq - view.type_completed[t.type] - above[t.type, jnp.clip(t.stage, 0, K1 - 1)]
 
@@ -81,18 +81,17 @@ def within_limits(view: View, member: jnp.ndarray, chunk: jnp.ndarray, params: K
     batch; members it leaves out simply wait (a resident one keeps its KV)."""
     count = prefix_by_id(member.astype(jnp.int32), view.base) + 1
     tokens = jnp.where(member, chunk, 0)
-    return (member & (count <= params.batch_limit)
-            & (prefix_by_id(tokens, view.base) + tokens <= params.token_limit))
+    return member & (count <= params.batch_limit) & (prefix_by_id(tokens, view.base) + tokens <= params.token_limit)
 
 
 def wait(config: KVConfig, params: KVParams, view: View):
     """WAIT (Alg. 1): types whose stage-0 queue reached n_j run the first n_j of every stage."""
     t = view.table
     m = config.m
-    n = params.thresholds                                            # [m]
+    n = params.thresholds  # [m]
     waiting = jnp.zeros((m,), jnp.int32).at[t.type].add((view.valid & (t.stage == 0)).astype(jnp.int32))
     present = jnp.zeros((m,), jnp.int32).at[t.type].add(view.valid.astype(jnp.int32))
-    fire = jnp.where(view.draining, present > 0, waiting >= n)       # [m]
+    fire = jnp.where(view.draining, present > 0, waiting >= n)  # [m]
     member = view.valid & fire[t.type] & (wait_rank(config, view) < n[t.type])
     return member, jnp.zeros_like(member), view.work
 
@@ -103,9 +102,9 @@ def nested_wait(config: KVConfig, params: KVParams, view: View):
     (newest first), then the newest batch members leave the batch (restarting if resident)."""
     t = view.table
     K1 = config.num_stages
-    seg_of_stage = jnp.asarray(config.stage_segment())              # [K1]
-    entry = jnp.asarray(config.segment_entry())                     # [L]
-    n = params.thresholds                                            # [L]
+    seg_of_stage = jnp.asarray(config.stage_segment())  # [K1]
+    entry = jnp.asarray(config.segment_entry())  # [L]
+    n = params.thresholds  # [L]
     S = jnp.zeros((K1,), jnp.int32).at[t.stage].add(view.valid.astype(jnp.int32))
     ok = S[entry] >= n
     n_active = jnp.where(view.draining, ok.shape[0], jnp.sum(jnp.cumprod(ok.astype(jnp.int32))))
@@ -136,18 +135,18 @@ def vllm(config: KVConfig, params: KVParams, view: View):
     exceed the pool, the newest restart."""
     t = view.table
     bs = params.block_size
-    blocks = (view.work + bs - 1) // bs                              # ceil((l + k) / block)
+    blocks = (view.work + bs - 1) // bs  # ceil((l + k) / block)
     running = view.valid & t.resident
     waiting = view.valid & ~t.resident
     used = jnp.sum(jnp.where(running, blocks, 0))
-    pos = prefix_by_id(waiting.astype(jnp.int32), view.base) + 1    # 1-based among waiting
+    pos = prefix_by_id(waiting.astype(jnp.int32), view.base) + 1  # 1-based among waiting
     w_blocks = jnp.where(waiting, blocks, 0)
-    admit = (waiting
-             & (jnp.sum(running) + pos <= params.batch_size_cap)
-             & (pos * prefix_max_by_id(jnp.where(waiting, view.work, 0), view.base)
-                <= params.max_tokens_in_batch)
-             & (used + prefix_by_id(w_blocks, view.base) + w_blocks
-                <= params.num_blocks - params.watermark_blocks))
+    admit = (
+        waiting
+        & (jnp.sum(running) + pos <= params.batch_size_cap)
+        & (pos * prefix_max_by_id(jnp.where(waiting, view.work, 0), view.base) <= params.max_tokens_in_batch)
+        & (used + prefix_by_id(w_blocks, view.base) + w_blocks <= params.num_blocks - params.watermark_blocks)
+    )
     r_blocks = jnp.where(running, blocks, 0)
     decode = running & (prefix_by_id(r_blocks, view.base) + r_blocks <= params.num_blocks)
     prefill = jnp.any(admit)
@@ -179,10 +178,12 @@ def sarathi(config: KVConfig, params: KVParams, view: View):
     before = prefix_by_id(w_new, view.base)
     b_new = jnp.where(new, blocks, 0)
     used = jnp.sum(jnp.where(keep, blocks, 0))
-    admit = (new & (before < budget)
-             & (jnp.sum(keep) + pos <= params.batch_size_cap)
-             & (used + prefix_by_id(b_new, view.base) + b_new
-                <= params.num_blocks - params.watermark_blocks))
+    admit = (
+        new
+        & (before < budget)
+        & (jnp.sum(keep) + pos <= params.batch_size_cap)
+        & (used + prefix_by_id(b_new, view.base) + b_new <= params.num_blocks - params.watermark_blocks)
+    )
     member = dec | (par & (c_par > 0)) | admit
     chunk = jnp.where(dec, view.work, jnp.where(par, c_par, jnp.clip(budget - before, 0, w_new)))
     return member, holding & ~keep, jnp.where(member, chunk, 0)

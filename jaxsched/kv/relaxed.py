@@ -36,6 +36,7 @@ Nested WAIT, no restart preemption, no end-of-run drain). Units: tokens, request
 The tuning experiment built on it (`jaxsched tune e3|e4`) is `jaxsched.kv.tuning`; its
 operating points and results: docs/kv-experiments.md.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -66,6 +67,7 @@ class RelaxedConfig:
     gradient of the last ~1 / (1 - grad_decay) steps' dynamics (a truncated-BPTT estimator,
     biased but finite). 1 = exact gradient.
     """
+
     steps: int = 1500
     burn_steps: int = 500
     samples: int = 8
@@ -94,6 +96,7 @@ class RelaxedSystem(eqx.Module):
     d0_s, d1_s_per_token, capacity_tokens: float32 scalars (eq. (1), C).
     nested: static, True = prefix-product gates (Nested WAIT), False = independent (WAIT).
     """
+
     valid: jnp.ndarray
     work: jnp.ndarray
     survive: jnp.ndarray
@@ -115,14 +118,18 @@ class RelaxedSystem(eqx.Module):
         return jnp.sum(self.rate)
 
 
-def relaxed_system(config: KVConfig, *, rates, d0_s: float, d1_s_per_token: float,
-                   capacity_tokens: float) -> RelaxedSystem:
+def relaxed_system(
+    config: KVConfig, *, rates, d0_s: float, d1_s_per_token: float, capacity_tokens: float
+) -> RelaxedSystem:
     """The relaxation of `config` (policy "wait" or "nested_wait") at constant rates [m] req/s."""
-    require(config.policy in RELAXED_POLICIES, "policy", f"one of {RELAXED_POLICIES} for the "
-            "relaxation", config.policy)
+    require(config.policy in RELAXED_POLICIES, "policy", f"one of {RELAXED_POLICIES} for the relaxation", config.policy)
     rates = np.asarray(rates, np.float64)
-    require(rates.shape == (config.m,) and bool(np.all(rates > 0)), "rates",
-            f"an array [m = {config.m}] of rates > 0 (req/s)", rates.tolist())
+    require(
+        rates.shape == (config.m,) and bool(np.all(rates > 0)),
+        "rates",
+        f"an array [m = {config.m}] of rates > 0 (req/s)",
+        rates.tolist(),
+    )
     d0 = require_float(d0_s, "d0_s", lo=0.0, lo_open=True)
     d1 = require_float(d1_s_per_token, "d1_s_per_token", lo=0.0)
     C = require_float(capacity_tokens, "capacity_tokens", lo=0.0, lo_open=True)
@@ -130,8 +137,7 @@ def relaxed_system(config: KVConfig, *, rates, d0_s: float, d1_s_per_token: floa
     dec = np.asarray(config.decode_tokens, np.int64)
     K = config.num_stages
     k = np.arange(K)
-    dt = equilibrium(FluidTypes(prefill=pre, decode=dec, rates=rates, d0=d0, d1=d1,
-                                capacity=C)).iteration_time
+    dt = equilibrium(FluidTypes(prefill=pre, decode=dec, rates=rates, d0=d0, d1=d1, capacity=C)).iteration_time
     if config.policy == "wait":
         valid = (k[None, :] <= dec[:, None]).astype(np.float64)
         work = (pre[:, None] + k[None, :]) * valid
@@ -156,12 +162,21 @@ def relaxed_system(config: KVConfig, *, rates, d0_s: float, d1_s_per_token: floa
         rate = rates.sum(keepdims=True)
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
     return RelaxedSystem(
-        valid=f32(valid), work=f32(work), survive=f32(survive), done_tokens=f32(done),
-        rate=f32(rate), group=jnp.asarray(group, jnp.int32),
+        valid=f32(valid),
+        work=f32(work),
+        survive=f32(survive),
+        done_tokens=f32(done),
+        rate=f32(rate),
+        group=jnp.asarray(group, jnp.int32),
         entry_row=jnp.asarray(entry_row, jnp.int32),
         entry_stage=jnp.asarray(entry_stage, jnp.int32),
-        gated=jnp.asarray(entry_stage == 0), init_state=f32(init), d0_s=f32(d0),
-        d1_s_per_token=f32(d1), capacity_tokens=f32(C), nested=config.policy == "nested_wait")
+        gated=jnp.asarray(entry_stage == 0),
+        init_state=f32(init),
+        d0_s=f32(d0),
+        d1_s_per_token=f32(d1),
+        capacity_tokens=f32(C),
+        nested=config.policy == "nested_wait",
+    )
 
 
 def _softmin(a: jnp.ndarray, b: jnp.ndarray, temp) -> jnp.ndarray:
@@ -192,6 +207,7 @@ class StepOut(eqx.Module):
     """Per-step outputs (scalars): dt_s (idle + busy time), in_system (requests at the start),
     done_tokens (tokens of requests completed), memory_tokens (at the batch start), busy (the
     probability that a batch ran)."""
+
     dt_s: jnp.ndarray
     in_system: jnp.ndarray
     done_tokens: jnp.ndarray
@@ -199,8 +215,14 @@ class StepOut(eqx.Module):
     busy: jnp.ndarray
 
 
-def step(sys: RelaxedSystem, thresholds: jnp.ndarray, temp, state: jnp.ndarray,
-         eps: tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray], noise: bool):
+def step(
+    sys: RelaxedSystem,
+    thresholds: jnp.ndarray,
+    temp,
+    state: jnp.ndarray,
+    eps: tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray],
+    noise: bool,
+):
     """One idle wait plus one (soft) batch. thresholds: float[G]; state: float[R, K] counts;
     eps: standard normals ([R], [R], [R, K]) for idle arrivals, busy arrivals, survivals."""
     n = thresholds
@@ -233,14 +255,14 @@ def step(sys: RelaxedSystem, thresholds: jnp.ndarray, temp, state: jnp.ndarray,
 class RelaxedMetrics(eqx.Module):
     """Window metrics of one sample (scalars): throughput_tokens_per_s, latency_mean_s (Little),
     overflow (time-averaged smoothed (memory - C)_+ / C), busy_fraction (batches per step)."""
+
     throughput_tokens_per_s: jnp.ndarray
     latency_mean_s: jnp.ndarray
     overflow: jnp.ndarray
     busy_fraction: jnp.ndarray
 
 
-def run(sys: RelaxedSystem, cfg: RelaxedConfig, thresholds: jnp.ndarray, temp,
-        key: jax.Array) -> RelaxedMetrics:
+def run(sys: RelaxedSystem, cfg: RelaxedConfig, thresholds: jnp.ndarray, temp, key: jax.Array) -> RelaxedMetrics:
     """Simulate one noise sample for cfg.steps steps; metrics over the steps after the burn-in.
 
     thresholds: float[G] (real, > 0; group order of the engine's thresholds). temp: the gate /
@@ -249,8 +271,7 @@ def run(sys: RelaxedSystem, cfg: RelaxedConfig, thresholds: jnp.ndarray, temp,
     R, K = sys.valid.shape
     k1, k2, k3 = jax.random.split(key, 3)
     H = cfg.steps
-    eps = (jax.random.normal(k1, (H, R)), jax.random.normal(k2, (H, R)),
-           jax.random.normal(k3, (H, R, K)))
+    eps = (jax.random.normal(k1, (H, R)), jax.random.normal(k2, (H, R)), jax.random.normal(k3, (H, R, K)))
     thresholds = jnp.asarray(thresholds, jnp.float32)
 
     def body(state, e):
@@ -267,19 +288,27 @@ def run(sys: RelaxedSystem, cfg: RelaxedConfig, thresholds: jnp.ndarray, temp,
         throughput_tokens_per_s=jnp.sum(w * out.done_tokens) / time_s,
         latency_mean_s=jnp.sum(w * out.in_system * out.dt_s) / time_s / sys.total_rate,
         overflow=jnp.sum(w * over * out.dt_s) / time_s,
-        busy_fraction=jnp.sum(w * out.busy) / jnp.sum(w))
+        busy_fraction=jnp.sum(w * out.busy) / jnp.sum(w),
+    )
 
 
-def run_mean(sys: RelaxedSystem, cfg: RelaxedConfig, thresholds: jnp.ndarray, temp,
-             key: jax.Array) -> RelaxedMetrics:
+def run_mean(sys: RelaxedSystem, cfg: RelaxedConfig, thresholds: jnp.ndarray, temp, key: jax.Array) -> RelaxedMetrics:
     """`run` averaged over cfg.samples independent noise samples (vmapped)."""
     keys = jax.random.split(key, cfg.samples)
     out = jax.vmap(lambda k: run(sys, cfg, thresholds, temp, k))(keys)
     return jax.tree_util.tree_map(lambda x: jnp.mean(x, axis=0), out)
 
 
-def objective(sys: RelaxedSystem, cfg: RelaxedConfig, thresholds: jnp.ndarray, temp,
-              key: jax.Array, *, lam: float, memory_weight: float) -> jnp.ndarray:
+def objective(
+    sys: RelaxedSystem,
+    cfg: RelaxedConfig,
+    thresholds: jnp.ndarray,
+    temp,
+    key: jax.Array,
+    *,
+    lam: float,
+    memory_weight: float,
+) -> jnp.ndarray:
     """Throughput (tokens/s) - lam * mean latency (s) - memory_weight * overflow, to maximize.
 
     lam: tokens/s per s of latency. memory_weight: tokens/s charged per unit of the

@@ -6,6 +6,7 @@ in arrival order need one cumsum and no sort (jaxsched.kv.policies). An arrival 
 still held by request id - Q is lost and counted (table_overflow). Semantics:
 docs/kv-semantics.md §4.
 """
+
 from __future__ import annotations
 
 import equinox as eqx
@@ -26,6 +27,7 @@ class Table(eqx.Module):
     prefilled: int32 tokens of a chunked prefill done so far (sarathi; 0 otherwise). A request
     with prefilled > 0 holds the KV blocks of its whole prefill l_j + k.
     """
+
     id: jnp.ndarray
     type: jnp.ndarray
     seq: jnp.ndarray
@@ -44,13 +46,14 @@ class Window(eqx.Module):
     inserts request K (params.burn_in_requests) and closes at the epoch that inserts request
     N - K; requests K .. N - K - 1 are the measured ones (K = 0: every request, and the window
     lasts from the first insertion to the end of the run)."""
-    opened: DF                      # clock of the epoch that opened the window (s)
-    closed: DF                      # clock of the epoch that closed it (s)
-    in_system: jnp.ndarray          # int32 [3] requests in the table after the insertion step of
+
+    opened: DF  # clock of the epoch that opened the window (s)
+    closed: DF  # clock of the epoch that closed it (s)
+    in_system: jnp.ndarray  # int32 [3] requests in the table after the insertion step of
     #                                 the epochs that opened, passed the middle, closed; -1 before
-    tokens: WideInt                 # l'_j + 1 of requests completed by the window's batches
-    batches: jnp.ndarray            # int32 batches that started inside the window
-    completed: jnp.ndarray          # int32 measured requests completed
+    tokens: WideInt  # l'_j + 1 of requests completed by the window's batches
+    batches: jnp.ndarray  # int32 batches that started inside the window
+    completed: jnp.ndarray  # int32 measured requests completed
 
     @staticmethod
     def zeros() -> "Window":
@@ -61,46 +64,68 @@ class Window(eqx.Module):
 class Totals(eqx.Module):
     """Streaming metric accumulators of one run (finalized in jaxsched.kv.metrics). Latency and
     TTFT count measured requests only, peak and summed memory the window's batches only."""
-    completed: jnp.ndarray          # int32 requests completed
-    tokens: WideInt                 # sum of l'_j + 1 over completed requests
-    decode_tokens: WideInt          # sum of l'_j over completed requests
-    horizon_tokens: WideInt         # as `tokens`, completions at t <= T only
+
+    completed: jnp.ndarray  # int32 requests completed
+    tokens: WideInt  # sum of l'_j + 1 over completed requests
+    decode_tokens: WideInt  # sum of l'_j over completed requests
+    horizon_tokens: WideInt  # as `tokens`, completions at t <= T only
     horizon_decode_tokens: WideInt
     latency_s: Kahan
     ttft_s: Kahan
-    first_tokens: jnp.ndarray       # int32 measured requests with a TTFT recorded
-    latency_hist: jnp.ndarray       # int32 [nb]
-    ttft_hist: jnp.ndarray          # int32 [nb]
-    peak_memory: jnp.ndarray        # int32 tokens
-    memory: WideInt                 # sum over batches of the KV held (tokens)
-    overflows: jnp.ndarray          # int32 batches with memory > C
+    first_tokens: jnp.ndarray  # int32 measured requests with a TTFT recorded
+    latency_hist: jnp.ndarray  # int32 [nb]
+    ttft_hist: jnp.ndarray  # int32 [nb]
+    peak_memory: jnp.ndarray  # int32 tokens
+    memory: WideInt  # sum over batches of the KV held (tokens)
+    overflows: jnp.ndarray  # int32 batches with memory > C
     preemptions: WideInt
-    batches: jnp.ndarray            # int32
-    epochs: jnp.ndarray             # int32 epochs run (until done)
-    dropped: jnp.ndarray            # int32 (force_clear)
-    table_overflow: jnp.ndarray     # int32 arrivals lost to a full table
-    stalled: jnp.ndarray            # bool
-    busy: DF                        # sum of iteration times (s)
-    last_completion: DF             # time of the last completion (s)
+    batches: jnp.ndarray  # int32
+    epochs: jnp.ndarray  # int32 epochs run (until done)
+    dropped: jnp.ndarray  # int32 (force_clear)
+    table_overflow: jnp.ndarray  # int32 arrivals lost to a full table
+    stalled: jnp.ndarray  # bool
+    busy: DF  # sum of iteration times (s)
+    last_completion: DF  # time of the last completion (s)
     window: Window
 
     @staticmethod
     def zeros(nbins: int) -> "Totals":
         z = jnp.int32(0)
         h = jnp.zeros((nbins,), jnp.int32)
-        return Totals(z, WideInt.zeros(), WideInt.zeros(), WideInt.zeros(), WideInt.zeros(),
-                      Kahan.zeros(), Kahan.zeros(), z, h, h, z, WideInt.zeros(), z, WideInt.zeros(),
-                      z, z, z, z,
-                      jnp.bool_(False), DF.zeros(), DF.zeros(), Window.zeros())
+        return Totals(
+            z,
+            WideInt.zeros(),
+            WideInt.zeros(),
+            WideInt.zeros(),
+            WideInt.zeros(),
+            Kahan.zeros(),
+            Kahan.zeros(),
+            z,
+            h,
+            h,
+            z,
+            WideInt.zeros(),
+            z,
+            WideInt.zeros(),
+            z,
+            z,
+            z,
+            z,
+            jnp.bool_(False),
+            DF.zeros(),
+            DF.zeros(),
+            Window.zeros(),
+        )
 
 
 class KVState(eqx.Module):
     """Everything a kv run carries from epoch to epoch."""
-    seed: jnp.ndarray               # uint32
-    clock: DF                       # t (s)
-    done: jnp.ndarray               # bool
+
+    seed: jnp.ndarray  # uint32
+    clock: DF  # t (s)
+    done: jnp.ndarray  # bool
     gen: ArrivalState
     table: Table
-    type_inserted: jnp.ndarray      # int32 [m] requests of each type inserted so far
-    type_completed: jnp.ndarray     # int32 [m] requests of each type completed so far
+    type_inserted: jnp.ndarray  # int32 [m] requests of each type inserted so far
+    type_completed: jnp.ndarray  # int32 [m] requests of each type completed so far
     totals: Totals

@@ -17,6 +17,7 @@ window whose mean recorded objective is highest (a guard against a late excursio
 a stability cliff, that the gradients do not undo), with select="last" the final window.
 Round them before handing them to an exact engine (`round_thresholds`, `integer_search`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ class TuneResult:
     history: {"step": int[S], "objective": float[S] (the objective at each step's thresholds,
     before the update), "temperature": float[S], "thresholds": float[S, *shape]}.
     wall_s: seconds spent (compilation included)."""
+
     thresholds: np.ndarray
     history: dict[str, np.ndarray]
     wall_s: float
@@ -55,10 +57,18 @@ def round_thresholds(thresholds) -> np.ndarray:
     return np.maximum(np.rint(np.asarray(thresholds, np.float64)), 1).astype(np.int64)
 
 
-def tune(objective_fn: Objective, init_thresholds, *, steps: int, key: jax.Array,
-         optimizer: optax.GradientTransformation | None = None,
-         temperature: tuple[float, float] = (1.0, 0.2), average_frac: float = 0.2,
-         select: str = "best", progress: Callable[[int, float], None] | None = None) -> TuneResult:
+def tune(
+    objective_fn: Objective,
+    init_thresholds,
+    *,
+    steps: int,
+    key: jax.Array,
+    optimizer: optax.GradientTransformation | None = None,
+    temperature: tuple[float, float] = (1.0, 0.2),
+    average_frac: float = 0.2,
+    select: str = "best",
+    progress: Callable[[int, float], None] | None = None,
+) -> TuneResult:
     """Maximize objective_fn over thresholds > 0 (see the module docstring).
 
     objective_fn(thresholds float32[*shape], key, temperature float32 scalar) -> float scalar,
@@ -69,10 +79,15 @@ def tune(objective_fn: Objective, init_thresholds, *, steps: int, key: jax.Array
     progress(step, objective) is called after every step.
     """
     import time
+
     steps = require_int(steps, "steps", lo=1)
     init = np.asarray(init_thresholds, np.float64)
-    require(init.size >= 1 and bool(np.all(np.isfinite(init)) and np.all(init > 0)),
-            "init_thresholds", "a non-empty array of finite values > 0", init.tolist())
+    require(
+        init.size >= 1 and bool(np.all(np.isfinite(init)) and np.all(init > 0)),
+        "init_thresholds",
+        "a non-empty array of finite values > 0",
+        init.tolist(),
+    )
     t0, t1 = (require_float(t, "temperature", lo=0.0, lo_open=True) for t in temperature)
     average_frac = require_float(average_frac, "average_frac", lo=0.0, hi=1.0, lo_open=True)
     require(select in ("best", "last"), "select", "'best' or 'last'", select)
@@ -108,14 +123,14 @@ def tune(objective_fn: Objective, init_thresholds, *, steps: int, key: jax.Array
         # hist_obj[i] is the objective at hist_th[i]: window means, best last on ties.
         means = np.convolve(hist_obj, np.ones(w) / w, mode="valid")
         start_at = int(len(means) - 1 - np.argmax(means[::-1]))
-    final = np.exp(np.mean(np.log(hist_th[start_at:start_at + w]), axis=0))
-    history = {"step": np.arange(steps), "objective": hist_obj, "temperature": temps,
-               "thresholds": hist_th}
+    final = np.exp(np.mean(np.log(hist_th[start_at : start_at + w]), axis=0))
+    history = {"step": np.arange(steps), "objective": hist_obj, "temperature": temps, "thresholds": hist_th}
     return TuneResult(np.asarray(final, np.float64), history, time.perf_counter() - start)
 
 
-def integer_search(objective_fn: Callable[[np.ndarray], float], start, *, radius: int = 1,
-                   max_box: int = 729, max_passes: int = 5) -> tuple[np.ndarray, float]:
+def integer_search(
+    objective_fn: Callable[[np.ndarray], float], start, *, radius: int = 1, max_box: int = 729, max_passes: int = 5
+) -> tuple[np.ndarray, float]:
     """Round real thresholds by a local search over integers >= 1 (maximizing objective_fn).
 
     objective_fn(int64 array of start's shape) -> float (e.g. the relaxation at a low
@@ -126,6 +141,7 @@ def integer_search(objective_fn: Callable[[np.ndarray], float], start, *, radius
     Returns (best integer array, its objective).
     """
     import itertools
+
     x0 = round_thresholds(start)
     radius = require_int(radius, "radius", lo=0)
     offsets = range(-radius, radius + 1)

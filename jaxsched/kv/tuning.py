@@ -11,6 +11,7 @@ to a full request table, every request completed, every seed finished) and marks
 invalid otherwise (the CLI then exits with status 2). The operating points and the measured
 results: docs/kv-experiments.md.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -57,6 +58,7 @@ class TuneSetup:
     burn_in: K, the requests at each end of an exact run left out of its measurement (docs
     kv-semantics §8): the exact objective is the steady-state window's.
     """
+
     name: str
     config: KVConfig
     rates: tuple[float, ...]
@@ -73,24 +75,37 @@ class TuneSetup:
 
     def exact_params(self, thresholds) -> KVParams:
         """KVParams of the exact engine with integer thresholds [L] (None = the fluid default)."""
-        return make_params(self.config, rates=self.rates, d0_s=self.d0_s,
-                           d1_s_per_token=self.d1_s_per_token,
-                           capacity_tokens=self.capacity_tokens, thresholds=thresholds,
-                           burn_in_requests=self.burn_in)
+        return make_params(
+            self.config,
+            rates=self.rates,
+            d0_s=self.d0_s,
+            d1_s_per_token=self.d1_s_per_token,
+            capacity_tokens=self.capacity_tokens,
+            thresholds=thresholds,
+            burn_in_requests=self.burn_in,
+        )
 
     def segments(self) -> Segments:
         """The fluid module's Segments of this setup (one segment per type)."""
-        types = FluidTypes(prefill=np.asarray(self.config.prefill_tokens, float),
-                           decode=np.asarray(self.config.decode_tokens),
-                           rates=np.asarray(self.rates), d0=self.d0_s, d1=self.d1_s_per_token,
-                           capacity=float(self.capacity_tokens))
+        types = FluidTypes(
+            prefill=np.asarray(self.config.prefill_tokens, float),
+            decode=np.asarray(self.config.decode_tokens),
+            rates=np.asarray(self.rates),
+            d0=self.d0_s,
+            d1=self.d1_s_per_token,
+            capacity=float(self.capacity_tokens),
+        )
         return nested_segments(types)
 
     def system(self) -> RelaxedSystem:
         """The relaxation of this setup."""
-        return relaxed_system(self.config, rates=self.rates, d0_s=self.d0_s,
-                              d1_s_per_token=self.d1_s_per_token,
-                              capacity_tokens=float(self.capacity_tokens))
+        return relaxed_system(
+            self.config,
+            rates=self.rates,
+            d0_s=self.d0_s,
+            d1_s_per_token=self.d1_s_per_token,
+            capacity_tokens=float(self.capacity_tokens),
+        )
 
 
 # Workloads of notes/001.md §4: (prefill, decode lengths, rate ratios).
@@ -115,19 +130,26 @@ _WORKLOADS = {
 # Q = 32768 is 2x that bound (`tune_setup` checks Q >= _TABLE_MARGIN x it). Why this matters,
 # measured: docs/kv-experiments.md.
 _POINTS = {
-    "e3": dict(total_rate=20.0, rho=0.6, n1=6.0, num_requests=12_000, table_size=4096,
-               steps=1500, burn=500, lr=0.03),
-    "e4": dict(total_rate=50.0, rho=0.6, n1=32.5, num_requests=15_000, table_size=32_768,
-               steps=2500, burn=1000, lr=0.01),
+    "e3": dict(total_rate=20.0, rho=0.6, n1=6.0, num_requests=12_000, table_size=4096, steps=1500, burn=500, lr=0.03),
+    "e4": dict(
+        total_rate=50.0, rho=0.6, n1=32.5, num_requests=15_000, table_size=32_768, steps=2500, burn=1000, lr=0.01
+    ),
 }
 # Margin of Q over the arrivals during the longest fluid stay, Lambda (l'_max + 1) dT*.
 _TABLE_MARGIN = 1.5
 TUNE_SETUPS = tuple(_POINTS)
 
 
-def tune_setup(name: str, *, num_requests: int | None = None, lam: float | None = None,
-               lam_factor: float = 0.1, capacity_factor: float = 1.0,
-               burn_in_fraction: float = 1 / 6, samples: int = 8) -> TuneSetup:
+def tune_setup(
+    name: str,
+    *,
+    num_requests: int | None = None,
+    lam: float | None = None,
+    lam_factor: float = 0.1,
+    capacity_factor: float = 1.0,
+    burn_in_fraction: float = 1 / 6,
+    samples: int = 8,
+) -> TuneSetup:
     """The E3 / E4 operating point `name` (documented in `_POINTS`).
 
     C = capacity_factor * M^pi of the rounded fluid thresholds (default 1: C = M^pi, memory
@@ -142,8 +164,7 @@ def tune_setup(name: str, *, num_requests: int | None = None, lam: float | None 
     capacity_factor = require_float(capacity_factor, "capacity_factor", lo=0.0, lo_open=True)
     # K requests at each end are left out: 2 K < N keeps a window to measure.
     burn_in_fraction = require_float(burn_in_fraction, "burn_in_fraction", lo=0.0)
-    require(burn_in_fraction < 0.5, "burn_in_fraction", "a finite number >= 0 and < 0.5 "
-            "(2 K < N)", burn_in_fraction)
+    require(burn_in_fraction < 0.5, "burn_in_fraction", "a finite number >= 0 and < 0.5 (2 K < N)", burn_in_fraction)
     require_int(samples, "samples", lo=1)
     pre, dec, ratio = _WORKLOADS[name]
     pt = _POINTS[name]
@@ -153,29 +174,46 @@ def tune_setup(name: str, *, num_requests: int | None = None, lam: float | None 
     work = float(np.dot(rates, stage_work(pre, dec_a)))
     d1 = pt["rho"] / work
     d0 = pt["n1"] / pt["total_rate"] * (1 - pt["rho"])
-    N = pt["num_requests"] if num_requests is None else require_int(num_requests, "num_requests",
-                                                                      lo=1)
-    config = KVConfig(prefill_tokens=(pre,) * len(dec), decode_tokens=dec, policy="nested_wait",
-                      num_requests=N, table_size=pt["table_size"], max_steps=400_000)
+    N = pt["num_requests"] if num_requests is None else require_int(num_requests, "num_requests", lo=1)
+    config = KVConfig(
+        prefill_tokens=(pre,) * len(dec),
+        decode_tokens=dec,
+        policy="nested_wait",
+        num_requests=N,
+        table_size=pt["table_size"],
+        max_steps=400_000,
+    )
     # The ring table must outlast the longest stay (see _POINTS), else arrivals are lost:
     # Lambda (l'_max + 1) dT* = (l'_max + 1) n_1* arrivals.
     stay = float((dec_a.max() + 1) * pt["n1"])
-    require(pt["table_size"] >= _TABLE_MARGIN * stay, "table_size",
-            f">= {_TABLE_MARGIN} x the arrivals during the longest fluid stay ({stay:.0f})",
-            pt["table_size"])
+    require(
+        pt["table_size"] >= _TABLE_MARGIN * stay,
+        "table_size",
+        f">= {_TABLE_MARGIN} x the arrivals during the longest fluid stay ({stay:.0f})",
+        pt["table_size"],
+    )
     n_fluid = default_thresholds(config, rates, d0, d1, 1e12)
     C = int(np.ceil(capacity_factor * float(np.dot(n_fluid, _segment_work(config)))))
-    eq = equilibrium(FluidTypes(prefill=np.full(len(dec), float(pre)), decode=dec_a, rates=rates,
-                                d0=d0, d1=d1, capacity=float(C)))
+    eq = equilibrium(
+        FluidTypes(prefill=np.full(len(dec), float(pre)), decode=dec_a, rates=rates, d0=d0, d1=d1, capacity=float(C))
+    )
     lat = eq.iteration_time * float(np.dot(rates / rates.sum(), dec_a + 1))
     lam = lam_factor * eq.throughput / lat if lam is None else require_float(lam, "lam", lo=0.0)
-    return TuneSetup(name=name, config=config, rates=tuple(rates.tolist()), d0_s=d0,
-                     d1_s_per_token=d1, capacity_tokens=C, lam=lam,
-                     memory_weight=10.0 * eq.throughput, throughput_star=eq.throughput,
-                     latency_fluid=lat,
-                     relaxed=RelaxedConfig(steps=pt["steps"], burn_steps=pt["burn"],
-                                           samples=samples),
-                     learning_rate=pt["lr"], burn_in=int(N * burn_in_fraction))
+    return TuneSetup(
+        name=name,
+        config=config,
+        rates=tuple(rates.tolist()),
+        d0_s=d0,
+        d1_s_per_token=d1,
+        capacity_tokens=C,
+        lam=lam,
+        memory_weight=10.0 * eq.throughput,
+        throughput_star=eq.throughput,
+        latency_fluid=lat,
+        relaxed=RelaxedConfig(steps=pt["steps"], burn_steps=pt["burn"], samples=samples),
+        learning_rate=pt["lr"],
+        burn_in=int(N * burn_in_fraction),
+    )
 
 
 def fluid_baselines(setup: TuneSetup) -> dict[str, np.ndarray]:
@@ -183,11 +221,14 @@ def fluid_baselines(setup: TuneSetup) -> dict[str, np.ndarray]:
     "practical" = the tail-rate rule of Sec. 6.2 with the batch limit B = sum_i s_i c_min
     Lambda_i (the fluid batch; rounded up as the authors' code does). Values: (L,) int64."""
     seg = setup.segments()
-    fluid = default_thresholds(setup.config, np.asarray(setup.rates), setup.d0_s,
-                               setup.d1_s_per_token, float(setup.capacity_tokens))
+    fluid = default_thresholds(
+        setup.config, np.asarray(setup.rates), setup.d0_s, setup.d1_s_per_token, float(setup.capacity_tokens)
+    )
     B = int(round(float(np.dot(seg.stages, nested_thresholds(seg)))))
-    return {"fluid": np.asarray(fluid, np.int64),
-            "practical": np.asarray(nested_thresholds_practical(seg, B), np.int64)}
+    return {
+        "fluid": np.asarray(fluid, np.int64),
+        "practical": np.asarray(nested_thresholds_practical(seg, B), np.int64),
+    }
 
 
 def relaxed_objective(setup: TuneSetup) -> Callable[[jnp.ndarray, jax.Array, float], jnp.ndarray]:
@@ -198,27 +239,29 @@ def relaxed_objective(setup: TuneSetup) -> Callable[[jnp.ndarray, jax.Array, flo
     scale = 1.0 / setup.throughput_star
 
     def fn(thresholds, key, temp):
-        return scale * objective(sys, setup.relaxed, thresholds, temp, key, lam=setup.lam,
-                                 memory_weight=setup.memory_weight)
+        return scale * objective(
+            sys, setup.relaxed, thresholds, temp, key, lam=setup.lam, memory_weight=setup.memory_weight
+        )
+
     return fn
 
 
-def exact_objective(setup: TuneSetup, thresholds,
-                    seeds: Sequence[int]) -> dict[str, np.ndarray]:
+def exact_objective(setup: TuneSetup, thresholds, seeds: Sequence[int]) -> dict[str, np.ndarray]:
     """Run the exact engine with integer thresholds [L] on `seeds`; per-seed metrics [S] plus
     "objective" = window_throughput_tokens_per_s - lam * latency_mean_s (tokens/s), both over
     the measurement window (setup.burn_in)."""
     from ..run import simulate
+
     res = simulate(setup.config, setup.exact_params(thresholds), seeds)
     out = dict(res.metrics)
-    out["objective"] = (out["window_throughput_tokens_per_s"]
-                        - setup.lam * out["latency_mean_s"])
+    out["objective"] = out["window_throughput_tokens_per_s"] - setup.lam * out["latency_mean_s"]
     out["wall_s"] = np.full(len(seeds), res.wall_s)
     return out
 
 
-def exact_comparison(setup: TuneSetup, candidates: dict[str, np.ndarray], seeds: list[int], *,
-                     log: Callable[[str], None] | None = None) -> dict:
+def exact_comparison(
+    setup: TuneSetup, candidates: dict[str, np.ndarray], seeds: list[int], *, log: Callable[[str], None] | None = None
+) -> dict:
     """Exact runs of every candidate (label -> int thresholds [L]; "tuned" first) on the same
     seeds, paired differences tuned - baseline of the objective, and the stability guard.
 
@@ -235,43 +278,69 @@ def exact_comparison(setup: TuneSetup, candidates: dict[str, np.ndarray], seeds:
         if k not in done:  # equal thresholds give equal runs: simulate once
             done[k] = exact_objective(setup, th, seeds)
         exact[label] = done[k]
-        say(f"exact {label} {np.asarray(th).tolist()}: objective "
-            f"{exact[label]['objective'].mean():.1f}")
+        say(f"exact {label} {np.asarray(th).tolist()}: objective {exact[label]['objective'].mean():.1f}")
     wall = time.perf_counter() - t1
     N = setup.config.num_requests
     window = N - 2 * setup.burn_in
     # With a burn-in the window must be the steady state (`settling`); without one it holds
     # the start-up transient by construction.
-    issues = {label: stability_issues(m, N) + (settling(m, window)[3] if setup.burn_in else [])
-              for label, m in exact.items()}
-    diffs = {b: mean_ci(exact["tuned"]["objective"] - exact[b]["objective"])
-             for b in candidates if b != "tuned"}
+    issues = {
+        label: stability_issues(m, N) + (settling(m, window)[3] if setup.burn_in else []) for label, m in exact.items()
+    }
+    diffs = {b: mean_ci(exact["tuned"]["objective"] - exact[b]["objective"]) for b in candidates if b != "tuned"}
     rows = []
     for label, th in candidates.items():
         m = exact[label]
         mo, _, ho, _ = mean_ci(m["objective"])
-        rows.append([label, str(np.asarray(th).tolist()),
-                     f"{format_value(mo)} ± {format_value(ho)}",
-                     format_value(m["window_throughput_tokens_per_s"].mean()),
-                     format_value(m["latency_mean_s"].mean()),
-                     format_value(m["preemption_count"].mean()),
-                     format_value(m["num_dropped"].sum() + m["table_overflow"].sum()),
-                     format_value(m["num_completed"].mean()),
-                     "yes" if not issues[label] else "NO: " + "; ".join(issues[label])])
-    table = markdown_table(["thresholds", "n", "objective (tokens/s) ± 95% CI",
-                            "throughput (tokens/s)", "latency (s)", "preemptions",
-                            "dropped + table overflow", "completed per seed", "stable"], rows)
+        rows.append(
+            [
+                label,
+                str(np.asarray(th).tolist()),
+                f"{format_value(mo)} ± {format_value(ho)}",
+                format_value(m["window_throughput_tokens_per_s"].mean()),
+                format_value(m["latency_mean_s"].mean()),
+                format_value(m["preemption_count"].mean()),
+                format_value(m["num_dropped"].sum() + m["table_overflow"].sum()),
+                format_value(m["num_completed"].mean()),
+                "yes" if not issues[label] else "NO: " + "; ".join(issues[label]),
+            ]
+        )
+    table = markdown_table(
+        [
+            "thresholds",
+            "n",
+            "objective (tokens/s) ± 95% CI",
+            "throughput (tokens/s)",
+            "latency (s)",
+            "preemptions",
+            "dropped + table overflow",
+            "completed per seed",
+            "stable",
+        ],
+        rows,
+    )
     dl = []
     for b, d in diffs.items():
         ok = not issues["tuned"] and not issues[b]
-        dl.append([f"tuned - {b}", format_value(d[0]),
-                   f"[{format_value(d[0] - d[2])}, {format_value(d[0] + d[2])}]",
-                   "yes" if abs(d[0]) > d[2] else "no",
-                   "yes" if ok else "NO (an arm is unstable)"])
+        dl.append(
+            [
+                f"tuned - {b}",
+                format_value(d[0]),
+                f"[{format_value(d[0] - d[2])}, {format_value(d[0] + d[2])}]",
+                "yes" if abs(d[0]) > d[2] else "no",
+                "yes" if ok else "NO (an arm is unstable)",
+            ]
+        )
     diff_table = markdown_table(["difference", "mean", "95% CI", "excludes 0", "valid"], dl)
-    return {"exact": exact, "diffs": diffs, "issues": issues,
-            "valid": not any(issues.values()), "table": table, "diff_table": diff_table,
-            "wall_s": wall}
+    return {
+        "exact": exact,
+        "diffs": diffs,
+        "issues": issues,
+        "valid": not any(issues.values()),
+        "table": table,
+        "diff_table": diff_table,
+        "wall_s": wall,
+    }
 
 
 def search_start(thresholds, n1_min: int) -> np.ndarray:
@@ -290,9 +359,16 @@ def _report_step(bar, say: Callable[[str], None], i: int, steps: int, value: flo
         say(f"step {i}: objective {value:.4f}")
 
 
-def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
-                    seeds: Sequence[int] = range(1000, 1032), out_dir: str | Path | None = None,
-                    key: int = 0, log: Callable[[str], None] | None = None) -> dict:
+def tune_experiment(
+    name: str,
+    *,
+    steps: int = 200,
+    lam: float | None = None,
+    seeds: Sequence[int] = range(1000, 1032),
+    out_dir: str | Path | None = None,
+    key: int = 0,
+    log: Callable[[str], None] | None = None,
+) -> dict:
     """`jaxsched tune e3|e4`: tune the Nested WAIT thresholds of `name` on the relaxation, round
     them, and compare them with the fluid-derived thresholds in the exact engine on `seeds`
     (held out: the relaxation only ever sees jax PRNG keys derived from `key`).
@@ -318,20 +394,23 @@ def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
         require_float(lam, "lam", lo=0.0)
     # The comparison is paired over seeds: its CI needs two of them.
     seeds = check_seeds(seeds)
-    require(len(seeds) >= 2, "seeds", "at least two held-out seeds (a paired 95% CI)",
-            seeds.tolist())
+    require(len(seeds) >= 2, "seeds", "at least two held-out seeds (a paired 95% CI)", seeds.tolist())
     key = require_int(key, "key", lo=0, hi=2**31 - 2)
-    require(out_dir is None or isinstance(out_dir, (str, os.PathLike)), "out_dir",
-            "None or a folder path", out_dir)
+    require(out_dir is None or isinstance(out_dir, (str, os.PathLike)), "out_dir", "None or a folder path", out_dir)
     if out_dir is not None:
-        require(not Path(out_dir).exists() or Path(out_dir).is_dir(), "out_dir",
-                "a folder (it exists and is not one)", str(out_dir))
+        require(
+            not Path(out_dir).exists() or Path(out_dir).is_dir(),
+            "out_dir",
+            "a folder (it exists and is not one)",
+            str(out_dir),
+        )
     require(log is None or callable(log), "log", "None or a callable log(line)", log)
     # Deferred: the optimizer stack is needed only when tuning runs.
     import optax
 
     from ..progress import Progress
     from .tune import integer_search, tune
+
     bar = log if isinstance(log, Progress) else None
     say = bar.write if bar is not None else (log or (lambda msg: None))
     setup = tune_setup(name, lam=lam)
@@ -339,9 +418,14 @@ def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
     init = nested_thresholds(setup.segments())
     t0 = time.perf_counter()
     opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(setup.learning_rate))
-    res = tune(relaxed_objective(setup), init, steps=steps, key=jax.random.PRNGKey(key),
-               optimizer=opt,
-               progress=lambda i, v: _report_step(bar, say, i, steps, v))
+    res = tune(
+        relaxed_objective(setup),
+        init,
+        steps=steps,
+        key=jax.random.PRNGKey(key),
+        optimizer=opt,
+        progress=lambda i, v: _report_step(bar, say, i, steps, v),
+    )
     fine = dataclasses.replace(setup, relaxed=dataclasses.replace(setup.relaxed, samples=16))
     fn = jax.jit(relaxed_objective(fine))
     score_key = jax.random.PRNGKey(key + 1)
@@ -355,27 +439,42 @@ def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
         if x[0] < n1_min:
             return -np.inf
         return float(fn(jnp.asarray(x, jnp.float32), score_key, 0.05))
+
     tuned, _ = integer_search(score, search_start(res.thresholds, n1_min))
     tune_wall = time.perf_counter() - t0
     say(f"tuned {np.round(res.thresholds, 3).tolist()} -> {tuned.tolist()} ({tune_wall:.1f} s)")
     candidates = {"tuned": tuned, **fluid_baselines(setup)}
     cmp = exact_comparison(setup, candidates, seeds, log=say)
-    verdict = ("All arms stable: the comparison is valid." if cmp["valid"] else
-               "**INVALID comparison**: at least one arm dropped arrivals, lost them to a full "
-               "request table or left requests unfinished (column stable); its throughput and "
-               "latency describe a truncated run.")
-    md = (f"# jaxsched tune {name}\n\nOperating point: rates {np.round(setup.rates, 4).tolist()} "
-          f"req/s, d0 = {setup.d0_s:.6g} s, d1 = {setup.d1_s_per_token:.6g} s/token, "
-          f"C = {setup.capacity_tokens} tokens, N = {setup.config.num_requests} requests, "
-          f"Q = {setup.config.table_size}, segments {list(setup.config.segment_bounds)}; "
-          f"lam = {setup.lam:.6g} (tokens/s)/s; {len(seeds)} held-out seeds "
-          f"{seeds[0]}..{seeds[-1]}.\n\n{cmp['table']}\n\n{verdict}\n\nPaired differences "
-          f"of the objective (same seeds):\n\n{cmp['diff_table']}\n\nWall: tuning + rounding "
-          f"{tune_wall:.1f} s, exact runs {cmp['wall_s']:.1f} s.\n")
-    out = {"setup": setup, "result": res, "tuned": tuned, "baselines": candidates,
-           "exact": cmp["exact"], "diffs": cmp["diffs"], "issues": cmp["issues"],
-           "valid": cmp["valid"], "markdown": md, "tune_wall_s": tune_wall,
-           "exact_wall_s": cmp["wall_s"]}
+    verdict = (
+        "All arms stable: the comparison is valid."
+        if cmp["valid"]
+        else "**INVALID comparison**: at least one arm dropped arrivals, lost them to a full "
+        "request table or left requests unfinished (column stable); its throughput and "
+        "latency describe a truncated run."
+    )
+    md = (
+        f"# jaxsched tune {name}\n\nOperating point: rates {np.round(setup.rates, 4).tolist()} "
+        f"req/s, d0 = {setup.d0_s:.6g} s, d1 = {setup.d1_s_per_token:.6g} s/token, "
+        f"C = {setup.capacity_tokens} tokens, N = {setup.config.num_requests} requests, "
+        f"Q = {setup.config.table_size}, segments {list(setup.config.segment_bounds)}; "
+        f"lam = {setup.lam:.6g} (tokens/s)/s; {len(seeds)} held-out seeds "
+        f"{seeds[0]}..{seeds[-1]}.\n\n{cmp['table']}\n\n{verdict}\n\nPaired differences "
+        f"of the objective (same seeds):\n\n{cmp['diff_table']}\n\nWall: tuning + rounding "
+        f"{tune_wall:.1f} s, exact runs {cmp['wall_s']:.1f} s.\n"
+    )
+    out = {
+        "setup": setup,
+        "result": res,
+        "tuned": tuned,
+        "baselines": candidates,
+        "exact": cmp["exact"],
+        "diffs": cmp["diffs"],
+        "issues": cmp["issues"],
+        "valid": cmp["valid"],
+        "markdown": md,
+        "tune_wall_s": tune_wall,
+        "exact_wall_s": cmp["wall_s"],
+    }
     if out_dir is not None:
         _write_experiment(Path(out_dir), out, seeds)
     return out
@@ -384,28 +483,61 @@ def tune_experiment(name: str, *, steps: int = 200, lam: float | None = None,
 def _write_experiment(out: Path, run: dict, seeds: list[int]) -> None:
     """The files of `tune_experiment` (see there)."""
     from .plots import plot_tuning  # deferred: matplotlib
+
     out.mkdir(parents=True, exist_ok=True)
     setup, res = run["setup"], run["result"]
-    doc = {"experiment": setup.name, "lam": setup.lam, "rates": list(setup.rates),
-           "d0_s": setup.d0_s, "d1_s_per_token": setup.d1_s_per_token,
-           "capacity_tokens": setup.capacity_tokens, "num_requests": setup.config.num_requests,
-           "tuned_real": res.thresholds.tolist(),
-           **{k: np.asarray(v).tolist() for k, v in run["baselines"].items()},
-           "diffs": {k: {"mean": d[0], "half_width_95": d[2], "n": d[3]}
-                     for k, d in run["diffs"].items()},
-           "valid": run["valid"], "issues": run["issues"],
-           "tune_wall_s": run["tune_wall_s"], "exact_wall_s": run["exact_wall_s"]}
+    doc = {
+        "experiment": setup.name,
+        "lam": setup.lam,
+        "rates": list(setup.rates),
+        "d0_s": setup.d0_s,
+        "d1_s_per_token": setup.d1_s_per_token,
+        "capacity_tokens": setup.capacity_tokens,
+        "num_requests": setup.config.num_requests,
+        "tuned_real": res.thresholds.tolist(),
+        **{k: np.asarray(v).tolist() for k, v in run["baselines"].items()},
+        "diffs": {k: {"mean": d[0], "half_width_95": d[2], "n": d[3]} for k, d in run["diffs"].items()},
+        "valid": run["valid"],
+        "issues": run["issues"],
+        "tune_wall_s": run["tune_wall_s"],
+        "exact_wall_s": run["exact_wall_s"],
+    }
     (out / "thresholds.json").write_text(json.dumps(doc, indent=2))
     h = res.history
-    write_csv(out / "history.csv", ({"step": int(h["step"][i]), "objective": h["objective"][i],
-                                     "temperature": h["temperature"][i],
-                                     **{f"n{j + 1}": h["thresholds"][i, j]
-                                        for j in range(h["thresholds"].shape[1])}}
-                                    for i in range(len(h["step"]))))
+    write_csv(
+        out / "history.csv",
+        (
+            {
+                "step": int(h["step"][i]),
+                "objective": h["objective"][i],
+                "temperature": h["temperature"][i],
+                **{f"n{j + 1}": h["thresholds"][i, j] for j in range(h["thresholds"].shape[1])},
+            }
+            for i in range(len(h["step"]))
+        ),
+    )
     plot_tuning(h, out / "tuning.png", title=f"{setup.name}: relaxed objective / throughput*")
-    write_csv(out / "heldout.csv", ({"thresholds": label, "seed": s, **{
-        k: m[k][i] for k in ("objective", "window_throughput_tokens_per_s", "latency_mean_s",
-                             "preemption_count", "num_completed", "num_dropped",
-                             "table_overflow")}}
-        for label, m in run["exact"].items() for i, s in enumerate(seeds)))
+    write_csv(
+        out / "heldout.csv",
+        (
+            {
+                "thresholds": label,
+                "seed": s,
+                **{
+                    k: m[k][i]
+                    for k in (
+                        "objective",
+                        "window_throughput_tokens_per_s",
+                        "latency_mean_s",
+                        "preemption_count",
+                        "num_completed",
+                        "num_dropped",
+                        "table_overflow",
+                    )
+                },
+            }
+            for label, m in run["exact"].items()
+            for i, s in enumerate(seeds)
+        ),
+    )
     (out / "comparison.md").write_text(run["markdown"])

@@ -10,20 +10,32 @@ policy), `make_params` (traced: rates and per-agent budget, caps, batch-time con
 
 Every name is imported on first use (the registry is JAX-free).
 """
+
 from __future__ import annotations
 
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "Results": "..run:Results", "simulate": "..run:simulate",
-    "NetworkConfig": ".config:NetworkConfig", "NetworkParams": ".config:NetworkParams",
-    "agent_loads": ".config:agent_loads", "capacities": ".config:capacities",
-    "enough_steps": ".config:enough_steps", "make_params": ".config:make_params",
-    "rates_for_load": ".config:rates_for_load", "ENGINE": ".engine:ENGINE",
-    "batches": ".engine:batches", "done": ".engine:done", "init": ".engine:init",
-    "stage_lengths": ".engine:stage_lengths", "stage_seed": ".engine:stage_seed",
-    "step": ".engine:step", "METRICS": ".metrics:METRICS", "POLICIES": ".registry:POLICIES",
-    "ROUTERS": ".registry:ROUTERS", "NetworkState": ".state:NetworkState",
+    "Results": "..run:Results",
+    "simulate": "..run:simulate",
+    "NetworkConfig": ".config:NetworkConfig",
+    "NetworkParams": ".config:NetworkParams",
+    "agent_loads": ".config:agent_loads",
+    "capacities": ".config:capacities",
+    "enough_steps": ".config:enough_steps",
+    "make_params": ".config:make_params",
+    "rates_for_load": ".config:rates_for_load",
+    "ENGINE": ".engine:ENGINE",
+    "batches": ".engine:batches",
+    "done": ".engine:done",
+    "init": ".engine:init",
+    "stage_lengths": ".engine:stage_lengths",
+    "stage_seed": ".engine:stage_seed",
+    "step": ".engine:step",
+    "METRICS": ".metrics:METRICS",
+    "POLICIES": ".registry:POLICIES",
+    "ROUTERS": ".registry:ROUTERS",
+    "NetworkState": ".state:NetworkState",
     "request_stream": ".stream:request_stream",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

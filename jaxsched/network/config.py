@@ -8,6 +8,7 @@ The per-agent constants are the budget engine's params, built and validated by
 `jaxsched.budget.make_params` (one per agent, stacked on a leading [K] axis), so every range
 check and error message is the budget engine's, prefixed with the agent.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -54,20 +55,22 @@ MAX_STAGES = 16
 
 def _cfg(laws: tuple, **kw) -> BudgetConfig:
     """A one-slot budget config over `laws`: what budget's validation and means need."""
-    return BudgetConfig(workload=laws, table_size=1, arrivals_per_step=1, max_steps=INT_LIMIT,
-                        **kw)
+    return BudgetConfig(workload=laws, table_size=1, arrivals_per_step=1, max_steps=INT_LIMIT, **kw)
 
 
 def _stages(workload) -> tuple:
     """Per type, the tuple of per-stage length laws (a single law: one stage)."""
     types = workload if isinstance(workload, tuple) else (workload,)
-    require(len(types) >= 1, "workload", "a non-empty tuple with one entry per request type",
-            workload)
+    require(len(types) >= 1, "workload", "a non-empty tuple with one entry per request type", workload)
     out = []
     for z, w in enumerate(types):
         stages = w if isinstance(w, tuple) else (w,)
-        require(1 <= len(stages) <= MAX_STAGES, f"workload[{z}]",
-                f"a length law or a tuple of 1..{MAX_STAGES} of them (one per stage)", w)
+        require(
+            1 <= len(stages) <= MAX_STAGES,
+            f"workload[{z}]",
+            f"a length law or a tuple of 1..{MAX_STAGES} of them (one per stage)",
+            w,
+        )
         out.append(length_laws(stages))
     return tuple(out)
 
@@ -88,6 +91,7 @@ class NetworkConfig:
     max_steps: bound on the events processed. hist_octave_bits, snapshots: as the budget
     engine's. record_members: recorded steps also hold the deciding agent's batch (tests).
     """
+
     topology: str = "parallel"
     agents: int = 2
     workload: tuple = (FIG1_WORKLOAD,)
@@ -127,37 +131,51 @@ class NetworkConfig:
         require_int(self.max_steps, "max_steps", lo=1, hi=INT_LIMIT)
         require_int(self.hist_octave_bits, "hist_octave_bits", lo=0, hi=8)
         require_int(self.snapshots, "snapshots", lo=2, hi=4096)
-        require(isinstance(self.record_members, bool), "record_members", "True or False",
-                self.record_members)
+        require(isinstance(self.record_members, bool), "record_members", "True or False", self.record_members)
         if K * Q * self.max_len > INT_LIMIT:
-            raise ConfigError(f"agents * table_size * max (prefill + decode) = {K} * {Q} * "
-                              f"{self.max_len} could overflow int32 token sums; it must be <= "
-                              f"{INT_LIMIT}")
+            raise ConfigError(
+                f"agents * table_size * max (prefill + decode) = {K} * {Q} * "
+                f"{self.max_len} could overflow int32 token sums; it must be <= "
+                f"{INT_LIMIT}"
+            )
 
     def _check_routes(self, K: int) -> None:
         if self.topology == "parallel":
             require(self.routes is None, "routes", "None for topology 'parallel'", self.routes)
             for z, st in enumerate(self.workload):
-                require(len(st) == 1, f"workload[{z}]", "one law (one stage) for topology "
-                        "'parallel'", st)
+                require(len(st) == 1, f"workload[{z}]", "one law (one stage) for topology 'parallel'", st)
             return
         if self.topology == "fork_join":
             require(self.routes is None, "routes", "None for topology 'fork_join'", self.routes)
-            require(K == FORK_JOIN_AGENTS, "agents (K)", f"{FORK_JOIN_AGENTS} for topology "
-                    "'fork_join'", K)
+            require(K == FORK_JOIN_AGENTS, "agents (K)", f"{FORK_JOIN_AGENTS} for topology 'fork_join'", K)
             for z, st in enumerate(self.workload):
-                require(len(st) == FORK_JOIN_AGENTS, f"workload[{z}]", f"{FORK_JOIN_AGENTS} "
-                        "laws (stage s served by agent s) for topology 'fork_join'", st)
+                require(
+                    len(st) == FORK_JOIN_AGENTS,
+                    f"workload[{z}]",
+                    f"{FORK_JOIN_AGENTS} laws (stage s served by agent s) for topology 'fork_join'",
+                    st,
+                )
             return
         r = self.routes
-        require(isinstance(r, (tuple, list)) and len(r) == self.m, "routes",
-                f"a tuple of m = {self.m} routes (one per type) for topology 'routes'", r)
+        require(
+            isinstance(r, (tuple, list)) and len(r) == self.m,
+            "routes",
+            f"a tuple of m = {self.m} routes (one per type) for topology 'routes'",
+            r,
+        )
         routes = []
         for z, route in enumerate(r):
-            ok = (isinstance(route, (tuple, list)) and len(route) == len(self.workload[z])
-                  and all(isinstance(k, (int, np.integer)) and 0 <= k < K for k in route))
-            require(ok, f"routes[{z}]", f"a tuple of {len(self.workload[z])} agent indices in "
-                    f"[0, {K}) (one per stage of workload[{z}])", route)
+            ok = (
+                isinstance(route, (tuple, list))
+                and len(route) == len(self.workload[z])
+                and all(isinstance(k, (int, np.integer)) and 0 <= k < K for k in route)
+            )
+            require(
+                ok,
+                f"routes[{z}]",
+                f"a tuple of {len(self.workload[z])} agent indices in [0, {K}) (one per stage of workload[{z}])",
+                route,
+            )
             routes.append(tuple(int(k) for k in route))
         object.__setattr__(self, "routes", tuple(routes))
         unused = sorted(set(range(K)) - {k for route in routes for k in route})
@@ -170,11 +188,19 @@ class NetworkConfig:
             # Kept None (not K copies of the default): a config's other fields then do not
             # depend on K, so configs of different agents can share a size bucket.
             return
-        require(isinstance(orders, (tuple, list)) and len(orders) == K, "type_orders",
-                f"None or a tuple of K = {K} permutations of the types 0..{m - 1}", orders)
+        require(
+            isinstance(orders, (tuple, list)) and len(orders) == K,
+            "type_orders",
+            f"None or a tuple of K = {K} permutations of the types 0..{m - 1}",
+            orders,
+        )
         for k, o in enumerate(orders):
-            require(isinstance(o, (tuple, list)) and sorted(o) == list(range(m)),
-                    f"type_orders[{k}]", f"a permutation of the types 0..{m - 1}", o)
+            require(
+                isinstance(o, (tuple, list)) and sorted(o) == list(range(m)),
+                f"type_orders[{k}]",
+                f"a permutation of the types 0..{m - 1}",
+                o,
+            )
         object.__setattr__(self, "type_orders", tuple(tuple(int(j) for j in o) for o in orders))
 
     @property
@@ -214,8 +240,7 @@ class NetworkConfig:
             return tuple(st[0] for st in self.workload)
         if self.topology == "fork_join":
             return tuple(st[k] for st in self.workload)
-        return tuple(law for z, st in enumerate(self.workload) for s, law in enumerate(st)
-                     if self.routes[z][s] == k)
+        return tuple(law for z, st in enumerate(self.workload) for s, law in enumerate(st) if self.routes[z][s] == k)
 
     def snapshot_times(self) -> np.ndarray:
         """float64[G]: the snapshot grid g_j = burn_in + j (horizon - burn_in) / G (s)."""
@@ -227,8 +252,12 @@ class NetworkConfig:
         policy and its `wc` options; the per-agent type priorities enter as ranks
         (`NetworkParams.rank`, the `View.type` the agents' policies see), so `priority` serves
         ranks 0, 1, ... in turn; agents have no attention or memory-overhead term."""
-        return BatchOptions(policy=self.policy, phase_first=self.phase_first,
-                            inner_order=self.inner_order, type_order=tuple(range(self.m)))
+        return BatchOptions(
+            policy=self.policy,
+            phase_first=self.phase_first,
+            inner_order=self.inner_order,
+            type_order=tuple(range(self.m)),
+        )
 
 
 class NetworkSizes(eqx.Module):
@@ -237,6 +266,7 @@ class NetworkSizes(eqx.Module):
     (`parallel` only). Slots q >= Q of every agent and agents k >= K exist in the arrays but
     never hold a task or take an event, and enter no metric, so the run's metrics are bitwise
     those of the unpadded run (`NetworkEngine.pad`, tests/network/test_buckets.py)."""
+
     table_size: jnp.ndarray
     agents: jnp.ndarray
 
@@ -250,6 +280,7 @@ class NetworkParams(eqx.Module):
     priority of type z at agent k (0 highest; `priority`).
     sizes: the run's sizes inside a size bucket (`NetworkSizes`), or None.
     """
+
     agent: BudgetParams
     arrival: BudgetParams
     rank: jnp.ndarray
@@ -262,8 +293,7 @@ def _per_agent(value, name: str, K: int) -> list:
     """K values from a scalar or a length-K sequence."""
     if isinstance(value, (list, tuple, np.ndarray)):
         v = list(np.asarray(value).tolist())
-        require(len(v) == K, name, f"a number or a sequence of K = {K} numbers (one per agent)",
-                value)
+        require(len(v) == K, name, f"a number or a sequence of K = {K} numbers (one per agent)", value)
         return v
     return [value] * K
 
@@ -325,20 +355,42 @@ def steps_needed(config: NetworkConfig, mean_rate: float, min_batch: np.ndarray)
     return int(math.ceil(1.1 * (2 * batches + (2 + config.num_stages) * arrivals) + 16))
 
 
-def make_params(config: NetworkConfig, *, rates=None, budget=DEFAULT_BUDGET,
-                max_requests=DEFAULT_MAX_REQUESTS, prefill_cap=None, K_p=None, K_d=None,
-                c_s=DEFAULT_C_S, a_s_per_token=DEFAULT_A_S_PER_TOKEN, b0=DEFAULT_B0,
-                period_s: float = 1.0) -> NetworkParams:
+def make_params(
+    config: NetworkConfig,
+    *,
+    rates=None,
+    budget=DEFAULT_BUDGET,
+    max_requests=DEFAULT_MAX_REQUESTS,
+    prefill_cap=None,
+    K_p=None,
+    K_d=None,
+    c_s=DEFAULT_C_S,
+    a_s_per_token=DEFAULT_A_S_PER_TOKEN,
+    b0=DEFAULT_B0,
+    period_s: float = 1.0,
+) -> NetworkParams:
     """Validated NetworkParams. Per-agent keywords (budget, max_requests, prefill_cap, K_p, K_d,
     c_s, a_s_per_token, b0) take one value for every agent or a sequence of K; their meaning
     and ranges are the budget engine's (`jaxsched.budget.make_params`). rates: [m] or [P, m]
     requests/s; None: equal rates at which the most loaded agent has load DEFAULT_LOAD = 0.85.
     """
-    require(isinstance(config, NetworkConfig), "config", "a NetworkConfig (network.make_params "
-            "builds the network engine's params)", type(config).__name__)
+    require(
+        isinstance(config, NetworkConfig),
+        "config",
+        "a NetworkConfig (network.make_params builds the network engine's params)",
+        type(config).__name__,
+    )
     K = config.K
-    keys = dict(budget=budget, max_requests=max_requests, prefill_cap=prefill_cap, K_p=K_p,
-                K_d=K_d, c_s=c_s, a_s_per_token=a_s_per_token, b0=b0)
+    keys = dict(
+        budget=budget,
+        max_requests=max_requests,
+        prefill_cap=prefill_cap,
+        K_p=K_p,
+        K_d=K_d,
+        c_s=c_s,
+        a_s_per_token=a_s_per_token,
+        b0=b0,
+    )
     per = {name: _per_agent(v, name, K) for name, v in keys.items()}
     agents, t1 = [], []
     for k in range(K):
@@ -356,17 +408,22 @@ def make_params(config: NetworkConfig, *, rates=None, budget=DEFAULT_BUDGET,
         t1.append(min_batch_s(float(kw["c_s"]), float(kw["a_s_per_token"]), int(kw["b0"])))
     agent = jax.tree.map(lambda *xs: jnp.stack(xs), *agents)
     if rates is None:
-        rates = rates_for_load(config, DEFAULT_LOAD, capacities(config, NetworkParams(
-            agent, agent, jnp.zeros((K, config.m), jnp.int32))))
+        rates = rates_for_load(
+            config, DEFAULT_LOAD, capacities(config, NetworkParams(agent, agent, jnp.zeros((K, config.m), jnp.int32)))
+        )
     r = check_rates(rates, config.m)
-    stream_cfg = _cfg(tuple(st[0] for st in config.workload), horizon_s=config.horizon_s,
-                      num_requests=config.num_requests)
+    stream_cfg = _cfg(
+        tuple(st[0] for st in config.workload), horizon_s=config.horizon_s, num_requests=config.num_requests
+    )
     arrival = budget_params(stream_cfg, rates=r, period_s=period_s)
     need = steps_needed(config, float(r.sum(axis=1).mean()), np.asarray(t1))
-    require(config.max_steps >= need, "max_steps",
-            f">= {need} (two events per batch at each agent's shortest batch and per arrival "
-            "a candidate, a wake-up and its stages, +10%), or the run cannot reach its horizon",
-            config.max_steps)
+    require(
+        config.max_steps >= need,
+        "max_steps",
+        f">= {need} (two events per batch at each agent's shortest batch and per arrival "
+        "a candidate, a wake-up and its stages, +10%), or the run cannot reach its horizon",
+        config.max_steps,
+    )
     rank = np.zeros((K, config.m), np.int32)
     for k, order in enumerate(config.orders):
         rank[k, list(order)] = np.arange(config.m)
@@ -386,5 +443,16 @@ def enough_steps(config: NetworkConfig, rates, **agent_kw) -> NetworkConfig:
     return dataclasses.replace(config, max_steps=need)
 
 
-__all__ = ["NetworkConfig", "NetworkParams", "make_params", "enough_steps", "agent_loads",
-           "rates_for_load", "capacities", "stage_work", "batch_time_s", "TOPOLOGIES", "ROUTERS"]
+__all__ = [
+    "NetworkConfig",
+    "NetworkParams",
+    "make_params",
+    "enough_steps",
+    "agent_loads",
+    "rates_for_load",
+    "capacities",
+    "stage_work",
+    "batch_time_s",
+    "TOPOLOGIES",
+    "ROUTERS",
+]

@@ -6,6 +6,7 @@ decision (a budget-engine batch: `jaxsched.budget.core`'s policies and batch tim
 event is the smallest by (time, class, agent), so work reaching an agent at time t is visible
 to its decision at t. Pure functions in the gymnax style; seeds are vmapped by jaxsched.run.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -61,7 +62,7 @@ def _next_agent(config: NetworkConfig) -> np.ndarray:
     out = np.full((config.m, config.num_stages + 1), _EXIT, np.int32)
     if config.routes is not None:
         for z, route in enumerate(config.routes):
-            out[z, :len(route) - 1] = route[1:]
+            out[z, : len(route) - 1] = route[1:]
     return out
 
 
@@ -75,6 +76,7 @@ def _next_agent(config: NetworkConfig) -> np.ndarray:
 # tree's rounding unchanged (x + 0 = x); per-agent float sums are elementwise; the host
 # metrics over agents read the run's own agents (`metrics.finalize`).
 
+
 def run_sizes(config: NetworkConfig, params: NetworkParams):
     """(Q, K) of the run: the config's table_size and agents (Python ints), or the traced int32
     sizes of a run padded into a bucket."""
@@ -87,21 +89,24 @@ def init(config: NetworkConfig, params: NetworkParams, seed) -> NetworkState:
     """Empty network at t = 0 of run `seed`, every agent waiting, the first arrival computed."""
     seed = jnp.asarray(seed, jnp.uint32)
     K = config.K
-    return NetworkState(seed, DF.zeros(), jnp.bool_(False),
-                        arrivals.first(config, params.arrival, seed),
-                        Tasks.empty(K, config.table_size, config.num_stages), Agents.idle(K),
-                        Joins.empty(config.table_size if config.topology == "fork_join" else 1),
-                        NetworkTotals.zeros(K, config.hist_bins, config.snapshots))
+    return NetworkState(
+        seed,
+        DF.zeros(),
+        jnp.bool_(False),
+        arrivals.first(config, params.arrival, seed),
+        Tasks.empty(K, config.table_size, config.num_stages),
+        Agents.idle(K),
+        Joins.empty(config.table_size if config.topology == "fork_join" else 1),
+        NetworkTotals.zeros(K, config.hist_bins, config.snapshots),
+    )
 
 
 def _next_event(config: NetworkConfig, state: NetworkState):
     """(time DF, class, agent, any) of the smallest pending event by (time, class, agent)."""
     ag, gen = state.agents, state.gen
-    cands = [(ag.pending[k], DF(ag.free_at.hi[k], ag.free_at.lo[k]), FLUSH, k)
-             for k in range(config.K)]
+    cands = [(ag.pending[k], DF(ag.free_at.hi[k], ag.free_at.lo[k]), FLUSH, k) for k in range(config.K)]
     cands.append((~gen.exhausted, gen.time, ARRIVAL, 0))
-    cands += [(ag.ready[k], DF(ag.free_at.hi[k], ag.free_at.lo[k]), DECIDE, k)
-              for k in range(config.K)]
+    cands += [(ag.ready[k], DF(ag.free_at.hi[k], ag.free_at.lo[k]), DECIDE, k) for k in range(config.K)]
     best_t, best_c, best_k, found = DF.zeros(), jnp.int32(0), jnp.int32(0), jnp.bool_(False)
     for valid, t, c, k in cands:
         # Candidates come in (class, agent) order: only a strictly earlier time overtakes.
@@ -131,12 +136,10 @@ def _put(a: jnp.ndarray, k, row: jnp.ndarray) -> jnp.ndarray:
 
 def _row(tasks: Tasks, k) -> tuple[Table, jnp.ndarray, jnp.ndarray]:
     """Agent k's ring: (Table [Q], stage [Q], leaving [Q])."""
-    return (jax.tree.map(lambda a: _take(a, k), tasks.table), _take(tasks.stage, k),
-            _take(tasks.leaving, k))
+    return (jax.tree.map(lambda a: _take(a, k), tasks.table), _take(tasks.stage, k), _take(tasks.leaving, k))
 
 
-def _enter(config: NetworkConfig, params: NetworkParams, state: NetworkState, j, mask, rank,
-           fields: dict, t: DF):
+def _enter(config: NetworkConfig, params: NetworkParams, state: NetworkState, j, mask, rank, fields: dict, t: DF):
     """Tasks `mask` (arrays [L], `rank` their order) enter agent j at time t, taking entry
     numbers entries[j] + rank; the first whose slot is held is rejected and so is every later
     one (a rejected task takes no entry: the next tries the same slot, budget docs §4).
@@ -159,22 +162,31 @@ def _enter(config: NetworkConfig, params: NetworkParams, state: NetworkState, j,
             r = jnp.where(slot < Q, r, config.table_size - 1)
         held = state.tasks.table.entry[j] >= 0
         n = jnp.minimum(n_mask, jnp.min(jnp.where(held & (r < n_mask), r, Q)))
-        tasks = _enter_many(config, state.tasks, j, mask & (rank < n), rank, r, n,
-                            ag.entries[j] + r, fields, t)
+        tasks = _enter_many(config, state.tasks, j, mask & (rank < n), rank, r, n, ag.entries[j] + r, fields, t)
     tok = jnp.sum(jnp.where(mask & (rank < n), fields["vp"] + fields["vd"], 0), dtype=jnp.int32)
     wake = (n > 0) & ~ag.pending[j] & ~ag.ready[j]
     w = Window.of(config)
     waited = w.overlap_s(DF(ag.since.hi[j], ag.since.lo[j]), t)
     K = config.K
     totals = state.totals
-    totals = replace(totals, rejected=totals.rejected + n_mask - n,
-                     idle_s=totals.idle_s.add(
-                         jnp.zeros((K,), jnp.float32).at[j].set(jnp.where(wake, waited, 0.0))))
-    free_at = DF(ag.free_at.hi.at[j].set(jnp.where(wake, t.hi, ag.free_at.hi[j])),
-                 ag.free_at.lo.at[j].set(jnp.where(wake, t.lo, ag.free_at.lo[j])))
-    agents = replace(ag, free_at=free_at, ready=ag.ready.at[j].set(ag.ready[j] | wake),
-                     entries=ag.entries.at[j].add(n), held=ag.held.at[j].add(n),
-                     active=ag.active.at[j].add(n), tokens=ag.tokens.at[j].add(tok))
+    totals = replace(
+        totals,
+        rejected=totals.rejected + n_mask - n,
+        idle_s=totals.idle_s.add(jnp.zeros((K,), jnp.float32).at[j].set(jnp.where(wake, waited, 0.0))),
+    )
+    free_at = DF(
+        ag.free_at.hi.at[j].set(jnp.where(wake, t.hi, ag.free_at.hi[j])),
+        ag.free_at.lo.at[j].set(jnp.where(wake, t.lo, ag.free_at.lo[j])),
+    )
+    agents = replace(
+        ag,
+        free_at=free_at,
+        ready=ag.ready.at[j].set(ag.ready[j] | wake),
+        entries=ag.entries.at[j].add(n),
+        held=ag.held.at[j].add(n),
+        active=ag.active.at[j].add(n),
+        tokens=ag.tokens.at[j].add(tok),
+    )
     return tasks, agents, totals
 
 
@@ -182,14 +194,22 @@ def _new_rows(entry, fields: dict, t: DF) -> tuple[Table, jnp.ndarray, jnp.ndarr
     """(Table, stage, leaving) rows of tasks entering at time t with entry numbers `entry` and
     `fields` (all arrays of one shape): p = v_p, d = v_d, last token time t, no TTFT yet."""
     at_t = DF(jnp.broadcast_to(t.hi, entry.shape), jnp.broadcast_to(t.lo, entry.shape))
-    table = Table(entry, fields["id"], fields["type"], fields["arrival"], fields["vp"],
-                  fields["vd"], fields["vp"], fields["vd"], at_t,
-                  jnp.zeros(entry.shape, jnp.float32))
+    table = Table(
+        entry,
+        fields["id"],
+        fields["type"],
+        fields["arrival"],
+        fields["vp"],
+        fields["vd"],
+        fields["vp"],
+        fields["vd"],
+        at_t,
+        jnp.zeros(entry.shape, jnp.float32),
+    )
     return table, fields["stage"], jnp.zeros(entry.shape, bool)
 
 
-def _enter_one(config: NetworkConfig, tasks: Tasks, j, slot, entry, ok, fields: dict,
-               t: DF) -> Tasks:
+def _enter_one(config: NetworkConfig, tasks: Tasks, j, slot, entry, ok, fields: dict, t: DF) -> Tasks:
     """One task (fields [1]) with entry number `entry` into slot `slot` of agent j (traced)
     when `ok`: a scatter of one element per array."""
     Q, K = config.table_size, config.K
@@ -199,13 +219,16 @@ def _enter_one(config: NetworkConfig, tasks: Tasks, j, slot, entry, ok, fields: 
     def scatter(a, v):
         return a.reshape((K * Q,) + a.shape[2:]).at[flat].set(v[0], mode="drop").reshape(a.shape)
 
-    return Tasks(jax.tree.map(scatter, tasks.table, table), scatter(tasks.stage, stage),
-                 scatter(tasks.leaving, leaving), scatter(tasks.plan_p, fields["plan_p"]),
-                 scatter(tasks.plan_d, fields["plan_d"]))
+    return Tasks(
+        jax.tree.map(scatter, tasks.table, table),
+        scatter(tasks.stage, stage),
+        scatter(tasks.leaving, leaving),
+        scatter(tasks.plan_p, fields["plan_p"]),
+        scatter(tasks.plan_d, fields["plan_d"]),
+    )
 
 
-def _enter_many(config: NetworkConfig, tasks: Tasks, j: int, put, rank, r, n, entry,
-                fields: dict, t: DF) -> Tasks:
+def _enter_many(config: NetworkConfig, tasks: Tasks, j: int, put, rank, r, n, entry, fields: dict, t: DF) -> Tasks:
     """Tasks `put` (arrays [Q] of the flushing agent, `rank` their order) into the slots
     s0 + rank of agent j (a static index), where r[s] = (s - s0) mod Q is the rank each slot
     receives, entry[s] its entry number and n the number entering. The fields are packed in one int32 matrix
@@ -214,25 +237,53 @@ def _enter_many(config: NetworkConfig, tasks: Tasks, j: int, put, rank, r, n, en
     times more on CPU."""
     Q = config.table_size
     L = put.shape[0]
-    cols = [fields["id"], fields["type"], fields["arrival"].hi, fields["arrival"].lo,
-            fields["vp"], fields["vd"], fields["stage"]]
-    packed = jnp.concatenate([jnp.stack([jax.lax.bitcast_convert_type(c, jnp.int32)
-                                         if c.dtype == jnp.float32 else c.astype(jnp.int32)
-                                         for c in cols], axis=1),
-                              fields["plan_p"], fields["plan_d"]], axis=1)      # [L, F]
-    src = jnp.zeros((Q,), jnp.int32).at[jnp.where(put, rank, Q)].set(
-        jnp.arange(L, dtype=jnp.int32), mode="drop")                          # rank -> source
-    rows = packed[src[r]]                                                       # [Q, F]
+    cols = [
+        fields["id"],
+        fields["type"],
+        fields["arrival"].hi,
+        fields["arrival"].lo,
+        fields["vp"],
+        fields["vd"],
+        fields["stage"],
+    ]
+    packed = jnp.concatenate(
+        [
+            jnp.stack(
+                [
+                    jax.lax.bitcast_convert_type(c, jnp.int32) if c.dtype == jnp.float32 else c.astype(jnp.int32)
+                    for c in cols
+                ],
+                axis=1,
+            ),
+            fields["plan_p"],
+            fields["plan_d"],
+        ],
+        axis=1,
+    )  # [L, F]
+    src = (
+        jnp.zeros((Q,), jnp.int32).at[jnp.where(put, rank, Q)].set(jnp.arange(L, dtype=jnp.int32), mode="drop")
+    )  # rank -> source
+    rows = packed[src[r]]  # [Q, F]
     hit = r < n
     f32 = lambda c: jax.lax.bitcast_convert_type(c, jnp.float32)
     S = config.num_stages
-    got = dict(id=rows[:, 0], type=rows[:, 1], arrival=DF(f32(rows[:, 2]), f32(rows[:, 3])),
-               vp=rows[:, 4], vd=rows[:, 5], stage=rows[:, 6])
+    got = dict(
+        id=rows[:, 0],
+        type=rows[:, 1],
+        arrival=DF(f32(rows[:, 2]), f32(rows[:, 3])),
+        vp=rows[:, 4],
+        vd=rows[:, 5],
+        stage=rows[:, 6],
+    )
     table, stage, leaving = _new_rows(entry, got, t)
     sel = lambda new, a: a.at[j].set(jnp.where(hit.reshape((Q,) + (1,) * (a.ndim - 2)), new, a[j]))
-    return Tasks(jax.tree.map(sel, table, tasks.table), sel(stage, tasks.stage),
-                 sel(leaving, tasks.leaving), sel(rows[:, 7:7 + S], tasks.plan_p),
-                 sel(rows[:, 7 + S:], tasks.plan_d))
+    return Tasks(
+        jax.tree.map(sel, table, tasks.table),
+        sel(stage, tasks.stage),
+        sel(leaving, tasks.leaving),
+        sel(rows[:, 7 : 7 + S], tasks.plan_p),
+        sel(rows[:, 7 + S :], tasks.plan_d),
+    )
 
 
 def _pick(on, new, old):
@@ -250,21 +301,27 @@ def _arrive(config: NetworkConfig, params: NetworkParams, state: NetworkState, t
     ids, types = one(gen.num_arrived), one(z)
     S = config.num_stages
     plan = [stage_lengths(config, state.seed, ids, types, one(s)) for s in range(S)]
-    plan_p = jnp.stack([p for p, _ in plan], axis=1)            # [1, S]
+    plan_p = jnp.stack([p for p, _ in plan], axis=1)  # [1, S]
     plan_d = jnp.stack([d for _, d in plan], axis=1)
     vp, vd = plan_p[:, 0], plan_d[:, 0]
     if config.topology == "parallel":
-        j = ROUTERS[config.router].fn(config, state.agents, state.seed, gen.num_arrived,
-                                   run_sizes(config, params)[1])
+        j = ROUTERS[config.router].fn(config, state.agents, state.seed, gen.num_arrived, run_sizes(config, params)[1])
     elif config.topology == "fork_join":
         j = jnp.int32(0)
     else:
         j = jnp.asarray(np.asarray([r[0] for r in config.routes], np.int32))[z]
-    fields = dict(id=ids, type=types, stage=one(0), vp=vp, vd=vd, plan_p=plan_p, plan_d=plan_d,
-                  arrival=DF(jnp.reshape(t.hi, (1,)), jnp.reshape(t.lo, (1,))))
+    fields = dict(
+        id=ids,
+        type=types,
+        stage=one(0),
+        vp=vp,
+        vd=vd,
+        plan_p=plan_p,
+        plan_d=plan_d,
+        arrival=DF(jnp.reshape(t.hi, (1,)), jnp.reshape(t.lo, (1,))),
+    )
     mask = jnp.reshape(gen.accepted & on, (1,))
-    tasks, agents, totals = _enter(config, params, state, j, mask, jnp.zeros((1,), jnp.int32),
-                                   fields, t)
+    tasks, agents, totals = _enter(config, params, state, j, mask, jnp.zeros((1,), jnp.int32), fields, t)
     gen = _pick(on, arrivals.advance(config, params.arrival, state.seed, gen), gen)
     return replace(state, gen=gen, tasks=tasks, agents=agents, totals=totals), j
 
@@ -287,19 +344,27 @@ def _flush(config: NetworkConfig, params: NetworkParams, state: NetworkState, k,
     since = clock.sub(end, table.arrival)
     counted = exits & w.contains(t)
     tot = state.totals
-    tot = replace(tot, exits=tot.exits + jnp.sum(counted, dtype=jnp.int32),
-                  latency_s=tot.latency_s.add(ordered_sum(jnp.where(counted, since, 0.0))),
-                  latency_hist=hist_add(tot.latency_hist, since, counted,
-                                        config.hist_octave_bits))
+    tot = replace(
+        tot,
+        exits=tot.exits + jnp.sum(counted, dtype=jnp.int32),
+        latency_s=tot.latency_s.add(ordered_sum(jnp.where(counted, since, 0.0))),
+        latency_hist=hist_add(tot.latency_hist, since, counted, config.hist_octave_bits),
+    )
     n_left = jnp.sum(leaving, dtype=jnp.int32)
     ag = state.agents
-    ag = replace(ag, pending=ag.pending.at[k].set(ag.pending[k] & ~on),
-                 ready=ag.ready.at[k].set(ag.ready[k] | on), held=ag.held.at[k].add(-n_left))
+    ag = replace(
+        ag,
+        pending=ag.pending.at[k].set(ag.pending[k] & ~on),
+        ready=ag.ready.at[k].set(ag.ready[k] | on),
+        held=ag.held.at[k].add(-n_left),
+    )
     # Only the fields that change are written back (a row write costs K Q per field).
     tasks = state.tasks
-    tasks = replace(tasks, table=replace(tasks.table, entry=_put(
-        tasks.table.entry, k, jnp.where(leaving, -1, table.entry))),
-        leaving=_put(tasks.leaving, k, _take(tasks.leaving, k) & ~on))
+    tasks = replace(
+        tasks,
+        table=replace(tasks.table, entry=_put(tasks.table.entry, k, jnp.where(leaving, -1, table.entry))),
+        leaving=_put(tasks.leaving, k, _take(tasks.leaving, k) & ~on),
+    )
     state = replace(state, tasks=tasks, agents=ag, totals=tot)
     if config.topology == "parallel":
         return state
@@ -314,10 +379,16 @@ def _flush(config: NetworkConfig, params: NetworkParams, state: NetworkState, k,
     plan_p, plan_d = _take(state.tasks.plan_p, k), _take(state.tasks.plan_d, k)
     for j, mask, st in moves:
         at = jnp.broadcast_to(jnp.minimum(st, config.num_stages - 1), stage.shape)[:, None]
-        fields = dict(id=table.id, type=table.type, stage=jnp.broadcast_to(st, stage.shape),
-                      vp=jnp.take_along_axis(plan_p, at, axis=1)[:, 0],
-                      vd=jnp.take_along_axis(plan_d, at, axis=1)[:, 0], plan_p=plan_p,
-                      plan_d=plan_d, arrival=table.arrival)
+        fields = dict(
+            id=table.id,
+            type=table.type,
+            stage=jnp.broadcast_to(st, stage.shape),
+            vp=jnp.take_along_axis(plan_p, at, axis=1)[:, 0],
+            vd=jnp.take_along_axis(plan_d, at, axis=1)[:, 0],
+            plan_p=plan_p,
+            plan_d=plan_d,
+            arrival=table.arrival,
+        )
         rank = prefix_by_id(mask.astype(jnp.int32), base)
         tasks, agents, totals = _enter(config, params, state, j, mask, rank, fields, t)
         state = replace(state, tasks=tasks, agents=agents, totals=totals)
@@ -337,14 +408,12 @@ def _join(config: NetworkConfig, state: NetworkState, joining, ids, base, Q):
     joined = joining & (cur == ids)
     want = joining & (cur == -1)
     rank = prefix_by_id(want.astype(jnp.int32), base)
-    best = jnp.full((J,), jnp.iinfo(jnp.int32).max, jnp.int32).at[
-        jnp.where(want, slot, J)].min(rank, mode="drop")
+    best = jnp.full((J,), jnp.iinfo(jnp.int32).max, jnp.int32).at[jnp.where(want, slot, J)].min(rank, mode="drop")
     claim = want & (best[slot] == rank)
     lost = joining & ~joined & ~claim
     jid = state.joins.id.at[jnp.where(joined, slot, J)].set(-1, mode="drop")
     jid = jid.at[jnp.where(claim, slot, J)].set(ids, mode="drop")
-    waiting = (state.joins.waiting + jnp.sum(claim, dtype=jnp.int32)
-               - jnp.sum(joined, dtype=jnp.int32))
+    waiting = state.joins.waiting + jnp.sum(claim, dtype=jnp.int32) - jnp.sum(joined, dtype=jnp.int32)
     tot = replace(state.totals, rejected=state.totals.rejected + jnp.sum(lost, dtype=jnp.int32))
     return replace(state, joins=Joins(jid, waiting), totals=tot), joined
 
@@ -375,23 +444,37 @@ def _decide(config: NetworkConfig, params: NetworkParams, state: NetworkState, k
     starts_in = batch & w.contains(t)
     ag, tot = state.agents, state.totals
     one = lambda x: jnp.zeros((config.K,), jnp.int32).at[k].set(x.astype(jnp.int32))
-    tot = replace(tot, batches=tot.batches + one(batch), window_batches=tot.window_batches
-                  + one(starts_in), partial=tot.partial + one(
-                      starts_in & (load < pk.budget) & (available >= pk.budget)),
-                  stalled=tot.stalled | (on & ~batch & (ag.held[k] > 0)))
-    free_at = DF(ag.free_at.hi.at[k].set(jnp.where(batch, t_end.hi, ag.free_at.hi[k])),
-                 ag.free_at.lo.at[k].set(jnp.where(batch, t_end.lo, ag.free_at.lo[k])))
+    tot = replace(
+        tot,
+        batches=tot.batches + one(batch),
+        window_batches=tot.window_batches + one(starts_in),
+        partial=tot.partial + one(starts_in & (load < pk.budget) & (available >= pk.budget)),
+        stalled=tot.stalled | (on & ~batch & (ag.held[k] > 0)),
+    )
+    free_at = DF(
+        ag.free_at.hi.at[k].set(jnp.where(batch, t_end.hi, ag.free_at.hi[k])),
+        ag.free_at.lo.at[k].set(jnp.where(batch, t_end.lo, ag.free_at.lo[k])),
+    )
     waits = on & ~batch
-    since = DF(ag.since.hi.at[k].set(jnp.where(waits, t.hi, ag.since.hi[k])),
-               ag.since.lo.at[k].set(jnp.where(waits, t.lo, ag.since.lo[k])))
-    ag = replace(ag, free_at=free_at, since=since,
-                 pending=ag.pending.at[k].set(jnp.where(on, batch, ag.pending[k])),
-                 ready=ag.ready.at[k].set(ag.ready[k] & ~on), tokens=ag.tokens.at[k].add(-load),
-                 active=ag.active.at[k].add(-jnp.sum(depart, dtype=jnp.int32)))
+    since = DF(
+        ag.since.hi.at[k].set(jnp.where(waits, t.hi, ag.since.hi[k])),
+        ag.since.lo.at[k].set(jnp.where(waits, t.lo, ag.since.lo[k])),
+    )
+    ag = replace(
+        ag,
+        free_at=free_at,
+        since=since,
+        pending=ag.pending.at[k].set(jnp.where(on, batch, ag.pending[k])),
+        ready=ag.ready.at[k].set(ag.ready[k] & ~on),
+        tokens=ag.tokens.at[k].add(-load),
+        active=ag.active.at[k].add(-jnp.sum(depart, dtype=jnp.int32)),
+    )
     tasks = state.tasks
-    tasks = replace(tasks, table=replace(tasks.table, p=_put(tasks.table.p, k, new.p),
-                                         d=_put(tasks.table.d, k, new.d)),
-                    leaving=_put(tasks.leaving, k, jnp.where(on, depart, leaving)))
+    tasks = replace(
+        tasks,
+        table=replace(tasks.table, p=_put(tasks.table.p, k, new.p), d=_put(tasks.table.d, k, new.d)),
+        leaving=_put(tasks.leaving, k, jnp.where(on, depart, leaving)),
+    )
     state = replace(state, tasks=tasks, agents=ag, totals=tot)
     return state, dp, dd, load, DF(jnp.where(on, tau.hi, 0.0), jnp.where(on, tau.lo, 0.0))
 
@@ -406,9 +489,12 @@ def _snapshots(config: NetworkConfig, totals: NetworkTotals, n, x, t: DF, all_):
     passed = clock.le(DF(jnp.asarray(g_hi), jnp.asarray(g_lo)), t) | all_
     j = jnp.arange(config.snapshots, dtype=jnp.int32)
     new = passed & (j >= totals.snap_next)
-    return replace(totals, snap_n=jnp.where(new, n, totals.snap_n),
-                   snap_x=jnp.where(new, x, totals.snap_x),
-                   snap_next=jnp.maximum(totals.snap_next, jnp.sum(passed, dtype=jnp.int32)))
+    return replace(
+        totals,
+        snap_n=jnp.where(new, n, totals.snap_n),
+        snap_x=jnp.where(new, x, totals.snap_x),
+        snap_next=jnp.maximum(totals.snap_next, jnp.sum(passed, dtype=jnp.int32)),
+    )
 
 
 def in_network(state: NetworkState) -> jnp.ndarray:
@@ -439,13 +525,32 @@ def step(config: NetworkConfig, params: NetworkParams, state: NetworkState, reco
     new = replace(new, clock=clock.where(go, t, state.clock), done=state.done | ends)
     if not record:
         return new, None
-    kind = jnp.where(~active, KIND_NONE, jnp.where(ends, KIND_END, jnp.where(
-        cls == FLUSH, KIND_FLUSH, jnp.where(cls == ARRIVAL, KIND_ARRIVAL,
-                                            jnp.where(load > 0, KIND_BATCH, KIND_WAIT)))))
-    row = dict(kind=kind.astype(jnp.int32), agent=jnp.asarray(agent, jnp.int32), t_hi=t.hi,
-               t_lo=t.lo, tau_hi=tau.hi, tau_lo=tau.lo, load=load,
-               prefill=jnp.sum(dp, dtype=jnp.int32), decode=jnp.sum(dd, dtype=jnp.int32),
-               requests=n_pre, tokens=x_pre)
+    kind = jnp.where(
+        ~active,
+        KIND_NONE,
+        jnp.where(
+            ends,
+            KIND_END,
+            jnp.where(
+                cls == FLUSH,
+                KIND_FLUSH,
+                jnp.where(cls == ARRIVAL, KIND_ARRIVAL, jnp.where(load > 0, KIND_BATCH, KIND_WAIT)),
+            ),
+        ),
+    )
+    row = dict(
+        kind=kind.astype(jnp.int32),
+        agent=jnp.asarray(agent, jnp.int32),
+        t_hi=t.hi,
+        t_lo=t.lo,
+        tau_hi=tau.hi,
+        tau_lo=tau.lo,
+        load=load,
+        prefill=jnp.sum(dp, dtype=jnp.int32),
+        decode=jnp.sum(dd, dtype=jnp.int32),
+        requests=n_pre,
+        tokens=x_pre,
+    )
     if config.record_members:
         table = jax.tree.map(lambda a: a[k], state.tasks.table)
         row.update(entry=table.entry, id=table.id, dp=dp, dd=dd.astype(jnp.int32))
@@ -465,6 +570,7 @@ def batches(results: Results, s: int) -> dict[str, np.ndarray]:
 
 # --------------------------------------------------------------------------- runner hints
 
+
 def example() -> NetworkConfig:
     return NetworkConfig(horizon_s=5.0, table_size=256)
 
@@ -480,8 +586,7 @@ def max_steps(config: NetworkConfig) -> int:
 SIZE_FIELDS = ("table_size", "agents")
 
 
-def pad_into(config: NetworkConfig, params: NetworkParams,
-             capacity) -> tuple[NetworkConfig, NetworkParams]:
+def pad_into(config: NetworkConfig, params: NetworkParams, capacity) -> tuple[NetworkConfig, NetworkParams]:
     """(bucket config, params) running `config` inside the validated table_size and agents of
     `capacity` (`Engine.pad`): the params carry the run's own sizes (`NetworkSizes`), and its
     metrics are bitwise those of the unpadded run. More agents need topology `parallel` (the
@@ -490,17 +595,20 @@ def pad_into(config: NetworkConfig, params: NetworkParams,
     task). Recorded per-slot rows (record_members) have the bucket's Q columns, the run's
     first."""
     K, extra = config.K, capacity["agents"] - config.K
-    require(extra == 0 or config.topology == "parallel", "capacity agents",
-            f"{K} (the config's) for topology {config.topology!r}, whose routes name their "
-            "agents (only 'parallel' runs padded into more agents)", capacity["agents"])
+    require(
+        extra == 0 or config.topology == "parallel",
+        "capacity agents",
+        f"{K} (the config's) for topology {config.topology!r}, whose routes name their "
+        "agents (only 'parallel' runs padded into more agents)",
+        capacity["agents"],
+    )
     orders = config.type_orders
     if orders is not None and extra:
         orders = orders + (tuple(range(config.m)),) * extra
     bucket = replace(config, **capacity, type_orders=orders)
     grow = lambda a: jnp.concatenate([a, jnp.repeat(a[:1], extra, axis=0)]) if extra else a
     sizes = NetworkSizes(jnp.int32(config.table_size), jnp.int32(K))
-    return bucket, replace(params, agent=jax.tree.map(grow, params.agent),
-                           rank=grow(params.rank), sizes=sizes)
+    return bucket, replace(params, agent=jax.tree.map(grow, params.agent), rank=grow(params.rank), sizes=sizes)
 
 
 def trajectory_length(config: NetworkConfig, metrics) -> int:
@@ -520,8 +628,7 @@ def working_set_bytes(config: NetworkConfig) -> int:
 def peak_bytes(config: NetworkConfig, record: bool) -> int:
     per_seed = 4 * working_set_bytes(config)
     if record:
-        per_seed += config.max_steps * (48 + (16 * config.table_size
-                                              if config.record_members else 0))
+        per_seed += config.max_steps * (48 + (16 * config.table_size if config.record_members else 0))
     return per_seed
 
 
@@ -530,16 +637,38 @@ def check(config: NetworkConfig, metrics) -> list[str]:
 
 
 def describe(config: NetworkConfig) -> dict:
-    return dict(topology=config.topology, agents=config.K, policy=config.policy,
-                router=config.router if config.topology == "parallel" else "",
-                horizon_s=config.horizon_s, table_size=config.table_size)
+    return dict(
+        topology=config.topology,
+        agents=config.K,
+        policy=config.policy,
+        router=config.router if config.topology == "parallel" else "",
+        horizon_s=config.horizon_s,
+        table_size=config.table_size,
+    )
 
 
 # K token-budget engines behind a router, or an agent network; see the module docstring.
 ENGINE: Engine[NetworkConfig, NetworkParams, NetworkState] = Engine(
-    name="network", Config=NetworkConfig, Params=NetworkParams, METRICS=METRICS,
-    POLICIES=POLICIES, make_params=make_params, init=init, step=step, done=done,
-    finalize=finalize, max_steps=max_steps, working_set_bytes=working_set_bytes,
-    peak_bytes=peak_bytes, step_unit="event", skip_done_in_block=True,
-    trajectory_length=trajectory_length, example=example, check=check, describe=describe,
-    size_fields=SIZE_FIELDS, pad_into=pad_into, trim=trim)
+    name="network",
+    Config=NetworkConfig,
+    Params=NetworkParams,
+    METRICS=METRICS,
+    POLICIES=POLICIES,
+    make_params=make_params,
+    init=init,
+    step=step,
+    done=done,
+    finalize=finalize,
+    max_steps=max_steps,
+    working_set_bytes=working_set_bytes,
+    peak_bytes=peak_bytes,
+    step_unit="event",
+    skip_done_in_block=True,
+    trajectory_length=trajectory_length,
+    example=example,
+    check=check,
+    describe=describe,
+    size_fields=SIZE_FIELDS,
+    pad_into=pad_into,
+    trim=trim,
+)

@@ -2,6 +2,7 @@
 §5). Per-agent metrics are reported for the busiest agent (max over agents) and as the mean
 over agents; the growth rates are the budget engine's least-squares fit over the snapshots
 (`budget.core.growth_slopes`)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,31 +14,37 @@ from .config import NetworkConfig
 from .state import NetworkState
 
 METRICS = {
-    "throughput_requests_per_s": Metric("requests/s", "departures from the network in the "
-                                        "window per second of window"),
+    "throughput_requests_per_s": Metric("requests/s", "departures from the network in the window per second of window"),
     "num_departed": Metric("count", "departures from the network in the window"),
-    "latency_mean_s": Metric("s", "mean end-to-end latency (external arrival to the end of "
-                             "the last stage) of the window's departures"),
-    **{f"latency_{tag}_s": Metric("s", f"{tag} of the end-to-end latency (float-bit histogram)")
-       for tag, _ in QUANTILES},
-    "mean_requests_in_system": Metric("requests", "mean over the snapshots of the tasks in "
-                                      "the network (one per request, fork_join: per branch)"),
-    "mean_tokens_in_system": Metric("tokens", "mean over the snapshots of their unprocessed "
-                                    "tokens"),
-    "request_growth_per_s": Metric("requests/s", "least-squares slope of the requests in the "
-                                   "network over the snapshots"),
-    "token_growth_per_s": Metric("tokens/s", "least-squares slope of the unprocessed tokens in "
-                                 "the network over the snapshots (the stability statistic)"),
-    "idle_fraction_mean": Metric("fraction", "waiting time in the window / window, mean over "
-                                 "agents"),
+    "latency_mean_s": Metric(
+        "s", "mean end-to-end latency (external arrival to the end of the last stage) of the window's departures"
+    ),
+    **{
+        f"latency_{tag}_s": Metric("s", f"{tag} of the end-to-end latency (float-bit histogram)")
+        for tag, _ in QUANTILES
+    },
+    "mean_requests_in_system": Metric(
+        "requests", "mean over the snapshots of the tasks in the network (one per request, fork_join: per branch)"
+    ),
+    "mean_tokens_in_system": Metric("tokens", "mean over the snapshots of their unprocessed tokens"),
+    "request_growth_per_s": Metric(
+        "requests/s", "least-squares slope of the requests in the network over the snapshots"
+    ),
+    "token_growth_per_s": Metric(
+        "tokens/s",
+        "least-squares slope of the unprocessed tokens in the network over the snapshots (the stability statistic)",
+    ),
+    "idle_fraction_mean": Metric("fraction", "waiting time in the window / window, mean over agents"),
     "idle_fraction_min": Metric("fraction", "the same, of the least idle agent"),
-    "partial_batch_fraction": Metric("fraction", "batches starting in the window with b' < b "
-                                     "while >= b tokens were available, over those batches "
-                                     "(all agents)"),
+    "partial_batch_fraction": Metric(
+        "fraction",
+        "batches starting in the window with b' < b while >= b tokens were available, over those batches (all agents)",
+    ),
     "num_batches": Metric("count", "batches starting in the window, all agents"),
     "batch_share_max": Metric("fraction", "the busiest agent's share of the window's batches"),
-    "requests_end": Metric("count", "tasks in the network at the end of the run (fork_join: a "
-                           "forked request counts once per branch)"),
+    "requests_end": Metric(
+        "count", "tasks in the network at the end of the run (fork_join: a forked request counts once per branch)"
+    ),
     "tokens_end": Metric("tokens", "their unprocessed tokens"),
     "num_rejected": Metric("count", "tasks rejected by a held slot (arrivals and transfers)"),
     "overflowed": Metric("flag", "1 if any task was rejected (unstable, or Q too small)"),
@@ -69,7 +76,7 @@ def _over_agents(x: np.ndarray, agents, reduce) -> np.ndarray:
     out = np.empty(x.shape[:-1], np.float64)
     for K in np.unique(agents):
         rows = agents == K
-        out[rows] = reduce(np.ascontiguousarray(x[rows][..., :int(K)]), -1)
+        out[rows] = reduce(np.ascontiguousarray(x[rows][..., : int(K)]), -1)
     return out
 
 
@@ -91,10 +98,8 @@ def finalize(config: NetworkConfig, params, state: NetworkState) -> dict[str, np
         "latency_mean_s": safe_div(t.latency_s.to_numpy(), f(t.exits)),
         "mean_requests_in_system": n_snap.mean(-1),
         "mean_tokens_in_system": f(t.snap_x).mean(-1),
-        "request_growth_per_s": growth_slopes(np.broadcast_to(grid, n_snap.shape), n_snap,
-                                              t.snap_next),
-        "token_growth_per_s": growth_slopes(np.broadcast_to(grid, n_snap.shape), f(t.snap_x),
-                                            t.snap_next),
+        "request_growth_per_s": growth_slopes(np.broadcast_to(grid, n_snap.shape), n_snap, t.snap_next),
+        "token_growth_per_s": growth_slopes(np.broadcast_to(grid, n_snap.shape), f(t.snap_x), t.snap_next),
         "idle_fraction_mean": _over_agents(idle, agents, np.mean),
         "idle_fraction_min": _over_agents(idle, agents, np.min),
         "partial_batch_fraction": safe_div(f(t.partial).sum(-1), wb.sum(-1)),

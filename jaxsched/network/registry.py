@@ -7,6 +7,7 @@ Router signature: `router(config, agents, seed, request_id, num_agents) -> int32
 (`jaxsched/network/routers.py`). Adding a router: the function in `routers.py`, one
 `builtin(...)` line in ROUTERS here, its plain-Python version in `tests/reference/network.py`.
 """
+
 from __future__ import annotations
 
 from ..budget.registry import POLICIES as BUDGET_POLICIES
@@ -17,31 +18,68 @@ OPTION_NAMES = {"type_order": "type_orders"}
 
 POLICIES = Registry("network", "policy")
 for _name, _entry in BUDGET_POLICIES.items():
-    builtin(POLICIES, _name, _entry.target, _entry.doc,
-            tuple(OPTION_NAMES.get(o, o) for o in _entry.options))
+    builtin(POLICIES, _name, _entry.target, _entry.doc, tuple(OPTION_NAMES.get(o, o) for o in _entry.options))
 
 ROUTERS = Registry("network", "router")
 _R = "jaxsched.network.routers:"
 builtin(ROUTERS, "random", _R + "random", "a uniformly random agent per request")
-builtin(ROUTERS, "fewest_requests", _R + "fewest_requests",
-        "the agent with the fewest tasks not leaving (ties: lowest index)")
-builtin(ROUTERS, "fewest_tokens", _R + "fewest_tokens",
-        "the agent with the fewest unprocessed tokens (ties: lowest index)")
+builtin(
+    ROUTERS,
+    "fewest_requests",
+    _R + "fewest_requests",
+    "the agent with the fewest tasks not leaving (ties: lowest index)",
+)
+builtin(
+    ROUTERS, "fewest_tokens", _R + "fewest_tokens", "the agent with the fewest unprocessed tokens (ties: lowest index)"
+)
 
 # `jaxsched network experiment NAME`: `jaxsched.network.experiments.EXPERIMENTS`, one function each.
 EXPERIMENTS = Registry("network", "experiment")
 _X = "jaxsched.network.experiments:"
-builtin(EXPERIMENTS, "routing", _X + "routing",
-        "Prop. 1: K engines behind each router, growth against the load")
-builtin(EXPERIMENTS, "fork_join", _X + "fork_join",
-        "Conjecture 1: the fork-join network below and above its per-agent condition")
-builtin(EXPERIMENTS, "rybko_stolyar", _X + "rybko_stolyar",
-        "Fig. 8: unstable and stable priorities in the Rybko-Stolyar network")
+builtin(EXPERIMENTS, "routing", _X + "routing", "Prop. 1: K engines behind each router, growth against the load")
+builtin(
+    EXPERIMENTS,
+    "fork_join",
+    _X + "fork_join",
+    "Conjecture 1: the fork-join network below and above its per-agent condition",
+)
+builtin(
+    EXPERIMENTS,
+    "rybko_stolyar",
+    _X + "rybko_stolyar",
+    "Fig. 8: unstable and stable priorities in the Rybko-Stolyar network",
+)
 
 # What a sweep may vary (`jaxsched sweep --help`): the network engine's `config_fields()` and
 # `params_fields()`, which a test checks against these.
-CONFIG_FIELDS = ("topology", "agents", "workload", "routes", "router", "policy", "type_orders",
-                 "phase_first", "inner_order", "horizon_s", "burn_in_s", "num_requests",
-                 "table_size", "max_steps", "hist_octave_bits", "snapshots", "record_members")
-PARAMS_FIELDS = ("rates", "budget", "max_requests", "prefill_cap", "K_p", "K_d", "c_s",
-                 "a_s_per_token", "b0", "period_s")
+CONFIG_FIELDS = (
+    "topology",
+    "agents",
+    "workload",
+    "routes",
+    "router",
+    "policy",
+    "type_orders",
+    "phase_first",
+    "inner_order",
+    "horizon_s",
+    "burn_in_s",
+    "num_requests",
+    "table_size",
+    "max_steps",
+    "hist_octave_bits",
+    "snapshots",
+    "record_members",
+)
+PARAMS_FIELDS = (
+    "rates",
+    "budget",
+    "max_requests",
+    "prefill_cap",
+    "K_p",
+    "K_d",
+    "c_s",
+    "a_s_per_token",
+    "b0",
+    "period_s",
+)

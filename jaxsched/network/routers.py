@@ -7,6 +7,7 @@ tasks not leaving; `Agents.tokens`: their unprocessed tokens). num_agents: the r
 must never be chosen. The dp engine's routers solve a different
 problem (a queue of requests onto free sticky slots at a barrier), so they do not apply here.
 """
+
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -40,4 +41,3 @@ def fewest_requests(config, agents, seed, request_id, num_agents) -> jnp.ndarray
 def fewest_tokens(config, agents, seed, request_id, num_agents) -> jnp.ndarray:
     """The agent with the fewest unprocessed tokens (ties: lowest index)."""
     return jnp.argmin(_own(config, agents.tokens, num_agents)).astype(jnp.int32)
-

@@ -6,6 +6,7 @@ Each agent's queue is a budget-engine ring (`jaxsched.budget.state.Table`, here 
 sort. Counts per agent are kept incrementally so the router and the snapshots read O(K)
 numbers, never the [K, Q] tables.
 """
+
 from __future__ import annotations
 
 import equinox as eqx
@@ -27,6 +28,7 @@ class Tasks(eqx.Module):
     plan_p, plan_d: int32 [K, Q, S] the request's (v_p, v_d) at every stage of its route, drawn
     once at its arrival (a flush copies the next stage's instead of sampling [Q] lengths).
     """
+
     table: Table
     stage: jnp.ndarray
     leaving: jnp.ndarray
@@ -50,6 +52,7 @@ class Agents(eqx.Module):
     (leaving tasks included). active: int32 tasks not leaving (the router's n_k). tokens:
     int32 unprocessed tokens sum (p + d) (the router's x_k).
     """
+
     free_at: DF
     pending: jnp.ndarray
     ready: jnp.ndarray
@@ -70,6 +73,7 @@ class Agents(eqx.Module):
 class Joins(eqx.Module):
     """The join point of `fork_join` (docs §3): id [J] int32, the request whose first sibling
     has finished and waits in slot id mod J (-1: free); waiting: int32 how many wait."""
+
     id: jnp.ndarray
     waiting: jnp.ndarray
 
@@ -80,34 +84,49 @@ class Joins(eqx.Module):
 
 class NetworkTotals(eqx.Module):
     """Streaming metric accumulators (window [burn_in, horizon), docs §5)."""
-    exits: jnp.ndarray              # int32 departures from the network in the window
-    latency_s: Kahan                # their end-to-end latency sum
-    latency_hist: jnp.ndarray       # int32 [nb]
-    batches: jnp.ndarray            # int32 [K] batches run
-    window_batches: jnp.ndarray     # int32 [K] batches starting in the window
-    partial: jnp.ndarray            # int32 [K] of those, b' < b_k with >= b_k tokens available
-    idle_s: Kahan                   # [K] waiting time within the window (closed waits)
-    rejected: jnp.ndarray           # int32 tasks rejected by a held slot
-    stalled: jnp.ndarray            # bool: an agent held tasks its policy would not take
-    steps: jnp.ndarray              # int32 events processed
-    snap_n: jnp.ndarray             # int32 [G] requests in the network at grid point j
-    snap_x: jnp.ndarray             # int32 [G] their unprocessed tokens
-    snap_next: jnp.ndarray          # int32 grid points recorded so far
+
+    exits: jnp.ndarray  # int32 departures from the network in the window
+    latency_s: Kahan  # their end-to-end latency sum
+    latency_hist: jnp.ndarray  # int32 [nb]
+    batches: jnp.ndarray  # int32 [K] batches run
+    window_batches: jnp.ndarray  # int32 [K] batches starting in the window
+    partial: jnp.ndarray  # int32 [K] of those, b' < b_k with >= b_k tokens available
+    idle_s: Kahan  # [K] waiting time within the window (closed waits)
+    rejected: jnp.ndarray  # int32 tasks rejected by a held slot
+    stalled: jnp.ndarray  # bool: an agent held tasks its policy would not take
+    steps: jnp.ndarray  # int32 events processed
+    snap_n: jnp.ndarray  # int32 [G] requests in the network at grid point j
+    snap_x: jnp.ndarray  # int32 [G] their unprocessed tokens
+    snap_next: jnp.ndarray  # int32 grid points recorded so far
 
     @staticmethod
     def zeros(K: int, nbins: int, G: int) -> "NetworkTotals":
         z = jnp.int32(0)
         zk = jnp.zeros((K,), jnp.int32)
         zg = jnp.zeros((G,), jnp.int32)
-        return NetworkTotals(z, Kahan.zeros(), jnp.zeros((nbins,), jnp.int32), zk, zk, zk,
-                             Kahan.zeros((K,)), z, jnp.bool_(False), z, zg, zg, z)
+        return NetworkTotals(
+            z,
+            Kahan.zeros(),
+            jnp.zeros((nbins,), jnp.int32),
+            zk,
+            zk,
+            zk,
+            Kahan.zeros((K,)),
+            z,
+            jnp.bool_(False),
+            z,
+            zg,
+            zg,
+            z,
+        )
 
 
 class NetworkState(eqx.Module):
     """Everything a network run carries from event to event."""
-    seed: jnp.ndarray               # uint32
-    clock: DF                       # time of the last event processed (s)
-    done: jnp.ndarray               # bool
+
+    seed: jnp.ndarray  # uint32
+    clock: DF  # time of the last event processed (s)
+    done: jnp.ndarray  # bool
     gen: ArrivalState
     tasks: Tasks
     agents: Agents

@@ -9,20 +9,32 @@ plug in as orders).
 
 Every name is imported on first use (the registry is JAX-free).
 """
+
 from __future__ import annotations
 
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "Results": "..run:Results", "simulate": "..run:simulate",
+    "Results": "..run:Results",
+    "simulate": "..run:simulate",
     "LINEAR_STEP_MODEL": ".config:LINEAR_STEP_MODEL",
     "PAPER_CAPACITY_TOKENS": ".config:PAPER_CAPACITY_TOKENS",
-    "UNIT_STEP_MODEL": ".config:UNIT_STEP_MODEL", "OfflineConfig": ".config:OfflineConfig",
-    "OfflineParams": ".config:OfflineParams", "instance_params": ".config:instance_params",
-    "make_params": ".config:make_params", "ENGINE": ".engine:ENGINE", "done": ".engine:done",
-    "init": ".engine:init", "jobs": ".engine:jobs", "start": ".engine:start",
-    "step": ".engine:step", "draw": ".instances:draw", "execute": ".instances:execute",
-    "orders": ".instances:orders", "METRICS": ".metrics:METRICS", "POLICIES": ".registry:POLICIES",
+    "UNIT_STEP_MODEL": ".config:UNIT_STEP_MODEL",
+    "OfflineConfig": ".config:OfflineConfig",
+    "OfflineParams": ".config:OfflineParams",
+    "instance_params": ".config:instance_params",
+    "make_params": ".config:make_params",
+    "ENGINE": ".engine:ENGINE",
+    "done": ".engine:done",
+    "init": ".engine:init",
+    "jobs": ".engine:jobs",
+    "start": ".engine:start",
+    "step": ".engine:step",
+    "draw": ".instances:draw",
+    "execute": ".instances:execute",
+    "orders": ".instances:orders",
+    "METRICS": ".metrics:METRICS",
+    "POLICIES": ".registry:POLICIES",
     "OfflineState": ".state:OfflineState",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -6,6 +6,7 @@ budget. `make_params` builds the traced `OfflineParams`: the KV limit M and the 
 The params, the step-time model and its constants are the batch model shared with the interval
 engine (`jaxsched.batchmodel`), re-exported here.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,9 +28,18 @@ from ..errors import ConfigError, require, require_choice, require_float, requir
 from .registry import POLICIES
 from .workloads import named
 
-__all__ = ["OfflineConfig", "OfflineParams", "OfflineSizes", "make_params", "instance_params",
-           "fixed_instance", "INT_LIMIT", "LINEAR_STEP_MODEL", "PAPER_CAPACITY_TOKENS",
-           "UNIT_STEP_MODEL"]
+__all__ = [
+    "OfflineConfig",
+    "OfflineParams",
+    "OfflineSizes",
+    "make_params",
+    "instance_params",
+    "fixed_instance",
+    "INT_LIMIT",
+    "LINEAR_STEP_MODEL",
+    "PAPER_CAPACITY_TOKENS",
+    "UNIT_STEP_MODEL",
+]
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,7 @@ class OfflineConfig:
       `quantile`-quantiles of s + o and of o over a random sample of max(1, floor(
       sample_fraction |I|)) remaining requests (the paper's 0.3 and 0.5).
     """
+
     workload: Any
     policy: str = "mcsf"
     max_steps: int | None = None
@@ -79,17 +90,24 @@ class OfflineConfig:
             object.__setattr__(self, "workload", w)
         require_int(w.num_requests, "workload.num_requests (n)", lo=1, hi=1 << 20)
         # Quantile greedy hashes (round, request) as round * 2^16 + index (sorted_f.py).
-        require(self.policy != "sorted_f_quantile" or w.num_requests <= 1 << 16,
-                "workload.num_requests (n)", "<= 65536 with policy sorted_f_quantile",
-                w.num_requests)
+        require(
+            self.policy != "sorted_f_quantile" or w.num_requests <= 1 << 16,
+            "workload.num_requests (n)",
+            "<= 65536 with policy sorted_f_quantile",
+            w.num_requests,
+        )
         require_choice(self.policy, "policy", tuple(POLICIES))
         if self.max_steps is not None:
             require_int(self.max_steps, "max_steps", lo=1, hi=INT_LIMIT)
         require_int(self.dp_width, "dp_width", lo=2, hi=1 << 20)
         require_float(self.epsilon, "epsilon", lo=1e-3, hi=1.0)
         require_int(self.scale_b, "scale_b", lo=1, hi=100_000)
-        require(self.scale_b / self.epsilon <= 1 << 20, "scale_b / epsilon",
-                "<= 2^20 (the scaled DP's table width)", self.scale_b / self.epsilon)
+        require(
+            self.scale_b / self.epsilon <= 1 << 20,
+            "scale_b / epsilon",
+            "<= 2^20 (the scaled DP's table width)",
+            self.scale_b / self.epsilon,
+        )
         require_float(self.quantile, "quantile", lo=0.0, hi=1.0)
         require_float(self.sample_fraction, "sample_fraction", lo=1e-6, hi=1.0)
 
@@ -117,9 +135,15 @@ def fixed_instance(config: OfflineConfig) -> tuple[np.ndarray, np.ndarray] | Non
     return None
 
 
-def make_params(config: OfflineConfig, *, capacity_tokens: int = PAPER_CAPACITY_TOKENS,
-                step_const_s: float = 1.0, per_decode_s: float = 0.0,
-                per_prefill_token_s: float = 0.0, per_kv_token_s: float = 0.0) -> OfflineParams:
+def make_params(
+    config: OfflineConfig,
+    *,
+    capacity_tokens: int = PAPER_CAPACITY_TOKENS,
+    step_const_s: float = 1.0,
+    per_decode_s: float = 0.0,
+    per_prefill_token_s: float = 0.0,
+    per_kv_token_s: float = 0.0,
+) -> OfflineParams:
     """Validated params. capacity_tokens: the KV limit M (tokens); with a fixed instance every
     request must fit alone (s + o <= M); in drawn batches a request that cannot is dropped and
     counted (`num_dropped`). The step-time keywords: see `jaxsched.batchmodel` (defaults: unit
@@ -130,10 +154,23 @@ def make_params(config: OfflineConfig, *, capacity_tokens: int = PAPER_CAPACITY_
     fixed = fixed_instance(config)
     if fixed is not None:
         need = int((fixed[0] + fixed[1]).max())
-        require(need <= M, "capacity_tokens (M)", f"at least the largest s + o of the instance "
-                f"({need}), so that every request fits alone", M)
+        require(
+            need <= M,
+            "capacity_tokens (M)",
+            f"at least the largest s + o of the instance ({need}), so that every request fits alone",
+            M,
+        )
     if config.policy == "sorted_f_dp":
-        require(M <= config.dp_width, "capacity_tokens (M)", f"<= dp_width ({config.dp_width}), "
-                "the exact DP's table width", M)
-    return instance_params(M, step_const_s=step_const_s, per_decode_s=per_decode_s,
-                           per_prefill_token_s=per_prefill_token_s, per_kv_token_s=per_kv_token_s)
+        require(
+            M <= config.dp_width,
+            "capacity_tokens (M)",
+            f"<= dp_width ({config.dp_width}), the exact DP's table width",
+            M,
+        )
+    return instance_params(
+        M,
+        step_const_s=step_const_s,
+        per_decode_s=per_decode_s,
+        per_prefill_token_s=per_prefill_token_s,
+        per_kv_token_s=per_kv_token_s,
+    )

@@ -12,6 +12,7 @@ notes/002.md §2.1:
 Checking a candidate costs O(n): `peak[j]` holds M(X, c_j) for the admitted set, and adding r
 raises it by s_r + c_j - p_r wherever c_j <= c_r.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -78,16 +79,28 @@ def start(s: jnp.ndarray, o: jnp.ndarray, order: jnp.ndarray, params: OfflinePar
     none = jnp.full((n,), -1, jnp.int32)
     zf = jnp.zeros((n,), jnp.float32)
     z = jnp.int32(0)
-    return OfflineState(s, o, order, jnp.sum(fits).astype(jnp.int32), z, none, none,
-                        jnp.zeros((n,), jnp.int32), DF(zf, zf), z, z, DF.zeros(), z,
-                        WideInt.zeros())
+    return OfflineState(
+        s,
+        o,
+        order,
+        jnp.sum(fits).astype(jnp.int32),
+        z,
+        none,
+        none,
+        jnp.zeros((n,), jnp.int32),
+        DF(zf, zf),
+        z,
+        z,
+        DF.zeros(),
+        z,
+        WideInt.zeros(),
+    )
 
 
 def _fits(state: OfflineState, M, r, t) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     """(fits, new peak[n], r's own peak) for candidate r starting at p_r = t - 1."""
     active = (state.p >= 0) & (state.c >= t)
-    return admit_check(state.s, state.p, state.c, active, state.peak, state.s[r], t - 1,
-                       t - 1 + state.o[r], M)
+    return admit_check(state.s, state.p, state.c, active, state.peak, state.s[r], t - 1, t - 1 + state.o[r], M)
 
 
 def _admit(state: OfflineState, params: OfflineParams, t) -> tuple[OfflineState, jnp.ndarray]:
@@ -103,9 +116,14 @@ def _admit(state: OfflineState, params: OfflineParams, t) -> tuple[OfflineState,
         st, prefill, _ = carry
         r = st.order[st.head]
         ok, raised, own = _fits(st, M, r, t)
-        new = replace(st, head=st.head + 1, p=st.p.at[r].set(t - 1),
-                       c=st.c.at[r].set(t - 1 + st.o[r]), peak=raised.at[r].set(own),
-                       last=jnp.maximum(st.last, t - 1 + st.o[r]))
+        new = replace(
+            st,
+            head=st.head + 1,
+            p=st.p.at[r].set(t - 1),
+            c=st.c.at[r].set(t - 1 + st.o[r]),
+            peak=raised.at[r].set(own),
+            last=jnp.maximum(st.last, t - 1 + st.o[r]),
+        )
         st = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, st)
         return st, prefill + jnp.where(ok, st.s[r], 0), ok
 
@@ -127,22 +145,34 @@ def step(config: OfflineConfig, params: OfflineParams, state: OfflineState, reco
     decoding = jnp.sum(active).astype(jnp.int32)
     memory = jnp.sum(jnp.where(active, st.s + t - st.p, 0)).astype(jnp.int32)
     now, finish = step_clock(params, st.clock, st.finish, st.c == t, decoding, prefill, memory)
-    new = replace(st, t=t, clock=now, finish=finish,
-                   peak_memory=jnp.maximum(st.peak_memory, memory),
-                   memory_sum=st.memory_sum.add(memory))
+    new = replace(
+        st,
+        t=t,
+        clock=now,
+        finish=finish,
+        peak_memory=jnp.maximum(st.peak_memory, memory),
+        memory_sum=st.memory_sum.add(memory),
+    )
     new = jax.tree_util.tree_map(lambda a, b: jnp.where(finished, a, b), state, new)
     out = None
     if record:
         live = ~finished
-        out = {"memory": jnp.where(live, memory, 0), "decoding": jnp.where(live, decoding, 0),
-               "prefill_tokens": jnp.where(live, prefill, 0), "time_s": now.hi, "live": live}
+        out = {
+            "memory": jnp.where(live, memory, 0),
+            "decoding": jnp.where(live, decoding, 0),
+            "prefill_tokens": jnp.where(live, prefill, 0),
+            "time_s": now.hi,
+            "live": live,
+        }
     return new, out
 
 
 # --------------------------------------------------------------------------- runner hints
 
+
 def example() -> OfflineConfig:
     from ..workload import Batch, Independent, UniformInt
+
     return OfflineConfig(Batch(Independent(UniformInt(1, 50), UniformInt(1, 50)), 40))
 
 
@@ -165,8 +195,10 @@ def check(config: OfflineConfig, metrics) -> list[str]:
     out = []
     dropped = int(metrics["num_dropped"].sum())
     if dropped:
-        out.append(f"offline: {dropped} requests had s + o > M and could never start; they "
-                   "were dropped (metrics cover the others)")
+        out.append(
+            f"offline: {dropped} requests had s + o > M and could never start; they "
+            "were dropped (metrics cover the others)"
+        )
     cut = int((metrics["done"] == 0).sum())
     if cut:
         out.append(f"offline: {cut} seeds did not finish within max_steps (raise it)")
@@ -180,13 +212,27 @@ def describe(config: OfflineConfig) -> dict:
 # n requests at t = 0 on one worker with a KV limit (papers 002, 003). Size buckets over n, the
 # number of requests, come from the batch model it shares with the interval engine.
 ENGINE: Engine[OfflineConfig, OfflineParams, OfflineState] = Engine(
-    name="offline", Config=OfflineConfig, Params=OfflineParams, METRICS=METRICS,
-    POLICIES=POLICIES, make_params=make_params, init=init, step=step, done=done,
-    finalize=finalize, max_steps=max_steps, working_set_bytes=working_set_bytes,
+    name="offline",
+    Config=OfflineConfig,
+    Params=OfflineParams,
+    METRICS=METRICS,
+    POLICIES=POLICIES,
+    make_params=make_params,
+    init=init,
+    step=step,
+    done=done,
+    finalize=finalize,
+    max_steps=max_steps,
+    working_set_bytes=working_set_bytes,
     peak_bytes=peak_bytes,
     # Runs of one chunk end at different steps; a step costs O(n) per admission.
     skip_done_in_block=True,
     trajectory_length=lambda config, metrics: batchmodel.trajectory_length(metrics),
-    example=example, check=check, describe=describe,
-    size_fields=("num_requests",), pad_check=batchmodel.pad_check,
-    pad_into=batchmodel.pad_into, size_free=batchmodel.size_free)
+    example=example,
+    check=check,
+    describe=describe,
+    size_fields=("num_requests",),
+    pad_check=batchmodel.pad_check,
+    pad_into=batchmodel.pad_into,
+    size_free=batchmodel.size_free,
+)

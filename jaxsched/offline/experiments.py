@@ -15,6 +15,7 @@ the numbers measured are in the README ("Paper 002").
 - real: section 7's real-data experiment (LMSYS/arXiv-like mix, Azure trace), unit and linear
   step times, with solver wall times.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,6 +35,7 @@ def _fmt(x: float, digits: int = 4) -> str:
 def _have_scipy() -> bool:
     try:
         import scipy.optimize  # noqa: F401
+
         return True
     except ImportError:
         return False
@@ -51,22 +53,29 @@ def example1(quick: bool = False, seeds: int | None = None, progress=None) -> Re
     M = EXAMPLE1["M"]
     s, o = (np.asarray([EXAMPLE1[k]]) for k in ("s", "o"))
     names = [n for n in ALGORITHMS if ALGORITHMS[n].kind == "policy" or _have_scipy()]
-    declare(progress, len(names))                       # evaluate: one unit per algorithm
+    declare(progress, len(names))  # evaluate: one unit per algorithm
     ev = evaluate(names, s, o, M, [0], options=dict(dp_width=64), progress=progress)
-    rows = [dict(algorithm=ALGORITHMS[n].label, tel_steps=int(e.metrics["unit"]["tel_steps"][0]))
-            for n, e in ev.items()]
-    want = {"mcsf": 64, "sorted_f_dp": 45, "sorted_f_scaled": 45, "sorted_f_swap": 45,
-            "sorted_f_quantile": 45}
+    rows = [
+        dict(algorithm=ALGORITHMS[n].label, tel_steps=int(e.metrics["unit"]["tel_steps"][0])) for n, e in ev.items()
+    ]
+    want = {"mcsf": 64, "sorted_f_dp": 45, "sorted_f_scaled": 45, "sorted_f_swap": 45, "sorted_f_quantile": 45}
     ok = all(int(ev[n].metrics["unit"]["tel_steps"][0]) == v for n, v in want.items() if n in ev)
     if _have_scipy():
         from .lp import opt_ip
+
         tel, _ = opt_ip(s[0], o[0], M)
         rows.append(dict(algorithm="OPT (IP)", tel_steps=int(tel)))
-    paper = {"MC-SF": 64, "Sorted-F (DP)": 45, "Sorted-F (Scaled DP)": 45, "Sorted-F (Swap)": 45,
-             "Sorted-F (Quantile)": 45}
-    md = markdown_table(["algorithm", "TEL (steps)", "paper"],
-                        [[r["algorithm"], str(r["tel_steps"]), str(paper.get(r["algorithm"], ""))]
-                         for r in rows])
+    paper = {
+        "MC-SF": 64,
+        "Sorted-F (DP)": 45,
+        "Sorted-F (Scaled DP)": 45,
+        "Sorted-F (Swap)": 45,
+        "Sorted-F (Quantile)": 45,
+    }
+    md = markdown_table(
+        ["algorithm", "TEL (steps)", "paper"],
+        [[r["algorithm"], str(r["tel_steps"]), str(paper.get(r["algorithm"], ""))] for r in rows],
+    )
     return Report("example1", "Example 1 of paper 002 (M = 64)", rows, md, ok)
 
 
@@ -75,7 +84,8 @@ def example2_grid(quick: bool = False):
     (quick: 12 and 16), batch sizes 1..M/2, o_b in 1..s_b + o_b - 1: `families.Example2`
     instances."""
     from .families import example2 as build
-    for M in ((12, 16) if quick else range(12, 37, 2)):
+
+    for M in (12, 16) if quick else range(12, 37, 2):
         shapes = [(n, w) for n in range(1, M // 2 + 1) if M % n == 0 for w in [M // n] if w >= 2]
         for n1, w1 in shapes:
             for n2, w2 in shapes:
@@ -95,24 +105,37 @@ def example2(quick: bool = False, seeds: int | None = None, progress=None) -> Re
     paper's approximation, and the table counts how often it still holds."""
     from .config import instance_params
     from .instances import execute
+
     rows = []
     groups: dict[tuple[int, int], list] = {}
-    for ex in example2_grid(quick):                    # one executor call per (M, n)
+    for ex in example2_grid(quick):  # one executor call per (M, n)
         groups.setdefault((ex.M, ex.s.size), []).append(ex)
     declare(progress, len(groups))
     for (M, _), exs in groups.items():
         s, o = np.stack([e.s for e in exs]), np.stack([e.o for e in exs])
-        tels = [execute(instance_params(M), s, o, np.stack([getattr(e, k) for e in exs]))
-                ["tel_steps"] for k in ("batch1_first", "batch2_first")]
+        tels = [
+            execute(instance_params(M), s, o, np.stack([getattr(e, k) for e in exs]))["tel_steps"]
+            for k in ("batch1_first", "batch2_first")
+        ]
         for ex, t1, t2 in zip(exs, *tels):
             observed = 0 if t1 == t2 else (1 if t1 < t2 else 2)
             sequential = not (ex.overlap_batch1_first or ex.overlap_batch2_first)
-            rows.append(dict(M=M, n=ex.s.size, s1=int(ex.s[0]), o1=int(ex.o[0]),
-                             s2=int(ex.s[-1]), o2=int(ex.o[-1]), tel_batch1_first=int(t1),
-                             tel_batch2_first=int(t2), predicted=ex.better, observed=observed,
-                             sequential=sequential,
-                             formula_exact=sequential and (int(t1), int(t2)) == (
-                                 ex.tel_batch1_first, ex.tel_batch2_first)))
+            rows.append(
+                dict(
+                    M=M,
+                    n=ex.s.size,
+                    s1=int(ex.s[0]),
+                    o1=int(ex.o[0]),
+                    s2=int(ex.s[-1]),
+                    o2=int(ex.o[-1]),
+                    tel_batch1_first=int(t1),
+                    tel_batch2_first=int(t2),
+                    predicted=ex.better,
+                    observed=observed,
+                    sequential=sequential,
+                    formula_exact=sequential and (int(t1), int(t2)) == (ex.tel_batch1_first, ex.tel_batch2_first),
+                )
+            )
         if progress is not None:
             progress.advance(1, f"M={M}")
     seq = [r for r in rows if r["sequential"]]
@@ -123,8 +146,11 @@ def example2(quick: bool = False, seeds: int | None = None, progress=None) -> Re
     ok = bool(seq) and seq_agree == len(seq) and seq_exact == len(seq)
     md = markdown_table(
         ["instances", "count", "TEL = sequential formula", "rule picks the better order"],
-        [["batches run one after the other", str(len(seq)), str(seq_exact), str(seq_agree)],
-         ["second batch starts early (rule decides)", str(len(ovl)), "-", str(ovl_agree)]])
+        [
+            ["batches run one after the other", str(len(seq)), str(seq_exact), str(seq_agree)],
+            ["second batch starts early (rule decides)", str(len(ovl)), "-", str(ovl_agree)],
+        ],
+    )
     return Report("example2", "Example 2 of paper 002: the ordering rule", rows, md, ok)
 
 
@@ -134,8 +160,7 @@ def example2(quick: bool = False, seeds: int | None = None, progress=None) -> Re
 def _uniform_instances(S: int, n: int, hi: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """S instances of n requests with s, o uniform on 1..hi (numpy PCG64 from `seed`)."""
     rng = np.random.default_rng(seed)
-    return (rng.integers(1, hi + 1, (S, n)).astype(np.int32),
-            rng.integers(1, hi + 1, (S, n)).astype(np.int32))
+    return (rng.integers(1, hi + 1, (S, n)).astype(np.int32), rng.integers(1, hi + 1, (S, n)).astype(np.int32))
 
 
 def separate_tel(batch: np.ndarray, o: np.ndarray) -> np.ndarray:
@@ -163,6 +188,7 @@ def lemma1(quick: bool = False, seeds: int | None = None, progress=None) -> Repo
     from .compare import phase1_batches
     from .config import instance_params
     from .instances import execute
+
     S = seeds or (200 if quick else 2000)
     n, hi, M = 24, 20, 100
     s, o = _uniform_instances(S, n, hi, seed=2)
@@ -185,29 +211,54 @@ def lemma1(quick: bool = False, seeds: int | None = None, progress=None) -> Repo
         sep = separate_tel(batch, o)
         worse = int((tel > sep).sum())
         ok &= worse == 0
-        rows.append(dict(check="theorem4", solver=solver, instances=S,
-                         violations=worse, mean_tel_over_separate=float((tel / sep).mean()),
-                         max_tel_over_separate=float((tel / sep).max())))
+        rows.append(
+            dict(
+                check="theorem4",
+                solver=solver,
+                instances=S,
+                violations=worse,
+                mean_tel_over_separate=float((tel / sep).mean()),
+                max_tel_over_separate=float((tel / sep).max()),
+            )
+        )
         if progress is not None:
             progress.advance(1, solver)
     ok &= violations == 0 and batches_checked > 0
-    rows.insert(0, dict(check="lemma1", solver="dp", instances=S, batches=batches_checked,
-                        violations=violations))
-    md = (f"Lemma 1: {batches_checked} exact-DP batches over {S} instances (n = {n}, s, o ~ "
-          f"U{{1..{hi}}}, M = {M}); violations: {violations}.\n\n" + markdown_table(
-              ["Theorem 4, solver", "instances", "TEL > separate", "mean TEL / separate",
-               "max TEL / separate"],
-              [[r["solver"], str(r["instances"]), str(r["violations"]),
-                _fmt(r["mean_tel_over_separate"]), _fmt(r["max_tel_over_separate"])]
-               for r in rows[1:]]))
+    rows.insert(0, dict(check="lemma1", solver="dp", instances=S, batches=batches_checked, violations=violations))
+    md = (
+        f"Lemma 1: {batches_checked} exact-DP batches over {S} instances (n = {n}, s, o ~ "
+        f"U{{1..{hi}}}, M = {M}); violations: {violations}.\n\n"
+        + markdown_table(
+            ["Theorem 4, solver", "instances", "TEL > separate", "mean TEL / separate", "max TEL / separate"],
+            [
+                [
+                    r["solver"],
+                    str(r["instances"]),
+                    str(r["violations"]),
+                    _fmt(r["mean_tel_over_separate"]),
+                    _fmt(r["max_tel_over_separate"]),
+                ]
+                for r in rows[1:]
+            ],
+        )
+    )
     return Report("lemma1", "Lemma 1 and Theorem 4 of paper 002", rows, md, ok)
 
 
 # --------------------------------------------------------------------------------------------
 # Against the exact optimum
 # --------------------------------------------------------------------------------------------
-OPT_ALGORITHMS = ("fcfs", "mcsf", "mcsf2", "sorted_f_dp", "sorted_f_scaled", "sorted_f_swap",
-                  "sorted_f_quantile", "sorted_lp", "lp_swap")
+OPT_ALGORITHMS = (
+    "fcfs",
+    "mcsf",
+    "mcsf2",
+    "sorted_f_dp",
+    "sorted_f_scaled",
+    "sorted_f_swap",
+    "sorted_f_quantile",
+    "sorted_lp",
+    "lp_swap",
+)
 
 
 def opt(quick: bool = False, seeds: int | None = None, progress=None) -> Report:
@@ -215,13 +266,14 @@ def opt(quick: bool = False, seeds: int | None = None, progress=None) -> Report:
     that it is the unrestricted optimum) on S small instances (default 200, quick 40): n = 8,
     s ~ U{1..12}, o ~ U{1..8}, M = 30. The paper's bound for Sorted-F (exact argmin) is 48."""
     from .lp import opt_ip
+
     S = seeds or (40 if quick else 200)
     n, M = 8, 30
     rng = np.random.default_rng(3)
     s = rng.integers(1, 13, (S, n)).astype(np.int32)
     o = rng.integers(1, 9, (S, n)).astype(np.int32)
     best = np.zeros(S, np.int64)
-    declare(progress, S + len(OPT_ALGORITHMS))   # one per OPT solve, one per algorithm (evaluate)
+    declare(progress, S + len(OPT_ALGORITHMS))  # one per OPT solve, one per algorithm (evaluate)
     for r in range(S):
         best[r] = opt_ip(s[r], o[r], M, horizon=int(o[r].sum()))[0]
         if progress is not None:
@@ -232,20 +284,44 @@ def opt(quick: bool = False, seeds: int | None = None, progress=None) -> Report:
     for name, e in ev.items():
         ratio = e.metrics["unit"]["tel_steps"] / best
         ratios[ALGORITHMS[name].label] = ratio
-        ok &= bool((ratio >= 1 - 1e-12).all())          # nothing beats the optimum
+        ok &= bool((ratio >= 1 - 1e-12).all())  # nothing beats the optimum
         if name.startswith("sorted_f"):
             ok &= bool(ratio.max() < 48)
         q = np.quantile(ratio, [0.5, 0.95])
-        rows.append(dict(algorithm=ALGORITHMS[name].label, instances=S, mean=ratio.mean(),
-                         median=q[0], p95=q[1], max=ratio.max(),
-                         optimal_fraction=float((ratio <= 1 + 1e-12).mean())))
-        table.append([ALGORITHMS[name].label, _fmt(ratio.mean()), _fmt(q[0]), _fmt(q[1]),
-                      _fmt(ratio.max()), f"{(ratio <= 1 + 1e-12).mean():.0%}"])
-    md = (f"TEL / OPT over {S} instances (n = {n}, s ~ U{{1..12}}, o ~ U{{1..8}}, M = {M}); "
-          "OPT is the integer program of notes §2.4 with horizon sum(o):\n\n"
-          + markdown_table(["algorithm", "mean", "median", "p95", "max", "optimal"], table))
-    return Report("opt", "Paper 002: algorithms against the exact optimum", rows, md, ok,
-                  plot=dict(kind="ratio_hist", ratios=ratios))
+        rows.append(
+            dict(
+                algorithm=ALGORITHMS[name].label,
+                instances=S,
+                mean=ratio.mean(),
+                median=q[0],
+                p95=q[1],
+                max=ratio.max(),
+                optimal_fraction=float((ratio <= 1 + 1e-12).mean()),
+            )
+        )
+        table.append(
+            [
+                ALGORITHMS[name].label,
+                _fmt(ratio.mean()),
+                _fmt(q[0]),
+                _fmt(q[1]),
+                _fmt(ratio.max()),
+                f"{(ratio <= 1 + 1e-12).mean():.0%}",
+            ]
+        )
+    md = (
+        f"TEL / OPT over {S} instances (n = {n}, s ~ U{{1..12}}, o ~ U{{1..8}}, M = {M}); "
+        "OPT is the integer program of notes §2.4 with horizon sum(o):\n\n"
+        + markdown_table(["algorithm", "mean", "median", "p95", "max", "optimal"], table)
+    )
+    return Report(
+        "opt",
+        "Paper 002: algorithms against the exact optimum",
+        rows,
+        md,
+        ok,
+        plot=dict(kind="ratio_hist", ratios=ratios),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -253,14 +329,24 @@ def opt(quick: bool = False, seeds: int | None = None, progress=None) -> Report:
 # --------------------------------------------------------------------------------------------
 # Table EC.1 of the paper: "average total end-to-end latency" (Sorted-LP, Sorted-F (Swap),
 # LP-Swap).
-TABLE_EC1 = {"uniform": (9763.0, 9748.3, 9771.4), "normal": (9397.3, 9416.9, 9385.3),
-             "binomial": (10943.0, 10696.7, 10665.7), "exponential": (6015.7, 6016.9, 6016.0),
-             "mixed": (22133.2, 22100.1, 22128.2)}
+TABLE_EC1 = {
+    "uniform": (9763.0, 9748.3, 9771.4),
+    "normal": (9397.3, 9416.9, 9385.3),
+    "binomial": (10943.0, 10696.7, 10665.7),
+    "exponential": (6015.7, 6016.9, 6016.0),
+    "mixed": (22133.2, 22100.1, 22128.2),
+}
 EC42_ALGORITHMS = ("sorted_lp", "sorted_f_swap", "lp_swap", "mcsf", "fcfs")
 
 
-def ec42(quick: bool = False, seeds: int | None = None, progress=None, *,
-         distributions=tuple(TABLE_EC1), algorithms=EC42_ALGORITHMS) -> Report:
+def ec42(
+    quick: bool = False,
+    seeds: int | None = None,
+    progress=None,
+    *,
+    distributions=tuple(TABLE_EC1),
+    algorithms=EC42_ALGORITHMS,
+) -> Report:
     """Section EC.4.2: the five synthetic distributions (M = 100; n = 100, 200 for mixed), each
     algorithm's mean TEL over the seeds (default 10, quick 3) beside Table EC.1, the TEL lower
     bound sum_k (sum of the k smallest areas) / M (notes §4), and each distribution's relative
@@ -269,11 +355,12 @@ def ec42(quick: bool = False, seeds: int | None = None, progress=None, *,
     from .families import tel_lower_bound
     from .instances import draw
     from .workloads import SYNTHETIC_CAPACITY_TOKENS, synthetic
+
     S = seeds or (3 if quick else 10)
     M = SYNTHETIC_CAPACITY_TOKENS
     names = [n for n in algorithms if ALGORITHMS[n].kind == "policy" or _have_scipy()]
     rows, table, ok = [], [], True
-    declare(progress, len(distributions) * len(names))     # evaluate: one unit per algorithm
+    declare(progress, len(distributions) * len(names))  # evaluate: one unit per algorithm
     for dist in distributions:
         batch = synthetic(dist)
         s, o = draw(_config_for(batch), np.arange(S))
@@ -284,8 +371,14 @@ def ec42(quick: bool = False, seeds: int | None = None, progress=None, *,
         three = [tels[n].mean() for n in ("sorted_lp", "sorted_f_swap", "lp_swap") if n in tels]
         spread = (max(three) - min(three)) / min(three) if len(three) > 1 else math.nan
         paper_spread = (max(TABLE_EC1[dist]) - min(TABLE_EC1[dist])) / min(TABLE_EC1[dist])
-        row = dict(distribution=dist, n=batch.num_requests, seeds=S, lower_bound=lb.mean(),
-                   spread=spread, paper_spread=paper_spread)
+        row = dict(
+            distribution=dist,
+            n=batch.num_requests,
+            seeds=S,
+            lower_bound=lb.mean(),
+            spread=spread,
+            paper_spread=paper_spread,
+        )
         for n, t in tels.items():
             row[f"tel_{n}"] = t.mean()
             row[f"solve_s_{n}"] = ev[n].solve_s / S
@@ -293,17 +386,37 @@ def ec42(quick: bool = False, seeds: int | None = None, progress=None, *,
             row[f"paper_{n}"] = v
         rows.append(row)
         cells = mean_ci_column([tels[n] for n in names])
-        table.append([dist, *cells, _fmt(lb.mean()), f"{spread:.2%}", f"{paper_spread:.2%}",
-                      " / ".join(f"{v:g}" for v in TABLE_EC1[dist])])
-    md = (f"Mean TEL (steps) ± 95% CI over {S} seeds; lower bound = mean over the same "
-          "instances; spread = (max - min) / min of Sorted-LP, Sorted-F (Swap), LP-Swap:\n\n"
-          + markdown_table(["distribution", *[ALGORITHMS[n].label for n in names], "lower bound",
-                            "spread", "paper spread", "paper (LP / Swap / LP-Swap)"], table))
+        table.append(
+            [
+                dist,
+                *cells,
+                _fmt(lb.mean()),
+                f"{spread:.2%}",
+                f"{paper_spread:.2%}",
+                " / ".join(f"{v:g}" for v in TABLE_EC1[dist]),
+            ]
+        )
+    md = (
+        f"Mean TEL (steps) ± 95% CI over {S} seeds; lower bound = mean over the same "
+        "instances; spread = (max - min) / min of Sorted-LP, Sorted-F (Swap), LP-Swap:\n\n"
+        + markdown_table(
+            [
+                "distribution",
+                *[ALGORITHMS[n].label for n in names],
+                "lower bound",
+                "spread",
+                "paper spread",
+                "paper (LP / Swap / LP-Swap)",
+            ],
+            table,
+        )
+    )
     return Report("ec42", "Section EC.4.2 of paper 002 (synthetic)", rows, md, ok)
 
 
 def _config_for(batch):
     from .config import OfflineConfig
+
     return OfflineConfig(batch, policy="mcsf")
 
 
@@ -324,9 +437,15 @@ REAL_LP_MIXES = ("mix",)
 REAL_LP_GRID = 40
 
 
-def real(quick: bool = False, seeds: int | None = None, progress=None, *,
-         ns: tuple[int, ...] | None = None, algorithms=REAL_ALGORITHMS,
-         mixes=REAL_MIXES) -> Report:
+def real(
+    quick: bool = False,
+    seeds: int | None = None,
+    progress=None,
+    *,
+    ns: tuple[int, ...] | None = None,
+    algorithms=REAL_ALGORITHMS,
+    mixes=REAL_MIXES,
+) -> Report:
     """Section 7: average latency of each algorithm for n in REAL_SIZES (200 to 2000; quick:
     200 and 400) of the LMSYS/arXiv-like mix and of the Azure conversation trace,
     M = 16,492, under unit steps and the linear step-time model (assumed coefficients), over
@@ -336,14 +455,22 @@ def real(quick: bool = False, seeds: int | None = None, progress=None, *,
     from .config import PAPER_CAPACITY_TOKENS
     from .instances import draw
     from .workloads import named
+
     S = seeds or (2 if quick else 3)
     ns = ns or ((200, 400) if quick else REAL_SIZES)
     M = PAPER_CAPACITY_TOKENS
     rows = []
     panels: dict[str, dict[str, tuple[list, list, list]]] = {}
     missing = {mix: _real_missing(mix, ns[0]) for mix in mixes}
-    declare(progress, sum(len(_real_names(mix, n, algorithms))     # evaluate: one per algorithm
-                          for mix in mixes if missing[mix] is None for n in ns))
+    declare(
+        progress,
+        sum(
+            len(_real_names(mix, n, algorithms))  # evaluate: one per algorithm
+            for mix in mixes
+            if missing[mix] is None
+            for n in ns
+        ),
+    )
     for mix in mixes:
         if missing[mix] is not None:
             rows.append(dict(mix=mix, skipped=missing[mix]))
@@ -352,42 +479,74 @@ def real(quick: bool = False, seeds: int | None = None, progress=None, *,
             batch, _ = named(mix, n)
             s, o = draw(_config_for(batch), np.arange(S))
             names = _real_names(mix, n, algorithms)
-            ev = evaluate(names, s, o, M, np.arange(S), models=("unit", "linear"),
-                          lp_options=dict(time_step=max(1, n // REAL_LP_GRID)),
-                          progress=progress)
+            ev = evaluate(
+                names,
+                s,
+                o,
+                M,
+                np.arange(S),
+                models=("unit", "linear"),
+                lp_options=dict(time_step=max(1, n // REAL_LP_GRID)),
+                progress=progress,
+            )
             for name, e in ev.items():
-                row = dict(mix=mix, n=n, algorithm=ALGORITHMS[name].label, seeds=S,
-                           solve_s_per_instance=e.solve_s / S, compile_s=e.compile_s)
+                row = dict(
+                    mix=mix,
+                    n=n,
+                    algorithm=ALGORITHMS[name].label,
+                    seeds=S,
+                    solve_s_per_instance=e.solve_s / S,
+                    compile_s=e.compile_s,
+                )
                 for model, met in e.metrics.items():
                     m, _, half, _ = mean_ci(met["avg_latency_s"])
                     row[f"avg_latency_{model}"] = m
                     row[f"avg_latency_{model}_ci95"] = half
                     series = panels.setdefault(f"{mix}, {model} steps", {}).setdefault(
-                        ALGORITHMS[name].label, ([], [], []))
+                        ALGORITHMS[name].label, ([], [], [])
+                    )
                     for column, v in zip(series, (n, m, half)):
                         column.append(v)
                 rows.append(row)
-    table = [[r["mix"], str(r["n"]), r["algorithm"],
-              f"{r['avg_latency_unit']:.1f} ± {r['avg_latency_unit_ci95']:.1f}",
-              f"{r['avg_latency_linear']:.2f} ± {r['avg_latency_linear_ci95']:.2f}",
-              f"{r['solve_s_per_instance']:.3g}"] for r in rows if "skipped" not in r]
+    table = [
+        [
+            r["mix"],
+            str(r["n"]),
+            r["algorithm"],
+            f"{r['avg_latency_unit']:.1f} ± {r['avg_latency_unit_ci95']:.1f}",
+            f"{r['avg_latency_linear']:.2f} ± {r['avg_latency_linear_ci95']:.2f}",
+            f"{r['solve_s_per_instance']:.3g}",
+        ]
+        for r in rows
+        if "skipped" not in r
+    ]
     skipped = [f"{r['mix']}: {r['skipped']}" for r in rows if "skipped" in r]
-    md = (f"Average latency (unit steps: steps; linear model: s) ± 95% CI over {S} instances, "
-          f"M = {M}; solver wall time per instance (s, compilation excluded):\n\n"
-          + markdown_table(["mix", "n", "algorithm", "avg latency (unit)",
-                            "avg latency (linear, s)", "solver s / instance"], table)
-          + ("".join(f"\n\nskipped {x}" for x in skipped)))
+    md = (
+        f"Average latency (unit steps: steps; linear model: s) ± 95% CI over {S} instances, "
+        f"M = {M}; solver wall time per instance (s, compilation excluded):\n\n"
+        + markdown_table(
+            ["mix", "n", "algorithm", "avg latency (unit)", "avg latency (linear, s)", "solver s / instance"], table
+        )
+        + ("".join(f"\n\nskipped {x}" for x in skipped))
+    )
     ok = bool(table)
-    return Report("real", "Section 7 of paper 002: LMSYS/arXiv-like mix and Azure trace", rows,
-                  md, ok, plot=dict(kind="curves", panels=panels, ylabel="average latency"))
+    return Report(
+        "real",
+        "Section 7 of paper 002: LMSYS/arXiv-like mix and Azure trace",
+        rows,
+        md,
+        ok,
+        plot=dict(kind="curves", panels=panels, ylabel="average latency"),
+    )
 
 
 def _real_missing(mix: str, n: int) -> str | None:
     """Why `real` skips `mix` (its data file is absent), or None when it runs."""
     from .workloads import named
+
     try:
         named(mix, n)
-    except FileNotFoundError as e:                    # the Azure trace is not shipped
+    except FileNotFoundError as e:  # the Azure trace is not shipped
         return str(e)
     return None
 
@@ -395,16 +554,18 @@ def _real_missing(mix: str, n: int) -> str | None:
 def _real_names(mix: str, n: int, algorithms) -> list[str]:
     """The algorithms `real` runs at (mix, n): the LP orders only up to REAL_LP_MAX_N, on
     REAL_LP_MIXES, with scipy."""
-    return [a for a in algorithms if ALGORITHMS[a].kind == "policy"
-            or (n <= REAL_LP_MAX_N and mix in REAL_LP_MIXES and _have_scipy())]
+    return [
+        a
+        for a in algorithms
+        if ALGORITHMS[a].kind == "policy" or (n <= REAL_LP_MAX_N and mix in REAL_LP_MIXES and _have_scipy())
+    ]
 
 
 # --------------------------------------------------------------------------------------------
 # Lower-bound families of Theorems 1 and EC.1
 # --------------------------------------------------------------------------------------------
 # M values: corrected families need M = j^4 (Y = M^1.25 = j^5), printed ones M = j^2 (Y = j^3).
-LOWER_BOUND_M = {True: (16, 81, 256, 625, 1296, 2401, 4096, 6561),
-                 False: (16, 36, 81, 144, 256, 400, 729, 1296)}
+LOWER_BOUND_M = {True: (16, 81, 256, 625, 1296, 2401, 4096, 6561), False: (16, 36, 81, 144, 256, 400, 729, 1296)}
 LOWER_BOUND_M_QUICK = {True: (16, 81, 256, 625), False: (16, 36, 81, 144)}
 SLOW_POLICY = {"theorem1": "mcsf", "theorem_ec1": "mcsf2"}
 
@@ -420,8 +581,9 @@ def lower_bound(quick: bool = False, seeds: int | None = None, progress=None) ->
     from . import families
     from .config import instance_params
     from .instances import execute, orders, policy_config
+
     grid = LOWER_BOUND_M_QUICK if quick else LOWER_BOUND_M
-    kinds = (False, True)                                   # printed, corrected
+    kinds = (False, True)  # printed, corrected
     declare(progress, len(families.THEOREMS) * sum(len(grid[c]) for c in kinds))
     rows, series, ok = [], {}, True
     for theorem in families.THEOREMS:
@@ -431,17 +593,25 @@ def lower_bound(quick: bool = False, seeds: int | None = None, progress=None) ->
             for M in grid[corrected]:
                 s, o = build(M, corrected)
                 params = instance_params(M)
-                slow = orders(policy_config(SLOW_POLICY[theorem], s.size), params, s[None],
-                              o[None], [0])
+                slow = orders(policy_config(SLOW_POLICY[theorem], s.size), params, s[None], o[None], [0])
                 alt = families.type2_first(M, corrected)[None]
                 tel_slow = execute(params, s[None], o[None], slow)["tel_steps"][0]
                 tel_alt = execute(params, s[None], o[None], alt)["tel_steps"][0]
                 ratio = tel_slow / tel_alt
                 Ms.append(M), ratios.append(ratio)
-                rows.append(dict(theorem=theorem, family="corrected" if corrected else "printed",
-                                 M=M, n=s.size, tel_slow=int(tel_slow), tel_type2_first=int(tel_alt),
-                                 ratio=ratio, claimed_ratio=families.claimed_ratio(theorem, M)[0],
-                                 asymptote=families.asymptotic_ratio(theorem, M, corrected)))
+                rows.append(
+                    dict(
+                        theorem=theorem,
+                        family="corrected" if corrected else "printed",
+                        M=M,
+                        n=s.size,
+                        tel_slow=int(tel_slow),
+                        tel_type2_first=int(tel_alt),
+                        ratio=ratio,
+                        claimed_ratio=families.claimed_ratio(theorem, M)[0],
+                        asymptote=families.asymptotic_ratio(theorem, M, corrected),
+                    )
+                )
                 if progress is not None:
                     progress.advance(1, f"{theorem} M={M}")
             half = len(Ms) // 2
@@ -452,20 +622,41 @@ def lower_bound(quick: bool = False, seeds: int | None = None, progress=None) ->
                 if r["theorem"] == theorem and r["family"] == label.split(", ")[1]:
                     r["slope_upper_half"], r["slope_ci95"] = slope, ci
             if corrected:
-                ok &= slope > 0.1 and ratios[-1] > ratios[0]       # grows without bound
+                ok &= slope > 0.1 and ratios[-1] > ratios[0]  # grows without bound
             else:
                 ok &= ratios[-1] < families.asymptotic_ratio(theorem, Ms[-1], False) + 1e-9
-    table = [[r["theorem"], r["family"], str(r["M"]), str(r["n"]), _fmt(r["ratio"]),
-              _fmt(r["claimed_ratio"]), _fmt(r["asymptote"])] for r in rows]
-    slopes = markdown_table(["family", "log-log slope (upper half of M)", "95% CI"],
-                            [[k, _fmt(v[2], 3), _fmt(v[3], 3)] for k, v in series.items()])
-    md = ("TEL(slow policy) / TEL(type 2 first) for each family and M; claimed = the paper's "
-          "printed ratio formula; asymptote = 4/3 or 3 (printed) and M^0.25/3.5 or M^0.25 "
-          "(corrected):\n\n" + markdown_table(["theorem", "family", "M", "n", "ratio",
-                                               "claimed", "asymptote"], table)
-          + "\n\n" + slopes)
-    return Report("lower_bound", "Lower-bound families of Theorems 1 and EC.1 (paper 002)", rows,
-                  md, ok, plot=dict(kind="loglog", series=series))
+    table = [
+        [
+            r["theorem"],
+            r["family"],
+            str(r["M"]),
+            str(r["n"]),
+            _fmt(r["ratio"]),
+            _fmt(r["claimed_ratio"]),
+            _fmt(r["asymptote"]),
+        ]
+        for r in rows
+    ]
+    slopes = markdown_table(
+        ["family", "log-log slope (upper half of M)", "95% CI"],
+        [[k, _fmt(v[2], 3), _fmt(v[3], 3)] for k, v in series.items()],
+    )
+    md = (
+        "TEL(slow policy) / TEL(type 2 first) for each family and M; claimed = the paper's "
+        "printed ratio formula; asymptote = 4/3 or 3 (printed) and M^0.25/3.5 or M^0.25 "
+        "(corrected):\n\n"
+        + markdown_table(["theorem", "family", "M", "n", "ratio", "claimed", "asymptote"], table)
+        + "\n\n"
+        + slopes
+    )
+    return Report(
+        "lower_bound",
+        "Lower-bound families of Theorems 1 and EC.1 (paper 002)",
+        rows,
+        md,
+        ok,
+        plot=dict(kind="loglog", series=series),
+    )
 
 
 # The reproductions by name, in the README's order (`jaxsched offline experiment NAME`).

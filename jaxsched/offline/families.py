@@ -46,6 +46,7 @@ s_i o_i + o_i (o_i + 1) / 2 token-steps, and the memory in use is at most M at e
 k requests done by the k-th completion c_(k) have spent all their area within steps 1..c_(k), so
 M c_(k) >= (sum of the k smallest areas) = A_k, and TEL = sum_k c_(k) >= sum_k A_k / M.
 """
+
 from __future__ import annotations
 
 import math
@@ -62,14 +63,18 @@ MAX_FAMILY_REQUESTS = 1 << 26
 
 # --------------------------------------------------------------------------- the families
 
+
 def _exponent(M: int, corrected: bool) -> int:
     """k with M = 3^(step k), step = 4 (corrected) or 2 (printed), k >= 1; else ConfigError
     naming M and the allowed values."""
     corrected = require_bool(corrected, "corrected")
     step = 4 if corrected else 2
-    allowed = (f"3^({step}k) for an integer k >= 1, so that sqrt(M), M / 3 and "
-               f"M^{1.25 if corrected else 1.5} are integers: one of "
-               + ", ".join(str(3 ** (step * k)) for k in range(1, 4)) + ", ...")
+    allowed = (
+        f"3^({step}k) for an integer k >= 1, so that sqrt(M), M / 3 and "
+        f"M^{1.25 if corrected else 1.5} are integers: one of "
+        + ", ".join(str(3 ** (step * k)) for k in range(1, 4))
+        + ", ..."
+    )
     require_int(M, "M (capacity_tokens)", lo=1)
     k = round(math.log(M, 3) / step) if M > 1 else 0
     require(k >= 1 and 3 ** (step * k) == M, "M (capacity_tokens)", allowed, M)
@@ -84,11 +89,15 @@ def _root(M: int, corrected: bool) -> int:
     step = 4 if corrected else 2
     require_int(M, "M (capacity_tokens)", lo=1)
     j = round(M ** (1 / step))
-    examples = ", ".join(str(i ** step) for i in range(2, 5)) + ", ..., " + str(3 ** (2 * step))
-    require(j >= 2 and j ** step == M, "M (capacity_tokens)",
-            f"j^{step} for an integer j >= 2, so that sqrt(M) and M^{1.25 if corrected else 1.5} "
-            f"are integers: one of {examples}, ... (the exact accounting formulas need "
-            f"3^({step}k))", M)
+    examples = ", ".join(str(i**step) for i in range(2, 5)) + ", ..., " + str(3 ** (2 * step))
+    require(
+        j >= 2 and j**step == M,
+        "M (capacity_tokens)",
+        f"j^{step} for an integer j >= 2, so that sqrt(M) and M^{1.25 if corrected else 1.5} "
+        f"are integers: one of {examples}, ... (the exact accounting formulas need "
+        f"3^({step}k))",
+        M,
+    )
     return j
 
 
@@ -97,16 +106,20 @@ def family_sizes(M: int, corrected: bool = True) -> tuple[int, int]:
     M^1.5 (printed). M: j^4 (corrected) or j^2 (printed), j >= 2; with M = 3^(4k) or 3^(2k)
     Theorem 1's type-2 requests also fill M exactly (M / 3 per batch), as the proof assumes."""
     j = _root(M, corrected)
-    return M, j ** 5 if corrected else j ** 3
+    return M, j**5 if corrected else j**3
 
 
-def _two_types(M: int, corrected: bool, type1: tuple[int, int],
-               type2: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+def _two_types(
+    M: int, corrected: bool, type1: tuple[int, int], type2: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
     X, Y = family_sizes(M, corrected)
     # The formulas take any M; only the arrays are capped (M = 3^12 would need 14.9 million).
-    require(X + Y <= MAX_FAMILY_REQUESTS, "M (capacity_tokens)",
-            f"small enough that the family has <= {MAX_FAMILY_REQUESTS} requests (it has "
-            f"{X + Y})", M)
+    require(
+        X + Y <= MAX_FAMILY_REQUESTS,
+        "M (capacity_tokens)",
+        f"small enough that the family has <= {MAX_FAMILY_REQUESTS} requests (it has {X + Y})",
+        M,
+    )
     s = np.concatenate([np.full(X, type1[0], np.int64), np.full(Y, type2[0], np.int64)])
     o = np.concatenate([np.full(X, type1[1], np.int64), np.full(Y, type2[1], np.int64)])
     return s, o
@@ -143,9 +156,12 @@ def type2_first(M: int, corrected: bool = True) -> np.ndarray:
     (indices X..X+Y-1) before every type-1 request, each type in index order. The same for both
     families (they share the layout)."""
     X, Y = family_sizes(M, corrected)
-    require(X + Y <= MAX_FAMILY_REQUESTS, "M (capacity_tokens)",
-            f"small enough that the family has <= {MAX_FAMILY_REQUESTS} requests (it has "
-            f"{X + Y})", M)
+    require(
+        X + Y <= MAX_FAMILY_REQUESTS,
+        "M (capacity_tokens)",
+        f"small enough that the family has <= {MAX_FAMILY_REQUESTS} requests (it has {X + Y})",
+        M,
+    )
     return np.concatenate([np.arange(X, X + Y), np.arange(X)]).astype(np.int64)
 
 
@@ -167,11 +183,11 @@ def theorem1_paper_tel(M: int, corrected: bool = True) -> tuple[int, int]:
     under type2_first by starting sqrt(M) / 3 type-1 requests early (`theorem1_tel`). The
     paper's own ratio formula (`claimed_ratio`) drops the sum over j.
     """
-    _exponent(M, corrected)                       # the accounting needs M / 3 exact
+    _exponent(M, corrected)  # the accounting needs M / 3 exact
     X, Y = family_sizes(M, corrected)
     r = math.isqrt(M)
     type1 = r * _tri(X // r)
-    type2 = (M // 3) * 2 * _tri(3 * Y // M)      # (2M/3) sum j, kept in integers
+    type2 = (M // 3) * 2 * _tri(3 * Y // M)  # (2M/3) sum j, kept in integers
     return type1 + X * Y // r + type2, type2 + 6 * X * Y // M + type1
 
 
@@ -187,13 +203,13 @@ def theorem1_tel(M: int, corrected: bool = True) -> tuple[int, int]:
       batch holds M; from step 2J + 1 the other M - r/3 type-1 requests run r per step: r - 1
       full waves ending at 2J + i, then 2r/3 ending at 2J + r.
     """
-    _exponent(M, corrected)                       # the accounting needs M / 3 exact
+    _exponent(M, corrected)  # the accounting needs M / 3 exact
     X, Y = family_sizes(M, corrected)
     r = math.isqrt(M)
     J = 3 * Y // M
     type2 = (M // 3) * 2 * _tri(J)
     mcsf = r * _tri(r) + Y * r + type2
-    late = r * (r - 1) * 2 * J + r * _tri(r - 1)           # r - 1 full waves
+    late = r * (r - 1) * 2 * J + r * _tri(r - 1)  # r - 1 full waves
     alt = type2 + (r // 3) * (2 * J - 1) + late + (2 * r // 3) * (2 * J + r)
     return mcsf, alt
 
@@ -212,7 +228,7 @@ def theorem_ec1_paper_tel(M: int, corrected: bool = True) -> tuple[int, int]:
     M = 729, printed; the ratios follow the same asymptotics). Only the executor
     (`instances.execute`) gives exact values.
     """
-    _exponent(M, corrected)                       # the accounting needs M / 3 exact
+    _exponent(M, corrected)  # the accounting needs M / 3 exact
     X, Y = family_sizes(M, corrected)
     r = math.isqrt(M)
     type1 = (r - 1) * r * _tri(X // r)
@@ -264,6 +280,7 @@ def asymptotic_ratio(theorem: str, M: float, corrected: bool = True) -> float:
 
 # --------------------------------------------------------------------------- Example 2
 
+
 class Example2(NamedTuple):
     """Example 2's instance and its prediction.
 
@@ -277,6 +294,7 @@ class Example2(NamedTuple):
       request of the second batch while the first runs. Then its TEL is strictly below the
       sequential one and the rule may fail; otherwise the executor is exactly sequential.
     """
+
     s: np.ndarray
     o: np.ndarray
     M: int
@@ -308,8 +326,12 @@ def example2(n1: int, s1: int, o1: int, n2: int, s2: int, o2: int) -> Example2:
     for name, v in (("n1", n1), ("s1", s1), ("o1", o1), ("n2", n2), ("s2", s2), ("o2", o2)):
         require_int(v, name, lo=1)
     M = n1 * (s1 + o1)
-    require(n2 * (s2 + o2) == M, "n2 (s2 + o2)", f"equal to n1 (s1 + o1) = {M} (both batches "
-            "fill M exactly)", n2 * (s2 + o2))
+    require(
+        n2 * (s2 + o2) == M,
+        "n2 (s2 + o2)",
+        f"equal to n1 (s1 + o1) = {M} (both batches fill M exactly)",
+        n2 * (s2 + o2),
+    )
     s = np.concatenate([np.full(n1, s1, np.int64), np.full(n2, s2, np.int64)])
     o = np.concatenate([np.full(n1, o1, np.int64), np.full(n2, o2, np.int64)])
     first1 = np.arange(n1 + n2, dtype=np.int64)
@@ -317,11 +339,22 @@ def example2(n1: int, s1: int, o1: int, n2: int, s2: int, o2: int) -> Example2:
     # o1 / n1 < o2 / n2  <=>  o1 n2 < o2 n1, compared in integers.
     better = 1 if o1 * n2 < o2 * n1 else 2 if o1 * n2 > o2 * n1 else 0
     base = o1 * n1 + o2 * n2
-    return Example2(s, o, M, first1, first2, better, base + o1 * n2, base + o2 * n1,
-                    _overlaps(n1, o1, s2, o2), _overlaps(n2, o2, s1, o1))
+    return Example2(
+        s,
+        o,
+        M,
+        first1,
+        first2,
+        better,
+        base + o1 * n2,
+        base + o2 * n1,
+        _overlaps(n1, o1, s2, o2),
+        _overlaps(n2, o2, s1, o1),
+    )
 
 
 # --------------------------------------------------------------------------- TEL lower bound
+
 
 def tel_lower_bound(s, o, M, *, strengthen: bool = False) -> np.ndarray:
     """A lower bound on the TEL (steps) of every schedule, OPT included (notes/002.md §4).
@@ -336,8 +369,12 @@ def tel_lower_bound(s, o, M, *, strengthen: bool = False) -> np.ndarray:
     """
     strengthen = require_bool(strengthen, "strengthen")
     s, o = np.asarray(s), np.asarray(o)
-    require(s.shape == o.shape and s.ndim in (1, 2) and s.size > 0, "s, o",
-            "non-empty int arrays of one shape [S, n] or [n]", f"{s.shape} and {o.shape}")
+    require(
+        s.shape == o.shape and s.ndim in (1, 2) and s.size > 0,
+        "s, o",
+        "non-empty int arrays of one shape [S, n] or [n]",
+        f"{s.shape} and {o.shape}",
+    )
     for name, a in (("s", s), ("o", o)):
         require(a.dtype.kind in "iu", name, "an integer array (tokens)", a.dtype)
     one = s.ndim == 1
@@ -345,15 +382,16 @@ def tel_lower_bound(s, o, M, *, strengthen: bool = False) -> np.ndarray:
     Ms = np.broadcast_to(np.asarray(M), (s.shape[0],))
     require(Ms.dtype.kind in "iu" and (Ms >= 1).all(), "M", "a positive integer or int[S]", M)
     Ms = Ms.astype(np.int64)
-    require(s.min() >= 0 and o.min() >= 1, "s, o", "s >= 0 and o >= 1 (tokens)",
-            (int(s.min()), int(o.min())))
-    over = (s + o > Ms[:, None])
+    require(s.min() >= 0 and o.min() >= 1, "s, o", "s >= 0 and o >= 1 (tokens)", (int(s.min()), int(o.min())))
+    over = s + o > Ms[:, None]
     if over.any():
         row, i = map(int, np.argwhere(over)[0])
-        raise ConfigError(f"request {i} of row {row} has s + o = {int(s[row, i] + o[row, i])} > "
-                          f"M = {int(Ms[row])}: no schedule can serve it")
+        raise ConfigError(
+            f"request {i} of row {row} has s + o = {int(s[row, i] + o[row, i])} > "
+            f"M = {int(Ms[row])}: no schedule can serve it"
+        )
     area = s * o + o * (o + 1) // 2
-    A = np.cumsum(np.sort(area, axis=1), axis=1)            # int64[S, n]: A_k, k = 1..n
+    A = np.cumsum(np.sort(area, axis=1), axis=1)  # int64[S, n]: A_k, k = 1..n
     if strengthen:
         ceil = -(-A // Ms[:, None])
         bound = np.maximum(ceil, np.sort(o, axis=1)).sum(axis=1).astype(np.float64)

@@ -12,6 +12,7 @@ families, `families.py`) need the executor on given arrays instead. These functi
 `execute` runs the same `step` as the runner (one `lax.while_loop` per batch of instances,
 `vmap`ped), so its metrics equal `simulate`'s for the same instance and order.
 """
+
 from __future__ import annotations
 
 import functools
@@ -51,9 +52,9 @@ def policy_config(policy: str, n: int, **options) -> OfflineConfig:
     (OfflineConfig fields such as dp_width, epsilon) matter; the workload is a placeholder
     that `orders` never samples."""
     from ..workload import Batch, Independent, UniformInt
+
     one = UniformInt(1, 1)
-    return OfflineConfig(Batch(Independent(one, one, name="explicit"), n), policy=policy,
-                         **options)
+    return OfflineConfig(Batch(Independent(one, one, name="explicit"), n), policy=policy, **options)
 
 
 def orders(config: OfflineConfig, params: OfflineParams, s, o, seeds) -> np.ndarray:
@@ -66,6 +67,7 @@ def compiled_orders(config: OfflineConfig, params: OfflineParams, s, o, seeds):
     """(compile seconds, a function () -> int32[S, n] running the compiled orders): separates
     a solver's compilation from its run time for timing."""
     import time
+
     args = _order_args(config, params, s, o, seeds)
     t0 = time.perf_counter()
     fn = _orders.lower(*args).compile()
@@ -74,8 +76,7 @@ def compiled_orders(config: OfflineConfig, params: OfflineParams, s, o, seeds):
 
 
 def _order_args(config, params, s, o, seeds):
-    require(isinstance(config, OfflineConfig), "config", "an OfflineConfig (see policy_config)",
-            type(config).__name__)
+    require(isinstance(config, OfflineConfig), "config", "an OfflineConfig (see policy_config)", type(config).__name__)
     s, o = _as_batch(s, o)
     require(s.shape[1] == config.n, "s, o", f"[S, {config.n}] (config.n requests)", s.shape)
     seeds = jnp.asarray(np.broadcast_to(np.asarray(seeds, np.uint32), (s.shape[0],)))
@@ -88,8 +89,7 @@ def _execute(params: OfflineParams, s, o, order, max_steps):
         def cond(st):
             return ~done(None, st) & (st.t < max_steps)
 
-        return jax.lax.while_loop(cond, lambda st: step(None, params, st, False)[0],
-                                  start(s, o, order, params))
+        return jax.lax.while_loop(cond, lambda st: step(None, params, st, False)[0], start(s, o, order, params))
 
     return jax.vmap(one)(s, o, order)
 
@@ -100,19 +100,23 @@ def execute(params: OfflineParams, s, o, order, *, max_steps: int | None = None)
     sum of o, which bounds any makespan) cuts a run; `done` says which finished."""
     s, o = _as_batch(s, o)
     order = np.asarray(order)
-    require(order.shape == s.shape and (np.sort(order, axis=1) == np.arange(s.shape[1])).all(),
-            "order", f"int[{s.shape[0]}, {s.shape[1]}], a permutation of 0..n-1 per row",
-            f"shape {order.shape}")
+    require(
+        order.shape == s.shape and (np.sort(order, axis=1) == np.arange(s.shape[1])).all(),
+        "order",
+        f"int[{s.shape[0]}, {s.shape[1]}], a permutation of 0..n-1 per row",
+        f"shape {order.shape}",
+    )
     M = int(params.capacity_tokens)
     if (s + o > M).any():
         row, i = map(int, np.argwhere(s + o > M)[0])
-        raise ConfigError(f"s + o must be <= M = {M} tokens for every request (each must fit "
-                          f"alone), got {int(s[row, i] + o[row, i])} for request {i} of row {row}")
+        raise ConfigError(
+            f"s + o must be <= M = {M} tokens for every request (each must fit "
+            f"alone), got {int(s[row, i] + o[row, i])} for request {i} of row {row}"
+        )
     if max_steps is None:
         max_steps = int(min(INT_LIMIT, max(1, o.sum(axis=1).max())))
     # max_steps is traced: instances of one shape share one compilation whatever their lengths.
-    state = _execute(params, jnp.asarray(s), jnp.asarray(o), jnp.asarray(order, jnp.int32),
-                     jnp.int32(max_steps))
+    state = _execute(params, jnp.asarray(s), jnp.asarray(o), jnp.asarray(order, jnp.int32), jnp.int32(max_steps))
     return finalize(_Shape(s.shape[1]), params, state)
 
 
@@ -125,10 +129,12 @@ class _Shape:
 
 def _as_batch(s, o) -> tuple[np.ndarray, np.ndarray]:
     s, o = np.atleast_2d(np.asarray(s)), np.atleast_2d(np.asarray(o))
-    require(s.shape == o.shape and s.ndim == 2, "s, o", "int arrays of one shape [S, n]",
-            f"{s.shape} and {o.shape}")
-    require(s.size > 0 and s.min() >= 1 and o.min() >= 1, "s, o", "lengths >= 1 (tokens)",
-            f"min {s.min() if s.size else None}, {o.min() if o.size else None}")
-    require(int(s.max()) + int(o.max()) < INT_LIMIT, "s + o", f"< {INT_LIMIT}",
-            int(s.max()) + int(o.max()))
+    require(s.shape == o.shape and s.ndim == 2, "s, o", "int arrays of one shape [S, n]", f"{s.shape} and {o.shape}")
+    require(
+        s.size > 0 and s.min() >= 1 and o.min() >= 1,
+        "s, o",
+        "lengths >= 1 (tokens)",
+        f"min {s.min() if s.size else None}, {o.min() if o.size else None}",
+    )
+    require(int(s.max()) + int(o.max()) < INT_LIMIT, "s + o", f"< {INT_LIMIT}", int(s.max()) + int(o.max()))
     return s.astype(np.int32), o.astype(np.int32)

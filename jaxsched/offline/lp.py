@@ -31,6 +31,7 @@ the relaxed LP is by default written with the running count and the memory at ea
 2T extra variables chained by their first differences (4 nonzeros per column), the same LP
 (`relaxed_lp`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -70,9 +71,10 @@ def _scipy():
     try:
         import scipy.optimize as opt
         import scipy.sparse as sp
-    except ImportError as err:          # pragma: no cover - exercised only without scipy
-        raise ImportError("jaxsched.offline.lp needs SciPy (HiGHS solves the LP and IP of paper "
-                          "002): pip install 'jaxsched[lp]'") from err
+    except ImportError as err:  # pragma: no cover - exercised only without scipy
+        raise ImportError(
+            "jaxsched.offline.lp needs SciPy (HiGHS solves the LP and IP of paper 002): pip install 'jaxsched[lp]'"
+        ) from err
     return opt, sp
 
 
@@ -88,7 +90,7 @@ def _quiet_stdout():
     sys.stdout.flush()
     try:
         saved = os.dup(1)
-    except OSError:                     # no real stdout (some embedded environments)
+    except OSError:  # no real stdout (some embedded environments)
         yield
         return
     try:
@@ -106,16 +108,32 @@ def _check(s, o, M) -> tuple[np.ndarray, np.ndarray, int]:
     arrays of one shape [n], n >= 1, with s, o >= 1 and s + o <= M tokens."""
     M = require_int(M, "M", lo=2)
     s, o = np.asarray(s), np.asarray(o)
-    require(s.shape == o.shape and s.ndim == 1 and s.size >= 1, "s, o",
-            "integer arrays of one shape [n], n >= 1", f"shapes {s.shape} and {o.shape}")
-    require(s.dtype.kind in "iu" and o.dtype.kind in "iu", "s, o", "integer arrays (tokens)",
-            f"dtypes {s.dtype} and {o.dtype}")
+    require(
+        s.shape == o.shape and s.ndim == 1 and s.size >= 1,
+        "s, o",
+        "integer arrays of one shape [n], n >= 1",
+        f"shapes {s.shape} and {o.shape}",
+    )
+    require(
+        s.dtype.kind in "iu" and o.dtype.kind in "iu",
+        "s, o",
+        "integer arrays (tokens)",
+        f"dtypes {s.dtype} and {o.dtype}",
+    )
     s, o = s.astype(np.int64), o.astype(np.int64)
-    require(int(s.min()) >= 1 and int(o.min()) >= 1, "s, o", "lengths >= 1 (tokens)",
-            f"min s {int(s.min())}, min o {int(o.min())}")
+    require(
+        int(s.min()) >= 1 and int(o.min()) >= 1,
+        "s, o",
+        "lengths >= 1 (tokens)",
+        f"min s {int(s.min())}, min o {int(o.min())}",
+    )
     worst = int(np.argmax(s + o))
-    require(int(s[worst] + o[worst]) <= M, "s + o", f"<= M = {M} for every request (a request "
-            "with s + o > M can never start)", f"{int(s[worst] + o[worst])} at request {worst}")
+    require(
+        int(s[worst] + o[worst]) <= M,
+        "s + o",
+        f"<= M = {M} for every request (a request with s + o > M can never start)",
+        f"{int(s[worst] + o[worst])} at request {worst}",
+    )
     return s, o, M
 
 
@@ -125,8 +143,7 @@ def _check_horizon(horizon, o: np.ndarray) -> int:
 
 def _check_y(y, n: int) -> np.ndarray:
     y = np.asarray(y, dtype=np.float64)
-    require(y.shape == (n,) and bool(np.isfinite(y).all()), "y", f"finite float[{n}]",
-            f"shape {y.shape}")
+    require(y.shape == (n,) and bool(np.isfinite(y).all()), "y", f"finite float[{n}]", f"shape {y.shape}")
     return y
 
 
@@ -138,13 +155,14 @@ def mcsf_makespans(s, o, M: int) -> np.ndarray:
     (o, index)) of each row of s, o (int[S, n] tokens), all rows in one vmapped run."""
     from .config import instance_params
     from .instances import execute
+
     s, o = np.atleast_2d(s), np.atleast_2d(o)
     order = np.argsort(o, axis=1, kind="stable")
     # Any makespan is at most sum(o) (the executor never idles with requests pending); the
     # bound is rounded up to a power of two so that few distinct values (jit static) compile.
     bound = 1 << int(max(1, int(o.sum(axis=1).max())) - 1).bit_length()
     metrics = execute(instance_params(M), s, o, order, max_steps=bound)
-    if not metrics["done"].all():       # the executor is broken, not the input
+    if not metrics["done"].all():  # the executor is broken, not the input
         raise RuntimeError("the MC-SF schedule did not finish within sum(o) steps")
     return metrics["makespan_steps"].astype(np.int64)
 
@@ -156,7 +174,7 @@ def memory_profile(s, o, p) -> np.ndarray:
     s, o, p = (np.asarray(a, np.int64) for a in (s, o, p))
     mem = np.zeros(int((p + o).max()), np.int64)
     for si, oi, pi in zip(s, o, p):
-        mem[pi:pi + oi] += si + np.arange(1, oi + 1)
+        mem[pi : pi + oi] += si + np.arange(1, oi + 1)
     return mem
 
 
@@ -165,9 +183,10 @@ def memory_profile(s, o, p) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 class _Columns(NamedTuple):
     """The start columns: column v is request `request[v]` starting at step `start[v]`."""
-    request: np.ndarray         # int64[V]
-    start: np.ndarray           # int64[V]
-    assign: object              # sparse [n, V]: row i sums request i's columns
+
+    request: np.ndarray  # int64[V]
+    start: np.ndarray  # int64[V]
+    assign: object  # sparse [n, V]: row i sums request i's columns
 
 
 def _columns(s: np.ndarray, o: np.ndarray, horizon: int, time_step: int) -> _Columns:
@@ -215,8 +234,10 @@ def _chained_rows(s: np.ndarray, o: np.ndarray, cols: _Columns, horizon: int):
     ones = np.concatenate([-np.ones(k.size), np.ones(k.size)])
     freed = np.concatenate([-si, si + oi]).astype(np.float64)
     shape = (horizon, k.size)
-    return (sp.csr_array((ones[keep], (row[keep], col[keep])), shape=shape),
-            sp.csr_array((freed[keep], (row[keep], col[keep])), shape=shape))
+    return (
+        sp.csr_array((ones[keep], (row[keep], col[keep])), shape=shape),
+        sp.csr_array((freed[keep], (row[keep], col[keep])), shape=shape),
+    )
 
 
 FORMULATIONS = ("chained", "ramp")
@@ -231,6 +252,7 @@ class LPSolution(NamedTuple):
     num_vars, num_rows, nnz: its size as given to HiGHS;
     build_s, solve_s: seconds to build the matrices and for HiGHS to solve (wall clock).
     """
+
     y: np.ndarray
     value: float
     horizon: int
@@ -244,8 +266,9 @@ class LPSolution(NamedTuple):
     solve_s: float
 
 
-def _solve_relaxed(s: np.ndarray, o: np.ndarray, M: int, horizon: int, time_step: int,
-                   formulation: str, method: str, options: dict):
+def _solve_relaxed(
+    s: np.ndarray, o: np.ndarray, M: int, horizon: int, time_step: int, formulation: str, method: str, options: dict
+):
     """Build and solve one relaxed program; (linprog result, columns, size, seconds)."""
     opt, sp = _scipy()
     t0 = time.perf_counter()
@@ -264,31 +287,44 @@ def _solve_relaxed(s: np.ndarray, o: np.ndarray, M: int, horizon: int, time_step
         # better conditioned for HiGHS than one second-difference chain.
         R, G = _chained_rows(s, o, cols, horizon)
         step = np.arange(horizon)
-        chain = sp.csr_array((np.concatenate([np.ones(horizon), -np.ones(horizon - 1)]),
-                              (np.concatenate([step, step[1:]]),
-                               np.concatenate([step, step[:-1]]))), shape=(horizon, horizon))
+        chain = sp.csr_array(
+            (
+                np.concatenate([np.ones(horizon), -np.ones(horizon - 1)]),
+                (np.concatenate([step, step[1:]]), np.concatenate([step, step[:-1]])),
+            ),
+            shape=(horizon, horizon),
+        )
         eye = sp.eye_array(horizon, format="csr")
         zero = sp.csr_array((horizon, horizon))
-        A_eq = sp.vstack([sp.hstack([R, chain, zero]),
-                          sp.hstack([G, -eye, chain]),
-                          sp.hstack([cols.assign, sp.csr_array((n, 2 * horizon))])]).tocsr()
+        A_eq = sp.vstack(
+            [
+                sp.hstack([R, chain, zero]),
+                sp.hstack([G, -eye, chain]),
+                sp.hstack([cols.assign, sp.csr_array((n, 2 * horizon))]),
+            ]
+        ).tocsr()
         b_eq = np.concatenate([np.zeros(2 * horizon), np.ones(n)])
         A_ub = b_ub = None
         cost = np.concatenate([cost, np.zeros(2 * horizon)])
-        bounds = np.concatenate([np.tile([0.0, np.inf], (V + horizon, 1)),
-                                 np.tile([0.0, float(M)], (horizon, 1))])
+        bounds = np.concatenate([np.tile([0.0, np.inf], (V + horizon, 1)), np.tile([0.0, float(M)], (horizon, 1))])
     t1 = time.perf_counter()
-    res = opt.linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds,
-                      method=method, options=options)
+    res = opt.linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method=method, options=options)
     t2 = time.perf_counter()
     nnz = A_eq.nnz + (A_ub.nnz if A_ub is not None else 0)
-    return res, cols, (cost.size, A_eq.shape[0] + (horizon if A_ub is not None else 0), nnz), \
-        (t1 - t0, t2 - t1)
+    return res, cols, (cost.size, A_eq.shape[0] + (horizon if A_ub is not None else 0), nnz), (t1 - t0, t2 - t1)
 
 
-def relaxed_lp_solution(s, o, M: int, *, horizon: int | None = None, time_step: int = 1,
-                        formulation: str = "chained", method: str = DEFAULT_METHOD,
-                        time_limit_s: float | None = None) -> LPSolution:
+def relaxed_lp_solution(
+    s,
+    o,
+    M: int,
+    *,
+    horizon: int | None = None,
+    time_step: int = 1,
+    formulation: str = "chained",
+    method: str = DEFAULT_METHOD,
+    time_limit_s: float | None = None,
+) -> LPSolution:
     """Relax-LP (x >= 0) solved by HiGHS (`scipy.optimize.linprog`); see `relaxed_lp` for the
     arguments. Returns its `LPSolution` (y, value, size, timings)."""
     s, o, M = _check(s, o, M)
@@ -303,14 +339,26 @@ def _lp_options(time_step, formulation, method, time_limit_s) -> dict:
     options = {}
     if time_limit_s is not None:
         options["time_limit"] = require_float(time_limit_s, "time_limit_s", lo=0.0, lo_open=True)
-    return dict(time_step=require_int(time_step, "time_step", lo=1),
-                formulation=require_choice(formulation, "formulation", FORMULATIONS),
-                method=require_choice(method, "method", ("highs-ipm", "highs-ds", "highs")),
-                options=options)
+    return dict(
+        time_step=require_int(time_step, "time_step", lo=1),
+        formulation=require_choice(formulation, "formulation", FORMULATIONS),
+        method=require_choice(method, "method", ("highs-ipm", "highs-ds", "highs")),
+        options=options,
+    )
 
 
-def _relaxed_lp(s: np.ndarray, o: np.ndarray, M: int, horizon: int, grow: bool, *,
-                time_step: int, formulation: str, method: str, options: dict) -> LPSolution:
+def _relaxed_lp(
+    s: np.ndarray,
+    o: np.ndarray,
+    M: int,
+    horizon: int,
+    grow: bool,
+    *,
+    time_step: int,
+    formulation: str,
+    method: str,
+    options: dict,
+) -> LPSolution:
     """`relaxed_lp_solution` on checked input; grow: whether the horizon may grow (below)."""
     _scipy()
     # The sequential schedule on the grid (each request alone, starts rounded up to multiples
@@ -319,30 +367,50 @@ def _relaxed_lp(s: np.ndarray, o: np.ndarray, M: int, horizon: int, grow: bool, 
     enough = int((-(-o // q) * q).sum() - (-(-o.max() // q) * q) + o.max())
     while True:
         res, cols, (num_vars, num_rows, nnz), (build_s, solve_s) = _solve_relaxed(
-            s, o, M, horizon, time_step, formulation, method, options)
-        if res.status == 2 and grow and horizon < enough:       # 2: infeasible
+            s, o, M, horizon, time_step, formulation, method, options
+        )
+        if res.status == 2 and grow and horizon < enough:  # 2: infeasible
             horizon = min(enough, max(horizon + q, math.ceil(horizon * HORIZON_GROWTH)))
             continue
-        if res.status == 4 and method == "highs-ipm":            # 4: numerical trouble
+        if res.status == 4 and method == "highs-ipm":  # 4: numerical trouble
             # The interior point method occasionally stalls on these degenerate programs;
             # the dual simplex is slower but solves them (the same LP, so the same value).
             method = FALLBACK_METHOD
             continue
         break
     if res.status != 0 or res.x is None:
-        raise RuntimeError(f"HiGHS did not solve the relaxed LP (status {res.status}, horizon "
-                           f"{horizon}, time_step {time_step}): {res.message}")
-    x = res.x[:cols.start.size]
+        raise RuntimeError(
+            f"HiGHS did not solve the relaxed LP (status {res.status}, horizon "
+            f"{horizon}, time_step {time_step}): {res.message}"
+        )
+    x = res.x[: cols.start.size]
     y = np.round(cols.assign @ (x * cols.start), Y_DECIMALS)
-    return LPSolution(y=y, value=float(x @ cols.start) + float(o.sum()), horizon=horizon,
-                      time_step=time_step, formulation=formulation, method=method,
-                      num_vars=int(num_vars), num_rows=int(num_rows), nnz=int(nnz),
-                      build_s=build_s, solve_s=solve_s)
+    return LPSolution(
+        y=y,
+        value=float(x @ cols.start) + float(o.sum()),
+        horizon=horizon,
+        time_step=time_step,
+        formulation=formulation,
+        method=method,
+        num_vars=int(num_vars),
+        num_rows=int(num_rows),
+        nnz=int(nnz),
+        build_s=build_s,
+        solve_s=solve_s,
+    )
 
 
-def relaxed_lp(s, o, M: int, *, horizon: int | None = None, time_step: int = 1,
-               formulation: str = "chained", method: str = DEFAULT_METHOD,
-               time_limit_s: float | None = None) -> np.ndarray:
+def relaxed_lp(
+    s,
+    o,
+    M: int,
+    *,
+    horizon: int | None = None,
+    time_step: int = 1,
+    formulation: str = "chained",
+    method: str = DEFAULT_METHOD,
+    time_limit_s: float | None = None,
+) -> np.ndarray:
     """y float64[n]: Relax-LP's fractional start sum_k k x*[i, k] of each request (steps).
 
     Args: s, o: int[n] tokens (s, o >= 1, s + o <= M); M: KV limit (tokens); horizon: T in
@@ -365,9 +433,9 @@ def relaxed_lp(s, o, M: int, *, horizon: int | None = None, time_step: int = 1,
     near-ties order by index.
     Raises ConfigError on bad input, RuntimeError (with HiGHS's message) unless optimal.
     """
-    return relaxed_lp_solution(s, o, M, horizon=horizon, time_step=time_step,
-                               formulation=formulation, method=method,
-                               time_limit_s=time_limit_s).y
+    return relaxed_lp_solution(
+        s, o, M, horizon=horizon, time_step=time_step, formulation=formulation, method=method, time_limit_s=time_limit_s
+    ).y
 
 
 # --------------------------------------------------------------------------------------------
@@ -402,6 +470,7 @@ def _lp_swap_jit():
             # the rank of y; then Algorithm 4's swap loop from it.
             chosen, pos = sorted_f.greedy_fill(s + o, key, avail, M)
             return sorted_f.swap_search(s, o, avail, M, chosen, pos)
+
         return sorted_f.order(s, o, M, solver)
 
     return jax.jit(jax.vmap(one, in_axes=(0, 0, None, 0))), jnp
@@ -411,8 +480,7 @@ def _lp_swap_batch(s: np.ndarray, o: np.ndarray, M: int, y: np.ndarray) -> np.nd
     """LP-Swap orders (int64[S, n]) of checked instances s, o (int[S, n]) given y (float[S, n])."""
     run, jnp = _lp_swap_jit()
     rank = np.argsort(np.argsort(y, axis=1, kind="stable"), axis=1, kind="stable")
-    out = run(jnp.asarray(s, jnp.int32), jnp.asarray(o, jnp.int32), jnp.int32(M),
-              jnp.asarray(rank, jnp.int32))
+    out = run(jnp.asarray(s, jnp.int32), jnp.asarray(o, jnp.int32), jnp.int32(M), jnp.asarray(rank, jnp.int32))
     return np.asarray(out).astype(np.int64)
 
 
@@ -427,21 +495,33 @@ def lp_swap_order(s, o, M: int, y=None, **lp_kw) -> np.ndarray:
     return _lp_swap_batch(s[None], o[None], M, y[None])[0]
 
 
-def relaxed_lps(s, o, M: int, progress=None, *, horizon: int | None = None, time_step: int = 1,
-                formulation: str = "chained", method: str = DEFAULT_METHOD,
-                time_limit_s: float | None = None) -> np.ndarray:
+def relaxed_lps(
+    s,
+    o,
+    M: int,
+    progress=None,
+    *,
+    horizon: int | None = None,
+    time_step: int = 1,
+    formulation: str = "chained",
+    method: str = DEFAULT_METHOD,
+    time_limit_s: float | None = None,
+) -> np.ndarray:
     """y float64[S, n]: `relaxed_lp` of each row of s, o (int[S, n] tokens), one HiGHS solve
     per row; the default horizons (MC-SF makespans) are computed for all rows in one run.
     progress: a `Progress` (or anything with advance(weight, detail)), advanced by 1 per LP."""
     s, o = np.atleast_2d(np.asarray(s)), np.atleast_2d(np.asarray(o))
-    require(s.shape == o.shape and s.ndim == 2 and s.shape[0] >= 1, "s, o",
-            "integer arrays of one shape [S, n], S >= 1", f"shapes {s.shape} and {o.shape}")
+    require(
+        s.shape == o.shape and s.ndim == 2 and s.shape[0] >= 1,
+        "s, o",
+        "integer arrays of one shape [S, n], S >= 1",
+        f"shapes {s.shape} and {o.shape}",
+    )
     rows = [_check(s[r], o[r], M) for r in range(s.shape[0])]
     M = rows[0][2]
     opts = _lp_options(time_step, formulation, method, time_limit_s)
     grow = horizon is None and opts["time_step"] > 1
-    horizons = (mcsf_makespans(s, o, M) if horizon is None
-                else np.full(s.shape[0], horizon, np.int64))
+    horizons = mcsf_makespans(s, o, M) if horizon is None else np.full(s.shape[0], horizon, np.int64)
     y = np.empty(s.shape, np.float64)
     for r, (sr, orr, _) in enumerate(rows):
         y[r] = _relaxed_lp(sr, orr, M, _check_horizon(int(horizons[r]), orr), grow, **opts).y
@@ -462,8 +542,7 @@ def lp_orders(s, o, M: int, which: str, progress=None, *, y=None, **lp_kw) -> np
     for r in range(s.shape[0]):
         _check(s[r], o[r], M)
     y = np.asarray(y, np.float64)
-    require(y.shape == s.shape and bool(np.isfinite(y).all()), "y", f"finite float{list(s.shape)}",
-            f"shape {y.shape}")
+    require(y.shape == s.shape and bool(np.isfinite(y).all()), "y", f"finite float{list(s.shape)}", f"shape {y.shape}")
     if which == "sorted_lp":
         return np.argsort(y, axis=1, kind="stable")
     return _lp_swap_batch(s.astype(np.int64), o.astype(np.int64), int(M), y)
@@ -472,8 +551,7 @@ def lp_orders(s, o, M: int, which: str, progress=None, *, y=None, **lp_kw) -> np
 # --------------------------------------------------------------------------------------------
 # The exact optimum
 # --------------------------------------------------------------------------------------------
-def opt_ip(s, o, M: int, *, horizon: int | None = None,
-           time_limit_s: float | None = None) -> tuple[int, np.ndarray]:
+def opt_ip(s, o, M: int, *, horizon: int | None = None, time_limit_s: float | None = None) -> tuple[int, np.ndarray]:
     """The OPT integer program (module docstring, x binary) solved exactly by HiGHS
     (`scipy.optimize.milp`, relative gap 0).
 
@@ -498,19 +576,22 @@ def opt_ip(s, o, M: int, *, horizon: int | None = None,
     # The direct (ramp) memory rows, as the paper writes them: the IP is meant for small
     # instances, where their o_i nonzeros per column cost little.
     with _quiet_stdout():
-        res = opt.milp(cols.start.astype(np.float64), integrality=np.ones(V),
-                       bounds=opt.Bounds(0, 1),
-                       constraints=[opt.LinearConstraint(cols.assign, 1, 1),
-                                    opt.LinearConstraint(_ramp_rows(s, o, cols, horizon), -np.inf, M)],
-                       options=options)
+        res = opt.milp(
+            cols.start.astype(np.float64),
+            integrality=np.ones(V),
+            bounds=opt.Bounds(0, 1),
+            constraints=[
+                opt.LinearConstraint(cols.assign, 1, 1),
+                opt.LinearConstraint(_ramp_rows(s, o, cols, horizon), -np.inf, M),
+            ],
+            options=options,
+        )
     if res.status != 0 or res.x is None:
-        raise RuntimeError(f"HiGHS did not prove optimality (status {res.status}, horizon "
-                           f"{horizon}): {res.message}")
+        raise RuntimeError(f"HiGHS did not prove optimality (status {res.status}, horizon {horizon}): {res.message}")
     take = res.x > 0.5
     p = np.full(s.size, -1, np.int64)
     p[cols.request[take]] = cols.start[take]
     counts = np.bincount(cols.request[take], minlength=s.size)
-    if (counts != 1).any() or int(memory_profile(s, o, p).max()) > M \
-            or int((p + o).max()) > horizon:
+    if (counts != 1).any() or int(memory_profile(s, o, p).max()) > M or int((p + o).max()) > horizon:
         raise RuntimeError("the MILP solution is not a valid schedule")
     return int((p + o).sum()), p

@@ -5,6 +5,7 @@ is its completion step c_i, so the papers' total end-to-end latency TEL is sum_i
 seconds it is the clock at the end of step c_i under the step-time model (equal to c_i with
 unit steps). Dropped requests (s + o > M) are left out of every latency.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,7 +39,8 @@ def finalize(config, params, state) -> dict[str, np.ndarray]:
 
 def _finalize(config, params, state) -> dict[str, np.ndarray]:
     done = (np.asarray(state.head) >= np.asarray(state.live)) & (np.asarray(state.t) >= np.asarray(state.last))
-    return {**batch_metrics(params, state.c, state.finish, state.clock, state.last,
-                            state.peak_memory, state.memory_sum),
-            "num_dropped": (config.n - np.asarray(state.live)).astype(np.float64),
-            "done": done.astype(np.float64)}
+    return {
+        **batch_metrics(params, state.c, state.finish, state.clock, state.last, state.peak_memory, state.memory_sum),
+        "num_dropped": (config.n - np.asarray(state.live)).astype(np.float64),
+        "done": done.astype(np.float64),
+    }

@@ -16,6 +16,7 @@ ever puts in a batch. Orders are decided by comparisons and index ties, so the p
 neither the relative order of the run's own requests nor any choice among them; only a count of
 requests (quantile greedy's sample round) needs n itself.
 """
+
 from __future__ import annotations
 
 import functools
@@ -36,6 +37,7 @@ class Jobs(eqx.Module):
     M: the KV limit (tokens, int32 scalar, traced). n: the run's own number of requests when
     the arrays are padded into a size bucket (int32 scalar), None when they are not.
     """
+
     s: jnp.ndarray
     o: jnp.ndarray
     seed: Any
@@ -71,8 +73,7 @@ def sorted_f_dp(config: OfflineConfig, params: OfflineParams, view: Jobs) -> jnp
     """Sorted-F with the exact DP (paper 002, Algorithms 1 and 2): the exact argmin of F per
     batch, ties to the larger batch; table width config.dp_width >= M. O(n^2 dp_width) work per
     batch: meant for n up to about 100."""
-    return sorted_f.order(view.s, view.o, view.M,
-                          functools.partial(sorted_f.exact_dp, cap=config.dp_width))
+    return sorted_f.order(view.s, view.o, view.M, functools.partial(sorted_f.exact_dp, cap=config.dp_width))
 
 
 def sorted_f_scaled(config: OfflineConfig, params: OfflineParams, view: Jobs) -> jnp.ndarray:
@@ -81,8 +82,9 @@ def sorted_f_scaled(config: OfflineConfig, params: OfflineParams, view: Jobs) ->
     when B / eps is an integer), then a feasibility re-check. Any M works; the table width is
     W + 1 (1001 by default). O(n^2 W) work and (n + 1)(W + 1)(4 + 4 ceil(n / 32)) bytes per
     batch: meant for n up to about 200."""
-    return sorted_f.order(view.s, view.o, view.M, functools.partial(
-        sorted_f.scaled_dp, eps=config.epsilon, B=config.scale_b))
+    return sorted_f.order(
+        view.s, view.o, view.M, functools.partial(sorted_f.scaled_dp, eps=config.epsilon, B=config.scale_b)
+    )
 
 
 def sorted_f_quantile(config: OfflineConfig, params: OfflineParams, view: Jobs) -> jnp.ndarray:
@@ -92,6 +94,16 @@ def sorted_f_quantile(config: OfflineConfig, params: OfflineParams, view: Jobs) 
     sorted_f.STREAM_QUANTILE) afresh for every batch. O(n log n) per batch; the exact
     o / (s + o) order is computed once per run. Meant for large n (the paper: n >= 1000)."""
     ratios = sorted_f.ratio_rank(view.s, view.o)
-    return sorted_f.order(view.s, view.o, view.M, functools.partial(
-        sorted_f.quantile_greedy, seed=view.seed, q=config.quantile, frac=config.sample_fraction,
-        ratios=ratios, n_real=view.n))
+    return sorted_f.order(
+        view.s,
+        view.o,
+        view.M,
+        functools.partial(
+            sorted_f.quantile_greedy,
+            seed=view.seed,
+            q=config.quantile,
+            frac=config.sample_fraction,
+            ratios=ratios,
+            n_real=view.n,
+        ),
+    )

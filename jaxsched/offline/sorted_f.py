@@ -17,6 +17,7 @@ rounding and threshold is decided in exact integer arithmetic (no float32 ratio 
 Tie rules follow tests/reference/offline.py, whose plain-Python solvers are the oracles.
 Everything is jittable and vmappable: dense [n] arrays with masks, `lax.while_loop`s.
 """
+
 from __future__ import annotations
 
 import functools
@@ -37,8 +38,7 @@ Solver = Callable[[jnp.ndarray, jnp.ndarray, jnp.ndarray, jnp.ndarray], jnp.ndar
 def _rank(key: jnp.ndarray) -> jnp.ndarray:
     """Position of each element in the stable ascending sort of `key` (int32[n])."""
     n = key.shape[0]
-    return jnp.zeros((n,), jnp.int32).at[jnp.argsort(key, stable=True)].set(
-        jnp.arange(n, dtype=jnp.int32))
+    return jnp.zeros((n,), jnp.int32).at[jnp.argsort(key, stable=True)].set(jnp.arange(n, dtype=jnp.int32))
 
 
 def greedy_fill(w: jnp.ndarray, key: jnp.ndarray, avail: jnp.ndarray, M) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -52,8 +52,12 @@ def greedy_fill(w: jnp.ndarray, key: jnp.ndarray, avail: jnp.ndarray, M) -> tupl
     def body(carry, i):
         mem, count, chosen, pos = carry
         take = avail[i] & (mem + w[i] <= M)
-        return (mem + jnp.where(take, w[i], 0), count + take,
-                chosen.at[i].set(take), pos.at[i].set(jnp.where(take, count, n))), None
+        return (
+            mem + jnp.where(take, w[i], 0),
+            count + take,
+            chosen.at[i].set(take),
+            pos.at[i].set(jnp.where(take, count, n)),
+        ), None
 
     init = (jnp.int32(0), jnp.int32(0), jnp.zeros((n,), bool), jnp.full((n,), n, jnp.int32))
     (_, _, chosen, pos), _ = jax.lax.scan(body, init, walk)
@@ -67,8 +71,9 @@ def local_swap(s: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, M) -> jnp.nda
     return swap_search(s, o, avail, M, chosen, pos)
 
 
-def swap_search(s: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, M, chosen: jnp.ndarray,
-                pos: jnp.ndarray) -> jnp.ndarray:
+def swap_search(
+    s: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, M, chosen: jnp.ndarray, pos: jnp.ndarray
+) -> jnp.ndarray:
     """The swap loop of Algorithm 4 from the batch `chosen` (bool[n]) whose list positions are
     `pos` (int32[n], from `greedy_fill`): first-improvement swaps, r_out scanned over the batch
     in list order, r_in over the other available requests in index order; the first pair with
@@ -81,9 +86,13 @@ def swap_search(s: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, M, chosen: j
     ids = jnp.arange(n, dtype=jnp.int32)
 
     def best_pair(chosen, pos, mem):
-        ok = (chosen[:, None] & (avail & ~chosen)[None, :]
-              & (mem + w[None, :] - w[:, None] <= M) & (o[None, :] < o[:, None]))
-        rank = jnp.where(ok, pos[:, None] * n + ids[None, :], n * n)   # first in scan order
+        ok = (
+            chosen[:, None]
+            & (avail & ~chosen)[None, :]
+            & (mem + w[None, :] - w[:, None] <= M)
+            & (o[None, :] < o[:, None])
+        )
+        rank = jnp.where(ok, pos[:, None] * n + ids[None, :], n * n)  # first in scan order
         flat = jnp.argmin(rank)
         return rank.reshape(-1)[flat] < n * n, flat // n, flat % n
 
@@ -93,10 +102,12 @@ def swap_search(s: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, M, chosen: j
     def body(carry):
         chosen, pos, mem, _ = carry
         found, out, inn = best_pair(chosen, pos, mem)
-        new = (chosen.at[out].set(False).at[inn].set(True),
-               pos.at[inn].set(pos[out]).at[out].set(n), mem + w[inn] - w[out])
-        chosen, pos, mem = jax.tree_util.tree_map(lambda a, b: jnp.where(found, a, b), new,
-                                                  (chosen, pos, mem))
+        new = (
+            chosen.at[out].set(False).at[inn].set(True),
+            pos.at[inn].set(pos[out]).at[out].set(n),
+            mem + w[inn] - w[out],
+        )
+        chosen, pos, mem = jax.tree_util.tree_map(lambda a, b: jnp.where(found, a, b), new, (chosen, pos, mem))
         return chosen, pos, mem, found
 
     chosen, *_ = jax.lax.while_loop(cond, body, (chosen, pos, mem, jnp.bool_(True)))
@@ -114,7 +125,7 @@ def phase1(s: jnp.ndarray, o: jnp.ndarray, M, solver: Solver) -> tuple[jnp.ndarr
     int32[n]: the index of the batch each request joined, in selection order; n for requests
     that never fit alone). The batches serve Lemma 1 and Theorem 4's checks."""
     n = s.shape[0]
-    o_key = _rank(o)                                     # ascending (o, index) as one key
+    o_key = _rank(o)  # ascending (o, index) as one key
 
     def cond(carry):
         avail, _, _, _, _, k = carry
@@ -124,7 +135,7 @@ def phase1(s: jnp.ndarray, o: jnp.ndarray, M, solver: Solver) -> tuple[jnp.ndarr
         avail, out, label, filled, count, _ = carry
         batch = solver(s, o, avail, M)
         k = jnp.sum(batch).astype(jnp.int32)
-        members = jnp.argsort(jnp.where(batch, o_key, n), stable=True)   # batch first, by o
+        members = jnp.argsort(jnp.where(batch, o_key, n), stable=True)  # batch first, by o
         slot = jnp.arange(n, dtype=jnp.int32) - filled
         take = (slot >= 0) & (slot < k)
         out = jnp.where(take, members[jnp.clip(slot, 0, n - 1)], out)
@@ -133,8 +144,10 @@ def phase1(s: jnp.ndarray, o: jnp.ndarray, M, solver: Solver) -> tuple[jnp.ndarr
 
     avail = s + o <= M
     _, out, label, filled, _, _ = jax.lax.while_loop(
-        cond, body, (avail, jnp.zeros((n,), jnp.int32), jnp.full((n,), n, jnp.int32),
-                     jnp.int32(0), jnp.int32(0), jnp.int32(1)))
+        cond,
+        body,
+        (avail, jnp.zeros((n,), jnp.int32), jnp.full((n,), n, jnp.int32), jnp.int32(0), jnp.int32(0), jnp.int32(1)),
+    )
     # Requests that never fit alone go last, by index (the engine drops them).
     rest = jnp.argsort(jnp.where(avail, n, jnp.arange(n)), stable=True)
     slot = jnp.arange(n, dtype=jnp.int32) - filled
@@ -151,8 +164,7 @@ def exact_dp(s: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, M, *, cap: int)
     return _min_f_dp(s + o, o, avail, M, cap=cap)
 
 
-def _min_f_dp(w: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, budget, *,
-              cap: int) -> jnp.ndarray:
+def _min_f_dp(w: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, budget, *, cap: int) -> jnp.ndarray:
     """The knapsack DP shared by `exact_dp` and `scaled_dp`: argmin of sum o / |X|^2 over X
     within `avail` with sum w <= budget (w: int32[n] weights, budget <= static `cap`).
 
@@ -173,9 +185,9 @@ def _min_f_dp(w: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, budget, *,
     def item(carry, q):
         dp, sets = carry
         use = avail[q] & (w[q] <= budget)
-        shifted = jnp.roll(dp, w[q], axis=1)                 # shifted[k][m] = dp[k][m - w]
+        shifted = jnp.roll(dp, w[q], axis=1)  # shifted[k][m] = dp[k][m - w]
         cand = jnp.where((m_idx >= w[q]) & (shifted < inf), shifted + o[q], inf)[:-1]
-        better = use & (cand < dp[1:])                       # rows k + 1 = 1..n
+        better = use & (cand < dp[1:])  # rows k + 1 = 1..n
         bit = jnp.zeros((words,), jnp.uint32).at[q // 32].set(jnp.uint32(1) << (q % 32).astype(jnp.uint32))
         moved = jnp.roll(sets, w[q], axis=1)[:-1] | bit
         dp = dp.at[1:].set(jnp.where(better, cand, dp[1:]))
@@ -192,9 +204,9 @@ def _min_f_dp(w: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, budget, *,
 
     def pick(best, k):
         v, bv = vmin[k], vmin[best]
-        a, b = _mul64(v, best * best), _mul64(bv, k * k)      # v / k^2 <= bv / best^2 ?
+        a, b = _mul64(v, best * best), _mul64(bv, k * k)  # v / k^2 <= bv / best^2 ?
         le = (a[0] < b[0]) | ((a[0] == b[0]) & (a[1] <= b[1]))
-        take = (v < inf) & ((bv >= inf) | le)                  # "<=": ties to the larger k
+        take = (v < inf) & ((bv >= inf) | le)  # "<=": ties to the larger k
         return jnp.where(take, k, best), None
 
     best, _ = jax.lax.scan(pick, jnp.int32(0), jnp.arange(1, n + 1, dtype=jnp.int32))
@@ -237,15 +249,16 @@ def _ceil_scaled(w: jnp.ndarray, W: int, M: jnp.ndarray) -> jnp.ndarray:
     """
     th, tl = _mul64(w, jnp.int32(W))
     x = jnp.zeros_like(w)
-    for b in reversed(range(W.bit_length())):                # static: at most 21 rounds
+    for b in reversed(range(W.bit_length())):  # static: at most 21 rounds
         cand = x | (1 << b)
         ph, pl = _mul64(cand, M)
         x = jnp.where((ph < th) | ((ph == th) & (pl < tl)), cand, x)
     return jnp.where(w > 0, x + 1, 0)
 
 
-def scaled_dp(s: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, M, *, eps: float = 0.1,
-              B: float = 100) -> jnp.ndarray:
+def scaled_dp(
+    s: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, M, *, eps: float = 0.1, B: float = 100
+) -> jnp.ndarray:
     """Algorithm 3: `_min_f_dp` on weights rounded UP to a coarser unit, then a feasibility
     re-check on the true weights. s, o: int32[n] (tokens); avail: bool[n]; M: KV limit (tokens,
     traced, < 2^31); eps, B: static options (the paper's accuracy and scale). Returns bool[n].
@@ -293,7 +306,7 @@ def _floor_fraction(x: Fraction, limit: int) -> tuple[int, int]:
     walk with whole runs of steps at once (O(log limit) rounds)."""
     if x.denominator <= limit:
         return x.numerator, x.denominator
-    a, b, c, d = 0, 1, 1, 0                        # lo = a / b <= x < hi = c / d
+    a, b, c, d = 0, 1, 1, 0  # lo = a / b <= x < hi = c / d
     while True:
         # Move lo toward hi: the most steps k with (a + k c) / (b + k d) <= x, b + k d <= limit.
         k = math.floor((x * b - a) / (c - x * d))
@@ -361,12 +374,12 @@ def ratio_rank(s: jnp.ndarray, o: jnp.ndarray) -> jnp.ndarray:
     n = s.shape[0]
     w = jnp.maximum(s + o, 1).astype(jnp.uint32)
     num = o.astype(jnp.uint32)
-    whole = (num >= w).astype(jnp.uint32)                # o / w <= 1: the integer part
+    whole = (num >= w).astype(jnp.uint32)  # o / w <= 1: the integer part
     rem = num - whole * w
 
     def bit(_, carry):
         hi, lo, rem = carry
-        rem = rem << 1                                    # rem < w < 2^31: no overflow
+        rem = rem << 1  # rem < w < 2^31: no overflow
         b = (rem >= w).astype(jnp.uint32)
         return (hi << 1) | (lo >> 31), (lo << 1) | b, rem - b * w
 
@@ -391,9 +404,18 @@ def quantile_sample(avail: jnp.ndarray, seed, size, n_real=None) -> jnp.ndarray:
     return avail & (pos < size)
 
 
-def quantile_greedy(s: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, M, *, seed,
-                    q: float = 0.3, frac: float = 0.5,
-                    ratios: jnp.ndarray | None = None, n_real=None) -> jnp.ndarray:
+def quantile_greedy(
+    s: jnp.ndarray,
+    o: jnp.ndarray,
+    avail: jnp.ndarray,
+    M,
+    *,
+    seed,
+    q: float = 0.3,
+    frac: float = 0.5,
+    ratios: jnp.ndarray | None = None,
+    n_real=None,
+) -> jnp.ndarray:
     """Algorithm 5 (quantile greedy). s, o: int32[n] (tokens, s + o < 2^31); avail: bool[n];
     M: KV limit (tokens); seed: the run's uint32 seed; q, frac: static options (paper: 0.3,
     0.5), read as decimals (`decimal_fraction`); ratios: `ratio_rank(s, o)` if already
@@ -419,8 +441,7 @@ def quantile_greedy(s: jnp.ndarray, o: jnp.ndarray, avail: jnp.ndarray, M, *, se
     ws, os_ = jnp.sort(jnp.where(sample, w, big)), jnp.sort(jnp.where(sample, o, big))
     k = jnp.maximum(size, 1)
     lo, hi, gp, gq = lo_t[k], hi_t[k], gp_t[k], gq_t[k]
-    member = (avail & _at_most_quantile(w, ws[lo], ws[hi], gp, gq)
-              & _at_most_quantile(o, os_[lo], os_[hi], gp, gq))
+    member = avail & _at_most_quantile(w, ws[lo], ws[hi], gp, gq) & _at_most_quantile(o, os_[lo], os_[hi], gp, gq)
     if ratios is None:
         ratios = ratio_rank(s, o)
     key = jnp.where(member, _rank(o), n + ratios)

@@ -6,6 +6,7 @@ p_i + j with memory s_i + j; the request frees its memory after step c_i). `peak
 memory the admitted set will hold at step c_i, M(X, c_i) of notes §2.0, kept up to date as
 requests are admitted so that a candidate is checked in O(n) without sorting.
 """
+
 from __future__ import annotations
 
 import equinox as eqx
@@ -17,17 +18,18 @@ from ..clock import DF
 
 class OfflineState(eqx.Module):
     """One run. Arrays are [n] unless noted; -1 marks 'not yet' in p and c."""
-    s: jnp.ndarray            # int32 prompt tokens
-    o: jnp.ndarray            # int32 output tokens
-    order: jnp.ndarray        # int32 the admission order, servable requests first
-    live: jnp.ndarray         # int32 scalar: requests in the order that can be served (s + o <= M)
-    head: jnp.ndarray         # int32 scalar: requests admitted so far (order[head] is next)
-    p: jnp.ndarray            # int32 start step p_i (-1: pending)
-    c: jnp.ndarray            # int32 completion step c_i (-1: pending)
-    peak: jnp.ndarray         # int32 M(X, c_i) of the admitted set X (valid while i is active)
-    finish: DF                # [n] time (s) at the end of step c_i
-    t: jnp.ndarray            # int32 scalar: steps run
-    last: jnp.ndarray         # int32 scalar: the largest c_i so far
-    clock: DF                 # scalar time (s) at the end of step t
+
+    s: jnp.ndarray  # int32 prompt tokens
+    o: jnp.ndarray  # int32 output tokens
+    order: jnp.ndarray  # int32 the admission order, servable requests first
+    live: jnp.ndarray  # int32 scalar: requests in the order that can be served (s + o <= M)
+    head: jnp.ndarray  # int32 scalar: requests admitted so far (order[head] is next)
+    p: jnp.ndarray  # int32 start step p_i (-1: pending)
+    c: jnp.ndarray  # int32 completion step c_i (-1: pending)
+    peak: jnp.ndarray  # int32 M(X, c_i) of the admitted set X (valid while i is active)
+    finish: DF  # [n] time (s) at the end of step c_i
+    t: jnp.ndarray  # int32 scalar: steps run
+    last: jnp.ndarray  # int32 scalar: the largest c_i so far
+    clock: DF  # scalar time (s) at the end of step t
     peak_memory: jnp.ndarray  # int32 scalar: the most KV tokens held at any step
-    memory_sum: WideInt       # sum over steps of the KV tokens held (exact)
+    memory_sum: WideInt  # sum over steps of the KV tokens held (exact)

@@ -42,6 +42,7 @@ median of these integer laws from their probability mass functions:
 `azure_conversation` loads the Azure LLM inference 2023 conversation trace (a CSV beside the
 project) as a batch of n requests.
 """
+
 from __future__ import annotations
 
 import math
@@ -68,12 +69,15 @@ from ..workload.lengths import JointMixture
 
 SYNTHETIC_CAPACITY_TOKENS = 100
 _EXP5 = RoundedExponential(5.0, 1, 50)
-_MIXED_S = Mixture((RoundedExponential(10.0, 1, 10**6), RoundedLogNormal(40.0, 0.25, 1, 10**6)),
-                   (0.8, 0.2), cap=50, redraw=UniformInt(40, 50))
+_MIXED_S = Mixture(
+    (RoundedExponential(10.0, 1, 10**6), RoundedLogNormal(40.0, 0.25, 1, 10**6)),
+    (0.8, 0.2),
+    cap=50,
+    redraw=UniformInt(40, 50),
+)
 SYNTHETIC = {
     "uniform": (Independent(UniformInt(1, 50), UniformInt(1, 50), name="ec42_uniform"), 100),
-    "normal": (Independent(RoundedNormal(25, 8.33, 1, 50), RoundedNormal(25, 8.33, 1, 50),
-                           name="ec42_normal"), 100),
+    "normal": (Independent(RoundedNormal(25, 8.33, 1, 50), RoundedNormal(25, 8.33, 1, 50), name="ec42_normal"), 100),
     "binomial": (Independent(Binomial(49, 0.5, 1), Binomial(49, 0.5, 1), name="ec42_binomial"), 100),
     "exponential": (Independent(_EXP5, _EXP5, name="ec42_exponential"), 100),
     "mixed": (Independent(_MIXED_S, _EXP5, name="ec42_mixed"), 200),
@@ -83,6 +87,7 @@ SYNTHETIC = {
 def synthetic(name: str) -> Batch:
     """The EC.4.2 batch `name` (a key of SYNTHETIC): n requests at t = 0."""
     from ..errors import require_choice
+
     law, n = SYNTHETIC[require_choice(name, "name", tuple(SYNTHETIC))]
     return Batch(law, n)
 
@@ -92,24 +97,27 @@ def synthetic(name: str) -> Batch:
 # The statistics paper 002 quotes for its datasets (§7; notes/002.md §4), tokens.
 QUOTED = {
     "lmsys": dict(prompt_mean=41.84, prompt_median=12.0, output_mean=85.35, output_median=43.0),
-    "arxiv": dict(prompt_mean=2546.39, prompt_median=2667.5, output_mean=296.08,
-                  output_median=161.0),
+    "arxiv": dict(prompt_mean=2546.39, prompt_median=2667.5, output_mean=296.08, output_median=161.0),
     # Weighted (0.8, 0.2) dataset means; the median is a statistic of the paper's sample.
     "mix": dict(prompt_mean=542.75, prompt_median=18.0, output_mean=127.50),
 }
-MIX_WEIGHTS = (0.8, 0.2)                       # (LMSYS-like, arXiv-like) per request
-REAL_CAPACITY_TOKENS = PAPER_CAPACITY_TOKENS   # M = 16,492 tokens
+MIX_WEIGHTS = (0.8, 0.2)  # (LMSYS-like, arXiv-like) per request
+REAL_CAPACITY_TOKENS = PAPER_CAPACITY_TOKENS  # M = 16,492 tokens
 # Caps (tokens) chosen so that every request fits alone in M: s + o <= M, never dropped.
-LMSYS_CAP = REAL_CAPACITY_TOKENS // 2                     # 8246, for both s and o
-ARXIV_PROMPT_CAP = 4096                                   # LLaMA-2's context window
-ARXIV_OUTPUT_CAP = REAL_CAPACITY_TOKENS - ARXIV_PROMPT_CAP   # 12396
+LMSYS_CAP = REAL_CAPACITY_TOKENS // 2  # 8246, for both s and o
+ARXIV_PROMPT_CAP = 4096  # LLaMA-2's context window
+ARXIV_OUTPUT_CAP = REAL_CAPACITY_TOKENS - ARXIV_PROMPT_CAP  # 12396
 
 # sigma / std fitted by `fit_lognormal_sigma` / `fit_normal_std` to QUOTED at these caps
 # (tests/offline/test_workloads_002.py refits them).
-LMSYS = Independent(RoundedLogNormal(12.0, 1.58132, 1, LMSYS_CAP),
-                    RoundedLogNormal(43.0, 1.17104, 1, LMSYS_CAP), name="lmsys_like")
-ARXIV = Independent(RoundedNormal(2667.5, 1541.09, 1, ARXIV_PROMPT_CAP),
-                    RoundedLogNormal(161.0, 1.10436, 1, ARXIV_OUTPUT_CAP), name="arxiv_like")
+LMSYS = Independent(
+    RoundedLogNormal(12.0, 1.58132, 1, LMSYS_CAP), RoundedLogNormal(43.0, 1.17104, 1, LMSYS_CAP), name="lmsys_like"
+)
+ARXIV = Independent(
+    RoundedNormal(2667.5, 1541.09, 1, ARXIV_PROMPT_CAP),
+    RoundedLogNormal(161.0, 1.10436, 1, ARXIV_OUTPUT_CAP),
+    name="arxiv_like",
+)
 REAL = {
     "lmsys": LMSYS,
     "arxiv": ARXIV,
@@ -124,8 +132,9 @@ def real(name: str, n: int) -> Batch:
     return Batch(law, require_int(n, "n", lo=1))
 
 
-def azure_conversation(path: str | Path, n: int, *, order: str = "resample",
-                       capacity_tokens: int = PAPER_CAPACITY_TOKENS) -> Batch | Trace:
+def azure_conversation(
+    path: str | Path, n: int, *, order: str = "resample", capacity_tokens: int = PAPER_CAPACITY_TOKENS
+) -> Batch | Trace:
     """n requests at t = 0 from the Azure LLM inference 2023 conversation trace.
 
     path: the trace CSV (`TIMESTAMP,ContextTokens,GeneratedTokens`; the project's copy is
@@ -157,6 +166,7 @@ def azure_conversation(path: str | Path, n: int, *, order: str = "resample",
 
 # --------------------------------------------------------------------------- exact laws
 
+
 def _phi(z: np.ndarray) -> np.ndarray:
     """Standard normal CDF in float64 (math.erf; numpy has none and SciPy is optional)."""
     return 0.5 * (1.0 + np.vectorize(math.erf, otypes=[np.float64])(np.asarray(z) / math.sqrt(2.0)))
@@ -179,19 +189,23 @@ def marginal_pmf(m) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(m, RoundedNormal):
         F = _phi((edges - m.mean) / m.std) if m.std > 0 else (edges > m.mean).astype(np.float64)
     elif isinstance(m, RoundedLogNormal):
-        F = _phi((np.log(edges) - math.log(m.median)) / m.sigma) if m.sigma > 0 else \
-            (edges > m.median).astype(np.float64)
+        F = (
+            _phi((np.log(edges) - math.log(m.median)) / m.sigma)
+            if m.sigma > 0
+            else (edges > m.median).astype(np.float64)
+        )
     elif isinstance(m, RoundedExponential):
         F = -np.expm1(-np.maximum(edges, 0.0) / m.scale)
     else:
-        raise ConfigError(f"marginal_pmf supports Constant, UniformInt, RoundedNormal, "
-                          f"RoundedExponential and RoundedLogNormal, got {type(m).__name__}")
-    F[0], F[-1] = 0.0, 1.0           # the clips: everything below low + 1/2 is low, etc.
+        raise ConfigError(
+            f"marginal_pmf supports Constant, UniformInt, RoundedNormal, "
+            f"RoundedExponential and RoundedLogNormal, got {type(m).__name__}"
+        )
+    F[0], F[-1] = 0.0, 1.0  # the clips: everything below low + 1/2 is low, etc.
     return k, np.diff(F)
 
 
-def _mix_pmf(parts: list[tuple[float, tuple[np.ndarray, np.ndarray]]]
-             ) -> tuple[np.ndarray, np.ndarray]:
+def _mix_pmf(parts: list[tuple[float, tuple[np.ndarray, np.ndarray]]]) -> tuple[np.ndarray, np.ndarray]:
     """sum_k w_k pmf_k on the union of the supports."""
     lo = min(int(k[0]) for _, (k, _) in parts)
     hi = max(int(k[-1]) for _, (k, _) in parts)
@@ -216,6 +230,7 @@ def pmf_mean_median(k: np.ndarray, p: np.ndarray) -> tuple[float, float]:
 def law_stats(law) -> dict[str, float]:
     """Exact prompt_mean, prompt_median, output_mean, output_median (tokens) of an Independent
     law or a JointMixture of them, from `marginal_pmf` (the laws of REAL, for instance)."""
+
     def pmfs(w):
         if isinstance(w, Independent):
             return {"prompt": [(1.0, _marginal(w.prompt))], "output": [(1.0, _marginal(w.output))]}
@@ -225,8 +240,7 @@ def law_stats(law) -> dict[str, float]:
                 for key, parts in pmfs(c).items():
                     out[key] += [(weight * a, pk) for a, pk in parts]
             return out
-        raise ConfigError(f"law_stats supports Independent and JointMixture laws, "
-                          f"got {type(w).__name__}")
+        raise ConfigError(f"law_stats supports Independent and JointMixture laws, got {type(w).__name__}")
 
     stats = {}
     for key, parts in pmfs(law).items():
@@ -275,8 +289,12 @@ def fit_normal_std(mean: float, median: float, low: int, high: int) -> float:
     Raises ConfigError when the cap cannot produce that skew."""
     require_float(mean, "mean", lo=float(low), lo_open=True)
     require_float(median, "median", lo=mean, lo_open=True)
-    require(high < 2 * median - low, "high", f"< 2 median - low = {2 * median - low} (else the "
-            "clipped mean is never below the median)", high)
+    require(
+        high < 2 * median - low,
+        "high",
+        f"< 2 median - low = {2 * median - low} (else the clipped mean is never below the median)",
+        high,
+    )
 
     def deficit(std: float) -> float:
         return mean - pmf_mean_median(*marginal_pmf(RoundedNormal(median, std, low, high)))[0]
@@ -319,6 +337,5 @@ def named(name: str, n: int | None = None, *, trace: str | Path | None = None) -
         return real(name, n or 1000), REAL_CAPACITY_TOKENS
     path = Path(trace) if trace is not None else azure_default_path()
     if not path.is_file():
-        raise FileNotFoundError(f"the Azure conversation trace is not at {path} (give its path "
-                                "with --trace)")
+        raise FileNotFoundError(f"the Azure conversation trace is not at {path} (give its path with --trace)")
     return azure_conversation(path, n or 1000), REAL_CAPACITY_TOKENS

@@ -16,6 +16,7 @@ and the arrival times come from one of three processes:
 - all at time 0 (offline batches, papers 002 and 003): `Batch` in `batch.py`, whose
   `arrival_s(seed, ids)` is 0.
 """
+
 from .batch import Batch
 from .lengths import (
     INT32_MAX,
@@ -42,7 +43,27 @@ from .traces import Trace, read_trace
 Workload = Independent | BivariateNormal | BurstGPTLike | Trace | Finite | Batch
 """The length laws an engine config accepts."""
 
-__all__ = ["Batch", "Binomial", "BivariateNormal", "BurstGPTLike", "Constant", "Finite",
-           "Geometric", "Independent", "INT32_MAX", "LinearGeometric", "TruncGeometric",
-           "TwoPoint", "Mixture", "Poisson", "RoundedExponential", "RoundedLogNormal",
-           "RoundedNormal", "Trace", "UniformInt", "Workload", "materialize", "read_trace"]
+__all__ = [
+    "Batch",
+    "Binomial",
+    "BivariateNormal",
+    "BurstGPTLike",
+    "Constant",
+    "Finite",
+    "Geometric",
+    "Independent",
+    "INT32_MAX",
+    "LinearGeometric",
+    "TruncGeometric",
+    "TwoPoint",
+    "Mixture",
+    "Poisson",
+    "RoundedExponential",
+    "RoundedLogNormal",
+    "RoundedNormal",
+    "Trace",
+    "UniformInt",
+    "Workload",
+    "materialize",
+    "read_trace",
+]

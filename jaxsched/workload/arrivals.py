@@ -18,6 +18,7 @@ and a_k = a_{k-1} + fl(g[r_k] * inv_rate_scale), g = `trace_gaps_s` of the trace
 (float32[n]), `inv_rate_scale` (float32 1 / rate_scale) and `fence`; `trace_row` gives the row
 whose lengths the engine loads.
 """
+
 from __future__ import annotations
 
 import functools
@@ -39,6 +40,7 @@ class ArrivalState(eqx.Module):
     num_arrived: int32 requests accepted so far (= the id of the next one).
     exhausted: bool, no further candidate will be examined (N reached or a_i > T).
     """
+
     index: jnp.ndarray
     time: DF
     accepted: jnp.ndarray
@@ -59,10 +61,8 @@ def check_rates(rates, m: int) -> np.ndarray:
         raise ConfigError(f"rates must be {allowed}, got {rates!r}") from None
     if r.ndim == 1:
         r = r[None, :]
-    require(r.ndim == 2 and r.shape[1] == m and r.shape[0] >= 1, "rates", allowed,
-            np.asarray(rates).shape)
-    require(bool(np.all(np.isfinite(r)) and np.all(r > 0)), "rates",
-            "finite and > 0 (requests/s)", r.tolist())
+    require(r.ndim == 2 and r.shape[1] == m and r.shape[0] >= 1, "rates", allowed, np.asarray(rates).shape)
+    require(bool(np.all(np.isfinite(r)) and np.all(r > 0)), "rates", "finite and > 0 (requests/s)", r.tolist())
     return r
 
 
@@ -87,9 +87,9 @@ def classify(params, seed, index, time: DF) -> tuple[jnp.ndarray, jnp.ndarray]:
     else:
         p = jnp.floor(time.hi * params.inv_period_s).astype(jnp.int32) % P
         cdf = params.type_cdf[p]
-    below = v < cdf                                       # [m], monotone in j
+    below = v < cdf  # [m], monotone in j
     accepted = below[-1]
-    typ = jnp.argmax(below).astype(jnp.int32)             # first j with v < cdf_j
+    typ = jnp.argmax(below).astype(jnp.int32)  # first j with v < cdf_j
     return accepted, typ
 
 
@@ -123,7 +123,7 @@ def trace_max_arrivals(arrival_s, window_s: float) -> int:
     rest = W - full * period
     # Replay times from row 0 over three periods; a run starting at row r < n arrives at
     # T[r + k] - T[r], k >= 0.
-    T = np.concatenate([[0.0], np.cumsum(np.tile(np.roll(g, -1), 3))])[:3 * n]
+    T = np.concatenate([[0.0], np.cumsum(np.tile(np.roll(g, -1), 3))])[: 3 * n]
     ends = np.searchsorted(T, T[:n] + rest, side="right")
     return full * n + int((ends - np.arange(n)).max())
 
@@ -157,8 +157,7 @@ def candidate(config, params, seed, index, prev: DF, num_arrived):
         exhausted = num_arrived >= config.num_requests
     if config.horizon_s is not None:
         exhausted = exhausted | ~clock.le(t, DF.from_float64(config.horizon_s))
-    return ArrivalState(jnp.asarray(index, jnp.int32), t, accepted, typ,
-                     jnp.asarray(num_arrived, jnp.int32), exhausted)
+    return ArrivalState(jnp.asarray(index, jnp.int32), t, accepted, typ, jnp.asarray(num_arrived, jnp.int32), exhausted)
 
 
 def first(config, params, seed) -> ArrivalState:
@@ -172,8 +171,7 @@ def advance(config, params, seed, gen: ArrivalState) -> ArrivalState:
     return candidate(config, params, seed, gen.index + 1, gen.time, n)
 
 
-def collect_due(config, params, seed, gen: ArrivalState, now: DF, active, max_take: int,
-                limit=None):
+def collect_due(config, params, seed, gen: ArrivalState, now: DF, active, max_take: int, limit=None):
     """Examine the due candidates (a_i <= now) in order, up to `max_take` of them.
 
     Returns (gen after them, buf, more_due): buf {"ok": bool, "id", "type": int32, "hi", "lo":
@@ -208,9 +206,9 @@ def _stream(config, params, seed, n: int):
     gap = trace_gap_s if trace_mode(config) else gap_s
 
     def body(gen, _):
-        out = (gen.index, gap(params, seed, gen.index), gen.time.hi, gen.time.lo,
-               gen.accepted, gen.type, gen.exhausted)
+        out = (gen.index, gap(params, seed, gen.index), gen.time.hi, gen.time.lo, gen.accepted, gen.type, gen.exhausted)
         return advance(config, params, seed, gen), out
+
     return jax.lax.scan(body, first(config, params, seed), None, length=n)[1]
 
 

@@ -6,6 +6,7 @@ come from any unbounded length law (`lengths.py`, `traces.py`), all arriving at 
 engine reads job i of run `seed` without storing the batch per run, or materializes all of it
 (`jobs`) when its state is per job anyway.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -22,6 +22,7 @@ before compiling, that no load can overflow int32.
   whole laws (paper 002's 80% LMSYS-like / 20% arXiv-like real-data mix).
 - `Finite(base, n)`: the first n requests of an unbounded law (a run that drains).
 """
+
 from __future__ import annotations
 
 import math
@@ -42,9 +43,11 @@ MAX_LENGTH = 2**24
 
 # --------------------------------------------------------------------------- marginals
 
+
 @dataclass(frozen=True)
 class Constant:
     """Every request has length `value` tokens."""
+
     value: int
 
     def __post_init__(self):
@@ -65,6 +68,7 @@ class Constant:
 @dataclass(frozen=True)
 class UniformInt:
     """Uniform integer length on {low, ..., high} tokens."""
+
     low: int
     high: int
 
@@ -93,6 +97,7 @@ class Geometric:
     Truncated at `cap` (default: the length whose tail probability is below 1e-12), which the
     overflow proofs need; the truncation is invisible at any realistic sample size.
     """
+
     p: float
     cap: int | None = None
 
@@ -132,13 +137,14 @@ def _check_range(low: int, high: int, cls: str) -> None:
 @dataclass(frozen=True)
 class RoundedNormal:
     """Normal(mean, std) rounded to an integer and clipped to [low, high] tokens."""
+
     mean: float
     std: float
     low: int = 1
     high: int = 2**24
 
     def __post_init__(self):
-        require_float(self.mean, "RoundedNormal.mean", lo=-2.0**24, hi=2.0**24)
+        require_float(self.mean, "RoundedNormal.mean", lo=-(2.0**24), hi=2.0**24)
         require_float(self.std, "RoundedNormal.std", lo=0.0, hi=2.0**24)
         _check_range(self.low, self.high, "RoundedNormal")
 
@@ -154,6 +160,7 @@ class RoundedNormal:
 @dataclass(frozen=True)
 class RoundedExponential:
     """Exponential with mean `scale` rounded to an integer and clipped to [low, high] tokens."""
+
     scale: float
     low: int = 1
     high: int = 2**24
@@ -174,6 +181,7 @@ class RoundedExponential:
 @dataclass(frozen=True)
 class RoundedLogNormal:
     """LogNormal(log median, sigma) rounded to an integer and clipped to [low, high] tokens."""
+
     median: float
     sigma: float
     low: int = 1
@@ -190,14 +198,14 @@ class RoundedLogNormal:
 
     def sample(self, seed, ids, stream: int) -> jnp.ndarray:
         z, _ = rng.normal_pair(seed, ids, stream)
-        return _rounded(np.float32(self.median) * jnp.exp(np.float32(self.sigma) * z),
-                        self.low, self.high)
+        return _rounded(np.float32(self.median) * jnp.exp(np.float32(self.sigma) * z), self.low, self.high)
 
 
 @dataclass(frozen=True)
 class Binomial:
     """shift + Binomial(trials, p) tokens, by the inverse of its CDF (a table of trials + 1
     float32 entries computed in float64)."""
+
     trials: int
     p: float
     shift: int = 1
@@ -213,9 +221,12 @@ class Binomial:
 
     def sample(self, seed, ids, stream: int) -> jnp.ndarray:
         k = np.arange(self.trials + 1)
-        pmf = np.array([math.comb(self.trials, int(j)) for j in k], np.float64) \
-            * self.p ** k * (1 - self.p) ** (self.trials - k)
-        cdf = jnp.asarray(np.cumsum(pmf)[:-1], jnp.float32)   # P(X <= j), j < trials
+        pmf = (
+            np.array([math.comb(self.trials, int(j)) for j in k], np.float64)
+            * self.p**k
+            * (1 - self.p) ** (self.trials - k)
+        )
+        cdf = jnp.asarray(np.cumsum(pmf)[:-1], jnp.float32)  # P(X <= j), j < trials
         u = rng.uniform(seed, ids, stream)
         return self.shift + jnp.searchsorted(cdf, u, side="right").astype(jnp.int32)
 
@@ -231,6 +242,7 @@ def _table_sample(pmf: np.ndarray, low: int, seed, ids, stream: int) -> jnp.ndar
 @dataclass(frozen=True)
 class TwoPoint:
     """`low` tokens with probability p_low, else `high` (paper 003, section 5.1: o in {l, u})."""
+
     low: int
     high: int
     p_low: float
@@ -264,6 +276,7 @@ class TwoPoint:
 class _GeometricFamily:
     """A length law on {1, ..., high} with parameter p, given by its renormalized pmf
     (subclasses define `_weights(k)`), sampled by inverting the CDF."""
+
     p: float
     high: int
 
@@ -303,7 +316,7 @@ class LinearGeometric(_GeometricFamily):
     k p^2 q^(k-1), renormalized (paper 003, Theorem 5.3)."""
 
     def _weights(self, k: np.ndarray) -> np.ndarray:
-        return k * self.p ** 2 * (1.0 - self.p) ** (k - 1)
+        return k * self.p**2 * (1.0 - self.p) ** (k - 1)
 
 
 @dataclass(frozen=True)
@@ -311,28 +324,44 @@ class Mixture:
     """With probability weights[k], a draw of components[k]; a draw above `cap` is replaced by
     a draw of `redraw` (paper 002, EC.4.2's "Mixed" prompts: values above 50 redrawn from
     U(40, 50)). Each component and the choice use their own random streams."""
+
     components: tuple
     weights: tuple
     cap: int | None = None
     redraw: Any = None
 
     def __post_init__(self):
-        require(isinstance(self.components, tuple) and len(self.components) >= 1 and all(
-            isinstance(c, _SIMPLE) for c in self.components), "Mixture.components",
-            "a non-empty tuple of length marginals", self.components)
-        require(isinstance(self.weights, tuple) and len(self.weights) == len(self.components),
-                "Mixture.weights", "a tuple with one weight per component", self.weights)
+        require(
+            isinstance(self.components, tuple)
+            and len(self.components) >= 1
+            and all(isinstance(c, _SIMPLE) for c in self.components),
+            "Mixture.components",
+            "a non-empty tuple of length marginals",
+            self.components,
+        )
+        require(
+            isinstance(self.weights, tuple) and len(self.weights) == len(self.components),
+            "Mixture.weights",
+            "a tuple with one weight per component",
+            self.weights,
+        )
         for w in self.weights:
             require_float(w, "Mixture.weights", lo=0.0, hi=1.0)
-        require(abs(sum(self.weights) - 1.0) < 1e-9, "Mixture.weights", "weights summing to 1",
-                self.weights)
-        require((self.cap is None) == (self.redraw is None), "Mixture.redraw",
-                "given together with cap (or neither)", self.redraw)
+        require(abs(sum(self.weights) - 1.0) < 1e-9, "Mixture.weights", "weights summing to 1", self.weights)
+        require(
+            (self.cap is None) == (self.redraw is None),
+            "Mixture.redraw",
+            "given together with cap (or neither)",
+            self.redraw,
+        )
         if self.cap is not None:
             require_int(self.cap, "Mixture.cap", lo=1, hi=2**24)
-            require(isinstance(self.redraw, _SIMPLE) and self.redraw.upper <= self.cap,
-                    "Mixture.redraw", f"a length marginal whose values stay <= cap ({self.cap})",
-                    self.redraw)
+            require(
+                isinstance(self.redraw, _SIMPLE) and self.redraw.upper <= self.cap,
+                "Mixture.redraw",
+                f"a length marginal whose values stay <= cap ({self.cap})",
+                self.redraw,
+            )
 
     @property
     def upper(self) -> int:
@@ -343,8 +372,7 @@ class Mixture:
         u = rng.uniform(seed, ids, stream, sub=63)
         edges = np.cumsum(np.asarray(self.weights, np.float64))[:-1].astype(np.float32)
         which = jnp.searchsorted(jnp.asarray(edges), u, side="right")
-        draws = jnp.stack([c.sample(seed, ids, 1000 * (k + 1) + stream)
-                           for k, c in enumerate(self.components)])
+        draws = jnp.stack([c.sample(seed, ids, 1000 * (k + 1) + stream) for k, c in enumerate(self.components)])
         x = jnp.take_along_axis(draws, which[None].astype(jnp.int32), axis=0)[0]
         if self.cap is not None:
             x = jnp.where(x > self.cap, self.redraw.sample(seed, ids, 9000 + stream), x)
@@ -356,6 +384,7 @@ class Poisson:
     """max(1, Poisson(mean)) tokens (paper 004's "Poisson token sizes", clipped at 1 since a
     request has at least one token: notes/004.md section 6), by the inverse of its CDF (a
     float32 table computed in float64), truncated where the upper tail is below 1e-12."""
+
     mean: float
 
     def __post_init__(self):
@@ -382,18 +411,42 @@ class Poisson:
         return _table_sample(self.pmf(), 1, seed, ids, stream)
 
 
-_SIMPLE = (Constant, UniformInt, Geometric, RoundedNormal, RoundedExponential, RoundedLogNormal,
-           Binomial, TwoPoint, TruncGeometric, LinearGeometric, Poisson)
-Marginal = (Constant | UniformInt | Geometric | RoundedNormal | RoundedExponential
-            | RoundedLogNormal | Binomial | TwoPoint | TruncGeometric | LinearGeometric | Mixture
-            | Poisson)
+_SIMPLE = (
+    Constant,
+    UniformInt,
+    Geometric,
+    RoundedNormal,
+    RoundedExponential,
+    RoundedLogNormal,
+    Binomial,
+    TwoPoint,
+    TruncGeometric,
+    LinearGeometric,
+    Poisson,
+)
+Marginal = (
+    Constant
+    | UniformInt
+    | Geometric
+    | RoundedNormal
+    | RoundedExponential
+    | RoundedLogNormal
+    | Binomial
+    | TwoPoint
+    | TruncGeometric
+    | LinearGeometric
+    | Mixture
+    | Poisson
+)
 
 
 # --------------------------------------------------------------------------- workloads
 
+
 @dataclass(frozen=True)
 class Independent:
     """Independent prompt and output marginals."""
+
     prompt: Marginal = Constant(100)
     output: Marginal = Geometric(0.1)
     name: str = "independent"
@@ -401,10 +454,14 @@ class Independent:
     def __post_init__(self):
         for f in ("prompt", "output"):
             m = getattr(self, f)
-            require(isinstance(m, (*_SIMPLE, Mixture)), f"Independent.{f}",
-                    "a length marginal: Constant, UniformInt, Geometric, RoundedNormal, "
-                    "RoundedExponential, RoundedLogNormal, Binomial, TwoPoint, TruncGeometric, "
-                    "LinearGeometric, Poisson or Mixture", m)
+            require(
+                isinstance(m, (*_SIMPLE, Mixture)),
+                f"Independent.{f}",
+                "a length marginal: Constant, UniformInt, Geometric, RoundedNormal, "
+                "RoundedExponential, RoundedLogNormal, Binomial, TwoPoint, TruncGeometric, "
+                "LinearGeometric, Poisson or Mixture",
+                m,
+            )
         require(isinstance(self.name, str), "Independent.name", "a string", self.name)
 
     @property
@@ -418,8 +475,7 @@ class Independent:
     num_requests = None
 
     def sample(self, seed, ids):
-        return (self.prompt.sample(seed, ids, rng.STREAM_PROMPT),
-                self.output.sample(seed, ids, rng.STREAM_OUTPUT))
+        return (self.prompt.sample(seed, ids, rng.STREAM_PROMPT), self.output.sample(seed, ids, rng.STREAM_OUTPUT))
 
 
 @dataclass(frozen=True)
@@ -432,6 +488,7 @@ class BivariateNormal:
     integer and raised to at least 1, and capped at mean + 10 std so that loads are provably
     bounded (a normal never reaches it in practice).
     """
+
     mean_prompt: float = 3200.0
     mean_output: float = 1200.0
     std_prompt: float = 2600.0
@@ -452,8 +509,12 @@ class BivariateNormal:
         # as every workload's) for the int32 load proofs.
         for what in ("prompt", "output"):
             cap = getattr(self, f"mean_{what}") + 10 * getattr(self, f"std_{what}")
-            require(cap <= MAX_LENGTH, f"BivariateNormal.mean_{what} + 10 * std_{what}",
-                    f"<= 2^24 = {MAX_LENGTH} tokens (the length cap)", cap)
+            require(
+                cap <= MAX_LENGTH,
+                f"BivariateNormal.mean_{what} + 10 * std_{what}",
+                f"<= 2^24 = {MAX_LENGTH} tokens (the length cap)",
+                cap,
+            )
         require(isinstance(self.name, str), "BivariateNormal.name", "a string", self.name)
 
     @property
@@ -491,6 +552,7 @@ class BurstGPTLike:
     with corr(z1, z2) = copula_corr. The constants were fitted by Monte Carlo to the trace's
     mean, median, max and correlation; `tests/core/test_workload.py` checks them.
     """
+
     median_prompt: float = 217.0
     sigma_prompt: float = 1.015
     max_prompt: int = 14117
@@ -539,6 +601,7 @@ class JointMixture:
     one choice per request (its own stream, STREAM_MIX) selects both. Every component is
     sampled and the chosen pair kept, so components may share streams: only one is ever used.
     """
+
     components: tuple
     weights: tuple
     name: str = "joint_mixture"
@@ -546,17 +609,28 @@ class JointMixture:
 
     def __post_init__(self):
         f = "JointMixture."
-        require(isinstance(self.components, tuple) and len(self.components) >= 1 and all(
-            not isinstance(c, type) and getattr(c, "num_requests", 0) is None and all(
-                hasattr(c, a) for a in ("sample", "max_prompt", "max_output"))
-            for c in self.components), f + "components",
-            "a non-empty tuple of unbounded request laws (e.g. Independent(...))", self.components)
-        require(isinstance(self.weights, tuple) and len(self.weights) == len(self.components),
-                f + "weights", "a tuple with one weight per component", self.weights)
+        require(
+            isinstance(self.components, tuple)
+            and len(self.components) >= 1
+            and all(
+                not isinstance(c, type)
+                and getattr(c, "num_requests", 0) is None
+                and all(hasattr(c, a) for a in ("sample", "max_prompt", "max_output"))
+                for c in self.components
+            ),
+            f + "components",
+            "a non-empty tuple of unbounded request laws (e.g. Independent(...))",
+            self.components,
+        )
+        require(
+            isinstance(self.weights, tuple) and len(self.weights) == len(self.components),
+            f + "weights",
+            "a tuple with one weight per component",
+            self.weights,
+        )
         for w in self.weights:
             require_float(w, f + "weights", lo=0.0, hi=1.0)
-        require(abs(sum(self.weights) - 1.0) < 1e-9, f + "weights", "weights summing to 1",
-                self.weights)
+        require(abs(sum(self.weights) - 1.0) < 1e-9, f + "weights", "weights summing to 1", self.weights)
         require(isinstance(self.name, str), f + "name", "a string", self.name)
 
     @property
@@ -576,22 +650,25 @@ class JointMixture:
         draws = [c.sample(seed, ids) for c in self.components]
         s = jnp.stack([d[0].astype(jnp.int32) for d in draws])
         o = jnp.stack([d[1].astype(jnp.int32) for d in draws])
-        return (jnp.take_along_axis(s, which[None], axis=0)[0],
-                jnp.take_along_axis(o, which[None], axis=0)[0])
+        return (jnp.take_along_axis(s, which[None], axis=0)[0], jnp.take_along_axis(o, which[None], axis=0)[0])
 
 
 @dataclass(frozen=True)
 class Finite:
     """The first `num_requests` requests of another workload (per seed): a run that drains."""
+
     base: Any
     num_requests: int
 
     def __post_init__(self):
         require_int(self.num_requests, f"{type(self).__name__}.num_requests", lo=1, hi=INT32_MAX // 2)
         b = self.base
-        require(not isinstance(b, type) and all(hasattr(b, a) for a in
-                                                ("sample", "max_prompt", "max_output", "name")),
-                f"{type(self).__name__}.base", "a workload instance (e.g. BivariateNormal())", b)
+        require(
+            not isinstance(b, type) and all(hasattr(b, a) for a in ("sample", "max_prompt", "max_output", "name")),
+            f"{type(self).__name__}.base",
+            "a workload instance (e.g. BivariateNormal())",
+            b,
+        )
         if getattr(self.base, "num_requests", None) is not None:
             raise ConfigError(f"{type(self).__name__}.base must be an unbounded workload")
 
@@ -618,6 +695,7 @@ def materialize(workload, seed: int, num: int) -> tuple[np.ndarray, np.ndarray]:
     from their fused, compiled form, which would make a length differ by one token.
     """
     import jax
+
     ids = jnp.arange(num, dtype=jnp.int32)
     s, o = jax.jit(workload.sample)(jnp.uint32(seed), ids)
     return np.asarray(s), np.asarray(o)

@@ -7,6 +7,7 @@ BurstGPT sample, Azure LLM inference 2023 or any two-column file; with `times=Tr
 keeps each row's arrival time (`Trace.arrival_s`), which the budget engine's trace-driven
 arrivals replay (`jaxsched.workload.arrivals`, docs/budget-semantics.md §1).
 """
+
 from __future__ import annotations
 
 import csv
@@ -35,6 +36,7 @@ class Trace:
     0 when read from a file); None for a lengths-only trace. Length laws ignore it; the budget
     engine's `arrival_mode="trace"` replays it (rows in file order, lengths from the same row).
     """
+
     prompt: np.ndarray
     output: np.ndarray
     name: str = "trace"
@@ -48,11 +50,15 @@ class Trace:
             p = np.asarray(self.prompt)
             o = np.asarray(self.output)
         except (TypeError, ValueError):  # ragged nesting
-            raise ConfigError(f"trace {self.name}: prompt and output must be equal-length "
-                              "non-empty 1-d arrays of integers, got ragged sequences") from None
+            raise ConfigError(
+                f"trace {self.name}: prompt and output must be equal-length "
+                "non-empty 1-d arrays of integers, got ragged sequences"
+            ) from None
         if p.ndim != 1 or o.shape != p.shape or p.size == 0:
-            raise ConfigError(f"trace {self.name}: prompt and output must be equal-length non-empty "
-                              f"1-d arrays, got shapes {p.shape} and {o.shape}")
+            raise ConfigError(
+                f"trace {self.name}: prompt and output must be equal-length non-empty "
+                f"1-d arrays, got shapes {p.shape} and {o.shape}"
+            )
         for what, a in (("prompt", p), ("output", o)):
             _check_lengths(a, f"trace {self.name} {what} lengths")
         if self.order not in ("resample", "sequential"):
@@ -83,13 +89,23 @@ class Trace:
         return jnp.asarray(self.prompt)[row], jnp.asarray(self.output)[row]
 
     def __hash__(self):
-        return hash((self.name, self.order, self.prompt.size, self.prompt.tobytes()[:4096],
-                     None if self.arrival_s is None else self.arrival_s.tobytes()[:4096]))
+        return hash(
+            (
+                self.name,
+                self.order,
+                self.prompt.size,
+                self.prompt.tobytes()[:4096],
+                None if self.arrival_s is None else self.arrival_s.tobytes()[:4096],
+            )
+        )
 
     def __eq__(self, other):
-        if not (isinstance(other, Trace) and self.order == other.order
-                and np.array_equal(self.prompt, other.prompt)
-                and np.array_equal(self.output, other.output)):
+        if not (
+            isinstance(other, Trace)
+            and self.order == other.order
+            and np.array_equal(self.prompt, other.prompt)
+            and np.array_equal(self.output, other.output)
+        ):
             return False
         if self.arrival_s is None or other.arrival_s is None:
             return self.arrival_s is None and other.arrival_s is None
@@ -102,19 +118,20 @@ def _check_times(t, n: int, name: str) -> np.ndarray:
     try:
         a = np.asarray(t, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ConfigError(f"{what} must be a 1-d array of {n} finite times (s), one per row, "
-                          f"got {type(t).__name__}") from None
+        raise ConfigError(
+            f"{what} must be a 1-d array of {n} finite times (s), one per row, got {type(t).__name__}"
+        ) from None
     if a.shape != (n,):
-        raise ConfigError(f"{what} must be a 1-d array of {n} times (s), one per row, got shape "
-                          f"{a.shape}")
+        raise ConfigError(f"{what} must be a 1-d array of {n} times (s), one per row, got shape {a.shape}")
     if not np.all(np.isfinite(a)):
-        raise ConfigError(f"{what} must be finite; row {int(np.argmax(~np.isfinite(a)))} is "
-                          f"{a[~np.isfinite(a)][0]}")
+        raise ConfigError(f"{what} must be finite; row {int(np.argmax(~np.isfinite(a)))} is {a[~np.isfinite(a)][0]}")
     back = np.diff(a) < 0
     if back.any():
         i = int(np.argmax(back)) + 1
-        raise ConfigError(f"{what} must be nondecreasing (rows in arrival order); row {i} "
-                          f"({a[i]!r} s) is before row {i - 1} ({a[i - 1]!r} s)")
+        raise ConfigError(
+            f"{what} must be nondecreasing (rows in arrival order); row {i} "
+            f"({a[i]!r} s) is before row {i - 1} ({a[i - 1]!r} s)"
+        )
     return a
 
 
@@ -133,8 +150,7 @@ def _check_lengths(a: np.ndarray, what: str) -> None:
         raise ConfigError(f"{what} must be integers >= 1, got dtype {a.dtype}")
     if (a < 1).any():
         i = int(np.argmax(a < 1))
-        raise ConfigError(f"{what} must be integers >= 1 (zero and negative lengths are invalid); "
-                          f"row {i} is {a[i]}")
+        raise ConfigError(f"{what} must be integers >= 1 (zero and negative lengths are invalid); row {i} is {a[i]}")
     if (a > 2**24).any():
         i = int(np.argmax(a > 2**24))
         raise ConfigError(f"{what} must be <= 2^24 tokens; row {i} is {a[i]}")
@@ -177,11 +193,15 @@ def read_trace(path: str | Path, order: str = "resample", times: bool = False) -
     text = _read_text(path)
     # (line number, fields) of the non-blank lines, so errors name the file's own lines.
     try:
-        numbered = [(n, r) for n, r in enumerate(csv.reader(io.StringIO(text, newline="")), 1)
-                    if r and any(c.strip() for c in r)]
+        numbered = [
+            (n, r)
+            for n, r in enumerate(csv.reader(io.StringIO(text, newline="")), 1)
+            if r and any(c.strip() for c in r)
+        ]
     except csv.Error as e:
-        raise ConfigError(f"trace {str(path)!r} must be a CSV file of (prompt, output) lengths, "
-                          f"got malformed CSV ({e})") from None
+        raise ConfigError(
+            f"trace {str(path)!r} must be a CSV file of (prompt, output) lengths, got malformed CSV ({e})"
+        ) from None
     rows = [r for _, r in numbered]
     if not rows:
         raise ConfigError(f"trace file {str(path)!r} is empty")
@@ -200,14 +220,16 @@ def read_trace(path: str | Path, order: str = "resample", times: bool = False) -
         ncol = len(rows[0])
         if ncol != 2:
             known = "; ".join(f"{a}, {b}" for _, a, b in _COLUMN_SETS)
-            raise ConfigError(f"trace file {str(path)!r}: missing columns: expected one of [{known}] "
-                              f"or exactly two columns (prompt, output), got header {header}")
+            raise ConfigError(
+                f"trace file {str(path)!r}: missing columns: expected one of [{known}] "
+                f"or exactly two columns (prompt, output), got header {header}"
+            )
         pi, oi = 0, 1
     if not body:
         raise ConfigError(f"trace file {str(path)!r} has a header but no data rows")
     prompt = np.empty(len(body), np.int64)
     output = np.empty(len(body), np.int64)
-    lines = [n for n, _ in numbered][len(rows) - len(body):]
+    lines = [n for n, _ in numbered][len(rows) - len(body) :]
     for n, r in enumerate(body):
         for col, dst, what in ((pi, prompt, "prompt"), (oi, output, "output")):
             line = lines[n]
@@ -224,8 +246,9 @@ def _read_times(path: Path, header: list[str], body: list[list[str]], lines: lis
     where = f"trace file {str(path)!r}"
     col = next((header.index(c) for c in _TIME_COLUMNS if c in header), None)
     if col is None:
-        raise ConfigError(f"{where}: times=True needs an arrival-time column (one of "
-                          f"{', '.join(_TIME_COLUMNS)}), got header {header}")
+        raise ConfigError(
+            f"{where}: times=True needs an arrival-time column (one of {', '.join(_TIME_COLUMNS)}), got header {header}"
+        )
     cells = []
     for n, r in enumerate(body):
         if col >= len(r) or not r[col].strip():
@@ -236,8 +259,10 @@ def _read_times(path: Path, header: list[str], body: list[list[str]], lines: lis
         for n, c in enumerate(cells):
             x = float(c) if _is_number(c) else math.nan
             if not math.isfinite(x):
-                raise ConfigError(f"{where} line {lines[n]}: arrival time must be a finite number "
-                                  f"of seconds like the first row's, got {c!r}")
+                raise ConfigError(
+                    f"{where} line {lines[n]}: arrival time must be a finite number "
+                    f"of seconds like the first row's, got {c!r}"
+                )
             out[n] = x
         t = out - out[0]
     else:
@@ -245,21 +270,25 @@ def _read_times(path: Path, header: list[str], body: list[list[str]], lines: lis
         for n, c in enumerate(cells):
             try:
                 v = np.datetime64(c.replace(" ", "T"), "ns")
-                if np.isnat(v):                     # "NaT" parses; it is no time
+                if np.isnat(v):  # "NaT" parses; it is no time
                     raise ValueError(c)
                 ns[n] = v.astype(np.int64)
             except ValueError:
-                raise ConfigError(f"{where} line {lines[n]}: arrival time must be an ISO "
-                                  f"date-time like the first row's ('2023-11-16 18:15:46.68'), "
-                                  f"got {c!r}") from None
+                raise ConfigError(
+                    f"{where} line {lines[n]}: arrival time must be an ISO "
+                    f"date-time like the first row's ('2023-11-16 18:15:46.68'), "
+                    f"got {c!r}"
+                ) from None
         # Differences in integer nanoseconds are exact; one rounding to float64 seconds.
         t = (ns - ns[0]).astype(np.float64) / 1e9
     back = np.diff(t) < 0
     if back.any():
         i = int(np.argmax(back)) + 1
-        raise ConfigError(f"{where} line {lines[i]}: arrival times must be nondecreasing (rows "
-                          f"in arrival order); {cells[i]!r} is before the previous row's "
-                          f"{cells[i - 1]!r}")
+        raise ConfigError(
+            f"{where} line {lines[i]}: arrival times must be nondecreasing (rows "
+            f"in arrival order); {cells[i]!r} is before the previous row's "
+            f"{cells[i - 1]!r}"
+        )
     return t
 
 
@@ -271,8 +300,9 @@ def _trace_path(path) -> Path:
         raise ConfigError(f"trace must be the path of a CSV file, got {path!r}")
     path = Path(path)
     if path.is_dir():
-        raise ConfigError(f"trace file {str(path)!r} does not exist as a file: it is a directory "
-                          "(give the path of a CSV file)")
+        raise ConfigError(
+            f"trace file {str(path)!r} does not exist as a file: it is a directory (give the path of a CSV file)"
+        )
     if not path.is_file():
         what = "is not a regular file" if path.exists() else "does not exist"
         raise ConfigError(f"trace file {str(path)!r} {what}")
@@ -296,8 +326,10 @@ def _read_text(path: Path) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise ConfigError(f"{allowed}, got a byte that is not UTF-8 (0x{data[e.start]:02x} on "
-                          f"line {line}: binary data or another encoding, e.g. Latin-1)") from None
+        raise ConfigError(
+            f"{allowed}, got a byte that is not UTF-8 (0x{data[e.start]:02x} on "
+            f"line {line}: binary data or another encoding, e.g. Latin-1)"
+        ) from None
 
 
 def _is_number(s: str) -> bool:

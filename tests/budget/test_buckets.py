@@ -6,6 +6,7 @@ The padded runs of one test share one bucket config, so they also share one comp
 (`simulate_points`), the way a sweep runs them. The loads are high enough that the ring wraps
 many times and small tables reject arrivals, so the ring's `entry mod Q` is exercised.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,17 +30,24 @@ from tests.sweep_checks import refuses_common_capacities, same_rows
 
 SIZES = ("table_size", "arrivals_per_step")
 # Two request types (priority orders them); prompts up to 86 tokens, decodes up to 70.
-LAWS = (Independent(Poisson(20), Poisson(12), name="short"),
-        Independent(Poisson(8), Poisson(30), name="long"))
+LAWS = (Independent(Poisson(20), Poisson(12), name="short"), Independent(Poisson(8), Poisson(30), name="long"))
 # About 1.3 times the token capacity of b = 64 in 10 ms + 0.2 ms/token batches: queues grow,
 # the ring wraps and the small tables overflow.
-PARAMS = {"rates": [30.0, 20.0], "budget": 64, "max_requests": 16, "prefill_cap": 96, "c_s": 0.01,
-              "a_s_per_token": 0.0002, "b0": 8}
+PARAMS = {
+    "rates": [30.0, 20.0],
+    "budget": 64,
+    "max_requests": 16,
+    "prefill_cap": 96,
+    "c_s": 0.01,
+    "a_s_per_token": 0.0002,
+    "b0": 8,
+}
 
 
 def _config(Q: int, A: int, policy: str = "sarathi", **kw) -> BudgetConfig:
-    return BudgetConfig(workload=LAWS, policy=policy, horizon_s=4.0, table_size=Q,
-                        arrivals_per_step=A, max_steps=6_000, **kw)
+    return BudgetConfig(
+        workload=LAWS, policy=policy, horizon_s=4.0, table_size=Q, arrivals_per_step=A, max_steps=6_000, **kw
+    )
 
 
 def _same_runs(configs: list[BudgetConfig], capacity: dict, seeds=(0, 1, 2), **params_kw) -> None:
@@ -55,11 +63,10 @@ def _same_runs(configs: list[BudgetConfig], capacity: dict, seeds=(0, 1, 2), **p
     together = simulate_points(bucket, [p for _, p in padded], seeds, warn=False, record=True)
     for c, a, b in zip(configs, alone, together):
         for k in a.metrics:
-            assert np.array_equal(a.metrics[k], b.metrics[k], equal_nan=True), (
-                c, k, a.metrics[k], b.metrics[k])
+            assert np.array_equal(a.metrics[k], b.metrics[k], equal_nan=True), (c, k, a.metrics[k], b.metrics[k])
         for k in ("entry", "id", "dp", "dd") if c.record_members else ():
             # The padded slots never hold a request (entry -1, the rest 0).
-            assert np.all(b.trajectories[k][..., c.table_size:] <= 0), (c, k)
+            assert np.all(b.trajectories[k][..., c.table_size :] <= 0), (c, k)
         own = ENGINE.trim(c, b.trajectories)
         assert own.keys() == a.trajectories.keys()
         for k, v in a.trajectories.items():
@@ -68,7 +75,10 @@ def _same_runs(configs: list[BudgetConfig], capacity: dict, seeds=(0, 1, 2), **p
 
 
 POLICIES = {
-    "sarathi": {}, "orca": {}, "vllm": {}, "ft": {},
+    "sarathi": {},
+    "orca": {},
+    "vllm": {},
+    "ft": {},
     # SRPT sorts the ring: padded slots must sort last and take nothing.
     "wc": {"inner_order": "srpt", "phase_first": "prefill"},
     "priority": {"type_order": (1, 0)},
@@ -79,13 +89,11 @@ POLICIES = {
 _DEFAULT = ("sarathi", "vllm", "wc", "priority")
 
 
-@pytest.mark.parametrize("policy", [pytest.param(p, marks=() if p in _DEFAULT
-                                                 else pytest.mark.slow) for p in POLICIES])
+@pytest.mark.parametrize("policy", [pytest.param(p, marks=() if p in _DEFAULT else pytest.mark.slow) for p in POLICIES])
 def test_padded_equals_unpadded(policy):
     # Table sizes inside the bucket of 40 slots, odd and even, one a power of two (the
     # ordered sums' tree): 13 overflows, 32 rarely; arrivals 3 and 5 per step of 7.
-    configs = [_config(Q, A, policy, record_members=True, **POLICIES[policy])
-               for Q, A in [(13, 3), (32, 5)]]
+    configs = [_config(Q, A, policy, record_members=True, **POLICIES[policy]) for Q, A in [(13, 3), (32, 5)]]
     _same_runs(configs, {"table_size": 40, "arrivals_per_step": 7})
 
 
@@ -93,16 +101,27 @@ def test_padded_equals_unpadded(policy):
 # FCFS prefix sums from the oldest member, the attention sums), a backlog fills it at t = 0,
 # a finite stream drains it.
 OPTIONS = [
-    pytest.param({"attention": True, "attention_prefix": True}, {"alpha": 1e-6, "beta": 2e-7},
-                 id="attention", marks=pytest.mark.slow),
-    pytest.param({"memory_overhead": "swap"},
-                 {"kv_limit_tokens": 300, "swap_a1_s_per_token": 1e-5, "swap_a2_s": 1e-3},
-                 id="swap", marks=pytest.mark.slow),
-    pytest.param({"memory_overhead": "recompute"},
-                 {"kv_limit_tokens": 300, "recompute_b1_s_per_token2": 1e-8,
-                  "recompute_b2_s": 1e-3}, id="recompute", marks=pytest.mark.slow),
-    pytest.param({"initial_requests": (6, 4), "num_requests": 300, "burn_in_s": 1.0}, {},
-                 id="backlog", marks=pytest.mark.slow),
+    pytest.param(
+        {"attention": True, "attention_prefix": True},
+        {"alpha": 1e-6, "beta": 2e-7},
+        id="attention",
+        marks=pytest.mark.slow,
+    ),
+    pytest.param(
+        {"memory_overhead": "swap"},
+        {"kv_limit_tokens": 300, "swap_a1_s_per_token": 1e-5, "swap_a2_s": 1e-3},
+        id="swap",
+        marks=pytest.mark.slow,
+    ),
+    pytest.param(
+        {"memory_overhead": "recompute"},
+        {"kv_limit_tokens": 300, "recompute_b1_s_per_token2": 1e-8, "recompute_b2_s": 1e-3},
+        id="recompute",
+        marks=pytest.mark.slow,
+    ),
+    pytest.param(
+        {"initial_requests": (6, 4), "num_requests": 300, "burn_in_s": 1.0}, {}, id="backlog", marks=pytest.mark.slow
+    ),
 ]
 
 
@@ -113,8 +132,7 @@ def test_padded_options_equal_unpadded(options, params_kw):
 
 
 @settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(list(POLICIES)), st.integers(10, 40), st.integers(1, 8),
-       st.integers(0, 30), st.integers(0, 4))
+@given(st.sampled_from(list(POLICIES)), st.integers(10, 40), st.integers(1, 8), st.integers(0, 30), st.integers(0, 4))
 def test_padded_equals_unpadded_random(policy, Q, A, extra_q, extra_a):
     A = min(A, Q)
     cfg = _config(Q, A, policy, **POLICIES[policy])
@@ -139,8 +157,10 @@ def test_pad_refuses_bad_capacity():
 
 def test_working_set_is_monotone_in_the_sizes():
     base = _config(16, 4)
-    ws = [[ENGINE.working_set_bytes(dataclasses.replace(base, table_size=Q, arrivals_per_step=A))
-           for A in (1, 4, 16)] for Q in (16, 64, 256)]
+    ws = [
+        [ENGINE.working_set_bytes(dataclasses.replace(base, table_size=Q, arrivals_per_step=A)) for A in (1, 4, 16)]
+        for Q in (16, 64, 256)
+    ]
     assert np.all(np.diff(ws, axis=0) > 0) and np.all(np.diff(ws, axis=1) >= 0)
 
 
@@ -152,19 +172,15 @@ def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
     # Both tables overflow at this load: each point's warning names its own table size, not
     # the bucket's.
     with pytest.warns(RuntimeWarning) as warned:
-        bucketed = run_sweep(base, axes, range(3), tmp_path / "b.csv", params=params,
-                             progress=False)
-    assert sorted(re.search(r"table_size (\d+) full", str(w.message))[1] for w in warned) == [
-        "12", "20"]
-    plan = plan_buckets(ENGINE, [dataclasses.replace(base, table_size=Q)
-                                 for Q in axes["table_size"]])
+        bucketed = run_sweep(base, axes, range(3), tmp_path / "b.csv", params=params, progress=False)
+    assert sorted(re.search(r"table_size (\d+) full", str(w.message))[1] for w in warned) == ["12", "20"]
+    plan = plan_buckets(ENGINE, [dataclasses.replace(base, table_size=Q) for Q in axes["table_size"]])
     assert len(plan) == 1 and plan[0].padded
     assert _block_compiles(n0) == len(plan)
     n1 = len(_COMPILES)
     with pytest.warns(RuntimeWarning, match="full"):
-        alone = run_sweep(base, axes, range(3), tmp_path / "a.csv", params=params,
-                          progress=False, buckets=False)
+        alone = run_sweep(base, axes, range(3), tmp_path / "a.csv", params=params, progress=False, buckets=False)
     assert _block_compiles(n1) == 2
-    rows_a = same_rows(alone, bucketed, 2, ["table_size"])     # the point's own table size
+    rows_a = same_rows(alone, bucketed, 2, ["table_size"])  # the point's own table size
     rejected = [float(r["num_rejected_mean"]) for r in rows_a.values()]
-    assert rejected[0] > rejected[1]                    # the smaller table rejects more
+    assert rejected[0] > rejected[1]  # the smaller table rejects more

@@ -1,5 +1,6 @@
 """Unit tests of the budget engine (docs/budget-semantics.md): hand-computed runs, invariants,
 work conservation, Theorem 1, reproducibility and bad input."""
+
 from __future__ import annotations
 
 import re
@@ -12,13 +13,14 @@ from jaxsched.budget.metrics import growth_slopes
 from jaxsched.errors import ConfigError
 from jaxsched.workload import Constant, Independent, Poisson
 
-UNIT = dict(c_s=1.0, a_s_per_token=0.0, b0=0)       # every batch lasts exactly 1 s
+UNIT = dict(c_s=1.0, a_s_per_token=0.0, b0=0)  # every batch lasts exactly 1 s
 
 
 def small(policy="sarathi", prompt=3, decode=2, horizon=40.0, **kw) -> BudgetConfig:
     law = Independent(Constant(prompt), Constant(decode), name="small")
-    return BudgetConfig(workload=(law,), policy=policy, horizon_s=horizon, table_size=64,
-                        max_steps=4000, record_members=True, **kw)
+    return BudgetConfig(
+        workload=(law,), policy=policy, horizon_s=horizon, table_size=64, max_steps=4000, record_members=True, **kw
+    )
 
 
 def test_registry_matches_config():
@@ -51,7 +53,7 @@ def test_sarathi_burst_hand_computed():
     assert m["latency_mean_s"] == pytest.approx(np.mean(ends - a[:3]), rel=1e-6)
     firsts = a[0] + np.array([1.0, 2.0, 4.0])
     assert m["ttft_mean_s"] == pytest.approx(np.mean(firsts - a[:3]), rel=1e-6)
-    assert m["tbt_mean_s"] == pytest.approx(1.0, rel=1e-6)     # every decode token 1 s apart
+    assert m["tbt_mean_s"] == pytest.approx(1.0, rel=1e-6)  # every decode token 1 s apart
     # Requests in system over the six 1 s batches: 1, 3, 3 (r0 leaves at the batch end), 2, 1,
     # 1; unprocessed tokens after each decision: 5 - 3, 12 - 4, 8 - 4, 4 - 2, 2 - 1, 1 - 1.
     assert m["mean_requests_in_system"] == pytest.approx(11 / 30.0, rel=1e-6)
@@ -68,7 +70,7 @@ def test_arrivals_join_after_the_decision():
     a = s["t_hi"].astype(np.float64) + s["t_lo"]
     b = batches(res, 0)
     starts = b["start_s"]
-    assert starts[0] == pytest.approx(a[0], abs=1e-9)          # idle jump to the first arrival
+    assert starts[0] == pytest.approx(a[0], abs=1e-9)  # idle jump to the first arrival
     for t0, members in zip(starts, b["entry"]):
         present = set(members[members >= 0])
         assert (1 in present) == (a[1] <= t0 + 1e-12)
@@ -78,8 +80,7 @@ def test_arrivals_join_after_the_decision():
 def test_work_conserving_policies_fill_every_batch(policy):
     # With M >= b every batch has load min(b, available tokens) (eq. (2.6)).
     law = Independent(Poisson(20.0), Poisson(6.0), name="p")
-    cfg = BudgetConfig(workload=(law,), policy=policy, horizon_s=60.0, table_size=256,
-                       record_members=True)
+    cfg = BudgetConfig(workload=(law,), policy=policy, horizon_s=60.0, table_size=256, record_members=True)
     p = make_params(cfg, rates=[3.0], budget=48, max_requests=64, **UNIT)
     res = simulate(cfg, p, range(3), record=True)
     assert np.all(res.metrics["partial_batch_fraction"] == 0)
@@ -102,12 +103,12 @@ def test_fig1_split_and_growth_above_capacity():
     # FasterTransformer and vLLM grow; Theorem 1(b): at rho = 1.25 every policy grows, by at
     # least a tenth of the offered tokens per second. One vmapped run per policy.
     from jaxsched.run import simulate_points
+
     grow = {}
     for policy in POLICIES:
         cfg = BudgetConfig(policy=policy, horizon_s=120.0, burn_in_s=30.0)
         over = rates_for_load(cfg, 1.25)
-        res = simulate_points(cfg, [make_params(cfg, rates=[14.3]), make_params(cfg, rates=over)],
-                              range(2), warn=False)
+        res = simulate_points(cfg, [make_params(cfg, rates=[14.3]), make_params(cfg, rates=over)], range(2), warn=False)
         grow[policy] = res[0].metrics["token_growth_per_s"].mean()
         assert np.all(res[1].metrics["token_growth_per_s"] > 0.1 * over[0] * 241), policy
     assert grow["sarathi"] < 100 and grow["orca"] < 100
@@ -211,7 +212,7 @@ def test_prefill_cap_must_fit_a_prompt():
     cfg = BudgetConfig(policy="vllm")
     with pytest.raises(ConfigError, match=re.escape("prefill_cap must be >= the largest prompt")):
         make_params(cfg, prefill_cap=100)
-    make_params(BudgetConfig(policy="sarathi"), prefill_cap=100)      # sarathi never uses it
+    make_params(BudgetConfig(policy="sarathi"), prefill_cap=100)  # sarathi never uses it
 
 
 def test_max_steps_must_reach_the_horizon():
@@ -223,6 +224,7 @@ def test_max_steps_must_reach_the_horizon():
 def test_simulate_points_equals_simulate():
     # vmap over (rate, budget) points and seeds: each point's results bitwise those of its own run.
     from jaxsched.run import simulate_points
+
     cfg = BudgetConfig(policy="orca", horizon_s=30.0)
     ps = [make_params(cfg, rates=[r], budget=b) for r, b in [(10.0, 512), (14.3, 256), (16.0, 1024)]]
     res = simulate_points(cfg, ps, range(3), seed_chunk=4)
@@ -241,28 +243,29 @@ def test_backlog_drains_in_the_fluid_time():
     from jaxsched.budget.config import capacity_tokens_per_s
     from jaxsched.budget.experiments import TWO_TYPES
     from jaxsched.budget.fluid import budget_drain_time_s, budget_workload
-    cfg = BudgetConfig(workload=TWO_TYPES, horizon_s=300.0, table_size=4096,
-                       initial_requests=(250, 250), drain_fraction=0.02)
+
+    cfg = BudgetConfig(
+        workload=TWO_TYPES, horizon_s=300.0, table_size=4096, initial_requests=(250, 250), drain_fraction=0.02
+    )
     rates = rates_for_load(cfg, 0.5)
     res = simulate(cfg, make_params(cfg, rates=rates, max_requests=512), range(3))
     from jaxsched.budget import mean_lengths
+
     ml = mean_lengths(cfg)
     x0 = res.metrics["backlog_tokens"]
-    assert np.mean(x0) == pytest.approx(budget_workload(ml[:, 0], ml[:, 1], [250, 250], [0, 0]),
-                                        rel=0.02)
-    fluid = np.array([budget_drain_time_s(0.98 * x, rates, ml[:, 0], ml[:, 1],
-                                          capacity_tokens_per_s(512)) for x in x0])
+    assert np.mean(x0) == pytest.approx(budget_workload(ml[:, 0], ml[:, 1], [250, 250], [0, 0]), rel=0.02)
+    fluid = np.array([budget_drain_time_s(0.98 * x, rates, ml[:, 0], ml[:, 1], capacity_tokens_per_s(512)) for x in x0])
     assert np.mean(res.metrics["drain_time_s"] / fluid) == pytest.approx(1.0, abs=0.1)
     # The paper's swapped coefficients m_p Z_p + (m_p + m_d) Z_d give f(0) = m_p Z_p here, a
     # drain time the simulation exceeds by more than the tolerance.
     swapped = budget_workload(ml[:, 0], np.zeros(2), [250, 250], [0, 0])
-    t_swapped = budget_drain_time_s(0.98 * swapped, rates, ml[:, 0], ml[:, 1],
-                                    capacity_tokens_per_s(512))
+    t_swapped = budget_drain_time_s(0.98 * swapped, rates, ml[:, 0], ml[:, 1], capacity_tokens_per_s(512))
     assert np.mean(res.metrics["drain_time_s"]) / t_swapped > 1.15
 
 
 def test_fluid_drain_time_is_infinite_at_capacity():
     from jaxsched.budget.fluid import budget_drain_time_s
+
     assert budget_drain_time_s(1e6, [10.0], [100.0], [100.0], 2000.0) == float("inf")
     assert budget_drain_time_s(1e6, [5.0], [100.0], [100.0], 2000.0) == pytest.approx(1e3)
 

@@ -7,6 +7,7 @@
   rate_scales sharing one compiled step.
 - `fig9` at reduced size on the shared Azure trace (skipped when ../shared/data is absent).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,8 +27,33 @@ AZURE = Path(__file__).resolve().parents[3] / "shared" / "data" / "azure_llm_202
 
 # A small synthetic trace: 23 rows over ~6 s with bursts (equal timestamps: several arrivals at
 # one instant) and lengths that vary by row. Prompts up to 19 tokens, outputs up to 5.
-_T = np.array([0.0, 0.05, 0.05, 0.05, 0.4, 0.9, 1.0, 1.0, 1.3, 2.2, 2.25, 2.3, 3.0, 3.05,
-               3.1, 3.1, 3.1, 4.0, 4.7, 5.0, 5.5, 5.9, 6.1])
+_T = np.array(
+    [
+        0.0,
+        0.05,
+        0.05,
+        0.05,
+        0.4,
+        0.9,
+        1.0,
+        1.0,
+        1.3,
+        2.2,
+        2.25,
+        2.3,
+        3.0,
+        3.05,
+        3.1,
+        3.1,
+        3.1,
+        4.0,
+        4.7,
+        5.0,
+        5.5,
+        5.9,
+        6.1,
+    ]
+)
 _P = (np.arange(23) * 7) % 19 + 1
 _O = (np.arange(23) * 3) % 5 + 1
 
@@ -50,9 +76,18 @@ def small_trace(tmp_path_factory) -> Trace:
 
 
 def _cfg(trace: Trace, **kw) -> BudgetConfig:
-    base = dict(workload=(trace,), arrival_mode="trace", policy="sarathi", horizon_s=14.0,
-                burn_in_s=1.0, table_size=64, record_members=True, snapshots=8,
-                attention=True, attention_prefix=True)
+    base = dict(
+        workload=(trace,),
+        arrival_mode="trace",
+        policy="sarathi",
+        horizon_s=14.0,
+        burn_in_s=1.0,
+        table_size=64,
+        record_members=True,
+        snapshots=8,
+        attention=True,
+        attention_prefix=True,
+    )
     return BudgetConfig(**{**base, **kw})
 
 
@@ -86,23 +121,25 @@ def _bad(tmp_path: Path, name: str, text: str) -> Path:
     return p
 
 
-@pytest.mark.parametrize("case, needle", [
-    ("rate_scale_zero", r"rate_scale must be a finite number >= 1e-06"),
-    ("rate_scale_negative", r"rate_scale must be a finite number >= 1e-06"),
-    ("rate_scale_nan", r"rate_scale must be"),
-    ("rates_in_trace_mode", r"rates must be None when arrival_mode is 'trace'"),
-    ("untimed_trace", r"workload must be a Trace with arrival times"),
-    ("length_law", r"workload must be a Trace with arrival times"),
-    ("one_row", r"workload must be a Trace with >= 2 rows"),
-    ("zero_span", r"workload must be a Trace with >= 2 rows whose arrival times span > 0"),
-    ("backlog", r"initial_requests must be None when arrival_mode is 'trace'"),
-    ("times_unordered", r"arrival_s must be nondecreasing"),
-])
+@pytest.mark.parametrize(
+    "case, needle",
+    [
+        ("rate_scale_zero", r"rate_scale must be a finite number >= 1e-06"),
+        ("rate_scale_negative", r"rate_scale must be a finite number >= 1e-06"),
+        ("rate_scale_nan", r"rate_scale must be"),
+        ("rates_in_trace_mode", r"rates must be None when arrival_mode is 'trace'"),
+        ("untimed_trace", r"workload must be a Trace with arrival times"),
+        ("length_law", r"workload must be a Trace with arrival times"),
+        ("one_row", r"workload must be a Trace with >= 2 rows"),
+        ("zero_span", r"workload must be a Trace with >= 2 rows whose arrival times span > 0"),
+        ("backlog", r"initial_requests must be None when arrival_mode is 'trace'"),
+        ("times_unordered", r"arrival_s must be nondecreasing"),
+    ],
+)
 def test_trace_mode_bad_inputs(case, needle, small_trace):
     def run():
         if case.startswith("rate_scale"):
-            value = {"rate_scale_zero": 0.0, "rate_scale_negative": -2.0,
-                     "rate_scale_nan": float("nan")}[case]
+            value = {"rate_scale_zero": 0.0, "rate_scale_negative": -2.0, "rate_scale_nan": float("nan")}[case]
             return make_params(_cfg(small_trace), rate_scale=value)
         if case == "rates_in_trace_mode":
             return make_params(_cfg(small_trace), rates=[1.0])
@@ -117,21 +154,31 @@ def test_trace_mode_bad_inputs(case, needle, small_trace):
         if case == "backlog":
             return _cfg(small_trace, initial_requests=(2,))
         return Trace(_P[:3], _O[:3], arrival_s=[0.0, 2.0, 1.0])
+
     with pytest.raises(ConfigError, match=needle) as info:
         run()
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("text, needle", [
-    (None, r"does not exist"),
-    ("ContextTokens,GeneratedTokens\n5,1\n6,2\n", r"needs an arrival-time column"),
-    ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,5,1\n"
-     "2023-11-16 18:15:45,6,2\n", r"line 3: arrival times must be nondecreasing"),
-    ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,5,1\nsoon,6,2\n",
-     r"line 3: arrival time must be an ISO date-time"),
-    ("TIMESTAMP,ContextTokens,GeneratedTokens\n1.5,5,1\nnan,6,2\n",
-     r"line 3: arrival time must be a finite number"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        (None, r"does not exist"),
+        ("ContextTokens,GeneratedTokens\n5,1\n6,2\n", r"needs an arrival-time column"),
+        (
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,5,1\n2023-11-16 18:15:45,6,2\n",
+            r"line 3: arrival times must be nondecreasing",
+        ),
+        (
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,5,1\nsoon,6,2\n",
+            r"line 3: arrival time must be an ISO date-time",
+        ),
+        (
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n1.5,5,1\nnan,6,2\n",
+            r"line 3: arrival time must be a finite number",
+        ),
+    ],
+)
 def test_read_trace_times_bad_files(tmp_path, text, needle):
     path = tmp_path / "missing.csv" if text is None else _bad(tmp_path, "t.csv", text)
     with pytest.raises(ConfigError, match=needle) as info:
@@ -155,18 +202,17 @@ def test_request_stream_matches_reference_replay(small_trace):
     for seed, scale in ((0, 1.7), (5, 0.6)):
         params = make_params(cfg, rate_scale=scale)
         s = request_stream(cfg, params, seed, 200)
-        want, rows = ref.trace_requests(small_trace.prompt, small_trace.output,
-                                        small_trace.arrival_s, seed, rate_scale=scale,
-                                        horizon=cfg.horizon_s)
-        assert len(want) == s["id"].size > 23          # the horizon spans a wrap-around
+        want, rows = ref.trace_requests(
+            small_trace.prompt, small_trace.output, small_trace.arrival_s, seed, rate_scale=scale, horizon=cfg.horizon_s
+        )
+        assert len(want) == s["id"].size > 23  # the horizon spans a wrap-around
         assert s["row"].tolist() == rows
         assert [(a.hi, a.lo) for a, _, _, _ in want] == list(zip(s["t_hi"], s["t_lo"]))
         assert s["vp"].tolist() == [p for _, _, p, _ in want]
         assert s["vd"].tolist() == [d for _, _, _, d in want]
         assert set(s["type"].tolist()) == {0}
     # Seeds start at different rows (the trace has 23: a few seeds cover several).
-    starts = {int(request_stream(cfg, make_params(cfg, rate_scale=1.0), k, 200)["row"][0])
-              for k in range(6)}
+    starts = {int(request_stream(cfg, make_params(cfg, rate_scale=1.0), k, 200)["row"][0]) for k in range(6)}
     assert len(starts) >= 3
 
 
@@ -178,8 +224,7 @@ def _compare(eng: dict, out: dict) -> None:
         assert (eng["t_hi"][k], eng["t_lo"][k]) == (b["t0"].hi, b["t0"].lo), k
         assert (eng["tau_hi"][k], eng["tau_lo"][k]) == (b["tau"].hi, b["tau"].lo), k
         on = (eng["entry"][k] >= 0) & ((eng["dp"][k] > 0) | (eng["dd"][k] > 0))
-        got = {int(i): (int(p), int(d)) for i, p, d in
-               zip(eng["id"][k][on], eng["dp"][k][on], eng["dd"][k][on])}
+        got = {int(i): (int(p), int(d)) for i, p, d in zip(eng["id"][k][on], eng["dp"][k][on], eng["dd"][k][on])}
         assert got == {int(i): (int(p), int(d)) for i, (p, d) in b["members"].items()}, k
 
 
@@ -188,28 +233,42 @@ def test_engine_matches_reference_on_a_trace(small_trace):
     builds its requests itself from the trace."""
     scales = (0.8, 2.3)
     cfg = enough_steps(_cfg(small_trace), rate_scale=max(scales))
-    kw = dict(budget=12, max_requests=6, c_s=0.05, a_s_per_token=0.01, b0=2, alpha=1e-3,
-              beta=2e-3)
+    kw = dict(budget=12, max_requests=6, c_s=0.05, a_s_per_token=0.01, b0=2, alpha=1e-3, beta=2e-3)
     params = [make_params(cfg, rate_scale=s, **kw) for s in scales]
     seeds = [3, 11]
     results = simulate_points(cfg, params, seeds, record=True, warn=False)
     for scale, res in zip(scales, results):
         for i, seed in enumerate(seeds):
-            reqs, _ = ref.trace_requests(small_trace.prompt, small_trace.output,
-                                         small_trace.arrival_s, seed, rate_scale=scale,
-                                         horizon=cfg.horizon_s)
-            out = ref.simulate(reqs, "sarathi", c=kw["c_s"], a=kw["a_s_per_token"], b0=kw["b0"],
-                               budget=kw["budget"], max_requests=kw["max_requests"],
-                               alpha=kw["alpha"], beta=kw["beta"], attention=True,
-                               attention_prefix=True, horizon=cfg.horizon_s,
-                               burn_in=cfg.burn_in_s, table_size=cfg.table_size,
-                               snapshots=cfg.snapshots)
+            reqs, _ = ref.trace_requests(
+                small_trace.prompt,
+                small_trace.output,
+                small_trace.arrival_s,
+                seed,
+                rate_scale=scale,
+                horizon=cfg.horizon_s,
+            )
+            out = ref.simulate(
+                reqs,
+                "sarathi",
+                c=kw["c_s"],
+                a=kw["a_s_per_token"],
+                b0=kw["b0"],
+                budget=kw["budget"],
+                max_requests=kw["max_requests"],
+                alpha=kw["alpha"],
+                beta=kw["beta"],
+                attention=True,
+                attention_prefix=True,
+                horizon=cfg.horizon_s,
+                burn_in=cfg.burn_in_s,
+                table_size=cfg.table_size,
+                snapshots=cfg.snapshots,
+            )
             _compare(batches(res, i), out)
             m = {k: v[i] for k, v in res.metrics.items()}
             for key in ("num_departed", "requests_end", "tokens_end", "num_rejected"):
                 assert m[key] == out["metrics"][key], key
-            assert m["latency_mean_s"] == pytest.approx(out["metrics"]["latency_mean_s"],
-                                                        rel=1e-5)
+            assert m["latency_mean_s"] == pytest.approx(out["metrics"]["latency_mean_s"], rel=1e-5)
     # Same seed: bitwise the same run (here in the other lane of the batch); another seed:
     # another run.
     again = simulate_points(cfg, params[::-1], seeds[::-1], record=True, warn=False)
@@ -226,6 +285,7 @@ def test_fig9_reduced(tmp_path):
     from jaxsched.budget.experiments import EXPERIMENTS, FIG9_RATE_SCALE, fig9
     from jaxsched.plots import plot_offline
     from jaxsched.results import write_csv
+
     assert "fig9" in EXPERIMENTS
     rep = fig9(seeds=2, trace_path=AZURE, horizon_s=150.0, burn_in_s=30.0, table_size=512)
     assert rep.ok, rep.markdown

@@ -14,6 +14,7 @@ Compilation dominates (one engine compile per static config), so each case fixes
 configs and hypothesis draws the traced parameters (rates, budget, M, batch-time constants,
 K_p, K_d) and the seed; `-m slow` draws more examples.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,21 +27,30 @@ from jaxsched.workload import Constant, Independent, Poisson, UniformInt
 from tests.reference import budget as ref
 from tests.reference.kv import DF, to_float64
 
-LAWS = (Independent(UniformInt(1, 12), Poisson(3.0), name="a"),
-        Independent(Constant(5), UniformInt(1, 4), name="b"))
+LAWS = (Independent(UniformInt(1, 12), Poisson(3.0), name="a"), Independent(Constant(5), UniformInt(1, 4), name="b"))
 HORIZON = 12.0
 
 
 def _config(policy: str, m: int, **kw) -> BudgetConfig:
-    return BudgetConfig(workload=LAWS[:m], policy=policy, horizon_s=HORIZON, burn_in_s=2.0,
-                        table_size=kw.pop("table_size", 16), max_steps=6000, record_members=True,
-                        snapshots=8, **kw)
+    return BudgetConfig(
+        workload=LAWS[:m],
+        policy=policy,
+        horizon_s=HORIZON,
+        burn_in_s=2.0,
+        table_size=kw.pop("table_size", 16),
+        max_steps=6000,
+        record_members=True,
+        snapshots=8,
+        **kw,
+    )
 
 
 def _requests(cfg, params, seed: int) -> list:
     s = request_stream(cfg, params, seed, 600)
-    return [(DF(np.float32(h), np.float32(lo)), int(t), int(p), int(d))
-            for h, lo, t, p, d in zip(s["t_hi"], s["t_lo"], s["type"], s["vp"], s["vd"])]
+    return [
+        (DF(np.float32(h), np.float32(lo)), int(t), int(p), int(d))
+        for h, lo, t, p, d in zip(s["t_hi"], s["t_lo"], s["type"], s["vp"], s["vd"])
+    ]
 
 
 def compare(cfg: BudgetConfig, kw: dict, seed: int) -> None:
@@ -48,19 +58,35 @@ def compare(cfg: BudgetConfig, kw: dict, seed: int) -> None:
     params = make_params(cfg, **kw)
     res = simulate(cfg, params, [seed], record=True, warn=False)
     eng = batches(res, 0)
-    opts = {k: kw[k] for k in ("budget", "max_requests", "prefill_cap", "K_p", "K_d", "alpha",
-                               "beta") if k in kw}
+    opts = {k: kw[k] for k in ("budget", "max_requests", "prefill_cap", "K_p", "K_d", "alpha", "beta") if k in kw}
     if cfg.memory_overhead != "off":
-        names = {"swap": ("swap_a1_s_per_token", "swap_a2_s"),
-                 "recompute": ("recompute_b1_s_per_token2", "recompute_b2_s")}[cfg.memory_overhead]
-        opts.update(memory_overhead=cfg.memory_overhead, kv_limit=kw["kv_limit_tokens"],
-                    c1=kw.get(names[0], 0.0), c2=kw.get(names[1], 0.0))
-    out = ref.simulate(_requests(cfg, params, seed), cfg.policy, c=kw["c_s"],
-                       a=kw["a_s_per_token"], b0=kw["b0"], attention=cfg.attention,
-                       attention_prefix=cfg.attention_prefix, phase_first=cfg.phase_first,
-                       inner_order=cfg.inner_order, type_order=cfg.type_order,
-                       horizon=cfg.horizon_s, burn_in=cfg.burn_in_s, table_size=cfg.table_size,
-                       snapshots=cfg.snapshots, **opts)
+        names = {
+            "swap": ("swap_a1_s_per_token", "swap_a2_s"),
+            "recompute": ("recompute_b1_s_per_token2", "recompute_b2_s"),
+        }[cfg.memory_overhead]
+        opts.update(
+            memory_overhead=cfg.memory_overhead,
+            kv_limit=kw["kv_limit_tokens"],
+            c1=kw.get(names[0], 0.0),
+            c2=kw.get(names[1], 0.0),
+        )
+    out = ref.simulate(
+        _requests(cfg, params, seed),
+        cfg.policy,
+        c=kw["c_s"],
+        a=kw["a_s_per_token"],
+        b0=kw["b0"],
+        attention=cfg.attention,
+        attention_prefix=cfg.attention_prefix,
+        phase_first=cfg.phase_first,
+        inner_order=cfg.inner_order,
+        type_order=cfg.type_order,
+        horizon=cfg.horizon_s,
+        burn_in=cfg.burn_in_s,
+        table_size=cfg.table_size,
+        snapshots=cfg.snapshots,
+        **opts,
+    )
     rb = out["batches"]
     assert len(rb) == len(eng["load"]), (len(rb), len(eng["load"]))
     for k, b in enumerate(rb):
@@ -68,8 +94,7 @@ def compare(cfg: BudgetConfig, kw: dict, seed: int) -> None:
         assert (eng["tau_hi"][k], eng["tau_lo"][k]) == (b["tau"].hi, b["tau"].lo), k
         assert eng["load"][k] == b["load"]
         on = (eng["entry"][k] >= 0) & ((eng["dp"][k] > 0) | (eng["dd"][k] > 0))
-        got = {int(i): (int(p), int(d)) for i, p, d in
-               zip(eng["id"][k][on], eng["dp"][k][on], eng["dd"][k][on])}
+        got = {int(i): (int(p), int(d)) for i, p, d in zip(eng["id"][k][on], eng["dp"][k][on], eng["dd"][k][on])}
         assert got == {int(i): (int(p), int(d)) for i, (p, d) in b["members"].items()}, k
     m = {k: v[0] for k, v in res.metrics.items()}
     rm = out["metrics"]
@@ -82,19 +107,29 @@ def compare(cfg: BudgetConfig, kw: dict, seed: int) -> None:
     assert len(snaps) == cfg.snapshots
     for key in ("token_growth_per_s", "request_growth_per_s"):
         assert m[key] == pytest.approx(rm[key], rel=1e-4, abs=1e-6), key
-    for key in ("latency_mean_s", "ttft_mean_s", "tbt_mean_s", "throughput_tokens_per_s",
-                "mean_requests_in_system", "mean_tokens_in_system", "idle_fraction"):
+    for key in (
+        "latency_mean_s",
+        "ttft_mean_s",
+        "tbt_mean_s",
+        "throughput_tokens_per_s",
+        "mean_requests_in_system",
+        "mean_tokens_in_system",
+        "idle_fraction",
+    ):
         if key in rm:
             assert m[key] == pytest.approx(rm[key], rel=1e-5, abs=1e-9), key
 
 
 def _kw(draw, policy: str, m: int) -> dict:
     b = draw(st.integers(1, 40))
-    kw = dict(budget=b, max_requests=draw(st.integers(1, 10)),
-              rates=[draw(st.floats(0.2, 3.0)) for _ in range(m)],
-              c_s=draw(st.sampled_from([0.05, 0.3, 1.0])),
-              a_s_per_token=draw(st.sampled_from([0.0, 0.01, 0.0373])),
-              b0=draw(st.integers(0, 10)))
+    kw = dict(
+        budget=b,
+        max_requests=draw(st.integers(1, 10)),
+        rates=[draw(st.floats(0.2, 3.0)) for _ in range(m)],
+        c_s=draw(st.sampled_from([0.05, 0.3, 1.0])),
+        a_s_per_token=draw(st.sampled_from([0.0, 0.01, 0.0373])),
+        b0=draw(st.integers(0, 10)),
+    )
     if policy in ("vllm", "ft"):
         kw["prefill_cap"] = draw(st.integers(12, 40))
     if policy == "wc":
@@ -104,7 +139,10 @@ def _kw(draw, policy: str, m: int) -> dict:
 
 
 CASES = [
-    ("sarathi", 1, {}), ("orca", 1, {}), ("vllm", 1, {}), ("ft", 1, {}),
+    ("sarathi", 1, {}),
+    ("orca", 1, {}),
+    ("vllm", 1, {}),
+    ("ft", 1, {}),
     ("wc", 1, dict(phase_first="prefill", inner_order="srpt")),
     ("wc", 2, dict(phase_first="decode", inner_order="fcfs")),
     ("priority", 2, dict(type_order=(1, 0))),
@@ -118,9 +156,11 @@ CASES = [
 def _memory_kw(draw) -> dict:
     """A KV limit that binds often at these sizes (a batch holds up to ~40 requests of <= 17
     tokens) and coefficients of a size that changes batch times visibly."""
-    return dict(kv_limit_tokens=draw(st.integers(0, 60)),
-                recompute_b1_s_per_token2=draw(st.sampled_from([0.0, 1e-4, 3.7e-3])),
-                recompute_b2_s=draw(st.sampled_from([0.0, 0.05, 0.21])))
+    return dict(
+        kv_limit_tokens=draw(st.integers(0, 60)),
+        recompute_b1_s_per_token2=draw(st.sampled_from([0.0, 1e-4, 3.7e-3])),
+        recompute_b2_s=draw(st.sampled_from([0.0, 0.05, 0.21])),
+    )
 
 
 @pytest.mark.parametrize("policy,m,static", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
@@ -159,20 +199,39 @@ def test_backlog_matches_reference():
 
     from jaxsched.budget import request_lengths
     from jaxsched.budget.config import BACKLOG_ID
-    cfg = BudgetConfig(workload=LAWS, policy="wc", horizon_s=HORIZON, table_size=32,
-                       max_steps=6000, record_members=True, initial_requests=(5, 4),
-                       inner_order="srpt")
+
+    cfg = BudgetConfig(
+        workload=LAWS,
+        policy="wc",
+        horizon_s=HORIZON,
+        table_size=32,
+        max_steps=6000,
+        record_members=True,
+        initial_requests=(5, 4),
+        inner_order="srpt",
+    )
     kw = dict(rates=[0.5, 0.5], budget=9, max_requests=4, c_s=0.3, a_s_per_token=0.01, b0=2)
     params = make_params(cfg, **kw)
     types = np.repeat([0, 1], [5, 4])
-    vp, vd = request_lengths(cfg, jnp.uint32(11), jnp.asarray(BACKLOG_ID + np.arange(9)),
-                             jnp.asarray(types))
-    backlog = [(DF(np.float32(0), np.float32(0)), int(t), int(p), int(d))
-               for t, p, d in zip(types, np.asarray(vp), np.asarray(vd))]
+    vp, vd = request_lengths(cfg, jnp.uint32(11), jnp.asarray(BACKLOG_ID + np.arange(9)), jnp.asarray(types))
+    backlog = [
+        (DF(np.float32(0), np.float32(0)), int(t), int(p), int(d))
+        for t, p, d in zip(types, np.asarray(vp), np.asarray(vd))
+    ]
     res = simulate(cfg, params, [11], record=True, warn=False)
     eng = batches(res, 0)
-    out = ref.simulate(backlog + _requests(cfg, params, 11), "wc", budget=9, max_requests=4,
-                       c=0.3, a=0.01, b0=2, inner_order="srpt", horizon=HORIZON, table_size=32)
+    out = ref.simulate(
+        backlog + _requests(cfg, params, 11),
+        "wc",
+        budget=9,
+        max_requests=4,
+        c=0.3,
+        a=0.01,
+        b0=2,
+        inner_order="srpt",
+        horizon=HORIZON,
+        table_size=32,
+    )
     assert len(out["batches"]) == len(eng["load"])
     for k, b in enumerate(out["batches"]):
         assert (eng["t_hi"][k], eng["t_lo"][k]) == (b["t0"].hi, b["t0"].lo)
@@ -186,6 +245,7 @@ def test_memory_overhead_hand():
 
     from jaxsched.budget.timing import budget_memory_overhead_s, kv_excess_tokens
     from jaxsched.clock import DF as JDF
+
     # Members by entry 0, 1, 2 holding 5, 7, 4 KV tokens after the batch, limit 9: excess 7
     # charged newest first: entry 2 all 4, entry 1 the remaining 3, entry 0 nothing.
     kv = jnp.array([5, 7, 4, 0], jnp.int32)
@@ -202,8 +262,9 @@ def test_memory_overhead_hand():
     assert float(swap.hi) + float(swap.lo) == 5.0
     assert float(rec.hi) + float(rec.lo) == 14.0
     # A square above 2^16 uses both halves: x = 300, 300^2 = 90000 = 65536 + 24464.
-    big = budget_memory_overhead_s(JDF(jnp.float32(0.0), jnp.float32(0.0)),
-                                   jnp.array([300, 0], jnp.int32), True, 1.0, 0.0, fence)
+    big = budget_memory_overhead_s(
+        JDF(jnp.float32(0.0), jnp.float32(0.0)), jnp.array([300, 0], jnp.int32), True, 1.0, 0.0, fence
+    )
     assert float(big.hi) == 90000.0
     # The reference: c = 1 s per batch, a = 0; requests (entry order) of (v_p, v_d) = (4, 2),
     # (3, 1), (5, 1) at t = 0, budget 20, KV limit 6. Batch 1 prefills all three: KV after =
@@ -223,15 +284,31 @@ def test_memory_overhead_hand():
     # arrivals too rare to come (1e-6/s over 50 s). Batch 1 prefills 12 tokens: KV 4 + 4 + 4,
     # excess 6 -> entry 2 takes 4, entry 1 takes 2: 1 + 0.5 * 6 + 0.1 * 2. Batch 2 decodes the
     # three: KV 15, excess 9 -> 5 and 4: 1 + 4.5 + 0.2. Batch 3: KV 18, excess 12 -> 6 and 6.
-    cfg = BudgetConfig(workload=(Independent(Constant(4), Constant(2)),), policy="sarathi",
-                       horizon_s=50.0, table_size=8, record_members=True, initial_requests=(3,),
-                       memory_overhead="swap", max_steps=400)
-    params = make_params(cfg, rates=[1e-6], budget=20, c_s=1.0, a_s_per_token=0.0, b0=0,
-                         kv_limit_tokens=6, swap_a1_s_per_token=0.5, swap_a2_s=0.1)
+    cfg = BudgetConfig(
+        workload=(Independent(Constant(4), Constant(2)),),
+        policy="sarathi",
+        horizon_s=50.0,
+        table_size=8,
+        record_members=True,
+        initial_requests=(3,),
+        memory_overhead="swap",
+        max_steps=400,
+    )
+    params = make_params(
+        cfg,
+        rates=[1e-6],
+        budget=20,
+        c_s=1.0,
+        a_s_per_token=0.0,
+        b0=0,
+        kv_limit_tokens=6,
+        swap_a1_s_per_token=0.5,
+        swap_a2_s=0.1,
+    )
     eng = batches(simulate(cfg, params, [0], record=True, warn=False), 0)
     assert eng["load"].tolist() == [12, 3, 3]
     assert eng["tau_s"].tolist() == pytest.approx([4.2, 5.7, 7.2], abs=1e-6)
-    out = ref.simulate([(0.0, 0, 4, 2)] * 3, "sarathi", memory_overhead="swap", c1=0.5, c2=0.1,
-                       **common)
+    out = ref.simulate([(0.0, 0, 4, 2)] * 3, "sarathi", memory_overhead="swap", c1=0.5, c2=0.1, **common)
     assert [(b["tau"].hi, b["tau"].lo) for b in out["batches"]] == list(
-        zip(eng["tau_hi"].tolist(), eng["tau_lo"].tolist()))
+        zip(eng["tau_hi"].tolist(), eng["tau_lo"].tolist())
+    )

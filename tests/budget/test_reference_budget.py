@@ -4,6 +4,7 @@ Most cases use c = 1.0, a = 0.0 so that every batch lasts exactly 1 s and times 
 (plus the exact arrival times), which makes the expected trajectories easy to derive by hand
 from docs/budget-semantics.md.
 """
+
 from __future__ import annotations
 
 import random
@@ -93,13 +94,11 @@ def test_vllm_hand():
     assert [float(g) for g in r[0]["tbt"]] == [3.0, 1.0]
     assert res["metrics"]["partial_batch_fraction"] == pytest.approx(1 / 5)
     # Whole prompts stop at the first that does not fit (r2 would fit, it is not taken).
-    res = simulate([(0.0, 0, 5, 1), (0.0, 0, 6, 1), (0.0, 0, 2, 1)], "vllm", budget=8,
-                   prefill_cap=8, **UNIT)
+    res = simulate([(0.0, 0, 5, 1), (0.0, 0, 6, 1), (0.0, 0, 2, 1)], "vllm", budget=8, prefill_cap=8, **UNIT)
     assert members(res)[:2] == [{0: (5, 0)}, {1: (6, 0), 2: (2, 0)}]
     # ... and at M requests.
     res = simulate([(0.0, 0, 1, 1)] * 3, "ft", budget=8, max_requests=2, prefill_cap=8, **UNIT)
-    assert members(res) == [{0: (1, 0), 1: (1, 0)}, {0: (0, 1), 1: (0, 1)}, {2: (1, 0)},
-                            {2: (0, 1)}]
+    assert members(res) == [{0: (1, 0), 1: (1, 0)}, {0: (0, 1), 1: (0, 1)}, {2: (1, 0)}, {2: (0, 1)}]
 
 
 def test_ft_hand():
@@ -186,8 +185,9 @@ def test_batch_time_affine():
 @pytest.mark.parametrize("prefix, second", [(False, 2.0), (True, 2.25)])
 def test_attention_terms(prefix, second):
     reqs = [(0.0, 0, 6, 3), (0.0, 0, 4, 2)]
-    res = simulate(reqs, "sarathi", budget=8, attention=True, attention_prefix=prefix,
-                   alpha=2.0**-4, beta=2.0**-3, **UNIT)
+    res = simulate(
+        reqs, "sarathi", budget=8, attention=True, attention_prefix=prefix, alpha=2.0**-4, beta=2.0**-3, **UNIT
+    )
     b = res["batches"]
     assert b[0]["members"] == {0: (6, 0), 1: (2, 0)}
     # S1 = 36 + 4 = 40, S2 = 0, S3 = 0 (nothing loaded before).
@@ -239,8 +239,7 @@ def test_arrivals_join_after_decision_and_idle_jump():
 
 def test_window_clipping_and_horizon_end():
     reqs = [(0.0, 0, 4, 2), (0.5, 0, 2, 1), (10.25, 0, 1, 2)]
-    res = simulate(reqs, "sarathi", budget=8, c=1.0, a=0.0, b0=0, horizon=11.0, burn_in=2.5,
-                   snapshots=2)
+    res = simulate(reqs, "sarathi", budget=8, c=1.0, a=0.0, b0=0, horizon=11.0, burn_in=2.5, snapshots=2)
     # The run ends at the first epoch at or after the horizon: 11.25, r2 still decoding.
     assert starts(res) == [0.0, 1.0, 2.0, 10.25]
     m = res["metrics"]
@@ -313,9 +312,12 @@ def test_work_conserving(policy):
         b = rng.randint(1, 10)
         kw = dict(budget=b, max_requests=b + rng.randint(0, 3), **UNIT)
         if policy == "wc":
-            kw.update(phase_first=rng.choice(["decode", "prefill"]),
-                      inner_order=rng.choice(["fcfs", "srpt"]),
-                      K_p=rng.choice([None, b, b + 2]), K_d=rng.choice([None, b, b + 1]))
+            kw.update(
+                phase_first=rng.choice(["decode", "prefill"]),
+                inner_order=rng.choice(["fcfs", "srpt"]),
+                K_p=rng.choice([None, b, b + 2]),
+                K_d=rng.choice([None, b, b + 1]),
+            )
         if policy == "priority":
             kw.update(type_order=rng.choice([(0, 1), (1, 0)]))
         res = simulate(reqs, policy, **kw)
@@ -336,12 +338,12 @@ def test_sarathi_is_wc_decode_first_fcfs():
         reqs = random_case(rng)
         b = rng.randint(1, 10)
         M = rng.randint(1, 12)
-        kw = dict(budget=b, max_requests=M, c=0.0455, a=0.00018, b0=rng.choice([0, 2, 64]),
-                  horizon=50.0)
+        kw = dict(budget=b, max_requests=M, c=0.0455, a=0.00018, b0=rng.choice([0, 2, 64]), horizon=50.0)
         s = simulate(reqs, "sarathi", **kw)
         w = simulate(reqs, "wc", phase_first="decode", inner_order="fcfs", **kw)
-        assert [(x["t0"], x["tau"], x["members"]) for x in s["batches"]] == \
-            [(x["t0"], x["tau"], x["members"]) for x in w["batches"]], case
+        assert [(x["t0"], x["tau"], x["members"]) for x in s["batches"]] == [
+            (x["t0"], x["tau"], x["members"]) for x in w["batches"]
+        ], case
         assert all(len(x["members"]) <= M and x["load"] <= b for x in s["batches"])
 
 
@@ -354,8 +356,7 @@ def test_orca_is_wc_prefill_first_fcfs():
         kw = dict(budget=rng.randint(1, 10), max_requests=rng.randint(1, 12), **UNIT)
         o = simulate(reqs, "orca", **kw)
         w = simulate(reqs, "wc", phase_first="prefill", **kw)
-        assert [(x["t0"], x["members"]) for x in o["batches"]] == \
-            [(x["t0"], x["members"]) for x in w["batches"]], case
+        assert [(x["t0"], x["members"]) for x in o["batches"]] == [(x["t0"], x["members"]) for x in w["batches"]], case
 
 
 def test_fig5_like():
@@ -365,12 +366,25 @@ def test_fig5_like():
     reqs = [(0.0, 0, 6, 3), (0.5, 0, 2, 3)]
     kw = dict(budget=8, prefill_cap=8, **UNIT)
     v = simulate(reqs, "vllm", **kw)
-    assert members(v) == [{0: (6, 0)}, {1: (2, 0)}, {0: (0, 1), 1: (0, 1)},
-                          {0: (0, 1), 1: (0, 1)}, {0: (0, 1), 1: (0, 1)}]
+    assert members(v) == [
+        {0: (6, 0)},
+        {1: (2, 0)},
+        {0: (0, 1), 1: (0, 1)},
+        {0: (0, 1), 1: (0, 1)},
+        {0: (0, 1), 1: (0, 1)},
+    ]
     assert non_wc(v, 8) == [1]
     ft = simulate(reqs, "ft", **kw)
-    assert members(ft) == [{0: (6, 0)}, {0: (0, 1)}, {0: (0, 1)}, {0: (0, 1)}, {1: (2, 0)},
-                           {1: (0, 1)}, {1: (0, 1)}, {1: (0, 1)}]
+    assert members(ft) == [
+        {0: (6, 0)},
+        {0: (0, 1)},
+        {0: (0, 1)},
+        {0: (0, 1)},
+        {1: (2, 0)},
+        {1: (0, 1)},
+        {1: (0, 1)},
+        {1: (0, 1)},
+    ]
     assert non_wc(ft, 8) == [1, 2, 3]
     s = simulate(reqs, "sarathi", **kw)
     assert members(s)[1] == {0: (0, 1), 1: (2, 0)}
@@ -405,10 +419,10 @@ def _stability(horizon: float, unstable: tuple[str, ...]):
         assert end[p]["requests_end"] < 300, (p, end[p]["requests_end"])
         assert end[p]["partial_batch_fraction"] == 0.0
     for p in unstable:
-        assert end[p]["requests_end"] > 2 * max(end["sarathi"]["requests_end"],
-                                                end["orca"]["requests_end"]), p
-        assert end[p]["request_growth_per_s"] > 2 * max(end["sarathi"]["request_growth_per_s"],
-                                                        end["orca"]["request_growth_per_s"], 1.0)
+        assert end[p]["requests_end"] > 2 * max(end["sarathi"]["requests_end"], end["orca"]["requests_end"]), p
+        assert end[p]["request_growth_per_s"] > 2 * max(
+            end["sarathi"]["request_growth_per_s"], end["orca"]["request_growth_per_s"], 1.0
+        )
     return end
 
 

@@ -7,6 +7,7 @@ naming the field. A guard replaces the runner's compilation and the optimizer wi
 that raises: a case the checks let through fails at once instead of starting a simulation, so
 the module runs in seconds.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,6 +32,7 @@ def no_compile(monkeypatch):
 
     def refuse(*args, **kwargs):
         raise ReachedCompilation("a simulation or tuning run was about to compile")
+
     monkeypatch.setattr(jaxsched.run, "_compiled", refuse)
     monkeypatch.setattr(jaxsched.kv.tune, "tune", refuse)
 
@@ -75,7 +77,7 @@ def paths(tmp_path_factory) -> dict[str, str]:
 
 # ------------------------------------------------------------------------------ command line
 
-BOTH = r"(?=.*--workload)(?=.*--trace)"      # the line names both flags, in any order
+BOTH = r"(?=.*--workload)(?=.*--trace)"  # the line names both flags, in any order
 
 CLI_CASES = [
     # (id, argv with {placeholders} from `paths`, regex the error line must match)
@@ -109,15 +111,12 @@ CLI_CASES = [
     # --- prediction errors
     ("run-noise-negative", ["run", "--predictor", "noisy", "--noise", "-0.5"], r"noise"),
     ("run-noise-nan", ["run", "--predictor", "noisy", "--noise", "nan"], r"noise"),
-    ("run-fp-rate-above-1", ["run", "--predictor", "classifier", "--fp-rate", "1.5"],
-     r"fp.rate"),
+    ("run-fp-rate-above-1", ["run", "--predictor", "classifier", "--fp-rate", "1.5"], r"fp.rate"),
     ("run-noise-without-noisy", ["run", "--noise", "0.3"], r"--noise"),
     ("run-fp-rate-without-classifier", ["run", "--fp-rate", "0.1"], r"--fp-rate"),
-    ("run-fn-rate-with-noisy", ["run", "--predictor", "noisy", "--fn-rate", "0.1"],
-     r"--fn-rate"),
+    ("run-fn-rate-with-noisy", ["run", "--predictor", "noisy", "--fn-rate", "0.1"], r"--fn-rate"),
     # --- traces
-    ("run-workload-and-trace", ["run", "--workload", "bivariate_normal", "--trace", "{good}"],
-     BOTH),
+    ("run-workload-and-trace", ["run", "--workload", "bivariate_normal", "--trace", "{good}"], BOTH),
     ("run-trace-missing", ["run", "--trace", "{missing}"], r"missing\.csv.*does not exist"),
     ("run-trace-directory", ["run", "--trace", "{dir}"], r"folder.*directory"),
     ("run-trace-binary", ["run", "--trace", "{binary}"], r"binary\.csv.*binary data"),
@@ -137,17 +136,17 @@ CLI_CASES = [
     # --- jaxsched reproduce
     ("reproduce-unknown", ["reproduce", "nope"], r"nope"),
     ("reproduce-table1-no-trace", ["reproduce", "table1"], r"--trace"),
-    ("reproduce-table1-trace-missing", ["reproduce", "table1", "--trace", "{missing}"],
-     r"does not exist"),
-    ("reproduce-table1-trace-binary", ["reproduce", "table1", "--trace", "{binary}"],
-     r"binary data"),
-    ("reproduce-table1-out-is-a-file",
-     ["reproduce", "table1", "--trace", "{good}", "--out", "{good}"], r"--out must be a folder"),
+    ("reproduce-table1-trace-missing", ["reproduce", "table1", "--trace", "{missing}"], r"does not exist"),
+    ("reproduce-table1-trace-binary", ["reproduce", "table1", "--trace", "{binary}"], r"binary data"),
+    (
+        "reproduce-table1-out-is-a-file",
+        ["reproduce", "table1", "--trace", "{good}", "--out", "{good}"],
+        r"--out must be a folder",
+    ),
     ("reproduce-fig4-seeds-zero", ["reproduce", "fig4", "--seeds", "0"], r"seeds"),
     ("reproduce-noise-seeds-negative", ["reproduce", "noise", "--seeds", "-1"], r"seeds"),
     ("reproduce-fig4-seeds-not-int", ["reproduce", "fig4", "--seeds", "x"], r"--seeds"),
-    ("reproduce-fig4-plot-not-image", ["reproduce", "fig4", "--plot", "{not_image}"],
-     r"--plot"),
+    ("reproduce-fig4-plot-not-image", ["reproduce", "fig4", "--plot", "{not_image}"], r"--plot"),
     # --- jaxsched check theorems
     ("check-unknown", ["check", "nope"], r"theorems"),
     ("check-kernel-unknown", ["check", "theorems", "--kernel", "nope"], r"--kernel"),
@@ -165,54 +164,49 @@ CLI_CASES = [
     ("sweep-axis-workers-not-int", ["sweep", "--axis", "num_workers=x"], r"num_workers"),
     ("sweep-axis-policy-unknown", ["sweep", "--axis", "policy=nope"], r"policy"),
     ("sweep-axis-decay-zero", ["sweep", "--axis", "lookahead_decay=0"], r"lookahead_decay"),
-    ("sweep-axis-drift-reversed",
-     ["sweep", "--axis", "drift=[2,1]", "--semantics", "theory"], r"drift"),
+    ("sweep-axis-drift-reversed", ["sweep", "--axis", "drift=[2,1]", "--semantics", "theory"], r"drift"),
     ("sweep-axis-duplicate-value", ["sweep", "--axis", "num_workers=8,8"], r"num_workers"),
-    ("sweep-axis-given-twice",
-     ["sweep", "--axis", "num_workers=4", "--axis", "num_workers=8"], r"num_workers"),
+    ("sweep-axis-given-twice", ["sweep", "--axis", "num_workers=4", "--axis", "num_workers=8"], r"num_workers"),
     ("sweep-set-no-equals", ["sweep", "--axis", "policy=fcfs", "--set", "bogus"], r"--set"),
     ("sweep-set-unknown-field", ["sweep", "--axis", "policy=fcfs", "--set", "nope=1"], r"nope"),
-    ("sweep-set-negative-const",
-     ["sweep", "--axis", "policy=fcfs", "--set", "step_const_s=-1"], r"step_const_s"),
-    ("sweep-set-const-not-number",
-     ["sweep", "--axis", "policy=fcfs", "--set", "step_const_s=abc"], r"step_const_s"),
+    ("sweep-set-negative-const", ["sweep", "--axis", "policy=fcfs", "--set", "step_const_s=-1"], r"step_const_s"),
+    ("sweep-set-const-not-number", ["sweep", "--axis", "policy=fcfs", "--set", "step_const_s=abc"], r"step_const_s"),
     ("sweep-seeds-zero", ["sweep", "--axis", "policy=fcfs", "--seeds", "0"], r"--seeds"),
     ("sweep-seeds-not-int", ["sweep", "--axis", "policy=fcfs", "--seeds", "x"], r"--seeds"),
-    ("sweep-steps-zero", ["sweep", "--axis", "policy=fcfs", "--steps", "0"],
-     r"num_steps|--steps"),
-    ("sweep-engine-unknown", ["sweep", "--engine", "nope", "--axis", "policy=fcfs"],
-     r"--engine"),
-    ("sweep-trace-binary", ["sweep", "--axis", "policy=fcfs", "--trace", "{binary}"],
-     r"binary data"),
-    ("sweep-trace-directory", ["sweep", "--axis", "policy=fcfs", "--trace", "{dir}"],
-     r"directory"),
-    ("sweep-memory-zero", ["sweep", "--axis", "policy=fcfs", "--memory-mb", "0"],
-     r"--memory-mb"),
-    ("sweep-memory-negative", ["sweep", "--axis", "policy=fcfs", "--memory-mb", "-5"],
-     r"--memory-mb"),
-    ("sweep-memory-nan", ["sweep", "--axis", "policy=fcfs", "--memory-mb", "nan"],
-     r"--memory-mb"),
+    ("sweep-steps-zero", ["sweep", "--axis", "policy=fcfs", "--steps", "0"], r"num_steps|--steps"),
+    ("sweep-engine-unknown", ["sweep", "--engine", "nope", "--axis", "policy=fcfs"], r"--engine"),
+    ("sweep-trace-binary", ["sweep", "--axis", "policy=fcfs", "--trace", "{binary}"], r"binary data"),
+    ("sweep-trace-directory", ["sweep", "--axis", "policy=fcfs", "--trace", "{dir}"], r"directory"),
+    ("sweep-memory-zero", ["sweep", "--axis", "policy=fcfs", "--memory-mb", "0"], r"--memory-mb"),
+    ("sweep-memory-negative", ["sweep", "--axis", "policy=fcfs", "--memory-mb", "-5"], r"--memory-mb"),
+    ("sweep-memory-nan", ["sweep", "--axis", "policy=fcfs", "--memory-mb", "nan"], r"--memory-mb"),
     ("sweep-out-directory", ["sweep", "--axis", "policy=fcfs", "--out", "{dir}"], r"--out"),
-    ("sweep-out-unwritable", ["sweep", "--axis", "policy=fcfs", "--out", "{unwritable_csv}"],
-     r"--out"),
+    ("sweep-out-unwritable", ["sweep", "--axis", "policy=fcfs", "--out", "{unwritable_csv}"], r"--out"),
     # --- jaxsched sweep, kv engine
     ("sweep-kv-policy-unknown", ["sweep", "--engine", "kv", "--axis", "policy=nope"], r"policy"),
-    ("sweep-kv-capacity-zero", ["sweep", "--engine", "kv", "--axis", "capacity_tokens=0"],
-     r"capacity_tokens"),
-    ("sweep-kv-rates-wrong-length",
-     ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--set", "rates=[1]"], r"rates"),
-    ("sweep-kv-prefill-zero",
-     ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--set", "prefill_tokens=[0,1]"],
-     r"prefill_tokens"),
-    ("sweep-kv-thresholds-zero",
-     ["sweep", "--engine", "kv", "--axis", "policy=wait", "--set", "thresholds=[0,1]"],
-     r"thresholds"),
-    ("sweep-kv-dp-field", ["sweep", "--engine", "kv", "--axis", "num_workers=4"],
-     r"num_workers"),
-    ("sweep-kv-steps-flag", ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--steps", "10"],
-     r"--num-steps apply to the dp engine only"),
-    ("sweep-kv-memory-zero",
-     ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--memory-mb", "0"], r"--memory-mb"),
+    ("sweep-kv-capacity-zero", ["sweep", "--engine", "kv", "--axis", "capacity_tokens=0"], r"capacity_tokens"),
+    (
+        "sweep-kv-rates-wrong-length",
+        ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--set", "rates=[1]"],
+        r"rates",
+    ),
+    (
+        "sweep-kv-prefill-zero",
+        ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--set", "prefill_tokens=[0,1]"],
+        r"prefill_tokens",
+    ),
+    (
+        "sweep-kv-thresholds-zero",
+        ["sweep", "--engine", "kv", "--axis", "policy=wait", "--set", "thresholds=[0,1]"],
+        r"thresholds",
+    ),
+    ("sweep-kv-dp-field", ["sweep", "--engine", "kv", "--axis", "num_workers=4"], r"num_workers"),
+    (
+        "sweep-kv-steps-flag",
+        ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--steps", "10"],
+        r"--num-steps apply to the dp engine only",
+    ),
+    ("sweep-kv-memory-zero", ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--memory-mb", "0"], r"--memory-mb"),
     # --- jaxsched kv run
     ("kv-run-policy-unknown", ["kv", "run", "--policy", "nope"], r"policy"),
     ("kv-run-prefill-not-int", ["kv", "run", "--prefill", "a,b"], r"--prefill"),
@@ -239,16 +233,11 @@ CLI_CASES = [
     ("kv-exp-load-above-1", ["kv", "experiment", "e1", "--loads", "1.5"], r"load"),
     ("kv-exp-loads-not-number", ["kv", "experiment", "e1", "--loads", "x"], r"--loads"),
     ("kv-exp-loads-empty", ["kv", "experiment", "e1", "--loads", ","], r"loads"),
-    ("kv-exp-batch-limit-zero", ["kv", "experiment", "e1", "--batch-limits", "0"],
-     r"batch.limits"),
-    ("kv-exp-batch-limit-not-int", ["kv", "experiment", "e1", "--batch-limits", "x"],
-     r"--batch-limits"),
-    ("kv-exp-capacity-rule-unknown", ["kv", "experiment", "e1", "--capacity", "nope"],
-     r"capacit"),
-    ("kv-exp-prefill-price-negative", ["kv", "experiment", "e1", "--prefill-price", "-1"],
-     r"prefill.price"),
-    ("kv-exp-scaling-policies", ["kv", "experiment", "scaling", "--policies", "wait"],
-     r"--policies"),
+    ("kv-exp-batch-limit-zero", ["kv", "experiment", "e1", "--batch-limits", "0"], r"batch.limits"),
+    ("kv-exp-batch-limit-not-int", ["kv", "experiment", "e1", "--batch-limits", "x"], r"--batch-limits"),
+    ("kv-exp-capacity-rule-unknown", ["kv", "experiment", "e1", "--capacity", "nope"], r"capacit"),
+    ("kv-exp-prefill-price-negative", ["kv", "experiment", "e1", "--prefill-price", "-1"], r"prefill.price"),
+    ("kv-exp-scaling-policies", ["kv", "experiment", "scaling", "--policies", "wait"], r"--policies"),
     ("kv-exp-scaling-seeds-one", ["kv", "experiment", "scaling", "--seeds", "1"], r"--seeds"),
     ("kv-exp-out-is-a-file", ["kv", "experiment", "e1", "--out", "{good}"], r"--out"),
     # --- jaxsched offline
@@ -257,61 +246,63 @@ CLI_CASES = [
     ("offline-run-n-zero", ["offline", "run", "--n", "0"], r"\bn\b"),
     ("offline-run-n-huge", ["offline", "run", "--n", "100000"], r"\bn\b"),
     ("offline-run-capacity-one", ["offline", "run", "--capacity", "1"], r"capacity"),
-    ("offline-run-dp-width-below-m", ["offline", "run", "--policy", "sorted_f_dp",
-                                      "--capacity", "300"], r"dp_width"),
+    ("offline-run-dp-width-below-m", ["offline", "run", "--policy", "sorted_f_dp", "--capacity", "300"], r"dp_width"),
     ("offline-run-dp-width-one", ["offline", "run", "--dp-width", "1"], r"dp_width"),
     ("offline-run-epsilon-zero", ["offline", "run", "--epsilon", "0"], r"epsilon"),
     ("offline-run-scale-b-zero", ["offline", "run", "--scale-b", "0"], r"scale_b"),
     ("offline-run-quantile-two", ["offline", "run", "--quantile", "2"], r"quantile"),
-    ("offline-run-sample-fraction-zero", ["offline", "run", "--sample-fraction", "0"],
-     r"sample_fraction"),
+    ("offline-run-sample-fraction-zero", ["offline", "run", "--sample-fraction", "0"], r"sample_fraction"),
     ("offline-run-seeds-zero", ["offline", "run", "--seeds", "0"], r"--seeds"),
-    ("offline-run-step-model-unknown", ["offline", "run", "--step-model", "vidur"],
-     r"--step-model"),
-    ("offline-run-trace-missing", ["offline", "run", "--workload", "azure", "--trace",
-                                   "/nonexistent/azure.csv"], r"--trace"),
+    ("offline-run-step-model-unknown", ["offline", "run", "--step-model", "vidur"], r"--step-model"),
+    (
+        "offline-run-trace-missing",
+        ["offline", "run", "--workload", "azure", "--trace", "/nonexistent/azure.csv"],
+        r"--trace",
+    ),
     ("offline-run-out-is-a-folder", ["offline", "run", "--out", "."], r"--out"),
     ("offline-exp-unknown", ["offline", "experiment", "table9"], r"experiment"),
     ("offline-exp-missing", ["offline", "experiment"], r"required"),
     ("offline-exp-seeds-zero", ["offline", "experiment", "lemma1", "--seeds", "0"], r"--seeds"),
-    ("offline-exp-out-is-a-file", ["offline", "experiment", "lemma1", "--out", "{good}"],
-     r"--out"),
-    ("sweep-offline-workload-unknown", ["sweep", "--engine", "offline", "--set", "workload=zipf",
-                                        "--axis", "policy=mcsf"], r"workload"),
+    ("offline-exp-out-is-a-file", ["offline", "experiment", "lemma1", "--out", "{good}"], r"--out"),
+    (
+        "sweep-offline-workload-unknown",
+        ["sweep", "--engine", "offline", "--set", "workload=zipf", "--axis", "policy=mcsf"],
+        r"workload",
+    ),
     # --- jaxsched interval
     ("interval-run-policy-unknown", ["interval", "run", "--policy", "amid"], r"--policy"),
     ("interval-run-workload-unknown", ["interval", "run", "--workload", "zipf"], r"--workload"),
     ("interval-run-n-zero", ["interval", "run", "--n", "0"], r"\bn\b"),
     ("interval-run-n-huge", ["interval", "run", "--n", "100000"], r"\bn\b"),
-    ("interval-run-capacity-below-s-plus-u", ["interval", "run", "--capacity", "1000"],
-     r"capacity"),
-    ("interval-run-intervals-unknown", ["interval", "run", "--intervals", "fuzzy"],
-     r"--intervals"),
-    ("interval-run-low-above-high", ["interval", "run", "--low", "9", "--high", "5"],
-     r"intervals.high"),
+    ("interval-run-capacity-below-s-plus-u", ["interval", "run", "--capacity", "1000"], r"capacity"),
+    ("interval-run-intervals-unknown", ["interval", "run", "--intervals", "fuzzy"], r"--intervals"),
+    ("interval-run-low-above-high", ["interval", "run", "--low", "9", "--high", "5"], r"intervals.high"),
     ("interval-run-high-below-support", ["interval", "run", "--high", "500"], r"intervals"),
     ("interval-run-low-zero", ["interval", "run", "--low", "0"], r"intervals.low"),
-    ("interval-run-x-above-one", ["interval", "run", "--intervals", "relative", "--x", "1.5"],
-     r"intervals.x"),
-    ("interval-run-x-nan", ["interval", "run", "--intervals", "relative", "--x", "nan"],
-     r"intervals.x"),
-    ("interval-run-x-too-fine", ["interval", "run", "--intervals", "relative", "--x",
-                                 "0.123456"], r"intervals.x"),
-    ("interval-run-buckets-too-narrow", ["interval", "run", "--intervals", "buckets",
-                                         "--bucket-width", "10"], r"intervals"),
-    ("interval-run-bucket-width-zero", ["interval", "run", "--intervals", "buckets",
-                                        "--bucket-width", "0"], r"intervals.width"),
-    ("interval-run-eviction-key-unknown", ["interval", "run", "--eviction-key", "fresh"],
-     r"--eviction-key"),
+    ("interval-run-x-above-one", ["interval", "run", "--intervals", "relative", "--x", "1.5"], r"intervals.x"),
+    ("interval-run-x-nan", ["interval", "run", "--intervals", "relative", "--x", "nan"], r"intervals.x"),
+    ("interval-run-x-too-fine", ["interval", "run", "--intervals", "relative", "--x", "0.123456"], r"intervals.x"),
+    (
+        "interval-run-buckets-too-narrow",
+        ["interval", "run", "--intervals", "buckets", "--bucket-width", "10"],
+        r"intervals",
+    ),
+    (
+        "interval-run-bucket-width-zero",
+        ["interval", "run", "--intervals", "buckets", "--bucket-width", "0"],
+        r"intervals.width",
+    ),
+    ("interval-run-eviction-key-unknown", ["interval", "run", "--eviction-key", "fresh"], r"--eviction-key"),
     ("interval-run-seeds-zero", ["interval", "run", "--seeds", "0"], r"--seeds"),
     ("interval-run-out-is-a-folder", ["interval", "run", "--out", "."], r"--out"),
     ("interval-exp-unknown", ["interval", "experiment", "fig9"], r"experiment"),
     ("interval-exp-missing", ["interval", "experiment"], r"required"),
-    ("interval-exp-seeds-zero", ["interval", "experiment", "two_point", "--seeds", "0"],
-     r"--seeds"),
-    ("sweep-interval-policy-unknown", ["sweep", "--engine", "interval", "--set",
-                                       "workload=lmsys", "--axis", "policy=amin,amid"],
-     r"policy"),
+    ("interval-exp-seeds-zero", ["interval", "experiment", "two_point", "--seeds", "0"], r"--seeds"),
+    (
+        "sweep-interval-policy-unknown",
+        ["sweep", "--engine", "interval", "--set", "workload=lmsys", "--axis", "policy=amin,amid"],
+        r"policy",
+    ),
     # --- jaxsched budget | check stability
     ("budget-run-budget-zero", ["budget", "run", "--budget", "0"], r"budget must be"),
     ("budget-run-budget-huge", ["budget", "run", "--budget", "100000"], r"budget must be"),
@@ -320,11 +311,13 @@ CLI_CASES = [
     ("budget-run-rate-nan", ["budget", "run", "--rate", "nan"], r"--rate"),
     ("budget-run-policy-unknown", ["budget", "run", "--policy", "fastest"], r"--policy"),
     ("budget-run-max-requests-zero", ["budget", "run", "--max-requests", "0"], r"max_requests"),
-    ("budget-run-prefill-cap-below-prompt", ["budget", "run", "--policy", "vllm",
-                                             "--prefill-cap", "100"], r"prefill_cap"),
+    (
+        "budget-run-prefill-cap-below-prompt",
+        ["budget", "run", "--policy", "vllm", "--prefill-cap", "100"],
+        r"prefill_cap",
+    ),
     ("budget-run-horizon-zero", ["budget", "run", "--horizon", "0"], r"horizon_s"),
-    ("budget-run-burn-in-past-horizon", ["budget", "run", "--horizon", "10", "--burn-in", "20"],
-     r"burn_in_s"),
+    ("budget-run-burn-in-past-horizon", ["budget", "run", "--horizon", "10", "--burn-in", "20"], r"burn_in_s"),
     ("budget-run-batch-takes-no-time", ["budget", "run", "--c-ms", "0", "--a-ms", "0"], r"c_s"),
     ("budget-run-prompt-zero", ["budget", "run", "--prompt", "0"], r"--prompt"),
     ("budget-run-constant-fraction", ["budget", "run", "--decode", "1.5"], r"--decode"),
@@ -337,8 +330,7 @@ CLI_CASES = [
     ("network-run-router-unknown", ["network", "run", "--router", "nearest"], r"--router"),
     ("network-run-budget-zero", ["network", "run", "--budget", "0"], r"agent 0: budget must"),
     ("network-run-load-zero", ["network", "run", "--load", "0"], r"--load"),
-    ("network-run-rs-load-nan", ["network", "run", "--topology", "rs", "--load", "nan"],
-     r"--load"),
+    ("network-run-rs-load-nan", ["network", "run", "--topology", "rs", "--load", "nan"], r"--load"),
     ("network-run-table-zero", ["network", "run", "--table-size", "0"], r"table_size"),
     ("network-exp-unknown", ["network", "experiment", "fig8"], r"experiment"),
     ("check-unknown-names-stability", ["check", "lemmas"], r"stability"),
@@ -355,13 +347,12 @@ CLI_CASES = [
 
 
 @pytest.mark.parametrize("argv, needle", [pytest.param(a, n, id=i) for i, a, n in CLI_CASES])
-def test_cli_rejects_with_one_line(argv, needle, paths, no_compile, capsys, tmp_path,
-                                   monkeypatch):
-    monkeypatch.chdir(tmp_path)       # default output paths land here, if anything is written
+def test_cli_rejects_with_one_line(argv, needle, paths, no_compile, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # default output paths land here, if anything is written
     argv = [a.format(**paths) for a in argv]
     try:
         code = main(argv)
-    except SystemExit as e:           # argparse's own errors
+    except SystemExit as e:  # argparse's own errors
         code = e.code
     except ReachedCompilation as e:
         pytest.fail(f"{argv} was accepted ({e})")
@@ -380,138 +371,161 @@ def test_cli_corpus_is_large_enough():
 
 # ------------------------------------------------------------------------------ Python API
 
+
 def _off_cfg(n=4, **kw):
     from jaxsched.offline import OfflineConfig
     from jaxsched.workload import Batch, Independent
+
     return OfflineConfig(Batch(Independent(), n), **kw)
 
 
 def _off_trace(**kw):
     from jaxsched.offline import OfflineConfig
     from jaxsched.workload import Trace
+
     return OfflineConfig(Trace(np.array([1, 2, 3]), np.array([4, 5, 6]), order="sequential"), **kw)
 
 
 def _off_named(name):
     from jaxsched.offline import OfflineConfig
+
     return OfflineConfig(name)
 
 
 def _off_params(**kw):
     from jaxsched.offline import instance_params
+
     return instance_params(**{"capacity_tokens": 10, **kw})
 
 
 def _off_execute(s=((1, 2),), o=((1, 1),), order=((0, 1),)):
     from jaxsched.offline import execute, instance_params
+
     return execute(instance_params(10), np.array(s), np.array(o), np.array(order))
 
 
 def _off_evaluate(name, **kw):
     from jaxsched.offline.compare import evaluate
+
     return evaluate([name], np.array([[1, 2]]), np.array([[1, 1]]), 10, [0], **kw)
 
 
 def _family(fn, *args):
     from jaxsched.offline import families
+
     return getattr(families, fn)(*args)
 
 
 def _lp(fn, *args, **kw):
     pytest.importorskip("scipy")
     from jaxsched.offline import lp
+
     return getattr(lp, fn)(*(np.asarray(a) if isinstance(a, list) else a for a in args), **kw)
 
 
 def _iv_execute(s=(1, 1), o=(1, 2), low=(1, 1), high=(2, 3), **kw):
     from jaxsched.interval import execute
     from jaxsched.offline import instance_params
-    return execute(instance_params(10), np.array(s), np.array(o), np.array(low),
-                   np.array(high), **kw)
+
+    return execute(instance_params(10), np.array(s), np.array(o), np.array(low), np.array(high), **kw)
 
 
 def _iv_cfg(**kw):
     from jaxsched.interval import IntervalConfig
     from jaxsched.workload import Batch, Independent
+
     return IntervalConfig(Batch(Independent(), 4), **kw)
 
 
 def _iv_params(n, **kw):
     from jaxsched.interval import IntervalConfig, make_params
+
     return make_params(IntervalConfig("lmsys", num_requests=n), **kw)
 
 
 def _iv_buckets(edges):
     from jaxsched.interval import Buckets
+
     return Buckets(edges)
 
 
 def _iv_law(name, *args):
     from jaxsched import workload
+
     return getattr(workload, name)(*args)
 
 
 def _iv_theory(fn, *args):
     from jaxsched.interval import theory
+
     return getattr(theory, fn)(*args)
 
 
 def _dp_cfg(**kw):
     from jaxsched.dp import DPConfig
-    return DPConfig(**{"num_workers": 2, "slots_per_worker": 2, "pool_size": 2, "num_steps": 10,
-                       **kw})
+
+    return DPConfig(**{"num_workers": 2, "slots_per_worker": 2, "pool_size": 2, "num_steps": 10, **kw})
 
 
 def _dp_params(**kw):
     from jaxsched import dp
+
     return dp.make_params(_dp_cfg(), **kw)
 
 
 def _kv_cfg(**kw):
     from jaxsched.kv import KVConfig
+
     return KVConfig(**{"num_requests": 10, "table_size": 16, **kw})
 
 
 def _kv_params(**kw):
     from jaxsched import kv
+
     return kv.make_params(_kv_cfg(), **kw)
 
 
 def _simulate(**kw):
     from jaxsched import simulate
+
     params = kw.pop("params", None)
-    return simulate(_dp_cfg(), _dp_params() if params is None else params,
-                    **{"seeds": [0], **kw})
+    return simulate(_dp_cfg(), _dp_params() if params is None else params, **{"seeds": [0], **kw})
 
 
 def _workload(cls: str, **kw):
     import jaxsched.workload as w
+
     return getattr(w, cls)(**kw)
 
 
 def _read(ctx, name: str, **kw):
     from jaxsched.workload import read_trace
+
     return read_trace(ctx[name], **kw)
 
 
 def _budget(value):
     from jaxsched import dp
     from jaxsched.run import seeds_for_budget
+
     return seeds_for_budget(dp.ENGINE, _dp_cfg(), value)
 
 
 def _bd_params(cfg_kw=None, **kw):
     from jaxsched.budget import BudgetConfig, make_params
+
     return make_params(BudgetConfig(horizon_s=10.0, **(cfg_kw or {})), **kw)
 
 
 def _bd_cfg():
     from jaxsched.budget import BudgetConfig
+
     return BudgetConfig(horizon_s=10.0)
 
 
 def _law():
     from jaxsched.workload import Constant, Independent
+
     return Independent(Constant(4), Constant(2))
 
 
@@ -520,58 +534,76 @@ _LAW = _law()
 
 def _nw_cfg(**kw):
     from jaxsched.network import NetworkConfig
+
     return NetworkConfig(**{"horizon_s": 10.0, "workload": (_LAW,), **kw})
 
 
 def _nw_params(**kw):
     from jaxsched.network import make_params
+
     return make_params(_nw_cfg(max_steps=10**7), **kw)
 
 
 def _nw_params_of(config):
     from jaxsched.network import make_params
+
     return make_params(config)
 
 
 def _sweep(ctx, **kw):
     from jaxsched import run_sweep
-    return run_sweep(_dp_cfg(), kw.pop("axes", {"policy": ["fcfs"]}), kw.pop("seeds", [0]),
-                     ctx["tmp"] / "sweep.csv", progress=False, **kw)
+
+    return run_sweep(
+        _dp_cfg(),
+        kw.pop("axes", {"policy": ["fcfs"]}),
+        kw.pop("seeds", [0]),
+        ctx["tmp"] / "sweep.csv",
+        progress=False,
+        **kw,
+    )
 
 
 def _theorem_point(**kw):
     from jaxsched.dp.theorems import run_point, theorem_grid
+
     return run_point(theorem_grid(quick=True)[0], "fcfs", "window", 8, [0, 1], **kw)
 
 
 def _fluid_types(**kw):
     from jaxsched.kv.fluid import FluidTypes
-    return FluidTypes(**{"prefill": [10, 10], "decode": [10, 20], "rates": [1, 1], "d0": 0.01,
-                         "d1": 1e-6, "capacity": 1e5, **kw})
+
+    return FluidTypes(
+        **{"prefill": [10, 10], "decode": [10, 20], "rates": [1, 1], "d0": 0.01, "d1": 1e-6, "capacity": 1e5, **kw}
+    )
 
 
 def _experiment(name="e1", **kw):
     from jaxsched.kv.experiments import run_experiment
+
     return run_experiment(name, quick=True, **kw)
 
 
 def _scaling(**kw):
     from jaxsched.kv.experiments import run_scaling
+
     return run_scaling(quick=True, **kw)
 
 
 def _tune(ctx, name="e3", **kw):
     from jaxsched.kv.tuning import tune_experiment
+
     return tune_experiment(name, **kw)
 
 
 def _tune_setup(**kw):
     from jaxsched.kv.tuning import tune_setup
+
     return tune_setup("e3", **kw)
 
 
 def _theorems(ctx, **kw):
     from jaxsched.dp.theorems import check_theorems
+
     out = kw.pop("out_dir", ctx["tmp"] / "theorems")
     return check_theorems(out, quick=True, progress=False, plots=False, **kw)
 
@@ -592,8 +624,7 @@ API_CASES = [
     ("dp-decay-string", lambda c: _dp_cfg(lookahead_decay="0.5"), r"lookahead_decay"),
     ("dp-decay-inf", lambda c: _dp_cfg(lookahead_decay=INF), r"lookahead_decay"),
     ("dp-drift-one-value", lambda c: _dp_cfg(drift=(1,)), r"drift"),
-    ("dp-workload-class", lambda c: _dp_cfg(workload=_workload("BurstGPTLike").__class__),
-     r"workload"),
+    ("dp-workload-class", lambda c: _dp_cfg(workload=_workload("BurstGPTLike").__class__), r"workload"),
     ("dp-workload-name", lambda c: _dp_cfg(workload="burstgpt_like"), r"workload"),
     # --- dp.make_params
     ("dp-params-const-zero", lambda c: _dp_params(step_const_s=0), r"step_const_s"),
@@ -601,8 +632,7 @@ API_CASES = [
     ("dp-params-per-token-string", lambda c: _dp_params(per_token_s="1"), r"per_token_s"),
     ("dp-params-fp-rate-bool", lambda c: _dp_params(fp_rate=True), r"fp_rate"),
     ("dp-params-noise-inf", lambda c: _dp_params(noise_hi=INF), r"noise_hi"),
-    ("dp-params-kv-config", lambda c: __import__("jaxsched").dp.make_params(_kv_cfg()),
-     r"config"),
+    ("dp-params-kv-config", lambda c: __import__("jaxsched").dp.make_params(_kv_cfg()), r"config"),
     # --- KVConfig and kv.make_params
     ("kv-prefill-empty", lambda c: _kv_cfg(prefill_tokens=()), r"prefill_tokens"),
     ("kv-prefill-bool", lambda c: _kv_cfg(prefill_tokens=(True, 1)), r"prefill_tokens\[0\]"),
@@ -616,36 +646,24 @@ API_CASES = [
     ("kv-rates-nan", lambda c: _kv_params(rates=(NAN, 1)), r"rates"),
     ("kv-capacity-float", lambda c: _kv_params(capacity_tokens=1.5), r"capacity_tokens"),
     ("kv-thresholds-wrong-length", lambda c: _kv_params(thresholds=(1, 2, 3)), r"thresholds"),
-    ("kv-check-stability-string", lambda c: _kv_params(check_stability="x"),
-     r"check_stability"),
-    ("kv-params-dp-config", lambda c: __import__("jaxsched").kv.make_params(_dp_cfg()),
-     r"config"),
+    ("kv-check-stability-string", lambda c: _kv_params(check_stability="x"), r"check_stability"),
+    ("kv-params-dp-config", lambda c: __import__("jaxsched").kv.make_params(_dp_cfg()), r"config"),
     # --- workloads
-    ("burstgpt-median-zero", lambda c: _workload("BurstGPTLike", median_prompt=0),
-     r"median_prompt"),
-    ("burstgpt-mode-prob-above-1", lambda c: _workload("BurstGPTLike", mode_prob=1.5),
-     r"mode_prob"),
-    ("burstgpt-max-output-string", lambda c: _workload("BurstGPTLike", max_output="x"),
-     r"max_output"),
-    ("burstgpt-mode-above-max", lambda c: _workload("BurstGPTLike", mode_output=5000),
-     r"mode_output"),
-    ("burstgpt-sigma-nan", lambda c: _workload("BurstGPTLike", sigma_output=NAN),
-     r"sigma_output"),
-    ("bivariate-mean-huge", lambda c: _workload("BivariateNormal", mean_prompt=1e30),
-     r"mean_prompt"),
+    ("burstgpt-median-zero", lambda c: _workload("BurstGPTLike", median_prompt=0), r"median_prompt"),
+    ("burstgpt-mode-prob-above-1", lambda c: _workload("BurstGPTLike", mode_prob=1.5), r"mode_prob"),
+    ("burstgpt-max-output-string", lambda c: _workload("BurstGPTLike", max_output="x"), r"max_output"),
+    ("burstgpt-mode-above-max", lambda c: _workload("BurstGPTLike", mode_output=5000), r"mode_output"),
+    ("burstgpt-sigma-nan", lambda c: _workload("BurstGPTLike", sigma_output=NAN), r"sigma_output"),
+    ("bivariate-mean-huge", lambda c: _workload("BivariateNormal", mean_prompt=1e30), r"mean_prompt"),
     ("bivariate-corr-nan", lambda c: _workload("BivariateNormal", corr=NAN), r"corr"),
     ("constant-bool", lambda c: _workload("Constant", value=True), r"Constant.value"),
-    ("uniform-high-below-low", lambda c: _workload("UniformInt", low=5, high=3),
-     r"UniformInt.high"),
+    ("uniform-high-below-low", lambda c: _workload("UniformInt", low=5, high=3), r"UniformInt.high"),
     ("geometric-p-string", lambda c: _workload("Geometric", p="0.5"), r"Geometric.p"),
     ("independent-number", lambda c: _workload("Independent", prompt=5), r"Independent.prompt"),
-    ("finite-base-none", lambda c: _workload("Finite", base=None, num_requests=3),
-     r"Finite.base"),
-    ("trace-ragged", lambda c: _workload("Trace", prompt=[[1], [1, 2]], output=[1, 2]),
-     r"prompt and output"),
+    ("finite-base-none", lambda c: _workload("Finite", base=None, num_requests=3), r"Finite.base"),
+    ("trace-ragged", lambda c: _workload("Trace", prompt=[[1], [1, 2]], output=[1, 2]), r"prompt and output"),
     ("trace-zero-length", lambda c: _workload("Trace", prompt=[0], output=[1]), r"prompt"),
-    ("trace-name-none", lambda c: _workload("Trace", prompt=[1], output=[1], name=None),
-     r"Trace.name"),
+    ("trace-name-none", lambda c: _workload("Trace", prompt=[1], output=[1], name=None), r"Trace.name"),
     # --- read_trace
     ("read-binary", lambda c: _read(c, "binary"), r"binary\.csv.*UTF-8.*binary data"),
     ("read-latin1", lambda c: _read(c, "latin1"), r"latin1\.csv.*not UTF-8.*line 4"),
@@ -672,17 +690,18 @@ API_CASES = [
     ("simulate-record-string", lambda c: _simulate(record="yes"), r"record"),
     ("simulate-config-none", lambda c: __import__("jaxsched").simulate(None), r"config"),
     ("get-engine-list", lambda c: __import__("jaxsched").get_engine([]), r"engine"),
-    ("multihost-seeds-empty",
-     lambda c: __import__("jaxsched.multihost").multihost.simulate_multihost(
-         _dp_cfg(), _dp_params(), []), r"seeds"),
+    (
+        "multihost-seeds-empty",
+        lambda c: __import__("jaxsched.multihost").multihost.simulate_multihost(_dp_cfg(), _dp_params(), []),
+        r"seeds",
+    ),
     # --- memory budgets
     ("budget-zero", lambda c: _budget(0), r"memory_budget_mb"),
     ("budget-negative", lambda c: _budget(-5), r"memory_budget_mb"),
     ("budget-nan", lambda c: _budget(NAN), r"memory_budget_mb"),
     ("budget-inf", lambda c: _budget(INF), r"memory_budget_mb"),
     ("budget-bool", lambda c: _budget(True), r"memory_budget_mb"),
-    ("theorem-point-budget-zero", lambda c: _theorem_point(memory_budget_mb=0),
-     r"memory_budget_mb"),
+    ("theorem-point-budget-zero", lambda c: _theorem_point(memory_budget_mb=0), r"memory_budget_mb"),
     ("sweep-budget-zero", lambda c: _sweep(c, memory_budget_mb=0), r"memory_budget_mb"),
     ("sweep-budget-nan", lambda c: _sweep(c, memory_budget_mb=NAN), r"memory_budget_mb"),
     ("sweep-budget-inf", lambda c: _sweep(c, memory_budget_mb=INF), r"memory_budget_mb"),
@@ -701,8 +720,7 @@ API_CASES = [
     ("fluid-decode-float", lambda c: _fluid_types(decode=[1.5, 2]), r"decode\[0\]"),
     ("fluid-rates-wrong-length", lambda c: _fluid_types(rates=[1]), r"rates"),
     ("fluid-capacity-inf", lambda c: _fluid_types(capacity=INF), r"capacity"),
-    ("fluid-theta-p-one", lambda c: __import__("jaxsched.kv.fluid").kv.fluid.theta_root(1, 1, 1),
-     r"\bp\b"),
+    ("fluid-theta-p-one", lambda c: __import__("jaxsched.kv.fluid").kv.fluid.theta_root(1, 1, 1), r"\bp\b"),
     # --- kv experiments
     ("exp-unknown", lambda c: _experiment("e9"), r"experiment"),
     ("exp-seeds-zero", lambda c: _experiment(seeds=0), r"seeds"),
@@ -741,14 +759,11 @@ API_CASES = [
     ("offline-instance-zero-length", lambda c: _off_execute(s=[[0, 1]]), r"lengths"),
     ("offline-order-not-permutation", lambda c: _off_execute(order=[[0, 0]]), r"order"),
     ("offline-algorithm-unknown", lambda c: _off_evaluate("sorted_f_magic"), r"algorithm"),
-    ("offline-step-model-unknown", lambda c: _off_evaluate("mcsf", models=("vidur",)),
-     r"step model"),
+    ("offline-step-model-unknown", lambda c: _off_evaluate("mcsf", models=("vidur",)), r"step model"),
     ("offline-family-m-not-power", lambda c: _family("theorem1", 80), r"M"),
     ("offline-example2-unequal", lambda c: _family("example2", 2, 3, 1, 2, 2, 3), r"n2"),
-    ("offline-lower-bound-too-big", lambda c: _family("tel_lower_bound", [9], [5], 10),
-     r"s \+ o"),
-    ("offline-lp-time-step-zero", lambda c: _lp("relaxed_lp", [1, 2], [1, 1], 10, time_step=0),
-     r"time_step"),
+    ("offline-lower-bound-too-big", lambda c: _family("tel_lower_bound", [9], [5], 10), r"s \+ o"),
+    ("offline-lp-time-step-zero", lambda c: _lp("relaxed_lp", [1, 2], [1, 1], 10, time_step=0), r"time_step"),
     ("offline-ip-too-big", lambda c: _lp("opt_ip", [9, 1], [5, 1], 10), r"s \+ o"),
     # --- interval engine (paper 003)
     ("interval-l-above-u", lambda c: _iv_execute(low=[3, 1]), r"low \(l\) must be <= high"),
@@ -758,58 +773,83 @@ API_CASES = [
     ("interval-s-plus-u-above-m", lambda c: _iv_execute(high=[2, 12]), r"s \+ u"),
     ("interval-float-lengths", lambda c: _iv_execute(o=[1.0, 2.0]), r"o must hold integers"),
     ("interval-shape-mismatch", lambda c: _iv_execute(high=[2, 3, 3]), r"high \(u\) must have"),
-    ("interval-seeds-mismatch", lambda c: _iv_execute(s=[[1, 1]] * 3, o=[[1, 2]] * 3,
-                                                      low=[[1, 1]] * 3, high=[[2, 3]] * 3,
-                                                      seeds=[0, 1]), r"seeds"),
+    (
+        "interval-seeds-mismatch",
+        lambda c: _iv_execute(s=[[1, 1]] * 3, o=[[1, 2]] * 3, low=[[1, 1]] * 3, high=[[2, 3]] * 3, seeds=[0, 1]),
+        r"seeds",
+    ),
     ("interval-policy-unknown", lambda c: _iv_execute(policy="amid"), r"policy"),
     ("interval-eviction-key-unknown", lambda c: _iv_execute(eviction_key="x"), r"eviction_key"),
-    ("interval-m-too-big-for-n", lambda c: _iv_params(n=2000, capacity_tokens=2_000_000),
-     r"capacity_tokens"),
+    ("interval-m-too-big-for-n", lambda c: _iv_params(n=2000, capacity_tokens=2_000_000), r"capacity_tokens"),
     ("interval-intervals-not-a-spec", lambda c: _iv_cfg(intervals=(1, 1000)), r"intervals"),
     ("interval-buckets-unsorted", lambda c: _iv_buckets((1, 50, 40)), r"intervals.edges"),
     ("interval-num-requests-zero", lambda c: _iv_cfg(num_requests=0), r"num_requests"),
-    ("interval-two-point-high-below-low", lambda c: _iv_law("TwoPoint", 5, 3, 0.5),
-     r"TwoPoint.high"),
-    ("interval-geometric-p-zero", lambda c: _iv_law("TruncGeometric", 0.0, 100),
-     r"TruncGeometric.p"),
-    ("interval-lg-high-huge", lambda c: _iv_law("LinearGeometric", 0.5, 10**6),
-     r"LinearGeometric.high"),
+    ("interval-two-point-high-below-low", lambda c: _iv_law("TwoPoint", 5, 3, 0.5), r"TwoPoint.high"),
+    ("interval-geometric-p-zero", lambda c: _iv_law("TruncGeometric", 0.0, 100), r"TruncGeometric.p"),
+    ("interval-lg-high-huge", lambda c: _iv_law("LinearGeometric", 0.5, 10**6), r"LinearGeometric.high"),
     ("interval-theory-alpha-zero", lambda c: _iv_theory("thm51_cr", 0.0, 1.0), r"alpha"),
     # --- budget engine: arrival mode and the (A.2) memory overhead
-    ("budget-arrival-mode-unknown", lambda c: _bd_params(dict(arrival_mode="replay")),
-     r"arrival_mode must be one of"),
+    ("budget-arrival-mode-unknown", lambda c: _bd_params(dict(arrival_mode="replay")), r"arrival_mode must be one of"),
     ("budget-rate-scale-poisson", lambda c: _bd_params(rate_scale=2.0), r"rate_scale must be None"),
-    ("budget-memory-overhead-unknown", lambda c: _bd_params(dict(memory_overhead="evict")),
-     r"memory_overhead must be one of"),
-    ("budget-kv-limit-missing", lambda c: _bd_params(dict(memory_overhead="swap")),
-     r"kv_limit_tokens must be an integer >= 0"),
-    ("budget-kv-limit-negative", lambda c: _bd_params(dict(memory_overhead="swap"),
-                                                      kv_limit_tokens=-1), r"kv_limit_tokens"),
-    ("budget-kv-limit-when-off", lambda c: _bd_params(kv_limit_tokens=100),
-     r"kv_limit_tokens must be None unless"),
-    ("budget-swap-coef-in-recompute", lambda c: _bd_params(
-        dict(memory_overhead="recompute"), kv_limit_tokens=10, swap_a1_s_per_token=1e-3),
-     r"swap_a1_s_per_token must be 0 unless"),
-    ("budget-recompute-b1-nan", lambda c: _bd_params(
-        dict(memory_overhead="recompute"), kv_limit_tokens=10, recompute_b1_s_per_token2=NAN),
-     r"recompute_b1_s_per_token2"),
+    (
+        "budget-memory-overhead-unknown",
+        lambda c: _bd_params(dict(memory_overhead="evict")),
+        r"memory_overhead must be one of",
+    ),
+    (
+        "budget-kv-limit-missing",
+        lambda c: _bd_params(dict(memory_overhead="swap")),
+        r"kv_limit_tokens must be an integer >= 0",
+    ),
+    (
+        "budget-kv-limit-negative",
+        lambda c: _bd_params(dict(memory_overhead="swap"), kv_limit_tokens=-1),
+        r"kv_limit_tokens",
+    ),
+    ("budget-kv-limit-when-off", lambda c: _bd_params(kv_limit_tokens=100), r"kv_limit_tokens must be None unless"),
+    (
+        "budget-swap-coef-in-recompute",
+        lambda c: _bd_params(dict(memory_overhead="recompute"), kv_limit_tokens=10, swap_a1_s_per_token=1e-3),
+        r"swap_a1_s_per_token must be 0 unless",
+    ),
+    (
+        "budget-recompute-b1-nan",
+        lambda c: _bd_params(dict(memory_overhead="recompute"), kv_limit_tokens=10, recompute_b1_s_per_token2=NAN),
+        r"recompute_b1_s_per_token2",
+    ),
     # --- network engine
     ("network-topology-unknown", lambda c: _nw_cfg(topology="mesh"), r"topology must be one of"),
     ("network-routes-in-parallel", lambda c: _nw_cfg(routes=((0,),)), r"routes must be None"),
-    ("network-route-agent-out-of-range", lambda c: _nw_cfg(
-        topology="routes", workload=((_LAW, _LAW),), routes=((0, 2),)), r"routes\[0\]"),
-    ("network-agent-unvisited", lambda c: _nw_cfg(
-        topology="routes", agents=3, workload=((_LAW, _LAW),), routes=((0, 1),)),
-     r"agents must be visited"),
-    ("network-fork-join-agents", lambda c: _nw_cfg(topology="fork_join", agents=3,
-                                                   workload=((_LAW,) * 4,)), r"agents \(K\)"),
-    ("network-fork-join-stages", lambda c: _nw_cfg(topology="fork_join", agents=4,
-                                                   workload=((_LAW,) * 3,)), r"workload\[0\]"),
-    ("network-type-orders-not-permutation", lambda c: _nw_cfg(policy="priority",
-                                                              type_orders=((0,), (1,))),
-     r"type_orders\[1\]"),
-    ("network-per-agent-length", lambda c: _nw_params(budget=[512, 512, 512]),
-     r"budget must be a number or a sequence of K = 2"),
+    (
+        "network-route-agent-out-of-range",
+        lambda c: _nw_cfg(topology="routes", workload=((_LAW, _LAW),), routes=((0, 2),)),
+        r"routes\[0\]",
+    ),
+    (
+        "network-agent-unvisited",
+        lambda c: _nw_cfg(topology="routes", agents=3, workload=((_LAW, _LAW),), routes=((0, 1),)),
+        r"agents must be visited",
+    ),
+    (
+        "network-fork-join-agents",
+        lambda c: _nw_cfg(topology="fork_join", agents=3, workload=((_LAW,) * 4,)),
+        r"agents \(K\)",
+    ),
+    (
+        "network-fork-join-stages",
+        lambda c: _nw_cfg(topology="fork_join", agents=4, workload=((_LAW,) * 3,)),
+        r"workload\[0\]",
+    ),
+    (
+        "network-type-orders-not-permutation",
+        lambda c: _nw_cfg(policy="priority", type_orders=((0,), (1,))),
+        r"type_orders\[1\]",
+    ),
+    (
+        "network-per-agent-length",
+        lambda c: _nw_params(budget=[512, 512, 512]),
+        r"budget must be a number or a sequence of K = 2",
+    ),
     ("network-agent-budget-zero", lambda c: _nw_params(budget=[512, 0]), r"agent 1: budget"),
     ("network-rates-negative", lambda c: _nw_params(rates=[-1.0]), r"rates"),
     ("network-params-wrong-config", lambda c: _nw_params_of(_bd_cfg()), r"NetworkConfig"),
@@ -840,6 +880,7 @@ BOM = b"\xef\xbb\xbf"
 
 def test_headerless_trace_with_bom_keeps_every_row(tmp_path):
     from jaxsched.workload import read_trace
+
     p = tmp_path / "bom.csv"
     p.write_bytes(BOM + b"10,2\n20,3\n30,4\n")
     tr = read_trace(p, order="sequential")
@@ -849,6 +890,7 @@ def test_headerless_trace_with_bom_keeps_every_row(tmp_path):
 
 def test_headed_trace_with_bom_reads_its_header(tmp_path):
     from jaxsched.workload import read_trace
+
     # Three columns: only a recognised header (not the two-column fallback) can read this file.
     p = tmp_path / "bom_header.csv"
     p.write_bytes(BOM + b"input_tokens,output_tokens,note\n10,2,a\n20,3,b\n")

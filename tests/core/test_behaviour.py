@@ -4,6 +4,7 @@
 for every engine and driver. These tests run the commands afresh and require every numeric cell
 to be equal (wall-clock columns aside); the default run covers the two cheapest, `-m slow` all.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

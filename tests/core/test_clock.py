@@ -1,4 +1,5 @@
 """The double-float clock: exactness, long-horizon precision and bitwise NumPy reproducibility."""
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -56,6 +57,7 @@ def test_accumulated_gaps_match_float64_and_numpy_bitwise():
     def body(x, g):
         y = clock.add_f32(x, g)
         return y, (y.hi, y.lo)
+
     _, (hi, lo) = jax.jit(lambda g: jax.lax.scan(body, DF.zeros(), g))(jnp.asarray(gaps))
     hi, lo = np.asarray(hi), np.asarray(lo)
     exact = np.cumsum(gaps.astype(np.float64))
@@ -63,12 +65,12 @@ def test_accumulated_gaps_match_float64_and_numpy_bitwise():
     # ~48 bits: far better than float32 (whose cumulative sum drifts by ~1e-4 here).
     assert np.max(np.abs(got - exact) / exact) < 1e-12
     naive = np.cumsum(gaps, dtype=np.float32)
-    assert np.max(np.abs(naive - exact) / exact) > 1e-7          # the problem being solved
+    assert np.max(np.abs(naive - exact) / exact) > 1e-7  # the problem being solved
     h, l = f32(0), f32(0)
     for i, g in enumerate(gaps[:3000]):
         h, l = np_add_f32(h, l, g)
         assert h == hi[i] and l == lo[i]
-    assert np.all(hi == f32(hi + lo))                             # normalized
+    assert np.all(hi == f32(hi + lo))  # normalized
 
 
 @settings(max_examples=100, deadline=None)
@@ -138,6 +140,7 @@ def test_priced_iteration_time_matches_the_reference_and_reduces_to_eq1():
     from jaxsched.clock import split12
     from jaxsched.timing import priced_iteration_time_s
     from tests.reference import kv as ref
+
     rng = np.random.default_rng(5)
     for _ in range(200):
         dec, pre = (int(x) for x in rng.integers(0, 2**29, 2))
@@ -154,6 +157,7 @@ def test_budget_batch_time_is_eq_2_3():
     # Paper 004's t(b') = c + a max(0, b' - b0): flat below b0, then eq. (1)'s exact products
     # on the excess tokens, bit for bit as the NumPy mirror; the paper's Llama-3-70B constants.
     from jaxsched.budget.timing import budget_batch_time_s
+
     c, a, b0 = f32(0.0455), f32(0.30e-3), 64
     hi, lo = clock.split12(a)
     loads = np.array([0, 1, 63, 64, 65, 128, 512, 4096, 100_000], np.int32)
@@ -182,12 +186,12 @@ def test_double_float_add_is_exact_to_48_bits(x, y):
     r = _add(a, b)
     exact = sum(Fraction(float(v)) for v in (a.hi, a.lo, b.hi, b.lo))
     got = Fraction(float(r.hi)) + Fraction(float(r.lo))
-    assert abs(got - exact) <= exact * Fraction(1, 2 ** 45)
+    assert abs(got - exact) <= exact * Fraction(1, 2**45)
     assert f32(r.hi) == f32(f32(r.hi) + f32(r.lo))
 
 
 def test_double_float_add_keeps_both_low_words():
     # 1 + 2^-30 + 1 + 2^-30: each low word is below float32 resolution at 1, the sum is not lost.
-    a = DF(jnp.float32(1.0), jnp.float32(2.0 ** -30))
+    a = DF(jnp.float32(1.0), jnp.float32(2.0**-30))
     r = _add(a, a)
-    assert Fraction(float(r.hi)) + Fraction(float(r.lo)) == 2 + Fraction(2, 2 ** 30)
+    assert Fraction(float(r.hi)) + Fraction(float(r.lo)) == 2 + Fraction(2, 2**30)

@@ -1,6 +1,7 @@
 """The command line's persistent compilation cache (jaxsched.cli.compile_cache): the settings it
 derives from the environment and the flag, and, across real processes, that a second command
 loads the programs the first one compiled, with the same results."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,24 @@ from jaxsched.cli.compile_cache import (
 from jaxsched.errors import ConfigError
 
 # The cheapest command that compiles real programs: two simulation steps over 0.5 s each here.
-TINY = ["run", "--G", "2", "--B", "4", "--R", "4", "--steps", "40", "--seeds", "2", "--quiet",
-        "--policies", "fcfs", "--plot", "none"]
+TINY = [
+    "run",
+    "--G",
+    "2",
+    "--B",
+    "4",
+    "--R",
+    "4",
+    "--steps",
+    "40",
+    "--seeds",
+    "2",
+    "--quiet",
+    "--policies",
+    "fcfs",
+    "--plot",
+    "none",
+]
 
 # Runs `main(argv)` and prints JAX's compilation-cache events as one JSON line. The listeners
 # need JAX, and importing JAX before main() would (rightly) make main() leave the cache off, so
@@ -60,16 +77,14 @@ print("COMPILE_CACHE " + json.dumps({"rc": rc, "events": events, "seconds": seco
 
 def _env(**extra: str) -> dict[str, str]:
     """This environment without any cache setting of the user's, plus `extra`."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in (ENV, DIR_ENV, JAX_DIR_ENV, *THRESHOLDS)}
+    env = {k: v for k, v in os.environ.items() if k not in (ENV, DIR_ENV, JAX_DIR_ENV, *THRESHOLDS)}
     env.update(JAXSCHED_CPU_DEVICES="1", **extra)
     return env
 
 
 def _child(argv: list[str], env: dict[str, str]) -> dict:
     """Run CHILD with `argv` and return its events (the command must succeed)."""
-    p = subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, capture_output=True,
-                       text=True, timeout=300)
+    p = subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     line = next(x for x in p.stdout.splitlines() if x.startswith("COMPILE_CACHE "))
     out = json.loads(line.split(" ", 1)[1])
@@ -91,8 +106,11 @@ def test_switch_values():
     assert cache_wanted({}) and cache_wanted({ENV: ""}) and cache_wanted({ENV: "1"})
     assert not cache_wanted({ENV: "0"})
     for bad in ("yes", "no", "true", "off", "2", "-1"):
-        with pytest.raises(ConfigError, match=rf"^{ENV} must be 0 \(no compile cache\), "
-                                              rf"1 or empty \(cache\), got '{bad}'$"):
+        with pytest.raises(
+            ConfigError,
+            match=rf"^{ENV} must be 0 \(no compile cache\), "
+            rf"1 or empty \(cache\), got '{bad}'$",
+        ):
             cache_wanted({ENV: bad})
 
 
@@ -112,19 +130,22 @@ def test_sets_jax_environment_before_import(tmp_path, jax_not_loaded):
     assert use_compile_cache(env) == tmp_path / "a" / "xla"
     assert (tmp_path / "a" / "xla").is_dir()
     assert env[JAX_DIR_ENV] == str(tmp_path / "a" / "xla")
-    assert env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "5"     # the user's own stays
+    assert env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "5"  # the user's own stays
     assert env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] == "-1"
     env = {"XDG_CACHE_HOME": str(tmp_path / "xdg"), ENV: "1"}
     assert use_compile_cache(env) == tmp_path / "xdg" / "jaxsched" / "xla"
     assert float(env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]) <= 0.5
 
 
-@pytest.mark.parametrize("env, enabled", [
-    ({ENV: "0"}, True),                        # JAXSCHED_COMPILE_CACHE=0
-    ({}, False),                               # --no-compile-cache
-    ({JAX_DIR_ENV: "/users/own"}, True),       # the user's own JAX cache folder
-    ({JAX_DIR_ENV: ""}, True),                 # the user's own "no folder"
-])
+@pytest.mark.parametrize(
+    "env, enabled",
+    [
+        ({ENV: "0"}, True),  # JAXSCHED_COMPILE_CACHE=0
+        ({}, False),  # --no-compile-cache
+        ({JAX_DIR_ENV: "/users/own"}, True),  # the user's own JAX cache folder
+        ({JAX_DIR_ENV: ""}, True),  # the user's own "no folder"
+    ],
+)
 def test_leaves_environment_alone(tmp_path, jax_not_loaded, env, enabled):
     env = {**env, DIR_ENV: str(tmp_path / "xla")}
     before = dict(env)
@@ -160,12 +181,16 @@ def test_flag_is_top_level():
 
 
 def test_bad_switch_from_the_command_line(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "jaxsched.cli", *TINY, "--out",
-                        str(tmp_path / "r.csv")], env=_env(**{ENV: "on"}), capture_output=True,
-                       text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "jaxsched.cli", *TINY, "--out", str(tmp_path / "r.csv")],
+        env=_env(**{ENV: "on"}),
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 2 and not (tmp_path / "r.csv").exists()
-    assert p.stderr.splitlines() == [f"jaxsched: error: {ENV} must be 0 (no compile cache), "
-                                     "1 or empty (cache), got 'on'"]
+    assert p.stderr.splitlines() == [
+        f"jaxsched: error: {ENV} must be 0 (no compile cache), 1 or empty (cache), got 'on'"
+    ]
 
 
 def test_second_command_loads_what_the_first_compiled(tmp_path):
@@ -182,8 +207,7 @@ def test_second_command_loads_what_the_first_compiled(tmp_path):
     assert warm["events"]["cache_hits"] == cold["events"]["cache_misses"]
     # (Not JAX's compile_time_saved_sec: under load a small program's load can outlast its
     # recorded compile, and the sum may go negative. Compiles plus loads is the measure.)
-    assert (warm["seconds"]["backend_compile_duration"]
-            < cold["seconds"]["backend_compile_duration"] / 2), (cold, warm)
+    assert warm["seconds"]["backend_compile_duration"] < cold["seconds"]["backend_compile_duration"] / 2, (cold, warm)
     assert (tmp_path / "warm.csv").read_bytes() == (tmp_path / "cold.csv").read_bytes()
     # The flag is the process's: the options file, read back by --config, does not name it.
     assert "compile" not in (tmp_path / "warm.config.toml").read_text()
@@ -192,8 +216,7 @@ def test_second_command_loads_what_the_first_compiled(tmp_path):
 @pytest.mark.parametrize("how", ["flag", "env"])
 def test_turned_off_leaves_the_folder_empty(tmp_path, how):
     folder = tmp_path / "xla"
-    argv = (["--no-compile-cache"] if how == "flag" else []) + [*TINY, "--out",
-                                                                  str(tmp_path / "r.csv")]
+    argv = (["--no-compile-cache"] if how == "flag" else []) + [*TINY, "--out", str(tmp_path / "r.csv")]
     extra = {ENV: "0"} if how == "env" else {}
     out = _child(argv, _env(**{DIR_ENV: str(folder)}, **extra))
     assert _entries(folder) == []

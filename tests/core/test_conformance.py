@@ -1,4 +1,5 @@
 """The conformance kit (`jaxsched.testing`) over every registered engine."""
+
 from __future__ import annotations
 
 import pytest
@@ -30,8 +31,7 @@ def test_every_engine_shards_bitwise():
     import os
     import subprocess
     import sys
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
-               JAX_PLATFORMS="cpu")
-    out = subprocess.run([sys.executable, "-c", SHARD_SCRIPT, *ENGINES], capture_output=True,
-                         text=True, env=env)
+
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", SHARD_SCRIPT, *ENGINES], capture_output=True, text=True, env=env)
     assert out.returncode == 0 and out.stdout.strip().endswith("OK"), out.stderr[-3000:]

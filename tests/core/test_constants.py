@@ -6,6 +6,7 @@ of its simulator draws 100 W idle and 400 W at full utilization with exponent 0.
 numbers drive every dp time, throughput and energy figure, so they are pinned here as literals,
 independently of the shared data the Table 1 test needs.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,8 +29,7 @@ def test_make_params_defaults():
     p = make_params(DPConfig(num_workers=4, slots_per_worker=72, pool_size=8))
     assert float(p.step_const_s) == pytest.approx(4.8875e-3, rel=1e-7)
     assert float(p.per_token_s) == pytest.approx(1.0052490234375e-07, rel=1e-7)
-    assert (float(p.idle_power_w), float(p.max_power_w), float(p.power_exponent)) == (100.0, 400.0,
-                                                                                    pytest.approx(0.7))
+    assert (float(p.idle_power_w), float(p.max_power_w), float(p.power_exponent)) == (100.0, 400.0, pytest.approx(0.7))
     # C follows B unless given.
     q = make_params(DPConfig(num_workers=4, slots_per_worker=8, pool_size=8))
     assert float(q.step_const_s) == pytest.approx((8 * 0.6e-3 + 35e-3) / 16, rel=1e-7)

@@ -7,6 +7,7 @@ call (a weak type or a shape that drifts between the state `init` returns and th
 returns) recompiles in the middle of a sweep. These checks run on the CPU and hold on any
 backend, because they inspect the traced programs rather than timing them.
 """
+
 from __future__ import annotations
 
 import jax
@@ -56,8 +57,7 @@ def test_the_checker_sees_callbacks_and_wide_types():
     closed = jax.make_jaxpr(lambda x: jax.lax.scan(body, x, None, length=3))(np.int32(0))
     assert _problems(closed) == ["host callback debug_callback"]
     with jax.enable_x64(True):
-        wide = jax.make_jaxpr(lambda x: jax.lax.scan(lambda c, _: (c * 2.0, None), x, None,
-                                                     length=2))(np.float64(1.0))
+        wide = jax.make_jaxpr(lambda x: jax.lax.scan(lambda c, _: (c * 2.0, None), x, None, length=2))(np.float64(1.0))
     assert any(p.startswith("float64") for p in _problems(wide))
 
 
@@ -74,8 +74,7 @@ def test_scanned_steps_have_no_callback_and_no_64_bit_value(name):
 
 # The kv step takes about two minutes to compile at SMALL's table size on 2 cores: its case
 # runs with -m slow (the protocol tests compile it in the default run already).
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "kv" else n
-                                  for n in ENGINES])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "kv" else n for n in ENGINES])
 def test_a_run_of_many_blocks_compiles_each_function_once(name):
     eng, cfg = get_engine(name), SMALL[name]
     params = eng.make_params(cfg)
@@ -84,7 +83,7 @@ def test_a_run_of_many_blocks_compiles_each_function_once(name):
     state = init(jnp.asarray(np.array([3, 1, 2], np.uint32)), params)
     state, _ = run_block(state, params)
     compiled = (init._cache_size(), run_block._cache_size())
-    for _ in range(3):                   # blocks after the first must reuse its executable
+    for _ in range(3):  # blocks after the first must reuse its executable
         state, _ = run_block(state, params)
     jax.block_until_ready(state)
     assert (init._cache_size(), run_block._cache_size()) == compiled

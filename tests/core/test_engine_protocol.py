@@ -1,4 +1,5 @@
 """The engine protocol and the shared runner: every engine fits them the same way."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,10 +31,10 @@ def test_runner_results_and_metric_table_agree(name):
     calls = []
     res = simulate(cfg, seeds=[3, 1, 2], progress=lambda d, t: calls.append((d, t)))
     assert isinstance(res, Results) and res.engine == name and res.trajectories is None
-    assert list(res.metrics) == list(eng.METRICS)          # finalize gives exactly the table
+    assert list(res.metrics) == list(eng.METRICS)  # finalize gives exactly the table
     assert all(v.dtype == np.float64 and v.shape == (3,) for v in res.metrics.values())
     assert res.seeds.tolist() == [3, 1, 2] and calls and calls[-1][0] == calls[-1][1]
-    assert calls[0][0] == 0 and calls[0][1] == calls[-1][1]      # shown before any block runs
+    assert calls[0][0] == 0 and calls[0][1] == calls[-1][1]  # shown before any block runs
     # Default params are make_params(config); an explicit engine gives the same numbers.
     again = simulate(cfg, eng.make_params(cfg), [3, 1, 2], engine=eng, seed_chunk=2, record=True)
     for k in res.metrics:
@@ -42,8 +43,11 @@ def test_runner_results_and_metric_table_agree(name):
 
 
 def test_engine_lookup_errors_name_the_choices():
-    with pytest.raises(ConfigError, match=r"engine must be one of \('dp', 'kv', 'offline', 'interval', "
-                       r"'budget', 'network'\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"engine must be one of \('dp', 'kv', 'offline', 'interval', "
+        r"'budget', 'network'\)",
+    ):
         get_engine("fluid")
     with pytest.raises(ConfigError, match="config must be the Config of an engine"):
         engine_of(object())
@@ -57,7 +61,7 @@ def test_chunk_sizes_follow_the_engine_estimates():
     assert seeds_for_budget(dp.ENGINE, cfg, 1.0) == int(2**20 // dp.ENGINE.peak_bytes(cfg, False))
     assert dp.ENGINE.peak_bytes(cfg, True) > dp.ENGINE.peak_bytes(cfg, False)
     n = default_seed_chunk(kv.ENGINE, SMALL["kv"], 1000)
-    assert 1 <= n <= 1000 and -(-1000 // n) * n - 1000 < -(-1000 // n)   # equal chunks, little padding
+    assert 1 <= n <= 1000 and -(-1000 // n) * n - 1000 < -(-1000 // n)  # equal chunks, little padding
 
 
 def test_kv_warnings_come_through_the_runner():
@@ -95,7 +99,7 @@ def test_progress_line_counts_and_eta():
     out = io.StringIO()
     bar = Progress("demo", 4, stream=out)
     bar.update(0)
-    assert "0/4" in out.getvalue() and "ETA ?" in out.getvalue()   # no rate before any work
+    assert "0/4" in out.getvalue() and "ETA ?" in out.getvalue()  # no rate before any work
     bar.advance(2, "half")
     assert "50%" in out.getvalue() and "2/4" in out.getvalue() and "half" in out.getvalue()
     assert bar.eta_s() > 0
@@ -115,6 +119,7 @@ def test_top_level_names_no_engine_silently():
 
 def test_every_engine_is_an_attribute_of_the_package():
     import importlib
+
     assert js.ENGINES == ENGINES.names() and set(js.ENGINES) <= set(js.__all__)
     for name in js.ENGINES:
         assert getattr(js, name) is importlib.import_module(f"jaxsched.{name}")
@@ -124,6 +129,7 @@ def test_engines_are_values_built_from_functions():
     # No wiring classes: every engine is an `Engine` value whose model entries are the plain
     # module functions of its package.
     import importlib
+
     for name in ENGINES:
         eng = get_engine(name)
         assert type(eng) is Engine, name
@@ -158,9 +164,9 @@ def test_replace_rederives_the_default_hints():
 
 def test_pad_checks_before_the_engine_pads():
     from jaxsched.dp import DPConfig
+
     dp = get_engine("dp")
-    ms = DPConfig(num_workers=3, slots_per_worker=4, pool_size=4, num_steps=10, policy="bfio",
-                  bfio_kernel="ms_ls")
+    ms = DPConfig(num_workers=3, slots_per_worker=4, pool_size=4, num_steps=10, policy="bfio", bfio_kernel="ms_ls")
     assert not dp.can_pad(ms)
     with pytest.raises(ConfigError, match="bfio_kernel 'ms_ls' does not run padded"):
         dp.pad(ms, dp.make_params(ms), {"num_workers": 4})

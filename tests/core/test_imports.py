@@ -6,6 +6,7 @@ another must be public: the shared models live in public modules (`jaxsched.budg
 `jaxsched.offline.model`). The modules of one package must also import each other without a
 cycle at import time, so that each can be read and imported on its own.
 """
+
 from __future__ import annotations
 
 import ast
@@ -51,8 +52,8 @@ def _absolute(module: str, node: ast.ImportFrom) -> str:
         return node.module or ""
     base = module.split(".")
     if MODULES[module].name != "__init__.py":
-        base = base[:-1]                          # a module's level 1 is its package
-    base = base[:len(base) - (node.level - 1)]
+        base = base[:-1]  # a module's level 1 is its package
+    base = base[: len(base) - (node.level - 1)]
     return ".".join(base + ([node.module] if node.module else []))
 
 
@@ -86,8 +87,7 @@ def _imports(module: str, nodes) -> list[tuple[str, str | None, int]]:
             src = _absolute(module, node)
             for a in node.names:
                 sub = f"{src}.{a.name}"
-                out.append((sub, None, node.lineno) if sub in MODULES
-                           else (src, a.name, node.lineno))
+                out.append((sub, None, node.lineno) if sub in MODULES else (src, a.name, node.lineno))
     return out
 
 
@@ -99,7 +99,7 @@ def _private_uses(module: str) -> list[str]:
     tree = _parse(module)
     here = owner(module)
     bad = []
-    aliases = {}                       # local name -> a module of another package
+    aliases = {}  # local name -> a module of another package
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
@@ -111,22 +111,27 @@ def _private_uses(module: str) -> list[str]:
                 bad.append(f"{module}:{line} imports {src}{'.' + name if name else ''}")
             if name is None:
                 # The local name of an imported module (`import a.b` without `as` binds `a`).
-                alias = next(a for a in node.names
-                             if src in (a.name, f"{_absolute(module, node)}.{a.name}"))
+                alias = next(a for a in node.names if src in (a.name, f"{_absolute(module, node)}.{a.name}"))
                 if isinstance(node, ast.ImportFrom) or alias.asname:
                     aliases[alias.asname or alias.name] = src
     # module.attribute reads of a private attribute of another package's module
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id in aliases and _private(node.attr)):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and _private(node.attr)
+        ):
             bad.append(f"{module}:{node.lineno} reads {aliases[node.value.id]}.{node.attr}")
     return bad
 
 
 def test_no_module_imports_another_packages_private_names():
     bad = [b for m in MODULES for b in _private_uses(m)]
-    assert not bad, ("private names imported across packages (make them public in a shared "
-                     "module of the owning package):\n" + "\n".join(bad))
+    assert not bad, (
+        "private names imported across packages (make them public in a shared "
+        "module of the owning package):\n" + "\n".join(bad)
+    )
 
 
 def _graph(deep: bool) -> dict[str, set[str]]:
@@ -138,11 +143,16 @@ def _graph(deep: bool) -> dict[str, set[str]]:
         if m in PACKAGE_NAMES:
             continue
         tree = _parse(m)
-        nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))] \
-            if deep else list(_top_level(tree))
-        g[m] = {src for src, _, _ in _imports(m, nodes)
-                if src in MODULES and src not in PACKAGE_NAMES and src != m
-                and owner(src) == owner(m)}
+        nodes = (
+            [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+            if deep
+            else list(_top_level(tree))
+        )
+        g[m] = {
+            src
+            for src, _, _ in _imports(m, nodes)
+            if src in MODULES and src not in PACKAGE_NAMES and src != m and owner(src) == owner(m)
+        }
     return g
 
 
@@ -179,8 +189,9 @@ def _cycles(g: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycle_within_a_package():
     cycles = _cycles(_graph(deep=False))
-    assert not cycles, "modules of one package importing each other at import time:\n" + \
-        "\n".join(" <-> ".join(c) for c in cycles)
+    assert not cycles, "modules of one package importing each other at import time:\n" + "\n".join(
+        " <-> ".join(c) for c in cycles
+    )
 
 
 def test_offline_config_and_workloads_do_not_import_each_other():
@@ -201,11 +212,16 @@ REGISTRIES = sorted(m for m in MODULES if m == "jaxsched.registry" or m.endswith
 def test_registry_modules_import_no_jax():
     import subprocess
     import sys
-    assert {f"jaxsched.{e}.registry" for e in ("dp", "kv", "offline", "interval", "budget",
-                                               "network")} <= set(REGISTRIES)
-    code = ("import sys\n" + "".join(f"import {m}\n" for m in REGISTRIES) +
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib'))\n"
-            "assert not bad, bad\n")
+
+    assert {f"jaxsched.{e}.registry" for e in ("dp", "kv", "offline", "interval", "budget", "network")} <= set(
+        REGISTRIES
+    )
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in REGISTRIES)
+        + "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib'))\n"
+        "assert not bad, bad\n"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 0, p.stderr
 

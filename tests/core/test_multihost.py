@@ -4,6 +4,7 @@ The job runs two subprocesses with two forced host CPU devices each (XLA_FLAGS m
 before JAX starts, and library code never sets it); their gathered results must be bitwise
 those of a single-process, single-device run.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,13 +30,13 @@ from jaxsched.multihost import block_bounds, broadcast_from_writer, is_writer, s
 def test_blocks_cover_every_seed_once_in_order(n, count):
     bounds = [block_bounds(n, i, count) for i in range(count)]
     assert bounds[0][0] == 0 and bounds[-1][1] == n
-    assert all(bounds[i][1] == bounds[i + 1][0] for i in range(count - 1))     # contiguous
+    assert all(bounds[i][1] == bounds[i + 1][0] for i in range(count - 1))  # contiguous
     sizes = [hi - lo for lo, hi in bounds]
     assert max(sizes) - min(sizes) <= 1 and sorted(sizes, reverse=True) == sizes
 
 
 def test_seed_block_examples():
-    seeds = list(range(10, 17))                                 # 7 seeds over 2 and 3 processes
+    seeds = list(range(10, 17))  # 7 seeds over 2 and 3 processes
     assert [seed_block(seeds, i, 2).tolist() for i in range(2)] == [[10, 11, 12, 13], [14, 15, 16]]
     assert [seed_block(seeds, i, 3).tolist() for i in range(3)] == [[10, 11, 12], [13, 14], [15, 16]]
     assert [seed_block([5, 6], i, 4).tolist() for i in range(4)] == [[5], [6], [], []]
@@ -67,7 +68,7 @@ def test_single_process_is_plain_simulate():
 
 # --- two processes on localhost ------------------------------------------------------------------
 
-UNAVAILABLE = 77        # a worker's exit code when jax.distributed itself cannot start
+UNAVAILABLE = 77  # a worker's exit code when jax.distributed itself cannot start
 
 WORKER = r"""
 import sys
@@ -125,9 +126,15 @@ def _run_job(tmp_path: Path, policy: str) -> tuple[list[Path], dict[str, np.ndar
     outs = [tmp_path / f"proc{i}.npz" for i in range(2)]
     # Logs go to files: a full pipe would block a worker while the reference runs.
     logs = [(tmp_path / f"proc{i}.log").open("w+") for i in range(2)]
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(port), str(i), str(outs[i]), policy],
-                              env=env, stdout=logs[i], stderr=subprocess.STDOUT)
-             for i in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(port), str(i), str(outs[i]), policy],
+            env=env,
+            stdout=logs[i],
+            stderr=subprocess.STDOUT,
+        )
+        for i in range(2)
+    ]
     try:
         ref = _reference(policy)
     except BaseException:
@@ -163,9 +170,12 @@ def _tails(logs, n: int = 3000) -> str:
 @pytest.mark.parametrize("policy", ["fcfs", pytest.param("bfio", marks=pytest.mark.slow)])
 def test_two_processes_gather_bitwise_equal_to_one_device(tmp_path, policy):
     outs, ref = _run_job(tmp_path, policy)
-    for i, path in enumerate(outs):                        # every process holds the full result
+    for i, path in enumerate(outs):  # every process holds the full result
         with np.load(path) as got:
             assert sorted(got.files) == sorted(ref)
-            bad = [k for k in ref if got[k].dtype != ref[k].dtype or got[k].shape != ref[k].shape
-                   or got[k].tobytes() != ref[k].tobytes()]
+            bad = [
+                k
+                for k in ref
+                if got[k].dtype != ref[k].dtype or got[k].shape != ref[k].shape or got[k].tobytes() != ref[k].tobytes()
+            ]
             assert not bad, f"process {i} differs from one device in {bad}"

@@ -1,5 +1,6 @@
 """benchmarks/mutation.py plants each bug by replacing one exact text: every such text must
 occur exactly once in its file, or the mutation run stops at that mutant."""
+
 from __future__ import annotations
 
 from pathlib import Path

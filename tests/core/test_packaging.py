@@ -1,6 +1,7 @@
 """pyproject.toml ships every folder of the source tree: the explicit package list (needed since
 kernels/ installs as `jaxsched.kernels`, which `packages.find` cannot map) names each folder
 under jaxsched/ and kernels/, and nothing else."""
+
 from __future__ import annotations
 
 import tomllib

@@ -9,6 +9,7 @@ its units before the first one, its helpers only advance, and at the end done ==
   fork_join) with the runner replaced by a stand-in that drives the progress callback as the
   runner does and returns made-up metrics: their counting, not their numbers.
 """
+
 from __future__ import annotations
 
 import io
@@ -67,19 +68,19 @@ def test_eta_counts_work_only(monkeypatch):
     monkeypatch.setattr(progress_module.time, "time", lambda: now[0])
     bar = Progress("eta", enabled=False)
     bar.set_total(3)
-    assert bar.eta_s() != bar.eta_s()                    # nan before any work
+    assert bar.eta_s() != bar.eta_s()  # nan before any work
     bar.phase("compiling")
     now[0] += 10.0
     bar.phase(None)
     now[0] += 2.0
     bar.advance(1)
     assert bar.work_s == pytest.approx(2.0)
-    assert bar.eta_s() == pytest.approx(4.0)            # 2 s a unit, 2 units left
+    assert bar.eta_s() == pytest.approx(4.0)  # 2 s a unit, 2 units left
 
 
 def test_runner_callback_and_share():
     bar = Progress("runner", enabled=False)
-    bar(0, 8)                                            # a runner's first report
+    bar(0, 8)  # a runner's first report
     assert bar.total == 8.0
     parent = Recorder()
     parent.set_total(5)
@@ -108,14 +109,16 @@ def test_helpers_take_no_bar():
 # ------------------------------------------------------------------------- real experiments
 def test_interval_cor48():
     from jaxsched.interval import experiments as ix
+
     bar = Recorder()
     ix.cor48(quick=True, progress=bar)
     check_totals(bar)
-    assert bar.total == 3                                 # u = 10, 100, 200 (quick)
+    assert bar.total == 3  # u = 10, 100, 200 (quick)
 
 
 def test_interval_examples():
     from jaxsched.interval import experiments as ix
+
     bar = Recorder()
     ix.examples(quick=True, progress=bar)
     check_totals(bar)
@@ -123,15 +126,16 @@ def test_interval_examples():
 
 def test_offline_ec42_counts_evaluate_units():
     from jaxsched.offline import experiments as ox
+
     bar = Recorder()
-    ox.ec42(seeds=2, distributions=("exponential",), algorithms=("sorted_f_swap", "mcsf"),
-            progress=bar)
+    ox.ec42(seeds=2, distributions=("exponential",), algorithms=("sorted_f_swap", "mcsf"), progress=bar)
     check_totals(bar)
-    assert bar.total == 2                                 # 1 distribution x 2 algorithms
+    assert bar.total == 2  # 1 distribution x 2 algorithms
 
 
 def test_offline_lemma1():
     from jaxsched.offline import experiments as ox
+
     bar = Recorder()
     ox.lemma1(quick=True, seeds=8, progress=bar)
     check_totals(bar)
@@ -139,37 +143,71 @@ def test_offline_lemma1():
 
 def test_offline_real():
     from jaxsched.offline import experiments as ox
+
     bar = Recorder()
-    ox.real(seeds=2, ns=(60,), algorithms=("fcfs", "sorted_f_quantile"), mixes=("mix",),
-            progress=bar)
+    ox.real(seeds=2, ns=(60,), algorithms=("fcfs", "sorted_f_quantile"), mixes=("mix",), progress=bar)
     check_totals(bar)
 
 
 def _small_trace(path: Path) -> Path:
     """23 rows over ~6 s (tests/budget/test_fig9.py's synthetic trace), seconds as times."""
-    t = [0.0, 0.05, 0.05, 0.05, 0.4, 0.9, 1.0, 1.0, 1.3, 2.2, 2.25, 2.3, 3.0, 3.05, 3.1, 3.1,
-         3.1, 4.0, 4.7, 5.0, 5.5, 5.9, 6.1]
+    t = [
+        0.0,
+        0.05,
+        0.05,
+        0.05,
+        0.4,
+        0.9,
+        1.0,
+        1.0,
+        1.3,
+        2.2,
+        2.25,
+        2.3,
+        3.0,
+        3.05,
+        3.1,
+        3.1,
+        3.1,
+        4.0,
+        4.7,
+        5.0,
+        5.5,
+        5.9,
+        6.1,
+    ]
     lines = ["TIMESTAMP,ContextTokens,GeneratedTokens"] + [
-        f"{x:.7f},{(i * 7) % 19 + 1},{(i * 3) % 5 + 1}" for i, x in enumerate(t)]
+        f"{x:.7f},{(i * 7) % 19 + 1},{(i * 3) % 5 + 1}" for i, x in enumerate(t)
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 def test_budget_fig9_shares_the_runner_blocks(tmp_path):
     from jaxsched.budget import experiments as bx
+
     bar = Recorder()
-    bx.fig9(seeds=2, trace_path=_small_trace(tmp_path / "small.csv"), budgets=(8, 16),
-            horizon_s=14.0, burn_in_s=1.0, table_size=64, progress=bar)
+    bx.fig9(
+        seeds=2,
+        trace_path=_small_trace(tmp_path / "small.csv"),
+        budgets=(8, 16),
+        horizon_s=14.0,
+        burn_in_s=1.0,
+        table_size=64,
+        progress=bar,
+    )
     check_totals(bar)
-    assert bar.total == 2                                 # one unit per budget
-    assert bar.excluded_s > 0                             # the runner's compiling phase
+    assert bar.total == 2  # one unit per budget
+    assert bar.excluded_s > 0  # the runner's compiling phase
 
 
 def test_kv_experiment():
     from jaxsched.kv import experiments as kx
+
     bar = Recorder()
-    kx.run_experiment("e1", quick=True, seeds=1, policies=["fcfs"], loads=(0.5,),
-                      num_requests=200, batch_limits=(None,), progress=bar)
+    kx.run_experiment(
+        "e1", quick=True, seeds=1, policies=["fcfs"], loads=(0.5,), num_requests=200, batch_limits=(None,), progress=bar
+    )
     check_totals(bar)
 
 
@@ -197,11 +235,11 @@ def _fake_simulate_points(config, params_list, seeds, *, progress=None, **_):
 def stub_runner(monkeypatch):
     from jaxsched.budget import experiments as bx
     from jaxsched.network import experiments as nx
+
     for module in (bx, nx):
         monkeypatch.setattr(module, "simulate_points", _fake_simulate_points)
     monkeypatch.setattr(bx, "simulate", lambda *a, **k: None)
-    monkeypatch.setattr(bx, "batches", lambda res, seed: dict(start_s=np.arange(8.0),
-                                                              tokens=np.arange(8)))
+    monkeypatch.setattr(bx, "batches", lambda res, seed: dict(start_s=np.arange(8.0), tokens=np.arange(8)))
     return bx, nx
 
 

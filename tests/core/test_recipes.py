@@ -1,5 +1,6 @@
 """The README's recipes are true: an engine and a policy added from outside the package, by
 the steps the README lists, work with the runner, sweeps and the conformance kit."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,6 +15,7 @@ from jaxsched.registry import ENGINES, register_policy, unregister_engine, unreg
 @pytest.fixture
 def toy():
     from tests import toy_engine
+
     toy_engine.register()
     yield toy_engine
     unregister_engine("toy")
@@ -33,11 +35,14 @@ def test_toy_engine_sweeps_with_a_policy_added_from_user_code(toy, tmp_path):
 
     register_policy("toy", "longest_first", longest_first, "the most work left first")
     try:
-        out = run_sweep(toy.ToyConfig(), {"policy": ["fifo", "shortest_first", "longest_first"],
-                                          "num_jobs": [4, 8]}, range(5), tmp_path / "toy.csv",
-                        progress=False)
-        rows = {(r["policy"], int(r["num_jobs"])): float(r["mean_completion_s_mean"])
-                for r in read_rows(out)}
+        out = run_sweep(
+            toy.ToyConfig(),
+            {"policy": ["fifo", "shortest_first", "longest_first"], "num_jobs": [4, 8]},
+            range(5),
+            tmp_path / "toy.csv",
+            progress=False,
+        )
+        rows = {(r["policy"], int(r["num_jobs"])): float(r["mean_completion_s_mean"]) for r in read_rows(out)}
     finally:
         unregister_policy("toy", "longest_first")
     # Shortest first minimizes the mean completion time on one server; longest first is worst.

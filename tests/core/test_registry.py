@@ -1,5 +1,6 @@
 """The registries (`jaxsched.registry`): built-in names, policies added from user code, the
 example that adds power of two choices from outside the package, and the references."""
+
 from __future__ import annotations
 
 import importlib
@@ -26,9 +27,11 @@ def _example(name: str):
 
 
 def test_registry_module_imports_no_jax():
-    code = ("import sys, jaxsched.registry as r; names = r.ENGINES.names(); "
-            "assert 'jax' not in sys.modules, sorted(m for m in sys.modules if 'jax' in m); "
-            "print(','.join(names))")
+    code = (
+        "import sys, jaxsched.registry as r; names = r.ENGINES.names(); "
+        "assert 'jax' not in sys.modules, sorted(m for m in sys.modules if 'jax' in m); "
+        "print(','.join(names))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "dp,kv,offline,interval,budget,network"
@@ -68,11 +71,12 @@ def test_register_refuses_bad_entries():
 
 # Each registry and the plain-Python reference (module, list of names) that implements it.
 REFERENCES = {
-    ("dp", "POLICIES"): ("dp", "POLICIES"), ("kv", "POLICIES"): ("kv", "POLICIES"),
+    ("dp", "POLICIES"): ("dp", "POLICIES"),
+    ("kv", "POLICIES"): ("kv", "POLICIES"),
     ("offline", "POLICIES"): ("offline", "POLICIES"),
     ("interval", "POLICIES"): ("interval", "POLICIES"),
     ("budget", "POLICIES"): ("budget", "POLICIES"),
-    ("network", "POLICIES"): ("budget", "POLICIES"),     # every agent runs budget's policies
+    ("network", "POLICIES"): ("budget", "POLICIES"),  # every agent runs budget's policies
     ("network", "ROUTERS"): ("network", "ROUTERS"),
 }
 
@@ -102,11 +106,18 @@ def test_user_policy_in_a_sweep_equals_the_builtin(user_policy, tmp_path):
     from jaxsched.dp import DPConfig
     from jaxsched.results import read_rows
     from jaxsched.sweep import run_sweep
-    with pytest.raises(ConfigError, match="my_power_of_two"):   # the error lists it now
+
+    with pytest.raises(ConfigError, match="my_power_of_two"):  # the error lists it now
         DPConfig(policy="no_such_policy")
     base = DPConfig(num_workers=5, slots_per_worker=6, pool_size=9, num_steps=60)
-    out = run_sweep(base, {"policy": ["power_of_two", "my_power_of_two"]}, range(3),
-                    tmp_path / "p2c.csv", progress=False, switch_policies=True)
+    out = run_sweep(
+        base,
+        {"policy": ["power_of_two", "my_power_of_two"]},
+        range(3),
+        tmp_path / "p2c.csv",
+        progress=False,
+        switch_policies=True,
+    )
     rows = read_rows(out)
     assert [r["policy"] for r in rows] == ["power_of_two", "my_power_of_two"]
     metrics = [k for k in rows[0] if k.endswith("_mean")]
@@ -117,23 +128,32 @@ def test_user_policy_in_a_sweep_equals_the_builtin(user_policy, tmp_path):
 def test_power_of_two_differs_from_its_deterministic_neighbours():
     # Random draws matter: it is not JSQ by tokens on the same requests.
     from jaxsched.dp import DPConfig, simulate
-    runs = {p: simulate(DPConfig(num_workers=6, pool_size=12, num_steps=80, policy=p),
-                        seeds=range(4), progress=False).metrics["avg_imbalance_tokens"]
-            for p in ("power_of_two", "jsq_tokens")}
+
+    runs = {
+        p: simulate(
+            DPConfig(num_workers=6, pool_size=12, num_steps=80, policy=p), seeds=range(4), progress=False
+        ).metrics["avg_imbalance_tokens"]
+        for p in ("power_of_two", "jsq_tokens")
+    }
     assert not np.array_equal(runs["power_of_two"], runs["jsq_tokens"])
 
 
 def test_unregistered_policy_is_refused_and_key_tracks_user_code():
     from jaxsched.dp import DPConfig, make_params
     from jaxsched.results import run_key, user_policy_code
+
     ex = _example("power_of_two")
     ex.register()
     try:
         cfg = DPConfig(policy="my_power_of_two", num_steps=10)
         k1 = run_key("dp", cfg, make_params(cfg), [0])
-        register_policy("dp", "my_power_of_two",
-                        lambda config, params, obs: ex.my_power_of_two(config, params, obs),
-                        "the same, wrapped", replace=True)
+        register_policy(
+            "dp",
+            "my_power_of_two",
+            lambda config, params, obs: ex.my_power_of_two(config, params, obs),
+            "the same, wrapped",
+            replace=True,
+        )
         assert run_key("dp", cfg, make_params(cfg), [0]) != k1
         builtin = DPConfig(policy="power_of_two", num_steps=10)
         assert user_policy_code("dp", builtin) == {}

@@ -1,4 +1,5 @@
 """Results files: atomic CSV rows, read back, resumed by key."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,7 +13,7 @@ def test_results_file_resumes_by_key(tmp_path):
     assert first.rows == [] and first.done == set()
     first.append({"key": "a", "x": 1.5, "n": 3})
     first.append({"key": "b", "x": 0.1})
-    (tmp_path / ".r.csv.123.tmp").write_text("torn")          # an interrupted write
+    (tmp_path / ".r.csv.123.tmp").write_text("torn")  # an interrupted write
     again = ResultsFile(path, "key")
     assert again.done == {"a", "b"} and not list(tmp_path.glob(".r.csv.*"))
     assert again.rows[0] == {"key": "a", "x": "1.5", "n": "3"}  # floats as repr, exact
@@ -35,6 +36,7 @@ def test_metric_values_are_never_truncated():
     from jaxsched.engine import Metric
     from jaxsched.offline.metrics import METRICS
     from jaxsched.results import metric_value
+
     assert metric_value(35.0, Metric("steps", "a count of steps")) == 35
     assert isinstance(metric_value(35.0, Metric("steps", "a count of steps")), int)
     # A mean number of steps is not whole, and a fraction is kept even where a metric's unit

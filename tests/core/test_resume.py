@@ -2,6 +2,7 @@
 
 A sweep rerun into an existing file keeps the rows whose key matches and adds rows for
 anything else; each case below changes one setting and must add rows, computed anew."""
+
 from __future__ import annotations
 
 import csv
@@ -15,8 +16,22 @@ from jaxsched.dp import DPConfig, make_params
 from jaxsched.results import run_key
 from jaxsched.sweep import run_sweep
 
-BASE = ["sweep", "--axis", "policy=fcfs", "--set", "num_workers=2", "--set", "slots_per_worker=4",
-        "--set", "pool_size=4", "--steps", "30", "--seeds", "2", "--quiet"]
+BASE = [
+    "sweep",
+    "--axis",
+    "policy=fcfs",
+    "--set",
+    "num_workers=2",
+    "--set",
+    "slots_per_worker=4",
+    "--set",
+    "pool_size=4",
+    "--steps",
+    "30",
+    "--seeds",
+    "2",
+    "--quiet",
+]
 
 
 def _rows(path: Path) -> list[dict]:
@@ -24,23 +39,25 @@ def _rows(path: Path) -> list[dict]:
 
 
 def _trace(path: Path, scale: int) -> Path:
-    path.write_text("prompt,output\n" + "\n".join(f"{10 * scale + i},{1 + (i * scale) % 7}"
-                                                  for i in range(40)))
+    path.write_text("prompt,output\n" + "\n".join(f"{10 * scale + i},{1 + (i * scale) % 7}" for i in range(40)))
     return path
 
 
-@pytest.mark.parametrize("first, second", [
-    (["--steps", "30"], ["--steps", "80"]),
-    (["--semantics", "paper"], ["--semantics", "theory"]),
-    (["--workload", "burstgpt_like"], ["--workload", "bivariate_normal"]),
-    (["--set", "per_token_s=0.001"], ["--set", "per_token_s=0.002"]),
-    (["--seed-start", "0"], ["--seed-start", "1"]),
-])
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        (["--steps", "30"], ["--steps", "80"]),
+        (["--semantics", "paper"], ["--semantics", "theory"]),
+        (["--workload", "burstgpt_like"], ["--workload", "bivariate_normal"]),
+        (["--set", "per_token_s=0.001"], ["--set", "per_token_s=0.002"]),
+        (["--seed-start", "0"], ["--seed-start", "1"]),
+    ],
+)
 def test_a_changed_setting_adds_rows_never_returns_old_ones(first, second, tmp_path):
     out = tmp_path / "s.csv"
     one = _sweep(first, out)
     assert len(one) == 1
-    assert _sweep(first, out) == one             # same settings: resumed, nothing added
+    assert _sweep(first, out) == one  # same settings: resumed, nothing added
     _changed(one, _sweep(second, out))
 
 
@@ -48,7 +65,7 @@ def test_a_trace_is_known_by_its_content(tmp_path):
     out, trace = tmp_path / "s.csv", _trace(tmp_path / "t.csv", 1)
     one = _sweep(["--trace", str(trace)], out)
     assert _sweep(["--trace", str(trace)], out) == one
-    _trace(trace, 3)                             # same path, other lengths
+    _trace(trace, 3)  # same path, other lengths
     _changed(one, _sweep(["--trace", str(trace)], out))
 
 
@@ -83,13 +100,20 @@ def test_key_covers_every_config_and_params_field_and_the_version(monkeypatch):
     par = make_params(cfg)
     base = run_key("dp", cfg, par, [0, 1])
     import dataclasses
-    for f, v in [("semantics", "theory"), ("lookahead_decay", 0.5), ("delay_bins", 256),
-                 ("burn_in_steps", 3), ("bfio_kernel", "ms_lf"), ("num_steps", 31)]:
+
+    for f, v in [
+        ("semantics", "theory"),
+        ("lookahead_decay", 0.5),
+        ("delay_bins", 256),
+        ("burn_in_steps", 3),
+        ("bfio_kernel", "ms_lf"),
+        ("num_steps", 31),
+    ]:
         other = dataclasses.replace(cfg, **{f: v})
         assert run_key("dp", other, make_params(other), [0, 1]) != base, f
     for k, v in [("step_const_s", 0.03), ("max_power_w", 500.0), ("power_exponent", 2.0)]:
         assert run_key("dp", cfg, make_params(cfg, **{k: v}), [0, 1]) != base, k
-    assert run_key("dp", cfg, par, [0, 1]) == base          # and it is deterministic
+    assert run_key("dp", cfg, par, [0, 1]) == base  # and it is deterministic
     monkeypatch.setattr(jaxsched, "__version__", "9.9.9")
     assert run_key("dp", cfg, par, [0, 1]) != base
 

@@ -5,6 +5,7 @@ alarm has probability ~1e-9 per check, and the inputs are fixed, so nothing can 
 the checks are sharp enough to reject a broken mixer: `test_checks_reject_weak_mixers` swaps
 `mix32` for the identity and for single-round mixers and asserts that the same checks fail.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,8 @@ import pytest
 
 from jaxsched import rng
 
-Z = 6.0          # standard errors allowed for every statistic
-N = 1 << 20      # ~1e6 draws per check
+Z = 6.0  # standard errors allowed for every statistic
+N = 1 << 20  # ~1e6 draws per check
 IDS = np.arange(N, dtype=np.int32)
 
 
@@ -126,8 +127,7 @@ def test_uniform_marginal_mean_variance_bins_ks(seed: int) -> None:
     assert uniform_violations(_u(seed, IDS)) == []
 
 
-@pytest.mark.parametrize("stream,sub", [(rng.STREAM_OUTPUT, 0), (rng.STREAM_INDEX, 0),
-                                        (rng.STREAM_PROMPT, 5)])
+@pytest.mark.parametrize("stream,sub", [(rng.STREAM_OUTPUT, 0), (rng.STREAM_INDEX, 0), (rng.STREAM_PROMPT, 5)])
 def test_uniform_marginal_other_streams(stream: int, sub: int) -> None:
     assert uniform_violations(_u(11, IDS, stream, sub)) == []
 
@@ -191,8 +191,14 @@ def test_independent_across_consecutive_ids() -> None:
 
 
 def test_independent_across_streams_and_subs() -> None:
-    streams = (rng.STREAM_PROMPT, rng.STREAM_OUTPUT, rng.STREAM_MIX, rng.STREAM_PRED,
-               rng.STREAM_CLASSIFIER, rng.STREAM_INDEX)
+    streams = (
+        rng.STREAM_PROMPT,
+        rng.STREAM_OUTPUT,
+        rng.STREAM_MIX,
+        rng.STREAM_PRED,
+        rng.STREAM_CLASSIFIER,
+        rng.STREAM_INDEX,
+    )
     draws = {(s, 0): _u(4, IDS, s) for s in streams}
     draws[(rng.STREAM_PROMPT, 1)] = _u(4, IDS, rng.STREAM_PROMPT, 1)
     draws[(rng.STREAM_PROMPT, 63)] = _u(4, IDS, rng.STREAM_PROMPT, 63)
@@ -230,8 +236,13 @@ def test_checks_reject_weak_mixers(monkeypatch: pytest.MonkeyPatch, mixer: str) 
         x = jnp.asarray(x).astype(jnp.uint32)
         return (x ^ (x >> 16)) * np.uint32(0x7FEB352D)
 
-    monkeypatch.setattr(rng, "mix32", {"identity": identity, "one_multiply": one_multiply,
-                                       "xorshift_only": xorshift_only, "one_round": one_round}[mixer])
+    monkeypatch.setattr(
+        rng,
+        "mix32",
+        {"identity": identity, "one_multiply": one_multiply, "xorshift_only": xorshift_only, "one_round": one_round}[
+            mixer
+        ],
+    )
     assert all_violations(1 << 18) != []
 
 
@@ -245,12 +256,12 @@ def test_normal_pair_moments_and_tails() -> None:
     assert np.all(np.isfinite(z1)) and np.all(np.isfinite(z2))
     n = N
     for z in (z1, z2):
-        assert abs(z.mean()) < Z / math.sqrt(n)                        # sd 1/sqrt(n)
-        assert abs(z.var() - 1) < Z * math.sqrt(2 / n)                   # Var(z^2) = 2
+        assert abs(z.mean()) < Z / math.sqrt(n)  # sd 1/sqrt(n)
+        assert abs(z.var() - 1) < Z * math.sqrt(2 / n)  # Var(z^2) = 2
         skew = float(np.mean(z**3))
-        assert abs(skew) < Z * math.sqrt(15 / n)                        # Var(z^3) = 15
+        assert abs(skew) < Z * math.sqrt(15 / n)  # Var(z^3) = 15
         kurt = float(np.mean(z**4) / np.mean(z**2) ** 2)
-        assert abs(kurt - 3) < Z * math.sqrt(24 / n)                    # sample kurtosis: sd sqrt(24/n)
+        assert abs(kurt - 3) < Z * math.sqrt(24 / n)  # sample kurtosis: sd sqrt(24/n)
         for t, p in ((1.0, 0.31731050786291415), (2.0, 0.04550026389635842), (3.0, 0.0026997960632601866)):
             frac = float(np.mean(np.abs(z) > t))
             assert abs(frac - p) < Z * math.sqrt(p * (1 - p) / n), (t, frac)
@@ -299,11 +310,13 @@ def test_hash_matches_documented_lowbias32_chain() -> None:
         got = np.asarray(rng.hash3(s, IDS, rng.STREAM_OUTPUT * 64 + 3), np.uint32)
         assert np.array_equal(got, _hash3_np(s, IDS, rng.STREAM_OUTPUT * 64 + 3))
     u = np.asarray(rng.uniform(42, IDS[:1000], rng.STREAM_MIX, 2))
-    want = ((_hash3_np(42, IDS[:1000], rng.STREAM_MIX * 64 + 2) >> np.uint32(8)).astype(np.float32)
-            * np.float32(2.0**-24))
+    want = (_hash3_np(42, IDS[:1000], rng.STREAM_MIX * 64 + 2) >> np.uint32(8)).astype(np.float32) * np.float32(
+        2.0**-24
+    )
     assert np.array_equal(u, want)
-    assert np.array_equal(np.asarray(rng.mix32(jnp.arange(1000, dtype=jnp.uint32))),
-                          _lowbias32_np(np.arange(1000, dtype=np.uint32)))
+    assert np.array_equal(
+        np.asarray(rng.mix32(jnp.arange(1000, dtype=jnp.uint32))), _lowbias32_np(np.arange(1000, dtype=np.uint32))
+    )
 
 
 def test_same_inputs_give_same_bits_eager_jit_vmap_and_scalar() -> None:
@@ -334,8 +347,12 @@ def test_same_inputs_give_same_bits_eager_jit_vmap_and_scalar() -> None:
 def test_different_inputs_give_different_draws() -> None:
     ids = jnp.arange(4096, dtype=jnp.int32)
     base = np.asarray(rng.uniform(5, ids, rng.STREAM_PROMPT))
-    for other in (rng.uniform(6, ids, rng.STREAM_PROMPT), rng.uniform(5, ids + 1, rng.STREAM_PROMPT),
-                  rng.uniform(5, ids, rng.STREAM_OUTPUT), rng.uniform(5, ids, rng.STREAM_PROMPT, 1)):
+    for other in (
+        rng.uniform(6, ids, rng.STREAM_PROMPT),
+        rng.uniform(5, ids + 1, rng.STREAM_PROMPT),
+        rng.uniform(5, ids, rng.STREAM_OUTPUT),
+        rng.uniform(5, ids, rng.STREAM_PROMPT, 1),
+    ):
         # two independent 24-bit streams agree on ~4096 / 2^24 positions
         assert np.mean(np.asarray(other) == base) < 0.01
 

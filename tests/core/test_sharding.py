@@ -3,6 +3,7 @@
 The test runs in a subprocess with two forced host CPU devices (XLA_FLAGS must be set before
 JAX starts, and library code never sets it).
 """
+
 from __future__ import annotations
 
 import os
@@ -79,9 +80,33 @@ def _cli_run(tmp_path, devices: str) -> tuple[str, list[str]]:
     out = tmp_path / f"run{devices}.csv"
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env.update(JAXSCHED_CPU_DEVICES=devices, JAX_PLATFORMS="cpu")
-    r = subprocess.run([sys.executable, "-c", CLI_SCRIPT, "run", "--G", "4", "--B", "8", "--R", "8",
-                        "--steps", "200", "--seeds", "3", "--policies", "fcfs,jsq_tokens", "--quiet",
-                        "--out", str(out)], env=env, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CLI_SCRIPT,
+            "run",
+            "--G",
+            "4",
+            "--B",
+            "8",
+            "--R",
+            "8",
+            "--steps",
+            "200",
+            "--seeds",
+            "3",
+            "--policies",
+            "fcfs,jsq_tokens",
+            "--quiet",
+            "--out",
+            str(out),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     rows = out.read_text().splitlines()
     header = rows[0].split(",")
@@ -101,6 +126,7 @@ def test_command_line_uses_every_core_and_matches_one_device(tmp_path):
 def test_device_count_setting():
     from jaxsched import ConfigError
     from jaxsched.cli.devices import FLAG, requested_devices, use_every_core
+
     assert requested_devices({"JAXSCHED_CPU_DEVICES": "3"}) == 3
     assert requested_devices({}) >= 1
     for bad in ("0", "-1", "two", "1025", ""):

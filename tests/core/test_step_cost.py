@@ -1,5 +1,6 @@
 """benchmarks/step_cost.py counts the kernels of an optimized HLO module: fusions as one, the
 bodies of fusions and reductions not at all, free opcodes never, copies by name."""
+
 from __future__ import annotations
 
 import jax
@@ -46,14 +47,15 @@ def test_count_ops_reads_a_compiled_module():
 
     text = jax.jit(f).lower(jnp.ones(16)).compile().as_text()
     ops = count_ops(text)
-    assert ops["while"] == 1 and ops["fusion"] >= 3    # the body's kernels and the sum
+    assert ops["while"] == 1 and ops["fusion"] >= 3  # the body's kernels and the sum
     assert not set(ops) & {"parameter", "constant", "tuple", "get-tuple-element"}
-    body = count_ops(text, loop_body(text))         # one iteration: c * 2 + 1 and i + 1
+    body = count_ops(text, loop_body(text))  # one iteration: c * 2 + 1 and i + 1
     assert body["fusion"] >= 1 and "while" not in body and sum(body.values()) < sum(ops.values())
 
 
 def test_step_cost_of_the_toy_engine():
     from tests import toy_engine
+
     row = step_cost(toy_engine.ENGINE, seeds=4)
     assert row["engine"] == "toy" and row["seeds"] == 4
     assert row["ops_per_step"] >= 1 and 0 <= row["copies"] <= row["ops_per_step"]

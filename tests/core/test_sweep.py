@@ -1,4 +1,5 @@
 """Sweeps: grid expansion, memory-budgeted chunks, atomic rows, resume after an interruption."""
+
 from __future__ import annotations
 
 import csv
@@ -41,8 +42,7 @@ def test_rows_match_direct_runs(tmp_path):
     out = run_sweep(BASE, AXES, range(3), tmp_path / "s.csv", progress=False)
     rows = _rows(out)
     assert len(rows) == 8 and len({r["point"] for r in rows}) == 8
-    r = next(r for r in rows if r["policy"] == "bfio" and r["num_workers"] == "3"
-             and float(r["step_const_s"]) == 0.02)
+    r = next(r for r in rows if r["policy"] == "bfio" and r["num_workers"] == "3" and float(r["step_const_s"]) == 0.02)
     cfg = js.dp.DPConfig(num_workers=3, slots_per_worker=4, pool_size=4, num_steps=60, policy="bfio")
     m = simulate(cfg, js.dp.make_params(cfg, step_const_s=0.02), range(3)).metrics
     assert float(r["throughput_tokens_per_s_mean"]) == pytest.approx(m["throughput_tokens_per_s"].mean(), rel=1e-12)
@@ -68,14 +68,15 @@ def test_resume_skips_finished_points_and_never_duplicates(tmp_path):
     run_sweep(BASE, AXES, range(2), out, progress=False, on_point=lambda n, row: ran.append(row["point"]))
     rows = _rows(out)
     assert len(ran) == 5 and len(rows) == 8 and len({r["point"] for r in rows}) == 8
-    assert rows[:3] == first                     # finished rows are kept as they were
+    assert rows[:3] == first  # finished rows are kept as they were
     assert not set(ran) & {r["point"] for r in first}
 
 
 def test_chunked_seeds_give_identical_rows(tmp_path):
     a = _rows(run_sweep(BASE, {"policy": ["bfio"]}, range(5), tmp_path / "a.csv", progress=False))
-    b = _rows(run_sweep(BASE, {"policy": ["bfio"]}, range(5), tmp_path / "b.csv", progress=False,
-                        memory_budget_mb=1e-3))  # one seed per chunk
+    b = _rows(
+        run_sweep(BASE, {"policy": ["bfio"]}, range(5), tmp_path / "b.csv", progress=False, memory_budget_mb=1e-3)
+    )  # one seed per chunk
     drop = lambda r: {k: v for k, v in r.items() if k != "wall_s"}
     assert [drop(r) for r in a] == [drop(r) for r in b]
     assert seeds_for_budget(ENGINE, BASE, 1e-3) == 1 and seeds_for_budget(ENGINE, BASE, 1024) > 1000
@@ -88,7 +89,8 @@ def test_resume_after_sigkill(tmp_path):
         "from jaxsched.sweep import run_sweep\n"
         "base = js.dp.DPConfig(num_workers=2, slots_per_worker=4, pool_size=4, num_steps=400)\n"
         f"run_sweep(base, {{'policy': ['fcfs', 'bfio'], "
-        f"'num_workers': [2, 3, 4]}}, range(2), {str(out)!r}, progress=False)\n")
+        f"'num_workers': [2, 3, 4]}}, range(2), {str(out)!r}, progress=False)\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.time() + 120
     while time.time() < deadline and (not out.exists() or len(_rows(out)) < 2):
@@ -98,12 +100,11 @@ def test_resume_after_sigkill(tmp_path):
     killed = _rows(out)
     assert 2 <= len(killed) < 6
     base = js.dp.DPConfig(num_workers=2, slots_per_worker=4, pool_size=4, num_steps=400)
-    run_sweep(base, {"policy": ["fcfs", "bfio"], "num_workers": [2, 3, 4]},
-              range(2), out, progress=False)
+    run_sweep(base, {"policy": ["fcfs", "bfio"], "num_workers": [2, 3, 4]}, range(2), out, progress=False)
     rows = _rows(out)
     assert len(rows) == 6 and len({r["point"] for r in rows}) == 6
-    assert rows[:len(killed)] == killed
-    assert not list(tmp_path.glob(".k.csv.*"))   # no temporary file left behind... once resumed
+    assert rows[: len(killed)] == killed
+    assert not list(tmp_path.glob(".k.csv.*"))  # no temporary file left behind... once resumed
 
 
 def test_point_label_is_canonical():
@@ -125,8 +126,14 @@ KV_BASE = kv.KVConfig(num_requests=60, table_size=64)
 def test_kv_sweep_rows_match_direct_runs(tmp_path):
     # The same runner sweeps the kv engine: Config fields and make_params keywords as axes,
     # shared params keywords, and one row per point equal to a direct run.
-    out = run_sweep(KV_BASE, {"policy": ["wait", "fcfs"], "capacity_tokens": [5000, 20000]}, range(2),
-                    tmp_path / "kv.csv", params=dict(rates=(500.0, 500.0)), progress=False)
+    out = run_sweep(
+        KV_BASE,
+        {"policy": ["wait", "fcfs"], "capacity_tokens": [5000, 20000]},
+        range(2),
+        tmp_path / "kv.csv",
+        params=dict(rates=(500.0, 500.0)),
+        progress=False,
+    )
     rows = _rows(out)
     assert len(rows) == 4 and {r["policy"] for r in rows} == {"wait", "fcfs"}
     r = next(r for r in rows if r["policy"] == "fcfs" and r["capacity_tokens"] == "5000")
@@ -140,13 +147,33 @@ def test_kv_sweep_rows_match_direct_runs(tmp_path):
 
 def test_cli_sweep_kv(tmp_path, capsys):
     from jaxsched.cli import main
+
     out = tmp_path / "kv.csv"
-    assert main(["sweep", "--engine", "kv", "--axis", "policy=fcfs,wait", "--set", "num_requests=40",
-                 "--set", "table_size=64", "--set", "rates=[400,400]", "--seeds", "2",
-                 "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--engine",
+                "kv",
+                "--axis",
+                "policy=fcfs,wait",
+                "--set",
+                "num_requests=40",
+                "--set",
+                "table_size=64",
+                "--set",
+                "rates=[400,400]",
+                "--seeds",
+                "2",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert [r["policy"] for r in _rows(out)] == ["fcfs", "wait"]
-    assert main(["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--steps", "9",
-                 "--out", str(out)]) == 2
+    assert main(["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--steps", "9", "--out", str(out)]) == 2
     assert "--num-steps apply to the dp engine only" in capsys.readouterr().err
 
 
@@ -155,9 +182,20 @@ def test_cli_sweep_takes_old_field_names(tmp_path, capsys):
     # flags or in a --config file, take the old name and mean the new one.
     from jaxsched.cli import main
     from jaxsched.cli.sweep import renamed_fields
+
     assert renamed_fields("kv") == {"max_epochs": "max_steps"}
-    common = ["sweep", "--engine", "kv", "--set", "num_requests=40", "--set", "table_size=64",
-              "--seeds", "1", "--quiet"]
+    common = [
+        "sweep",
+        "--engine",
+        "kv",
+        "--set",
+        "num_requests=40",
+        "--set",
+        "table_size=64",
+        "--seeds",
+        "1",
+        "--quiet",
+    ]
     old, new = tmp_path / "old.csv", tmp_path / "new.csv"
     assert main([*common, "--axis", "max_epochs=5000", "--out", str(old)]) == 0
     assert main([*common, "--axis", "max_steps=5000", "--out", str(new)]) == 0
@@ -166,16 +204,19 @@ def test_cli_sweep_takes_old_field_names(tmp_path, capsys):
     assert r_old["max_steps"] == "5000" and "max_epochs" not in r_old
     # The same point from a --config file with the old name: resumed, no new row.
     conf = tmp_path / "c.toml"
-    conf.write_text('engine = "kv"\naxis = ["policy=wait"]\nseeds = 1\nquiet = true\n'
-                    'set = ["num_requests=40", "table_size=64", "max_epochs=5000"]\n')
+    conf.write_text(
+        'engine = "kv"\naxis = ["policy=wait"]\nseeds = 1\nquiet = true\n'
+        'set = ["num_requests=40", "table_size=64", "max_epochs=5000"]\n'
+    )
     assert main(["sweep", "--config", str(conf), "--out", str(new)]) == 0
     assert len(_rows(new)) == 1
     capsys.readouterr()
-    assert main([*common, "--set", "max_steps=9", "--set", "max_epochs=9", "--axis",
-                 "policy=wait", "--out", str(new)]) == 2
+    assert (
+        main([*common, "--set", "max_steps=9", "--set", "max_epochs=9", "--axis", "policy=wait", "--out", str(new)])
+        == 2
+    )
     assert "'max_epochs' is given twice (as 'max_steps'" in capsys.readouterr().err
-    assert main([*common, "--set", "max_steps=9", "--axis", "max_epochs=9",
-                 "--out", str(new)]) == 2
+    assert main([*common, "--set", "max_steps=9", "--axis", "max_epochs=9", "--out", str(new)]) == 2
     assert "also fixed by --set" in capsys.readouterr().err
 
 
@@ -184,8 +225,14 @@ def test_points_of_one_config_with_other_param_shapes_run_apart(tmp_path):
     # into one simulate_points call: the sweep runs them one by one, as before buckets.
     from jaxsched.budget import BudgetConfig
     from jaxsched.sweep import run_sweep
-    out = run_sweep(BudgetConfig(horizon_s=5.0, table_size=256),
-                    {"rates": [(5.0,), ((5.0,), (8.0,))]}, range(2), tmp_path / "s.csv",
-                    params={"period_s": 2.0}, progress=False)
+
+    out = run_sweep(
+        BudgetConfig(horizon_s=5.0, table_size=256),
+        {"rates": [(5.0,), ((5.0,), (8.0,))]},
+        range(2),
+        tmp_path / "s.csv",
+        params={"period_s": 2.0},
+        progress=False,
+    )
     rows = out.read_text().splitlines()
     assert len(rows) == 3

@@ -3,6 +3,7 @@
 Statistical tolerances are Z = 6 standard errors of the statistic at the sample size used,
 unless the brief of the statistic is a relative match to a published number (BurstGPT).
 """
+
 from __future__ import annotations
 
 import math
@@ -273,6 +274,7 @@ def test_read_burstgpt_8000() -> None:
 
 def test_read_azure_conv() -> None:
     import csv
+
     path = _need(AZURE)
     tr = read_trace(path)
     with path.open(newline="") as f:
@@ -296,10 +298,13 @@ def _write(tmp_path: Path, text: str, name: str = "t.csv") -> Path:
 
 
 def test_read_burstgpt_real_layout(tmp_path: Path) -> None:
-    p = _write(tmp_path, "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
-                         "5,ChatGPT,472,18,490,Conversation log\n"
-                         "45,ChatGPT,1087,3,1090,API log\n"
-                         "118,GPT-4,417,392,809,Conversation log\n")
+    p = _write(
+        tmp_path,
+        "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+        "5,ChatGPT,472,18,490,Conversation log\n"
+        "45,ChatGPT,1087,3,1090,API log\n"
+        "118,GPT-4,417,392,809,Conversation log\n",
+    )
     tr = read_trace(p, order="sequential")
     assert tr.prompt.tolist() == [472, 1087, 417] and tr.output.tolist() == [18, 3, 392]
     assert tr.name == "t"
@@ -307,8 +312,10 @@ def test_read_burstgpt_real_layout(tmp_path: Path) -> None:
 
 def test_read_azure_layout_with_crlf(tmp_path: Path) -> None:
     p = tmp_path / "az.csv"
-    p.write_bytes(b"TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
-                  b"2023-11-16 18:15:46.6805900,374,44\r\n2023-11-16 18:15:50.9951690,396,109")
+    p.write_bytes(
+        b"TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
+        b"2023-11-16 18:15:46.6805900,374,44\r\n2023-11-16 18:15:50.9951690,396,109"
+    )
     tr = read_trace(p, order="sequential")
     assert tr.prompt.tolist() == [374, 396] and tr.output.tolist() == [44, 109]
 
@@ -336,8 +343,10 @@ BAD_FILES = {
     "blank_lines_only": ("\n  \n\n", [r"is empty"]),
     "header_only": (HEADER, [r"header but no data rows"]),
     "plain_header_only": ("prompt,output\n", [r"header but no data rows"]),
-    "missing_columns": ("a,b,c\n1,2,3\n4,5,6\n", [r"missing columns", r"Request tokens",
-                                                  r"input_tokens", r"ContextTokens"]),
+    "missing_columns": (
+        "a,b,c\n1,2,3\n4,5,6\n",
+        [r"missing columns", r"Request tokens", r"input_tokens", r"ContextTokens"],
+    ),
     "non_numeric": (HEADER + "10,2\n20,abc\n", [r"line 3", r"output", r"'abc'"]),
     "nan": (HEADER + "10,2\nnan,3\n", [r"line 3", r"prompt", r"'nan'"]),
     "inf": (HEADER + "inf,2\n", [r"line 2", r"prompt", r"'inf'"]),

@@ -1,4 +1,5 @@
 """The dp benchmark's own arithmetic: state bytes, the bandwidth probe, cost ratios, step counts."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,17 +29,36 @@ def test_state_bytes_count_every_slot_and_pool_field():
 
 def test_bandwidth_probe_is_a_plausible_rate():
     bw = measure_bandwidth(1 << 20, repeats=2)
-    assert np.isfinite(bw) and 1e8 < bw < 1e13          # between 0.1 GB/s and 10 TB/s
+    assert np.isfinite(bw) and 1e8 < bw < 1e13  # between 0.1 GB/s and 10 TB/s
 
 
 def _row(policy, G, seeds, rate):
-    return EngineRow(policy, G, bench_dp.B, bench_dp.POOL[G], seeds, 10, 1.0, 1.0, 0.0, rate,
-                     rate * G * bench_dp.B, 0.0, 1000, rate * 1000)
+    return EngineRow(
+        policy,
+        G,
+        bench_dp.B,
+        bench_dp.POOL[G],
+        seeds,
+        10,
+        1.0,
+        1.0,
+        0.0,
+        rate,
+        rate * G * bench_dp.B,
+        0.0,
+        1000,
+        rate * 1000,
+    )
 
 
 def test_cost_ratios_pair_each_policy_with_fcfs_at_the_same_shape_and_seeds():
-    rows = [_row("fcfs", 16, 1024, 200.0), _row("bfio", 16, 1024, 80.0),
-            _row("fcfs", 16, 64, 100.0), _row("bfio", 16, 64, 100.0), _row("bfio", 32, 64, 5.0)]
+    rows = [
+        _row("fcfs", 16, 1024, 200.0),
+        _row("bfio", 16, 1024, 80.0),
+        _row("fcfs", 16, 64, 100.0),
+        _row("bfio", 16, 64, 100.0),
+        _row("bfio", 32, 64, 5.0),
+    ]
     got = {(c["policy"], c["G"], c["seeds"]): c["cost_vs_fcfs"] for c in policy_cost_ratios(rows)}
     assert got == {("bfio", 16, 1024): pytest.approx(2.5), ("bfio", 16, 64): pytest.approx(1.0)}
 
@@ -47,7 +67,7 @@ def test_unlisted_seed_counts_keep_the_nearest_listed_seed_steps():
     assert full_steps("bfio", 16, 1024) == bench_dp.FULL_STEPS[("bfio", 16)][1024]
     assert full_steps("bfio", 16, 2048) == bench_dp.FULL_STEPS[("bfio", 16)][1024] // 2
     assert full_steps("fcfs", 16, 2) == bench_dp.FULL_STEPS[("fcfs", 16)][1] // 2
-    assert full_steps("fcfs", 32, 10 ** 6) == 50
+    assert full_steps("fcfs", 32, 10**6) == 50
 
 
 def test_cost_table_shows_the_interleaved_ratio_beside_the_sequential_one():
@@ -72,10 +92,12 @@ def test_shapes_option_rejects_an_untabled_worker_count_before_running():
 
 
 def test_environment_line_names_an_accelerator_but_not_the_cpu():
-    env = dict(date="D", jax="J", backend="cpu", device_kind="cpu", cpu_count=2, machine="x86_64",
-               loadavg_at_start=[0.5])
-    assert bench_dp.environment_line(env) == ("D; jax J on cpu (2 CPUs, x86_64), load average at "
-                                              "start [0.5]; valley fill xla")
+    env = dict(
+        date="D", jax="J", backend="cpu", device_kind="cpu", cpu_count=2, machine="x86_64", loadavg_at_start=[0.5]
+    )
+    assert bench_dp.environment_line(env) == (
+        "D; jax J on cpu (2 CPUs, x86_64), load average at start [0.5]; valley fill xla"
+    )
     assert bench_dp.environment_line({**env, "valley_fill": "native"}).endswith("valley fill native")
     gpu = dict(env, backend="gpu", device_kind="NVIDIA H100 80GB HBM3", cpu_count=16)
     assert "on gpu (NVIDIA H100 80GB HBM3; 16 CPUs, x86_64)" in bench_dp.environment_line(gpu)

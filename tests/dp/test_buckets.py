@@ -4,6 +4,7 @@ and trajectories of the unpadded run, and a sweep over sizes compiles once per b
 The padded runs of one test share one bucket config, so they also share one compiled
 program (`simulate_points`), the way a sweep runs them.
 """
+
 from __future__ import annotations
 
 import csv
@@ -30,8 +31,7 @@ SIZES = ("num_workers", "slots_per_worker", "pool_size")
 def _same_runs(configs: list[DPConfig], capacity: dict, seeds=(0, 1, 2), **params_kw) -> None:
     """Every config alone equals the same config padded into `capacity`, all padded runs in one
     simulate_points call: metrics bitwise, trajectories on the run's own workers."""
-    alone = [simulate(c, make_params(c, **params_kw), seeds, warn=False, record=True)
-             for c in configs]
+    alone = [simulate(c, make_params(c, **params_kw), seeds, warn=False, record=True) for c in configs]
     padded = [ENGINE.pad(c, make_params(c, **params_kw), capacity) for c in configs]
     bucket = padded[0][0]
     assert all(b == bucket for b, _ in padded)
@@ -41,8 +41,8 @@ def _same_runs(configs: list[DPConfig], capacity: dict, seeds=(0, 1, 2), **param
             assert np.array_equal(a.metrics[k], b.metrics[k]), (c, k, a.metrics[k], b.metrics[k])
         for k, v in a.trajectories.items():
             w = b.trajectories[k]
-            if v.ndim == 3:                       # per-worker rows: the run's own workers
-                w = w[..., :c.num_workers]
+            if v.ndim == 3:  # per-worker rows: the run's own workers
+                w = w[..., : c.num_workers]
             assert np.array_equal(v, w), (c, k)
 
 
@@ -52,29 +52,49 @@ POLICIES = list(DP_POLICIES)
 # Every policy in the paper's semantics and three in the theory's run by default; the rest of
 # the matrix with -m slow (each case compiles three programs).
 _THEORY_DEFAULT = ("fcfs", "round_robin", "bfio", "power_of_two")
-CASES = [pytest.param(p, sem, marks=() if sem == "paper" or p in _THEORY_DEFAULT
-                      else pytest.mark.slow)
-         for sem in ("paper", "theory") for p in POLICIES]
+CASES = [
+    pytest.param(p, sem, marks=() if sem == "paper" or p in _THEORY_DEFAULT else pytest.mark.slow)
+    for sem in ("paper", "theory")
+    for p in POLICIES
+]
 
 
 @pytest.mark.parametrize("policy, semantics", CASES)
 def test_padded_equals_unpadded(policy, semantics):
     # Sizes inside the bucket (7, 12, 10) on every axis, odd and even, one a power of two.
-    configs = [DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy,
-                        semantics=semantics, num_steps=60)
-               for G, B, R in [(3, 5, 7), (6, 12, 4)]]
+    configs = [
+        DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, semantics=semantics, num_steps=60)
+        for G, B, R in [(3, 5, 7), (6, 12, 4)]
+    ]
     _same_runs(configs, dict(num_workers=7, slots_per_worker=12, pool_size=10))
 
 
-@pytest.mark.parametrize("predictor", [pytest.param("oracle", marks=pytest.mark.slow), "noisy",
-                                       pytest.param("classifier", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "predictor",
+    [pytest.param("oracle", marks=pytest.mark.slow), "noisy", pytest.param("classifier", marks=pytest.mark.slow)],
+)
 def test_padded_lookahead_equals_unpadded(predictor):
     # The lookahead H is a size too: H = 1 and 3 padded into a window of 6 rows (H = 5).
-    configs = [DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy="bfio", lookahead_steps=H,
-                        predictor=predictor, num_steps=60)
-               for G, B, R, H in [(3, 5, 7, 3), (5, 9, 16, 1)]]
-    _same_runs(configs, dict(num_workers=6, slots_per_worker=11, pool_size=16, lookahead_steps=5),
-               noise_lo=0.2, noise_hi=0.4, fp_rate=0.1, fn_rate=0.2)
+    configs = [
+        DPConfig(
+            num_workers=G,
+            slots_per_worker=B,
+            pool_size=R,
+            policy="bfio",
+            lookahead_steps=H,
+            predictor=predictor,
+            num_steps=60,
+        )
+        for G, B, R, H in [(3, 5, 7, 3), (5, 9, 16, 1)]
+    ]
+    _same_runs(
+        configs,
+        dict(num_workers=6, slots_per_worker=11, pool_size=16, lookahead_steps=5),
+        noise_lo=0.2,
+        noise_hi=0.4,
+        fp_rate=0.1,
+        fn_rate=0.2,
+    )
 
 
 @pytest.mark.parametrize("theorem, kernel", [(2, "window"), (3, "window"), (1, "round_lpt")])
@@ -82,16 +102,23 @@ def test_padded_theorem_kernels_equal_unpadded(theorem, kernel):
     # The H = 0 kernels of `check theorems` (window fill, round LPT) in the theory semantics,
     # as its grid builds them: two points of one family padded into one bucket.
     from jaxsched.dp.theorems.grid import Point
-    pts = [Point(theorem, G, B, 20, None if theorem == 1 else 0.1,
-                 drift=(1, 4) if theorem == 3 else (1, 1)) for G, B in [(3, 6), (5, 4)]]
+
+    pts = [
+        Point(theorem, G, B, 20, None if theorem == 1 else 0.1, drift=(1, 4) if theorem == 3 else (1, 1))
+        for G, B in [(3, 6), (5, 4)]
+    ]
     configs = [pt.config("bfio", kernel, 3) for pt in pts]
     cap = {f: max(getattr(c, f) for c in configs) + 1 for f in SIZES}
     _same_runs(configs, cap)
 
 
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(POLICIES), st.sampled_from(["paper", "theory"]),
-       st.tuples(*[st.integers(2, 9)] * 3), st.tuples(*[st.integers(0, 7)] * 3))
+@given(
+    st.sampled_from(POLICIES),
+    st.sampled_from(["paper", "theory"]),
+    st.tuples(*[st.integers(2, 9)] * 3),
+    st.tuples(*[st.integers(0, 7)] * 3),
+)
 def test_padded_equals_unpadded_random(policy, semantics, sizes, extra):
     cfg = DPConfig(**dict(zip(SIZES, sizes)), policy=policy, semantics=semantics, num_steps=40)
     _same_runs([cfg], {f: s + e for f, s, e in zip(SIZES, sizes, extra)})
@@ -105,7 +132,7 @@ def test_pad_refuses_bad_capacity():
     with pytest.raises(ConfigError, match="size fields"):
         ENGINE.pad(cfg, par, dict(num_steps=20))
     with pytest.raises(ConfigError, match="capacity lookahead_steps"):
-        ENGINE.pad(cfg, par, dict(lookahead_steps=2))           # H = 0 is valley fill, H >= 1 lookahead
+        ENGINE.pad(cfg, par, dict(lookahead_steps=2))  # H = 0 is valley fill, H >= 1 lookahead
     with pytest.raises(ConfigError, match="capacity"):
         ENGINE.pad(cfg, par, [8])
     one = DPConfig(num_workers=1, slots_per_worker=8, pool_size=16, num_steps=10)
@@ -123,16 +150,20 @@ def test_bad_bucket_waste_is_one_error(bad, tmp_path):
     with pytest.raises(ConfigError, match="max_waste"):
         check_max_waste(bad)
     with pytest.raises(ConfigError, match="max_waste|buckets"):
-        run_sweep(DPConfig(num_steps=5), {"num_workers": [2, 4]}, [0], tmp_path / "s.csv",
-                  bucket_waste=bad, progress=False)
+        run_sweep(
+            DPConfig(num_steps=5), {"num_workers": [2, 4]}, [0], tmp_path / "s.csv", bucket_waste=bad, progress=False
+        )
     assert not (tmp_path / "s.csv").exists()
 
 
 def test_plan_keeps_waste_and_groups():
     base = DPConfig(num_steps=10)
-    configs = [dataclasses.replace(base, num_workers=G, slots_per_worker=B, policy=p)
-               for p in ("fcfs", "bfio") for G in (1, 4, 8, 12, 16, 24, 32)
-               for B in (16, 32, 48, 64, 96, 128)]
+    configs = [
+        dataclasses.replace(base, num_workers=G, slots_per_worker=B, policy=p)
+        for p in ("fcfs", "bfio")
+        for G in (1, 4, 8, 12, 16, 24, 32)
+        for B in (16, 32, 48, 64, 96, 128)
+    ]
     plan = plan_buckets(ENGINE, configs)
     assert sorted(i for b in plan for i in b.members) == list(range(len(configs)))
     for b in plan:
@@ -142,8 +173,7 @@ def test_plan_keeps_waste_and_groups():
             assert all(getattr(c, f) <= getattr(b.config, f) for f in SIZES)
             assert ENGINE.working_set_bytes(b.config) <= 2 * ENGINE.working_set_bytes(c)
             assert (c.num_workers == 1) == (b.config.num_workers == 1)
-        assert b.padded == any(getattr(configs[i], f) != getattr(b.config, f)
-                               for i in b.members for f in SIZES)
+        assert b.padded == any(getattr(configs[i], f) != getattr(b.config, f) for i in b.members for f in SIZES)
     assert len(plan) < len(configs) // 3
     # Switching policies: FCFS and BF-IO points share buckets, each bucket's config switching.
     switched = plan_buckets(ENGINE, configs, switch=True)
@@ -164,11 +194,16 @@ def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
     axes = {"policy": ["fcfs", "bfio"], "num_workers": [3, 6], "slots_per_worker": [5, 8]}
     n0 = len(_COMPILES)
     bucketed = run_sweep(base, axes, range(3), tmp_path / "b.csv", progress=False)
-    plan = plan_buckets(ENGINE, [dataclasses.replace(base, policy=p, num_workers=g,
-                                                     slots_per_worker=b)
-                                 for p in axes["policy"] for g in axes["num_workers"]
-                                 for b in axes["slots_per_worker"]])
-    assert len(plan) == 2                          # one bucket per policy
+    plan = plan_buckets(
+        ENGINE,
+        [
+            dataclasses.replace(base, policy=p, num_workers=g, slots_per_worker=b)
+            for p in axes["policy"]
+            for g in axes["num_workers"]
+            for b in axes["slots_per_worker"]
+        ],
+    )
+    assert len(plan) == 2  # one bucket per policy
     assert _block_compiles(n0) == len(plan)
     n1 = len(_COMPILES)
     alone = run_sweep(base, axes, range(3), tmp_path / "a.csv", progress=False, buckets=False)
@@ -176,9 +211,8 @@ def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
     rows_b = {r["key"]: r for r in csv.DictReader(open(bucketed))}
     rows_a = {r["key"]: r for r in csv.DictReader(open(alone))}
     n3 = len(_COMPILES)
-    switched = run_sweep(base, axes, range(3), tmp_path / "s.csv", progress=False,
-                         switch_policies=True)
-    assert _block_compiles(n3) == 1                # both policies in one program
+    switched = run_sweep(base, axes, range(3), tmp_path / "s.csv", progress=False, switch_policies=True)
+    assert _block_compiles(n3) == 1  # both policies in one program
     rows_s = {r["key"]: r for r in csv.DictReader(open(switched))}
     assert rows_b.keys() == rows_a.keys() == rows_s.keys() and len(rows_a) == 8
     for k, r in rows_a.items():
@@ -194,11 +228,9 @@ def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
 def test_switched_policies_equal_their_own_programs():
     # One program switching among four policies (padded too), against each policy's own program.
     policies = ("fcfs", "bfio", "jsq_tokens", "round_robin")
-    configs = [DPConfig(num_workers=5, slots_per_worker=7, pool_size=9, policy=p, num_steps=60)
-               for p in policies]
+    configs = [DPConfig(num_workers=5, slots_per_worker=7, pool_size=9, policy=p, num_steps=60) for p in policies]
     alone = [simulate(c, make_params(c), [0, 1], warn=False) for c in configs]
-    runs = [ENGINE.switch(*ENGINE.pad(c, make_params(c), dict(num_workers=6, pool_size=12)),
-                          policies) for c in configs]
+    runs = [ENGINE.switch(*ENGINE.pad(c, make_params(c), dict(num_workers=6, pool_size=12)), policies) for c in configs]
     assert all(c == runs[0][0] for c, _ in runs)
     together = simulate_points(runs[0][0], [p for _, p in runs], [0, 1], warn=False)
     for c, a, b in zip(configs, alone, together):
@@ -206,8 +238,9 @@ def test_switched_policies_equal_their_own_programs():
             assert np.array_equal(a.metrics[k], b.metrics[k]), (c.policy, k)
 
 
-@pytest.mark.parametrize("policy_set", [("fcfs",), ("bfio", "fcfs"), ("fcfs", "fcfs"),
-                                        ("fcfs", "nope"), "fcfs,bfio", (1, 2)])
+@pytest.mark.parametrize(
+    "policy_set", [("fcfs",), ("bfio", "fcfs"), ("fcfs", "fcfs"), ("fcfs", "nope"), "fcfs,bfio", (1, 2)]
+)
 def test_bad_policy_set_is_one_error(policy_set):
     with pytest.raises(ConfigError, match="policy_set"):
         DPConfig(policy="fcfs", policy_set=policy_set)
@@ -223,8 +256,10 @@ def test_simulate_buckets_equals_simulate():
     # Three sizes, two of them padded into one program: each Results is its own run's, with its
     # own config and trajectories of its own shapes.
     from jaxsched.buckets import simulate_buckets
-    configs = [DPConfig(num_workers=G, slots_per_worker=B, pool_size=8, num_steps=40)
-               for G, B in [(4, 6), (3, 6), (1, 6)]]          # G = 1 is never padded
+
+    configs = [
+        DPConfig(num_workers=G, slots_per_worker=B, pool_size=8, num_steps=40) for G, B in [(4, 6), (3, 6), (1, 6)]
+    ]  # G = 1 is never padded
     n0 = len(_COMPILES)
     res = simulate_buckets([(c, make_params(c)) for c in configs], [0, 1], record=True)
     assert _block_compiles(n0) == 2

@@ -31,6 +31,7 @@ Common drift (theory semantics, `DPConfig.drift`): section 4 runs the same compa
 per-step drift trajectory, for every policy with drifts (0, 0), (0, 2), (1, 4) and (1, 1), and
 checks the drift draw itself against the reference's stdlib copy of the counter hash.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,15 +53,23 @@ from tests.reference.dp import drift_uniform, noisy_ohat
 from tests.reference.dp import simulate as reference_simulate
 from tests.reference.dp import step_drift as reference_step_drift
 
-POLICY_VARIANTS: list[tuple[str, int, str]] = (
-    [(p, 0, "oracle") for p in js.dp.POLICIES]
-    + [("bfio", h, pred) for h in (1, 2, 3) for pred in ("oracle", "noisy", "classifier")])
+POLICY_VARIANTS: list[tuple[str, int, str]] = [(p, 0, "oracle") for p in js.dp.POLICIES] + [
+    ("bfio", h, pred) for h in (1, 2, 3) for pred in ("oracle", "noisy", "classifier")
+]
 
-FLOAT_METRICS = ("avg_imbalance_tokens", "avg_gap_tokens", "throughput_tokens_per_s", "tpot_s",
-                 "energy_j", "avg_power_w", "idle_fraction", "makespan_s", "queue_delay_mean_s")
+FLOAT_METRICS = (
+    "avg_imbalance_tokens",
+    "avg_gap_tokens",
+    "throughput_tokens_per_s",
+    "tpot_s",
+    "energy_j",
+    "avg_power_w",
+    "idle_fraction",
+    "makespan_s",
+    "queue_delay_mean_s",
+)
 COUNT_METRICS = ("num_admitted", "num_finished", "cut_step", "num_steps_measured")
-PARAM_FIELDS = ("step_const_s", "per_token_s", "fp_rate", "fn_rate", "idle_power_w", "max_power_w",
-                "power_exponent")
+PARAM_FIELDS = ("step_const_s", "per_token_s", "fp_rate", "fn_rate", "idle_power_w", "max_power_w", "power_exponent")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,6 +99,7 @@ class DrawnLengths:
     stream (the test registers as many rows as the run can reveal), an integer N a finite one.
     Instances with equal fields are equal, so one compiled engine serves every example.
     """
+
     max_prompt: int = 20
     max_output: int = 8
     num_requests: int | None = None
@@ -141,16 +151,19 @@ def check_noisy_predictions(params: js.dp.DPParams, seed: int, output: np.ndarra
     y = output * (1.0 - lo + (lo + hi) * u)
     ambiguous = np.abs(y - np.floor(y) - 0.5) < 1e-5 * np.maximum(y, 1.0)
     bad = np.nonzero((pred_out != expected) & ~ambiguous)[0]
-    assert bad.size == 0, (f"noisy predictions of seed {seed} differ from the spec at ids {bad[:5].tolist()}: "
-                           f"o={output[bad[:5]].tolist()} engine={pred_out[bad[:5]].tolist()} "
-                           f"spec={expected[bad[:5]].tolist()}")
+    assert bad.size == 0, (
+        f"noisy predictions of seed {seed} differ from the spec at ids {bad[:5].tolist()}: "
+        f"o={output[bad[:5]].tolist()} engine={pred_out[bad[:5]].tolist()} "
+        f"spec={expected[bad[:5]].tolist()}"
+    )
 
 
 def run_reference(cfg: js.dp.DPConfig, params: js.dp.DPParams, seed: int) -> dict[str, Any]:
     """The reference on the lengths and predictions of run `seed`, as the engine reveals them."""
     n = num_ids(cfg)
-    prompt, output, pred_out, pred_u = (np.asarray(a) for a in _reveal_jit(
-        cfg, params, jnp.uint32(seed), jnp.arange(n, dtype=jnp.int32)))
+    prompt, output, pred_out, pred_u = (
+        np.asarray(a) for a in _reveal_jit(cfg, params, jnp.uint32(seed), jnp.arange(n, dtype=jnp.int32))
+    )
     if isinstance(cfg.workload, DrawnLengths):  # the callback must deliver what was registered
         p, o = _REGISTERED[seed]
         np.testing.assert_array_equal(prompt, p[:n])
@@ -158,22 +171,41 @@ def run_reference(cfg: js.dp.DPConfig, params: js.dp.DPParams, seed: int) -> dic
     if cfg.predictor == "noisy":  # the predictions follow the spec's formula
         check_noisy_predictions(params, seed, output, pred_out)
     return reference_simulate(
-        num_workers=cfg.num_workers, slots_per_worker=cfg.slots_per_worker, pool_size=cfg.pool_size,
-        policy=cfg.policy, prompt=prompt.tolist(), output=output.tolist(),
+        num_workers=cfg.num_workers,
+        slots_per_worker=cfg.slots_per_worker,
+        pool_size=cfg.pool_size,
+        policy=cfg.policy,
+        prompt=prompt.tolist(),
+        output=output.tolist(),
         pred_output=(pred_out if cfg.predictor == "noisy" else output).tolist(),
-        pred_u=pred_u.astype(np.float64).tolist(), num_steps=cfg.num_steps, semantics=cfg.semantics,
-        lookahead_steps=cfg.lookahead_steps, burn_in_steps=cfg.burn_in_steps, num_requests=cfg.num_requests,
-        predictor=cfg.predictor, lookahead_decay=cfg.lookahead_decay, drift=cfg.drift, seed=seed,
+        pred_u=pred_u.astype(np.float64).tolist(),
+        num_steps=cfg.num_steps,
+        semantics=cfg.semantics,
+        lookahead_steps=cfg.lookahead_steps,
+        burn_in_steps=cfg.burn_in_steps,
+        num_requests=cfg.num_requests,
+        predictor=cfg.predictor,
+        lookahead_decay=cfg.lookahead_decay,
+        drift=cfg.drift,
+        seed=seed,
         bfio_kernel=cfg.bfio_kernel if cfg.lookahead_steps == 0 else "vf",
-        **{k: _f32(getattr(params, k)) for k in PARAM_FIELDS})
+        **{k: _f32(getattr(params, k)) for k in PARAM_FIELDS},
+    )
 
 
 def _rel_ok(a: float, b: float, rel: float, abs_: float = 0.0) -> bool:
     return abs(a - b) <= rel * abs(b) + abs_
 
 
-def mismatches(cfg: js.dp.DPConfig, res, j: int, ref: dict[str, Any], *, metric_rel: float = 1e-5,
-               metric_rel_overrides: dict[str, float] | None = None) -> list[str]:
+def mismatches(
+    cfg: js.dp.DPConfig,
+    res,
+    j: int,
+    ref: dict[str, Any],
+    *,
+    metric_rel: float = 1e-5,
+    metric_rel_overrides: dict[str, float] | None = None,
+) -> list[str]:
     """Differences between seed j of engine result `res` and the reference run `ref`."""
     out: list[str] = []
     K, G = cfg.num_steps, cfg.num_workers
@@ -181,16 +213,17 @@ def mismatches(cfg: js.dp.DPConfig, res, j: int, ref: dict[str, Any], *, metric_
     steps = tr["live"].shape[0]  # < K when run.simulate stopped early after a drain
     r_live = np.asarray(ref["live"], bool)
     if steps > K or (steps < K and r_live[steps:].any()):
-        out.append(f"trajectories hold {steps} of {K} steps, but the reference is live at steps "
-                   f"{(np.nonzero(r_live)[0] + 1).tolist()}")
+        out.append(
+            f"trajectories hold {steps} of {K} steps, but the reference is live at steps "
+            f"{(np.nonzero(r_live)[0] + 1).tolist()}"
+        )
         steps = min(steps, K)
     for key in ("hist_loads", "loads", "post_admission_loads", "live", "num_admitted"):
         e, r = tr[key][:steps], np.asarray(ref[key])[:steps]
         if e.shape != r.shape or not np.array_equal(e, r):
             bad = np.argwhere(e != r) if e.shape == r.shape else np.zeros((1, 1), int)
             k0 = int(bad[0][0])
-            out.append(f"{key} differs first at step {k0 + 1}: engine {e[k0].tolist()} vs "
-                       f"reference {r[k0].tolist()}")
+            out.append(f"{key} differs first at step {k0 + 1}: engine {e[k0].tolist()} vs reference {r[k0].tolist()}")
     # The per-step drift is recorded only for a non-default drift (default outputs are unchanged).
     if cfg.drift == (1, 1):
         if "drift" in tr:
@@ -199,12 +232,13 @@ def mismatches(cfg: js.dp.DPConfig, res, j: int, ref: dict[str, Any], *, metric_
         out.append(f"no drift trajectory recorded for drift {cfg.drift}")
     elif not np.array_equal(tr["drift"][:steps], np.asarray(ref["drift"])[:steps]):
         k0 = int(np.argwhere(tr["drift"][:steps] != np.asarray(ref["drift"])[:steps])[0][0])
-        out.append(f"drift differs first at step {k0 + 1}: engine {tr['drift'][:steps].tolist()} vs "
-                   f"reference {ref['drift'][:steps]}")
+        out.append(
+            f"drift differs first at step {k0 + 1}: engine {tr['drift'][:steps].tolist()} vs "
+            f"reference {ref['drift'][:steps]}"
+        )
     loads = tr["loads"][:steps].astype(np.int64)
     if loads.shape == (steps, G):
-        for key, value in (("imbalance", G * loads.max(1) - loads.sum(1)),
-                           ("gap", loads.max(1) - loads.min(1))):
+        for key, value in (("imbalance", G * loads.max(1) - loads.sum(1)), ("gap", loads.max(1) - loads.min(1))):
             if not np.array_equal(value, np.asarray(ref[key])[:steps]):
                 out.append(f"{key} from the engine's loads {value.tolist()} vs {ref[key][:steps]}")
     e_dt, r_dt = tr["dt"][:steps].astype(np.float64), np.asarray(ref["dt"])[:steps]
@@ -235,9 +269,22 @@ def describe(cfg: js.dp.DPConfig, params: js.dp.DPParams, seed: int) -> str:
     if isinstance(wl, DrawnLengths):
         p, o = _REGISTERED[seed]
         lengths = f"\n  prompt={p.tolist()}\n  output={o.tolist()}"
-    fields = {k: getattr(cfg, k) for k in ("num_workers", "slots_per_worker", "pool_size", "policy",
-                                           "lookahead_steps", "semantics", "predictor", "num_steps",
-                                           "burn_in_steps", "lookahead_decay", "drift")}
+    fields = {
+        k: getattr(cfg, k)
+        for k in (
+            "num_workers",
+            "slots_per_worker",
+            "pool_size",
+            "policy",
+            "lookahead_steps",
+            "semantics",
+            "predictor",
+            "num_steps",
+            "burn_in_steps",
+            "lookahead_decay",
+            "drift",
+        )
+    }
     prm = {k: _f32(getattr(params, k)) for k in PARAM_FIELDS + ("noise_lo", "noise_hi")}
     return f"{fields} workload={wl.name}(num_requests={cfg.num_requests}) seed={seed}\n  params={prm}{lengths}"
 
@@ -267,7 +314,8 @@ def draw_params(data: st.DataObject, cfg: js.dp.DPConfig) -> js.dp.DPParams:
         step_const_s=data.draw(st.floats(1e-3, 1.0), label="step_const_s"),
         per_token_s=data.draw(st.one_of(st.just(0.0), st.floats(1e-7, 0.25)), label="per_token_s"),
         idle_power_w=data.draw(st.floats(0.0, 200.0), label="idle_power_w"),
-        power_exponent=data.draw(st.floats(0.1, 2.0), label="power_exponent"))
+        power_exponent=data.draw(st.floats(0.1, 2.0), label="power_exponent"),
+    )
     kw["max_power_w"] = kw["idle_power_w"] + data.draw(st.floats(0.0, 400.0), label="power_span_w")
     if cfg.policy == "bfio" and cfg.lookahead_steps > 0 and cfg.predictor == "noisy":
         kw["noise_lo"] = data.draw(st.floats(0.0, 1.0), label="noise_lo")
@@ -320,10 +368,19 @@ class Case:
 
     def config(self, workload=None) -> js.dp.DPConfig:
         wl = workload or DrawnLengths(num_requests=self.num_requests)
-        return js.dp.DPConfig(num_workers=self.G, slots_per_worker=self.B, pool_size=self.R,
-                           policy=self.policy, lookahead_steps=self.lookahead_steps, predictor=self.predictor,
-                           semantics=self.semantics, num_steps=self.K, burn_in_steps=self.burn_in,
-                           workload=wl, drift=self.drift)
+        return js.dp.DPConfig(
+            num_workers=self.G,
+            slots_per_worker=self.B,
+            pool_size=self.R,
+            policy=self.policy,
+            lookahead_steps=self.lookahead_steps,
+            predictor=self.predictor,
+            semantics=self.semantics,
+            num_steps=self.K,
+            burn_in_steps=self.burn_in,
+            workload=wl,
+            drift=self.drift,
+        )
 
     @property
     def id(self) -> str:
@@ -339,22 +396,38 @@ class Case:
 # simple policies; the BF-IO cases keep G >= 2 and R >= 2 so that both the worker and the request
 # choice matter, and every predictor sees G = 2 and G = 3 under each semantics.
 SHAPES: dict[tuple[str, int, str, str], tuple[int, int, int, int | None]] = {
-    ("fcfs", 0, "oracle", "paper"): (2, 1, 2, None), ("fcfs", 0, "oracle", "theory"): (3, 1, 4, 12),
-    ("fcfs_alg2", 0, "oracle", "paper"): (1, 1, 1, None), ("fcfs_alg2", 0, "oracle", "theory"): (2, 2, 2, 6),
-    ("jsq_tokens", 0, "oracle", "paper"): (3, 2, 4, 12), ("jsq_tokens", 0, "oracle", "theory"): (1, 2, 1, 12),
-    ("jsq_count", 0, "oracle", "paper"): (2, 3, 2, None), ("jsq_count", 0, "oracle", "theory"): (3, 3, 4, 6),
-    ("round_robin", 0, "oracle", "paper"): (3, 1, 2, 12), ("round_robin", 0, "oracle", "theory"): (2, 1, 4, 12),
-    ("power_of_two", 0, "oracle", "paper"): (3, 2, 4, None), ("power_of_two", 0, "oracle", "theory"): (4, 2, 4, 12),
-    ("bfio", 0, "oracle", "paper"): (2, 2, 4, None), ("bfio", 0, "oracle", "theory"): (3, 2, 2, 6),
-    ("bfio", 1, "oracle", "paper"): (2, 2, 4, None), ("bfio", 1, "oracle", "theory"): (3, 2, 2, 12),
-    ("bfio", 1, "noisy", "paper"): (3, 1, 4, 6), ("bfio", 1, "noisy", "theory"): (2, 3, 4, 6),
-    ("bfio", 1, "classifier", "paper"): (2, 3, 2, 12), ("bfio", 1, "classifier", "theory"): (3, 1, 4, 12),
-    ("bfio", 2, "oracle", "paper"): (3, 1, 2, 6), ("bfio", 2, "oracle", "theory"): (2, 2, 4, 6),
-    ("bfio", 2, "noisy", "paper"): (2, 2, 4, None), ("bfio", 2, "noisy", "theory"): (3, 2, 2, 12),
-    ("bfio", 2, "classifier", "paper"): (3, 2, 2, 6), ("bfio", 2, "classifier", "theory"): (2, 3, 2, 6),
-    ("bfio", 3, "oracle", "paper"): (2, 3, 4, 12), ("bfio", 3, "oracle", "theory"): (3, 3, 2, 12),
-    ("bfio", 3, "noisy", "paper"): (3, 3, 2, 6), ("bfio", 3, "noisy", "theory"): (2, 1, 4, 6),
-    ("bfio", 3, "classifier", "paper"): (3, 1, 4, None), ("bfio", 3, "classifier", "theory"): (2, 1, 2, 12),
+    ("fcfs", 0, "oracle", "paper"): (2, 1, 2, None),
+    ("fcfs", 0, "oracle", "theory"): (3, 1, 4, 12),
+    ("fcfs_alg2", 0, "oracle", "paper"): (1, 1, 1, None),
+    ("fcfs_alg2", 0, "oracle", "theory"): (2, 2, 2, 6),
+    ("jsq_tokens", 0, "oracle", "paper"): (3, 2, 4, 12),
+    ("jsq_tokens", 0, "oracle", "theory"): (1, 2, 1, 12),
+    ("jsq_count", 0, "oracle", "paper"): (2, 3, 2, None),
+    ("jsq_count", 0, "oracle", "theory"): (3, 3, 4, 6),
+    ("round_robin", 0, "oracle", "paper"): (3, 1, 2, 12),
+    ("round_robin", 0, "oracle", "theory"): (2, 1, 4, 12),
+    ("power_of_two", 0, "oracle", "paper"): (3, 2, 4, None),
+    ("power_of_two", 0, "oracle", "theory"): (4, 2, 4, 12),
+    ("bfio", 0, "oracle", "paper"): (2, 2, 4, None),
+    ("bfio", 0, "oracle", "theory"): (3, 2, 2, 6),
+    ("bfio", 1, "oracle", "paper"): (2, 2, 4, None),
+    ("bfio", 1, "oracle", "theory"): (3, 2, 2, 12),
+    ("bfio", 1, "noisy", "paper"): (3, 1, 4, 6),
+    ("bfio", 1, "noisy", "theory"): (2, 3, 4, 6),
+    ("bfio", 1, "classifier", "paper"): (2, 3, 2, 12),
+    ("bfio", 1, "classifier", "theory"): (3, 1, 4, 12),
+    ("bfio", 2, "oracle", "paper"): (3, 1, 2, 6),
+    ("bfio", 2, "oracle", "theory"): (2, 2, 4, 6),
+    ("bfio", 2, "noisy", "paper"): (2, 2, 4, None),
+    ("bfio", 2, "noisy", "theory"): (3, 2, 2, 12),
+    ("bfio", 2, "classifier", "paper"): (3, 2, 2, 6),
+    ("bfio", 2, "classifier", "theory"): (2, 3, 2, 6),
+    ("bfio", 3, "oracle", "paper"): (2, 3, 4, 12),
+    ("bfio", 3, "oracle", "theory"): (3, 3, 2, 12),
+    ("bfio", 3, "noisy", "paper"): (3, 3, 2, 6),
+    ("bfio", 3, "noisy", "theory"): (2, 1, 4, 6),
+    ("bfio", 3, "classifier", "paper"): (3, 1, 4, None),
+    ("bfio", 3, "classifier", "theory"): (2, 1, 2, 12),
 }
 
 
@@ -363,9 +436,17 @@ def _default_cases() -> list[Case]:
     cases = []
     for i, (key, (G, B, R, K)) in enumerate(SHAPES.items()):
         semantics = key[3]
-        cases.append(Case(*key, G, B, R, K=8 * FINITE_N + 1 if K is None else K,
-                          burn_in=(i // 2) % 3 if semantics == "theory" else 0,
-                          num_requests=FINITE_N if K is None else None))
+        cases.append(
+            Case(
+                *key,
+                G,
+                B,
+                R,
+                K=8 * FINITE_N + 1 if K is None else K,
+                burn_in=(i // 2) % 3 if semantics == "theory" else 0,
+                num_requests=FINITE_N if K is None else None,
+            )
+        )
     return cases
 
 
@@ -375,7 +456,8 @@ FINITE_CASES = [c for c in DEFAULT_CASES if c.num_requests is not None]
 
 def test_default_cases_cover_the_matrix() -> None:
     assert {(c.policy, c.lookahead_steps, c.predictor, c.semantics) for c in DEFAULT_CASES} == {
-        (*v, s) for v in POLICY_VARIANTS for s in ("paper", "theory")}
+        (*v, s) for v in POLICY_VARIANTS for s in ("paper", "theory")
+    }
     assert {c.G for c in DEFAULT_CASES} == {1, 2, 3, 4} and {c.B for c in DEFAULT_CASES} == {1, 2, 3}
     assert {c.R for c in DEFAULT_CASES} == {1, 2, 4}
     assert {c.burn_in for c in DEFAULT_CASES if c.semantics == "theory"} == {0, 1, 2}
@@ -451,9 +533,16 @@ def test_sequential_trace_drains(data: st.DataObject) -> None:
     N = data.draw(st.integers(1, 15), label="N")
     prompt = data.draw(st.lists(st.integers(1, 20), min_size=N, max_size=N), label="prompt")
     output = data.draw(st.lists(st.integers(1, 8), min_size=N, max_size=N), label="output")
-    cfg = js.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, lookahead_steps=lookahead_steps,
-                      predictor=predictor, num_steps=8 * N + 1,
-                      workload=js.Trace(np.array(prompt), np.array(output), order="sequential"))
+    cfg = js.dp.DPConfig(
+        num_workers=G,
+        slots_per_worker=B,
+        pool_size=R,
+        policy=policy,
+        lookahead_steps=lookahead_steps,
+        predictor=predictor,
+        num_steps=8 * N + 1,
+        workload=js.Trace(np.array(prompt), np.array(output), order="sequential"),
+    )
     params = draw_params(data, cfg)
     res = simulate(cfg, params, [3], block_steps=7, record=True)
     ref = run_reference(cfg, params, 3)
@@ -468,14 +557,24 @@ def test_sequential_trace_drains(data: st.DataObject) -> None:
 # Tolerances of the long runs. The engine keeps the clock and the integer window sums exactly
 # (WideInt), so makespan, throughput and the mean imbalance must match float64 to rounding; tpot
 # and energy are compensated float32 sums (Kahan), good to ~1e-7.
-LONG_TOLERANCES = dict(makespan_s=1e-9, throughput_tokens_per_s=1e-9, avg_imbalance_tokens=1e-9,
-                       tpot_s=1e-6, energy_j=1e-6)
+LONG_TOLERANCES = dict(
+    makespan_s=1e-9, throughput_tokens_per_s=1e-9, avg_imbalance_tokens=1e-9, tpot_s=1e-6, energy_j=1e-6
+)
 
 
 def _long_run(policy: str, lookahead_steps: int, predictor: str, semantics: str, num_steps: int, seed: int) -> None:
-    cfg = js.dp.DPConfig(num_workers=4, slots_per_worker=8, pool_size=8, policy=policy, lookahead_steps=lookahead_steps,
-                      predictor=predictor, semantics=semantics, num_steps=num_steps,
-                      burn_in_steps=num_steps // 10 if semantics == "theory" else 0, workload=js.BurstGPTLike())
+    cfg = js.dp.DPConfig(
+        num_workers=4,
+        slots_per_worker=8,
+        pool_size=8,
+        policy=policy,
+        lookahead_steps=lookahead_steps,
+        predictor=predictor,
+        semantics=semantics,
+        num_steps=num_steps,
+        burn_in_steps=num_steps // 10 if semantics == "theory" else 0,
+        workload=js.BurstGPTLike(),
+    )
     params = js.dp.make_params(cfg, noise_lo=0.3, noise_hi=0.5, fp_rate=0.1, fn_rate=0.2)
     res = simulate(cfg, params, [seed], record=True)
     ref = run_reference(cfg, params, seed)
@@ -497,9 +596,16 @@ def test_long_horizon_fcfs_burstgpt() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("policy,lookahead_steps,predictor,semantics", [
-    ("fcfs", 0, "oracle", "paper"), ("bfio", 0, "oracle", "paper"), ("jsq_tokens", 0, "oracle", "theory"),
-    ("bfio", 2, "noisy", "paper"), ("bfio", 3, "classifier", "theory")])
+@pytest.mark.parametrize(
+    "policy,lookahead_steps,predictor,semantics",
+    [
+        ("fcfs", 0, "oracle", "paper"),
+        ("bfio", 0, "oracle", "paper"),
+        ("jsq_tokens", 0, "oracle", "theory"),
+        ("bfio", 2, "noisy", "paper"),
+        ("bfio", 3, "classifier", "theory"),
+    ],
+)
 def test_long_horizon_slow(policy: str, lookahead_steps: int, predictor: str, semantics: str) -> None:
     _long_run(policy, lookahead_steps, predictor, semantics, 100_000, seed=11)
 
@@ -520,13 +626,26 @@ def test_engine_matches_reference_drawn_shapes(variant, semantics: str, data: st
     K = data.draw(st.sampled_from([12, 40]), label="K")
     finite = semantics == "paper" and data.draw(st.booleans(), label="finite stream")
     N = data.draw(st.integers(1, 40), label="N") if finite else None
-    wl = DrawnLengths(max_prompt=data.draw(st.sampled_from([20, 300]), label="max prompt"),
-                      max_output=data.draw(st.sampled_from([8, 30]), label="max output"), num_requests=N)
+    wl = DrawnLengths(
+        max_prompt=data.draw(st.sampled_from([20, 300]), label="max prompt"),
+        max_output=data.draw(st.sampled_from([8, 30]), label="max output"),
+        num_requests=N,
+    )
     decay = data.draw(st.sampled_from([0.7, 0.5, 1.0]), label="decay") if lookahead_steps else 0.7
     burn = data.draw(st.integers(0, K - 1), label="burn-in") if semantics == "theory" else 0
-    cfg = js.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, lookahead_steps=lookahead_steps,
-                      predictor=predictor, semantics=semantics, num_steps=K, burn_in_steps=burn,
-                      workload=wl, lookahead_decay=decay)
+    cfg = js.dp.DPConfig(
+        num_workers=G,
+        slots_per_worker=B,
+        pool_size=R,
+        policy=policy,
+        lookahead_steps=lookahead_steps,
+        predictor=predictor,
+        semantics=semantics,
+        num_steps=K,
+        burn_in_steps=burn,
+        workload=wl,
+        lookahead_decay=decay,
+    )
     params = draw_params(data, cfg)
     seeds = draw_seeds_and_lengths(data, cfg, num_seeds=3)
     check_against_reference(cfg, params, seeds)
@@ -539,13 +658,20 @@ DRIFTS: tuple[tuple[int, int], ...] = ((0, 0), (0, 2), (1, 4), (1, 1))
 # Default run: every policy variant of POLICY_VARIANTS' first column with one drift each (cycled),
 # plus the lookahead with each predictor under every non-default drift (its projection adds
 # floor(mean drift) = 0, 1 or 2 tokens per future step). Shapes and burn-in vary across cases.
-_DRIFT_VARIANTS: list[tuple[str, int, str, tuple[int, int]]] = (
-    [(p, 0, "oracle", DRIFTS[i % 4]) for i, p in enumerate(js.dp.POLICIES)]
-    + [("bfio", 1, "oracle", (0, 0)), ("bfio", 2, "oracle", (1, 4)), ("bfio", 1, "noisy", (0, 2)),
-       ("bfio", 3, "classifier", (1, 4)), ("bfio", 2, "classifier", (0, 0))])
+_DRIFT_VARIANTS: list[tuple[str, int, str, tuple[int, int]]] = [
+    (p, 0, "oracle", DRIFTS[i % 4]) for i, p in enumerate(js.dp.POLICIES)
+] + [
+    ("bfio", 1, "oracle", (0, 0)),
+    ("bfio", 2, "oracle", (1, 4)),
+    ("bfio", 1, "noisy", (0, 2)),
+    ("bfio", 3, "classifier", (1, 4)),
+    ("bfio", 2, "classifier", (0, 0)),
+]
 _DRIFT_SHAPES = ((2, 2, 2, 12), (3, 1, 4, 12), (2, 3, 2, 8), (3, 2, 4, 8))
-DRIFT_CASES = [Case(p, h, pred, "theory", *_DRIFT_SHAPES[i % len(_DRIFT_SHAPES)], burn_in=i % 3,
-                    drift=d) for i, (p, h, pred, d) in enumerate(_DRIFT_VARIANTS)]
+DRIFT_CASES = [
+    Case(p, h, pred, "theory", *_DRIFT_SHAPES[i % len(_DRIFT_SHAPES)], burn_in=i % 3, drift=d)
+    for i, (p, h, pred, d) in enumerate(_DRIFT_VARIANTS)
+]
 
 
 def test_drift_cases_cover_policies_and_drifts() -> None:
@@ -571,8 +697,9 @@ def test_engine_matches_reference_with_drift(case: Case, data: st.DataObject) ->
         if case.drift == (0, 0):
             # No growth: a worker's load changes only by completions and admissions, so the
             # post-growth loads of step k are the post-admission loads of step k - 1.
-            np.testing.assert_array_equal(res.trajectories["hist_loads"][j][1:],
-                                          res.trajectories["post_admission_loads"][j][:-1])
+            np.testing.assert_array_equal(
+                res.trajectories["hist_loads"][j][1:], res.trajectories["post_admission_loads"][j][:-1]
+            )
             assert ref["hist_loads"][1:] == ref["post_admission_loads"][:-1]
 
 
@@ -587,11 +714,23 @@ def test_engine_matches_reference_with_drift_drawn_shapes(variant, drift, data: 
     B = data.draw(st.integers(1, 6), label="B")
     R = data.draw(st.sampled_from([1, 2, 3, 8]), label="R")
     K = data.draw(st.sampled_from([12, 40]), label="K")
-    wl = DrawnLengths(max_prompt=data.draw(st.sampled_from([20, 300]), label="max prompt"),
-                      max_output=data.draw(st.sampled_from([8, 30]), label="max output"))
-    cfg = js.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, lookahead_steps=lookahead_steps,
-                      predictor=predictor, semantics="theory", num_steps=K,
-                      burn_in_steps=data.draw(st.integers(0, K - 1), label="burn-in"), workload=wl, drift=drift)
+    wl = DrawnLengths(
+        max_prompt=data.draw(st.sampled_from([20, 300]), label="max prompt"),
+        max_output=data.draw(st.sampled_from([8, 30]), label="max output"),
+    )
+    cfg = js.dp.DPConfig(
+        num_workers=G,
+        slots_per_worker=B,
+        pool_size=R,
+        policy=policy,
+        lookahead_steps=lookahead_steps,
+        predictor=predictor,
+        semantics="theory",
+        num_steps=K,
+        burn_in_steps=data.draw(st.integers(0, K - 1), label="burn-in"),
+        workload=wl,
+        drift=drift,
+    )
     params = draw_params(data, cfg)
     seeds = draw_seeds_and_lengths(data, cfg, num_seeds=3)
     check_against_reference(cfg, params, seeds)
@@ -608,8 +747,9 @@ def test_drift_draw_matches_the_counter_rng() -> None:
         np.testing.assert_array_equal(u[i, :500].astype(np.float64), expected)
     draw = jax.jit(step_drift, static_argnums=0)
     for drift in ((0, 2), (1, 4), (3, 3), (0, 64), (63, 64), (1, 1)):
-        cfg = js.dp.DPConfig(num_workers=1, slots_per_worker=1, pool_size=1, semantics="theory",
-                          drift=drift, workload=js.BurstGPTLike())
+        cfg = js.dp.DPConfig(
+            num_workers=1, slots_per_worker=1, pool_size=1, semantics="theory", drift=drift, workload=js.BurstGPTLike()
+        )
         for seed in seeds.tolist()[:3]:
             got = np.asarray(jax.vmap(lambda k: draw(cfg, jnp.uint32(seed), k))(jnp.asarray(ks)))
             assert got.dtype == np.int32
@@ -621,8 +761,9 @@ def test_default_drift_records_no_drift_and_matches_constant_one() -> None:
     # active request per step, which the reference and the fixed-value tests pin. (0, 0) with the
     # same lengths keeps every load constant between completions and admissions.
     wl = js.Independent(js.Constant(4), js.Constant(3))
-    base = dict(num_workers=2, slots_per_worker=2, pool_size=2, policy="fcfs", semantics="theory",
-                num_steps=6, workload=wl)
+    base = dict(
+        num_workers=2, slots_per_worker=2, pool_size=2, policy="fcfs", semantics="theory", num_steps=6, workload=wl
+    )
     plain = simulate(js.dp.DPConfig(**base), js.dp.make_params(js.dp.DPConfig(**base)), [5], record=True)
     assert "drift" not in plain.trajectories
     # Every request (4, 3): step 0 loads (8, 8); steps 1, 2 grow to 10, 12; step 3 completes all
@@ -645,8 +786,14 @@ def test_non_live_steps_record_zero_duration() -> None:
     # fcfs, G=1, B=1, R=1, one request (s, o) = (2, 1): live at step 1 only. The spec: a step
     # that is not live changes nothing; the reference records dt = 0 for it, and the clock and
     # makespan (1 + 0.5 * 2 = 2 s) agree that no time passes.
-    cfg = js.dp.DPConfig(num_workers=1, slots_per_worker=1, pool_size=1, policy="fcfs", num_steps=3,
-                         workload=js.Trace(np.array([2]), np.array([1]), order="sequential"))
+    cfg = js.dp.DPConfig(
+        num_workers=1,
+        slots_per_worker=1,
+        pool_size=1,
+        policy="fcfs",
+        num_steps=3,
+        workload=js.Trace(np.array([2]), np.array([1]), order="sequential"),
+    )
     params = js.dp.make_params(cfg, step_const_s=1.0, per_token_s=0.5)
     res = simulate(cfg, params, [0], record=True)
     ref = run_reference(cfg, params, 0)
@@ -662,8 +809,15 @@ def test_theory_p99_includes_step0_admissions() -> None:
     # = 51 s) admits r100 with delay 51. Admitted: 101 delays, 100 of them 0; the p99 is the
     # value at index ceil(0.99 * 101) - 1 = 99 of the sorted delays: 0. (The mean, 51 / 101,
     # already counts all 101.) Leaving the step-0 placements out of the histogram gives ~51 s.
-    cfg = js.dp.DPConfig(num_workers=1, slots_per_worker=100, pool_size=1, policy="fcfs", semantics="theory",
-                      num_steps=1, workload=js.Independent(js.Constant(1), js.Constant(1)))
+    cfg = js.dp.DPConfig(
+        num_workers=1,
+        slots_per_worker=100,
+        pool_size=1,
+        policy="fcfs",
+        semantics="theory",
+        num_steps=1,
+        workload=js.Independent(js.Constant(1), js.Constant(1)),
+    )
     params = js.dp.make_params(cfg, step_const_s=1.0, per_token_s=0.5)
     m = simulate(cfg, params, [0], record=True).metrics
     ref = run_reference(cfg, params, 0)["metrics"]

@@ -7,6 +7,7 @@ its prompt and output lengths, loads are per worker [w0, w1]. hist = post-growth
 loads, L = post-removal loads. The tests at the end run the loop-style simulator against the
 vectorized one and against the engine on BurstGPT-like lengths, for every policy they share.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,14 +25,23 @@ def simulator(request):
     """Each hand-checked case runs on both baselines."""
     return SIMULATORS[request.param]
 
+
 # Round timing constants so that dt, throughput and energy are exact by hand.
 C, TL = 1.0, 0.5
 
 
 def run(simulator, G, B, R, policy, prompt, output, steps):
-    return simulator(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy,
-                     prompt=np.array(prompt), output=np.array(output), num_steps=steps,
-                     step_const_s=C, per_token_s=TL)
+    return simulator(
+        num_workers=G,
+        slots_per_worker=B,
+        pool_size=R,
+        policy=policy,
+        prompt=np.array(prompt),
+        output=np.array(output),
+        num_steps=steps,
+        step_const_s=C,
+        per_token_s=TL,
+    )
 
 
 # fcfs, G=2, B=1, R=2.
@@ -153,6 +163,7 @@ def test_jsq_tokens_trajectory_and_fractional_power(simulator):
 # The loop-style simulator against the vectorized one and the engine on BurstGPT-like lengths:
 # integer trajectories exactly, float summaries to rounding (the two sum in different orders).
 
+
 def _lengths(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """n BurstGPT-like (prompt, output) pairs from numpy_dp's generator (tokens, int64 [n])."""
     return numpy_dp.draw_lengths(np.random.default_rng(seed), n)
@@ -175,8 +186,9 @@ def test_loops_match_vectorized(policy: str, G: int, B: int, R: int, steps: int)
     # (frequent empty pools of free slots, many ties in small loads), three seeds each.
     for seed in range(3):
         prompt, output = _lengths(seed, R * (steps + 2))
-        kw = dict(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy,
-                  prompt=prompt, output=output, num_steps=steps)
+        kw = dict(
+            num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, prompt=prompt, output=output, num_steps=steps
+        )
         loops, vectorized = simulate_loops(**kw), simulate_numpy(**kw)
         assert loops["cut"] > steps // 2  # the run is admitting through most of its steps
         _assert_same_run(loops, vectorized)
@@ -190,16 +202,30 @@ def test_loops_match_engine(policy: str) -> None:
     from jaxsched.dp import simulate
 
     G, B, R, K, seed = 4, 8, 8, 150, 3
-    config = js.dp.DPConfig(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy, lookahead_steps=0,
-                         semantics="paper", num_steps=K,
-                         workload=js.BurstGPTLike())
+    config = js.dp.DPConfig(
+        num_workers=G,
+        slots_per_worker=B,
+        pool_size=R,
+        policy=policy,
+        lookahead_steps=0,
+        semantics="paper",
+        num_steps=K,
+        workload=js.BurstGPTLike(),
+    )
     params = js.dp.make_params(config)
     res = simulate(config, params, [seed], record=True)
     prompt, output = js.workload.materialize(config.workload, seed, R * (K + 2))
-    loops = simulate_loops(num_workers=G, slots_per_worker=B, pool_size=R, policy=policy,
-                           prompt=prompt, output=output, num_steps=K,
-                           step_const_s=float(params.step_const_s),
-                           per_token_s=float(params.per_token_s))
+    loops = simulate_loops(
+        num_workers=G,
+        slots_per_worker=B,
+        pool_size=R,
+        policy=policy,
+        prompt=prompt,
+        output=output,
+        num_steps=K,
+        step_const_s=float(params.step_const_s),
+        per_token_s=float(params.per_token_s),
+    )
     np.testing.assert_array_equal(loops["hist_loads"], res.trajectories["hist_loads"][0])
     loads = res.trajectories["loads"][0].astype(np.int64)
     np.testing.assert_array_equal(loops["imbalance"], G * loads.max(1) - loads.sum(1))

@@ -3,6 +3,7 @@
 Every expected value below is derived by hand in the comments from docs/dp-semantics.md, so these
 tests pin the oracle before it is used to check the vectorized engine.
 """
+
 from __future__ import annotations
 
 import random
@@ -16,16 +17,26 @@ from tests.reference.dp import POLICIES, empirical_quantile, noisy_ohat, simulat
 CLOCK = {"step_const_s": 1.0, "per_token_s": 0.5}
 
 
-def run(prompt: list[int], output: list[int], *, pred_output: list[int] | None = None,
-        pred_u: list[float] | None = None, **kwargs: Any) -> dict[str, Any]:
+def run(
+    prompt: list[int],
+    output: list[int],
+    *,
+    pred_output: list[int] | None = None,
+    pred_u: list[float] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
     """simulate() on a finite stream; pred_output defaults to the truth, pred_u to 0.5."""
     n = len(prompt)
     kwargs.setdefault("num_requests", n)
     for key, value in CLOCK.items():
         kwargs.setdefault(key, value)
-    return simulate(prompt=prompt, output=output,
-                    pred_output=list(output) if pred_output is None else pred_output,
-                    pred_u=[0.5] * n if pred_u is None else pred_u, **kwargs)
+    return simulate(
+        prompt=prompt,
+        output=output,
+        pred_output=list(output) if pred_output is None else pred_output,
+        pred_u=[0.5] * n if pred_u is None else pred_u,
+        **kwargs,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -41,8 +52,7 @@ def test_paper_fcfs_trajectory_g2_b1_r2() -> None:
     #   r3 -> w0 (queue delay 7.5 - 3.5 = 4); post-admission (4,0).
     # Step 3: dt = 1 + .5*4 = 3 (clock 10.5). hist (5,0); r3 finishes; nothing left to admit.
     # Step 4: nothing active -> not live, dt 0.
-    res = run([3, 5, 2, 4], [1, 2, 1, 1], num_workers=2, slots_per_worker=1, pool_size=2,
-              policy="fcfs", num_steps=4)
+    res = run([3, 5, 2, 4], [1, 2, 1, 1], num_workers=2, slots_per_worker=1, pool_size=2, policy="fcfs", num_steps=4)
     assert res["initial_assignments"] == [(0, 0, 0), (1, 1, 0)]
     assert res["live"] == [True, True, True, False]
     assert res["hist_loads"] == [[4, 6], [3, 7], [5, 0], [0, 0]]
@@ -84,8 +94,17 @@ def test_theory_fcfs_trajectory_with_burn_in() -> None:
     # Step 2: dt 4; hist (3,7); r2, r1 finish; pool topped up with r3 (revealed at 7.5) and
     #   admitted at once; loads (4,0): imbalance 4, gap 4.
     # Step 3: dt 3; hist (5,0); r3 finishes; loads (0,0): imbalance 0. Step 4 is not live.
-    res = run([3, 5, 2, 4], [1, 2, 1, 1], num_workers=2, slots_per_worker=1, pool_size=1,
-              policy="fcfs", num_steps=4, semantics="theory", burn_in_steps=1)
+    res = run(
+        [3, 5, 2, 4],
+        [1, 2, 1, 1],
+        num_workers=2,
+        slots_per_worker=1,
+        pool_size=1,
+        policy="fcfs",
+        num_steps=4,
+        semantics="theory",
+        burn_in_steps=1,
+    )
     assert res["initial_assignments"] == [(0, 0, 0), (1, 1, 0)]
     assert res["initial_loads"] == [3, 5]
     assert res["hist_loads"] == [[4, 6], [3, 7], [5, 0], [0, 0]]
@@ -115,8 +134,17 @@ def test_theory_constant_drift_trajectory(drift: tuple[int, int]) -> None:
     # Step 2: dt 1 + .5*(5+d); hist (2+d, 5+2d); r2 and r1 finish; r3 -> w0: (4, 0).
     # Step 3: dt 3; hist (4+d, 0); r3 finishes: (0, 0). Step 4 is not live.
     d = drift[0]
-    res = run([3, 5, 2, 4], [1, 2, 1, 1], num_workers=2, slots_per_worker=1, pool_size=1,
-              policy="fcfs", num_steps=4, semantics="theory", drift=drift)
+    res = run(
+        [3, 5, 2, 4],
+        [1, 2, 1, 1],
+        num_workers=2,
+        slots_per_worker=1,
+        pool_size=1,
+        policy="fcfs",
+        num_steps=4,
+        semantics="theory",
+        drift=drift,
+    )
     assert res["drift"] == [d] * 4
     assert res["live"] == [True, True, True, False]
     assert res["hist_loads"] == [[3 + d, 5 + d], [2 + d, 5 + 2 * d], [4 + d, 0], [0, 0]]
@@ -131,8 +159,9 @@ def test_theory_constant_drift_trajectory(drift: tuple[int, int]) -> None:
 
 
 def test_default_drift_is_plain_growth() -> None:
-    kwargs: dict[str, Any] = dict(num_workers=2, slots_per_worker=1, pool_size=1, policy="jsq_tokens",
-                                  num_steps=4, semantics="theory")
+    kwargs: dict[str, Any] = dict(
+        num_workers=2, slots_per_worker=1, pool_size=1, policy="jsq_tokens", num_steps=4, semantics="theory"
+    )
     plain = run([3, 5, 2, 4], [1, 2, 1, 1], **kwargs)
     assert plain["drift"] == [1, 1, 1, 1]
     one = run([3, 5, 2, 4], [1, 2, 1, 1], drift=(1, 1), seed=123, **kwargs)
@@ -141,11 +170,19 @@ def test_default_drift_is_plain_growth() -> None:
 
 def test_drift_needs_theory_and_an_ordered_pair() -> None:
     with pytest.raises(ValueError, match="theory"):
-        run([1], [1], num_workers=1, slots_per_worker=1, pool_size=1, policy="fcfs", num_steps=1,
-            drift=(0, 2))
+        run([1], [1], num_workers=1, slots_per_worker=1, pool_size=1, policy="fcfs", num_steps=1, drift=(0, 2))
     with pytest.raises(ValueError, match="lo <= hi"):
-        run([1], [1], num_workers=1, slots_per_worker=1, pool_size=1, policy="fcfs", num_steps=1,
-            semantics="theory", drift=(2, 1))
+        run(
+            [1],
+            [1],
+            num_workers=1,
+            slots_per_worker=1,
+            pool_size=1,
+            policy="fcfs",
+            num_steps=1,
+            semantics="theory",
+            drift=(2, 1),
+        )
 
 
 @pytest.mark.parametrize("drift", [(0, 2), (1, 4), (0, 64)])
@@ -168,26 +205,28 @@ def test_random_drift_is_uniform(drift: tuple[int, int]) -> None:
 # ---------------------------------------------------------------------------------------------
 # Policies and placement
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("policy, expected", [
-    # G=2, B=2, R=3, prompts (5, 3, 1), loads 0, four free slots, U = 3.
-    # fcfs: worker 0's slots first.
-    ("fcfs", [(0, 0, 0), (1, 0, 1), (2, 1, 0)]),
-    # fcfs_alg2: most free slots: (2,2) -> w0; (1,2) -> w1; (1,1) -> w0.
-    ("fcfs_alg2", [(0, 0, 0), (1, 1, 0), (2, 0, 1)]),
-    # jsq_tokens: (0,0) -> w0 (5,0); -> w1 (5,3); 3 < 5 -> w1 again.
-    ("jsq_tokens", [(0, 0, 0), (1, 1, 0), (2, 1, 1)]),
-    # jsq_count: counts (0,0) -> w0; (1,0) -> w1; (1,1) -> w0.
-    ("jsq_count", [(0, 0, 0), (1, 1, 0), (2, 0, 1)]),
-    # round_robin from pointer 0: w0, w1, w0.
-    ("round_robin", [(0, 0, 0), (1, 1, 0), (2, 0, 1)]),
-    # bfio H=0: w0 (M=0, nothing fits) takes the smallest, r2 -> (1,0); w1 (M=1, nothing fits)
-    # takes the smallest left, r1 -> (1,3); w0 (M=3, 5 > 2) takes r0. w0 received r2 before r0,
-    # but placement is in queue order, so r0 gets slot 0 and r2 slot 1.
-    ("bfio", [(0, 0, 0), (1, 1, 0), (2, 0, 1)]),
-])
+@pytest.mark.parametrize(
+    "policy, expected",
+    [
+        # G=2, B=2, R=3, prompts (5, 3, 1), loads 0, four free slots, U = 3.
+        # fcfs: worker 0's slots first.
+        ("fcfs", [(0, 0, 0), (1, 0, 1), (2, 1, 0)]),
+        # fcfs_alg2: most free slots: (2,2) -> w0; (1,2) -> w1; (1,1) -> w0.
+        ("fcfs_alg2", [(0, 0, 0), (1, 1, 0), (2, 0, 1)]),
+        # jsq_tokens: (0,0) -> w0 (5,0); -> w1 (5,3); 3 < 5 -> w1 again.
+        ("jsq_tokens", [(0, 0, 0), (1, 1, 0), (2, 1, 1)]),
+        # jsq_count: counts (0,0) -> w0; (1,0) -> w1; (1,1) -> w0.
+        ("jsq_count", [(0, 0, 0), (1, 1, 0), (2, 0, 1)]),
+        # round_robin from pointer 0: w0, w1, w0.
+        ("round_robin", [(0, 0, 0), (1, 1, 0), (2, 0, 1)]),
+        # bfio H=0: w0 (M=0, nothing fits) takes the smallest, r2 -> (1,0); w1 (M=1, nothing fits)
+        # takes the smallest left, r1 -> (1,3); w0 (M=3, 5 > 2) takes r0. w0 received r2 before r0,
+        # but placement is in queue order, so r0 gets slot 0 and r2 slot 1.
+        ("bfio", [(0, 0, 0), (1, 1, 0), (2, 0, 1)]),
+    ],
+)
 def test_step0_policy_choices_and_placement(policy: str, expected: list[tuple[int, int, int]]) -> None:
-    res = run([5, 3, 1], [1, 1, 1], num_workers=2, slots_per_worker=2, pool_size=3,
-              policy=policy, num_steps=0)
+    res = run([5, 3, 1], [1, 1, 1], num_workers=2, slots_per_worker=2, pool_size=3, policy=policy, num_steps=0)
     assert res["initial_assignments"] == expected
 
 
@@ -216,8 +255,15 @@ def test_bfio_h0_valley_fill_ties_and_placement() -> None:
     #   w0 (11): fits s <= 0: none -> smallest, r5 -> (17, 10).
     #   Placement: w1 took r4 then r3, but r3 comes first in the queue, so r3 slot 0, r4 slot 1;
     #   r5 takes w0's free slot 1.
-    res = run([10, 1, 1, 4, 6, 6], [5, 1, 1, 3, 3, 3], num_workers=2, slots_per_worker=2,
-              pool_size=3, policy="bfio", num_steps=1)
+    res = run(
+        [10, 1, 1, 4, 6, 6],
+        [5, 1, 1, 3, 3, 3],
+        num_workers=2,
+        slots_per_worker=2,
+        pool_size=3,
+        policy="bfio",
+        num_steps=1,
+    )
     assert res["initial_assignments"] == [(0, 0, 0), (1, 0, 1), (2, 1, 0)]
     assert res["hist_loads"][0] == [13, 2]
     assert res["loads"][0] == [11, 0]
@@ -232,8 +278,7 @@ def test_bfio_h0_takes_a_fitting_prompt_over_a_bigger_one() -> None:
     # Step 1: hist (2, 10); r0 finishes -> (0, 10); pool [r2, r3]; one free slot (w0).
     #   Valley fill: M = 10, the largest s <= 10 is r3 (1). (Scoring with the one-row marginal
     #   F(s) = s - G*(s - m)_+ instead would prefer r2: F(11) = 9 > F(1) = 1.)
-    res = run([1, 9, 11, 1], [1, 5, 5, 5], num_workers=2, slots_per_worker=1, pool_size=2,
-              policy="bfio", num_steps=1)
+    res = run([1, 9, 11, 1], [1, 5, 5, 5], num_workers=2, slots_per_worker=1, pool_size=2, policy="bfio", num_steps=1)
     assert res["initial_assignments"] == [(0, 0, 0), (1, 1, 0)]
     assert res["loads"][0] == [0, 10]
     assert res["assignments"][0] == [(3, 0, 0)]
@@ -251,8 +296,9 @@ def test_bfio_lookahead_counts_growth_and_breaks_ties_by_queue_order() -> None:
     #   r5 -> (w0, slot 1). Post-admission (11, 10).
     # Without the growth term (+h) m would be (4, 4) and F(3) = F(5) = 654: the earliest, r4.
     # H=0 valley fill: M = 10, the largest s <= 4 is r4's 3.
-    kwargs: dict[str, Any] = dict(num_workers=2, slots_per_worker=2, pool_size=3, policy="bfio",
-                                  num_steps=1, semantics="theory")
+    kwargs: dict[str, Any] = dict(
+        num_workers=2, slots_per_worker=2, pool_size=3, policy="bfio", num_steps=1, semantics="theory"
+    )
     prompt, output = [5, 1, 4, 4, 3, 5, 5], [10, 1, 10, 10, 10, 10, 10]
     h1 = run(prompt, output, lookahead_steps=1, **kwargs)
     assert h1["initial_assignments"] == [(0, 0, 0), (1, 0, 1), (2, 1, 0), (3, 1, 1)]
@@ -275,8 +321,9 @@ def test_bfio_lookahead_projects_the_drift() -> None:
     #   F(10) = 512 + 540 = 1052 < 1090 -> r4. H=0 valley fill: 9 + s <= 16 -> r4 as well.
     # Plain +1 drift: hist (8, 10) -> (6, 10); P = (6, 7), (10, 12); m = (4, 5):
     #   F(5) = 384 + 450 = 834, F(10) = -256 + 0 -> r4.
-    kwargs: dict[str, Any] = dict(num_workers=2, slots_per_worker=2, pool_size=2, policy="bfio",
-                                  num_steps=1, semantics="theory")
+    kwargs: dict[str, Any] = dict(
+        num_workers=2, slots_per_worker=2, pool_size=2, policy="bfio", num_steps=1, semantics="theory"
+    )
     prompt, output = [5, 1, 4, 4, 5, 10], [10, 1, 10, 10, 10, 10]
     h1 = run(prompt, output, lookahead_steps=1, drift=(4, 4), **kwargs)
     assert h1["hist_loads"][0] == [14, 16]
@@ -310,9 +357,17 @@ def test_classifier_flagged_request_counts_for_half_window() -> None:
     # A noisy prediction ohat = 2 for r2 gives r = max(1, 2 - 1) = 1 -> P[w1] = (12, 7, 8),
     #   m = (9, 3, 3): F(3) = 843, F(9) = 1152 - 270 - 189 = 693, F(10) = 1024 - 360 - 252 = 412
     #   -> r4 (s = 3). So r = 2 differs from both r = 1 and r = 3.
-    kwargs: dict[str, Any] = dict(prompt=[2, 1, 5, 5, 3, 9, 10], output=[10, 1, 3, 10, 10, 10, 10],
-                                  num_workers=2, slots_per_worker=2, pool_size=3, policy="bfio",
-                                  num_steps=1, semantics="theory", lookahead_steps=2)
+    kwargs: dict[str, Any] = dict(
+        prompt=[2, 1, 5, 5, 3, 9, 10],
+        output=[10, 1, 3, 10, 10, 10, 10],
+        num_workers=2,
+        slots_per_worker=2,
+        pool_size=3,
+        policy="bfio",
+        num_steps=1,
+        semantics="theory",
+        lookahead_steps=2,
+    )
     flagged = run(predictor="classifier", **kwargs)
     assert flagged["initial_assignments"] == [(0, 0, 0), (1, 0, 1), (2, 1, 0), (3, 1, 1)]
     assert flagged["loads"][0] == [12, 12]  # post-admission (theory): 3 + 9, 12
@@ -332,8 +387,15 @@ def test_bfio_lookahead_window_weights() -> None:
     #   Decay 0.7, w = (128, 90): F(10) = 128*(10 - 12) + 90*10 = 644 < F(3) = 128*3 + 90*3 = 654
     #   -> r5. Unit weights would give F(10) = -2 + 10 = 8 > F(3) = 6 -> r4; so would decay 0.75,
     #   w = (128, 96): F(10) = -256 + 960 = 704 > F(3) = 384 + 288 = 672.
-    kwargs: dict[str, Any] = dict(num_workers=2, slots_per_worker=2, pool_size=2, policy="bfio",
-                                  num_steps=1, semantics="theory", lookahead_steps=1)
+    kwargs: dict[str, Any] = dict(
+        num_workers=2,
+        slots_per_worker=2,
+        pool_size=2,
+        policy="bfio",
+        num_steps=1,
+        semantics="theory",
+        lookahead_steps=1,
+    )
     prompt, output = [3, 1, 3, 3, 10, 3], [2, 1, 10, 10, 10, 10]
     res = run(prompt, output, **kwargs)
     assert res["hist_loads"][0] == [6, 8]
@@ -352,8 +414,16 @@ def test_bfio_lookahead_picks_worker_by_current_load() -> None:
     #   r2 -> w1.
     # (The least window sum would pick w1: m = (0, 4), F(5) = -640 + 270 = -370 < F(1) = -38,
     #   r3 -> w1 and r2 -> w0.)
-    res = run([3, 2, 5, 1], [2, 10, 3, 3], num_workers=2, slots_per_worker=2, pool_size=2,
-              policy="bfio", num_steps=1, lookahead_steps=1)
+    res = run(
+        [3, 2, 5, 1],
+        [2, 10, 3, 3],
+        num_workers=2,
+        slots_per_worker=2,
+        pool_size=2,
+        policy="bfio",
+        num_steps=1,
+        lookahead_steps=1,
+    )
     assert res["initial_assignments"] == [(0, 1, 0), (1, 0, 0)]
     assert res["loads"][0] == [3, 4]
     assert res["assignments"][0] == [(2, 1, 1), (3, 0, 1)]
@@ -365,8 +435,15 @@ def test_bfio_lookahead_picks_worker_by_current_load() -> None:
 # r1; w1 gets r0. Initial placement: r1 -> (w0,0), r0 -> (w1,0). (Valley fill does the same.)
 # Step 1: loads (3, 13) after growth (gen = 1, nobody finishes); pool [r2, r3]; U = 2; g = w0
 # (current load 3 < 13) for every predictor, then w1 takes the other request.
-LOOKAHEAD = dict(prompt=[12, 2, 1, 12], output=[10, 10, 3, 3], num_workers=2, slots_per_worker=2,
-                 pool_size=2, policy="bfio", num_steps=1)
+LOOKAHEAD = dict(
+    prompt=[12, 2, 1, 12],
+    output=[10, 10, 3, 3],
+    num_workers=2,
+    slots_per_worker=2,
+    pool_size=2,
+    policy="bfio",
+    num_steps=1,
+)
 # Oracle H=1: r1 and r0 both have r = 9 -> P[w0] = (3, 4), P[w1] = (13, 14); m = (10, 10).
 #   F(1) = 218, F(12) = 218 * min(12, 8) = 1744 -> r3 (overshooting the max by 2) -> w0.
 OVERSHOOT_CHOICE = [(2, 1, 1), (3, 0, 1)]
@@ -437,10 +514,20 @@ def test_tpot_step_form_equals_per_request_mean(policy: str, semantics: str) -> 
     n = 40
     prompt = [rng.randint(1, 30) for _ in range(n)]
     output = [rng.randint(1, 12) for _ in range(n)]
-    res = simulate(num_workers=3, slots_per_worker=2, pool_size=5, policy=policy, prompt=prompt,
-                   output=output, pred_output=output, pred_u=[rng.random() for _ in range(n)],
-                   num_steps=400, semantics=semantics, lookahead_steps=2 if policy == "bfio" else 0,
-                   num_requests=n)
+    res = simulate(
+        num_workers=3,
+        slots_per_worker=2,
+        pool_size=5,
+        policy=policy,
+        prompt=prompt,
+        output=output,
+        pred_output=output,
+        pred_u=[rng.random() for _ in range(n)],
+        num_steps=400,
+        semantics=semantics,
+        lookahead_steps=2 if policy == "bfio" else 0,
+        num_requests=n,
+    )
     m = res["metrics"]
     assert m["num_admitted"] == m["num_finished"] == n
     assert res["live"][-1] is False  # the run drained
@@ -465,9 +552,16 @@ def test_paper_cut_is_zero_when_only_step0_admits() -> None:
 def test_unbounded_stream_too_short_raises() -> None:
     # G=2, B=1, R=2, every o = 1: step 0 reveals r0, r1; step 1 frees both slots and the top-up
     # needs r2 and r3, but only three requests were given.
-    kwargs: dict[str, Any] = dict(num_workers=2, slots_per_worker=1, pool_size=2, policy="fcfs",
-                                  prompt=[1, 1, 1], output=[1, 1, 1], pred_output=[1, 1, 1],
-                                  pred_u=[0.0, 0.0, 0.0])
+    kwargs: dict[str, Any] = dict(
+        num_workers=2,
+        slots_per_worker=1,
+        pool_size=2,
+        policy="fcfs",
+        prompt=[1, 1, 1],
+        output=[1, 1, 1],
+        pred_output=[1, 1, 1],
+        pred_u=[0.0, 0.0, 0.0],
+    )
     assert simulate(num_steps=0, **kwargs)["initial_assignments"] == [(0, 0, 0), (1, 1, 0)]
     with pytest.raises(IndexError, match="request 3"):
         simulate(num_steps=1, **kwargs)

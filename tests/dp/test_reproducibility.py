@@ -12,6 +12,7 @@ every variant, and the theory semantics with block_steps; the remaining (case, v
 of the full matrix (seed_chunk=3 and block_steps=64 for fcfs and bfio H=0, chunking for theory)
 are marked slow: run them with `-m "slow or not slow"`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,8 +32,7 @@ CASES = {
 
 def _config(case: str) -> DPConfig:
     # default workload: BurstGPTLike
-    return DPConfig(num_workers=4, slots_per_worker=8, pool_size=8, num_steps=NUM_STEPS,
-                    **CASES[case])
+    return DPConfig(num_workers=4, slots_per_worker=8, pool_size=8, num_steps=NUM_STEPS, **CASES[case])
 
 
 def _run(cfg: DPConfig, params, variant: str):
@@ -41,16 +41,17 @@ def _run(cfg: DPConfig, params, variant: str):
         r = simulate(cfg, params, SEEDS, record=True)
     elif variant == "reversed":
         r = simulate(cfg, params, SEEDS[::-1], record=True)
-        return ({k: v[::-1] for k, v in r.metrics.items()},
-                {k: v[::-1] for k, v in r.trajectories.items()})
+        return ({k: v[::-1] for k, v in r.metrics.items()}, {k: v[::-1] for k, v in r.trajectories.items()})
     elif variant == "chunk3":
         r = simulate(cfg, params, SEEDS, seed_chunk=3, record=True)
     elif variant == "chunk1":
         r = simulate(cfg, params, SEEDS, seed_chunk=1, record=True)
     elif variant == "alone":
         rs = [simulate(cfg, params, [s], record=True) for s in SEEDS]
-        return ({k: np.concatenate([r.metrics[k] for r in rs]) for k in rs[0].metrics},
-                {k: np.concatenate([r.trajectories[k] for r in rs]) for k in rs[0].trajectories})
+        return (
+            {k: np.concatenate([r.metrics[k] for r in rs]) for k in rs[0].metrics},
+            {k: np.concatenate([r.trajectories[k] for r in rs]) for k in rs[0].trajectories},
+        )
     elif variant == "block64":
         r = simulate(cfg, params, SEEDS, block_steps=64, record=True)
     else:  # pragma: no cover
@@ -82,8 +83,10 @@ def _differences(a: tuple[dict, dict], b: tuple[dict, dict]) -> list[str]:
                 out.append(f"{what} {k}: {u.dtype}{u.shape} vs {v.dtype}{v.shape}")
             elif u.tobytes() != v.tobytes() or not np.array_equal(u, v, equal_nan=True):
                 bad = np.argwhere(u != v)
-                out.append(f"{what} {k}: {len(bad)} entries differ, first at {bad[0].tolist()}: "
-                           f"{u[tuple(bad[0])]} vs {v[tuple(bad[0])]}")
+                out.append(
+                    f"{what} {k}: {len(bad)} entries differ, first at {bad[0].tolist()}: "
+                    f"{u[tuple(bad[0])]} vs {v[tuple(bad[0])]}"
+                )
     return out
 
 
@@ -113,14 +116,25 @@ def test_position_in_batch_does_not_matter(case: str) -> None:
 
 
 # (case, variant) pairs of the default run; the rest of the matrix is marked slow
-DEFAULT = {("fcfs", "chunk1"), ("fcfs", "alone"), ("bfio_h0", "chunk1"), ("bfio_h0", "alone"),
-           ("bfio_h2", "chunk3"), ("bfio_h2", "chunk1"), ("bfio_h2", "alone"), ("bfio_h2", "block64"),
-           ("theory_bfio_h0", "block64")}
+DEFAULT = {
+    ("fcfs", "chunk1"),
+    ("fcfs", "alone"),
+    ("bfio_h0", "chunk1"),
+    ("bfio_h0", "alone"),
+    ("bfio_h2", "chunk3"),
+    ("bfio_h2", "chunk1"),
+    ("bfio_h2", "alone"),
+    ("bfio_h2", "block64"),
+    ("theory_bfio_h0", "block64"),
+}
 
 
 def _matrix(variants: list[str]) -> list:
-    return [pytest.param(c, v, id=f"{c}-{v}", marks=() if (c, v) in DEFAULT else pytest.mark.slow)
-            for c in CASES for v in variants]
+    return [
+        pytest.param(c, v, id=f"{c}-{v}", marks=() if (c, v) in DEFAULT else pytest.mark.slow)
+        for c in CASES
+        for v in variants
+    ]
 
 
 @pytest.mark.parametrize("case,variant", _matrix(["chunk3", "chunk1", "alone"]))

@@ -5,6 +5,7 @@ the BurstGPT sample; one run. FCFS and JSQ (token load) must match the paper to 
 significant digits (they also match the paper's own simulator to the token: notes/000.md,
 section 0); BF-IO must be at least as good as the paper's rows.
 """
+
 from __future__ import annotations
 
 import csv
@@ -22,8 +23,10 @@ def test_table1_reproduced(burstgpt_path, tmp_path, capsys):
     out = tmp_path / "table1.csv"
     rows = {r["label"]: r for r in csv.DictReader(out.open())}
     assert set(rows) == {"fcfs", "jsq_tokens", "bfio(H=0)", "bfio(H=20)"}
-    m = {k: {c: float(v) for c, v in r.items() if c.endswith(("_tokens", "_per_s", "_s", "_j", "_step"))}
-         for k, r in rows.items()}
+    m = {
+        k: {c: float(v) for c, v in r.items() if c.endswith(("_tokens", "_per_s", "_s", "_j", "_step"))}
+        for k, r in rows.items()
+    }
     paper = {"fcfs": (27.9, 8.00, 1.42e-2, 396.0), "jsq_tokens": (28.2, 7.99, 1.42e-2, 396.0)}
     for label, (imb, thr, tpot, energy) in paper.items():
         r = m[label]

@@ -1,4 +1,5 @@
 """`jaxsched check theorems`: prediction formulas, fitting helpers, and the quick grid's checks."""
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,18 @@ from jaxsched.dp.theorems import (
 from jaxsched.stats import t975
 
 # E[max of G iid N(0, 1)] (notes/000.md section 1.1; G = 2: 1/sqrt(pi)).
-E_MAX = {1: 0.0, 2: 0.5642, 4: 1.0294, 8: 1.4236, 16: 1.7660, 32: 2.0697, 64: 2.3437, 128: 2.5946,
-         256: 2.8269, 512: 3.0439}
+E_MAX = {
+    1: 0.0,
+    2: 0.5642,
+    4: 1.0294,
+    8: 1.4236,
+    16: 1.7660,
+    32: 2.0697,
+    64: 2.3437,
+    128: 2.5946,
+    256: 2.8269,
+    512: 3.0439,
+}
 
 
 @pytest.mark.parametrize("G,value", sorted(E_MAX.items()))
@@ -46,7 +57,7 @@ def test_snapshot_var_closed_forms():
     assert snapshot_var(20, None) == pytest.approx(399 / 12)
     assert snapshot_var(20, 0.1) == pytest.approx(399 / 12 + 0.9 / 0.01)
     assert snapshot_var(4, 0.2, (1, 1)) == pytest.approx(15 / 12 + 0.8 / 0.04)
-    assert snapshot_var(20, 0.1, (0, 0)) == pytest.approx(399 / 12)       # no growth at all
+    assert snapshot_var(20, 0.1, (0, 0)) == pytest.approx(399 / 12)  # no growth at all
     # A constant drift d scales the age part by d^2.
     assert snapshot_var(20, 0.1, (3, 3)) == pytest.approx(399 / 12 + 9 * 0.9 / 0.01)
 
@@ -58,7 +69,7 @@ def test_snapshot_var_random_drift_monte_carlo():
     n_paths, n_slots, depth = 400, 4000, 120
     var = []
     for _ in range(n_paths):
-        path = rng.integers(lo, hi + 1, depth)                 # delta_k, delta_{k-1}, ...
+        path = rng.integers(lo, hi + 1, depth)  # delta_k, delta_{k-1}, ...
         csum = np.concatenate([[0], np.cumsum(path)])
         age = np.minimum(rng.geometric(p, n_slots) - 1, depth)  # P(A = a) = p (1-p)^a
         u = rng.integers(1, s_max + 1, n_slots) + csum[age]
@@ -102,7 +113,7 @@ def test_ols_ci_coverage():
 def test_ratio_slopes_recovers_exponents():
     G = np.repeat([8, 16, 64, 256], 4)
     B = np.tile([16, 64, 256, 1024], 4)
-    r = 0.3 * B ** 0.5 * np.log(G) ** 0.25
+    r = 0.3 * B**0.5 * np.log(G) ** 0.25
     s = ratio_slopes(G, B, r)
     assert s["B"][0] == pytest.approx(0.5) and s["logG"][0] == pytest.approx(0.25)
     # Only B varies: the log G slope is not fitted.
@@ -134,6 +145,7 @@ def test_round_lpt_partitions_are_s_max_balanced():
     """Theorem 1's kernel: a fixed multiset of G B prompts (s_max = 20) dealt to G empty workers
     of B slots ends with max - min <= s_max - 1, every worker holding exactly B."""
     from jaxsched.kernels import BFIO_VARIANTS
+
     rng = np.random.default_rng(4)
     fn = BFIO_VARIANTS[DEFAULT_T1_KERNEL]
     for G, B in ((3, 5), (8, 16), (16, 7), (64, 4)):
@@ -147,15 +159,41 @@ def test_round_lpt_partitions_are_s_max_balanced():
 
 def test_checks_fail_on_bad_rows():
     """The check logic flags a wrong FCFS value, a BF-IO bound breach and a bad round."""
-    base = dict(group="g", G="8", B="64", sigma="1", s_max="20", theorem="1", full_at_end="True",
-                imb_ci95="0", gap_ci95="0", gap_bound="20", imbalance_bound="140", prediction="100")
-    rows = [dict(base, policy="fcfs", imb_mean="100", gap_mean="50"),
-            dict(base, policy="bfio", imb_mean="10", gap_mean="5", round_gap_max="20")]
+    base = dict(
+        group="g",
+        G="8",
+        B="64",
+        sigma="1",
+        s_max="20",
+        theorem="1",
+        full_at_end="True",
+        imb_ci95="0",
+        gap_ci95="0",
+        gap_bound="20",
+        imbalance_bound="140",
+        prediction="100",
+    )
+    rows = [
+        dict(base, policy="fcfs", imb_mean="100", gap_mean="50"),
+        dict(base, policy="bfio", imb_mean="10", gap_mean="5", round_gap_max="20"),
+    ]
     assert [c.status for c in all_checks(rows)[0]] == ["PASS", "PASS", "PASS", "PASS", "INFO", "INFO"]
     # Above the bound: reported where one admission cannot absorb a step's removal spread
     # (kappa/phi < 1: B = 64, s_max = 4, p = 0.2), failed where it can (B = 4096, s_max = 20).
-    t2 = dict(base, policy="bfio", theorem="2", group="t2", G="64", B="64", s_max="4", p="0.2",
-              drift_lo="1", drift_hi="1", imb_mean="10", gap_mean="25")
+    t2 = dict(
+        base,
+        policy="bfio",
+        theorem="2",
+        group="t2",
+        G="64",
+        B="64",
+        s_max="4",
+        p="0.2",
+        drift_lo="1",
+        drift_hi="1",
+        imb_mean="10",
+        gap_mean="25",
+    )
     assert admission_margin(t2) < 1 and admission_margin(rows[1]) == math.inf
     checks = all_checks(rows + [t2])[0]
     assert checks[1].status == "PASS" and "t2 G=64 B=64: gap 1.25 x bound" in checks[5].detail
@@ -178,6 +216,7 @@ def test_quick_grid_checks(tmp_path):
     # BF-IO ran with the proofs' kernels: window fill (max - min) for Theorems 2 and 3, round
     # LPT for Theorem 1's rounds.
     import csv
+
     with (tmp_path / "results.csv").open() as f:
         kernels = {(r["theorem"], r["kernel"]) for r in csv.DictReader(f) if r["policy"] == "bfio"}
     assert kernels == {("1", DEFAULT_T1_KERNEL), ("2", DEFAULT_KERNEL), ("3", DEFAULT_KERNEL)}
@@ -194,10 +233,18 @@ def test_grid_buckets_equal_single_runs(tmp_path):
 
     from jaxsched.dp.theorems import COMPILE_S, plan_grid, run_cost_s, run_grid, theorem_grid
     from tests.sweep_checks import COMPILES as names
+
     pts = [pt for pt in theorem_grid(quick=True) if pt.theorem in (1, 2)]
-    run = lambda out, waste: run_grid(pts, tmp_path / out, kernel="window", t1_kernel="round_lpt",
-                                      measured=4, seeds=[0, 1, 2], progress=False,
-                                      bucket_waste=waste)
+    run = lambda out, waste: run_grid(
+        pts,
+        tmp_path / out,
+        kernel="window",
+        t1_kernel="round_lpt",
+        measured=4,
+        seeds=[0, 1, 2],
+        progress=False,
+        bucket_waste=waste,
+    )
     n0 = len(names)
     alone = run("alone.csv", None)
     n1 = len(names)
@@ -210,15 +257,24 @@ def test_grid_buckets_equal_single_runs(tmp_path):
     a, b = {key(r): r for r in alone}, {key(r): r for r in padded}
     assert a.keys() == b.keys() and len(a) == 6
     for k, r in a.items():
-        for col in ("imb_mean", "imb_std", "imb_ci95", "gap_mean", "gap_std", "gap_ci95",
-                    "full_at_end", "round_gap_max", "pool_size", "num_steps"):
+        for col in (
+            "imb_mean",
+            "imb_std",
+            "imb_ci95",
+            "gap_mean",
+            "gap_std",
+            "gap_ci95",
+            "full_at_end",
+            "round_gap_max",
+            "pool_size",
+            "num_steps",
+        ):
             assert r[col] == b[k][col], (k, col)
     with (tmp_path / "padded.csv").open() as f:
         assert len(list(csv.DictReader(f))) == 6
     # A run that simulates for longer than a compilation keeps its own program; the short ones
     # share buckets, each bucket's runs still costing less than a compilation.
-    jobs = [(pt, pol, "window") for pt in theorem_grid() if pt.theorem == 2 and pt.p == 0.1
-            for pol in ("fcfs", "bfio")]
+    jobs = [(pt, pol, "window") for pt in theorem_grid() if pt.theorem == 2 and pt.p == 0.1 for pol in ("fcfs", "bfio")]
     plan = plan_grid(jobs, 48, 32)
     costly = [b for b in plan if run_cost_s(b.config, 32) > COMPILE_S]
     assert costly and all(len(b.members) == 1 and not b.padded for b in costly)
@@ -228,9 +284,10 @@ def test_grid_buckets_equal_single_runs(tmp_path):
 
 def test_cli_check_rejects_bad_arguments(capsys):
     from jaxsched.cli import main
+
     assert main(["check", "nothing"]) == 2
     assert "must be one of theorems" in capsys.readouterr().err
-    for flag in ("--kernel", "--t1-kernel"):          # argparse's choices: exit 2, one line
+    for flag in ("--kernel", "--t1-kernel"):  # argparse's choices: exit 2, one line
         with pytest.raises(SystemExit) as e:
             main(["check", "theorems", flag, "nope"])
         assert e.value.code == 2

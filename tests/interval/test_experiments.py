@@ -1,5 +1,6 @@
 """Paper 003's checks and experiments (jaxsched.interval.experiments), reduced sizes; the full
 runs with `-m slow`. Each report's own check (`ok`) is what the command's exit status says."""
+
 from __future__ import annotations
 
 import pytest
@@ -42,8 +43,7 @@ def test_geometric_quick_formulas():
 def test_lower_bound_quick_is_below_the_printed_bound():
     rep = ix.lower_bound(quick=True)
     assert rep.ok
-    assert all(r["sim"] < r["printed"] and r["formula"] <= r["max_ratio"] + 1e-9
-               for r in rep.rows)
+    assert all(r["sim"] < r["printed"] and r["formula"] <= r["max_ratio"] + 1e-9 for r in rep.rows)
 
 
 def test_section6_quick_rows_and_claim():

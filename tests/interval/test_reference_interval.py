@@ -6,6 +6,7 @@ properties of the policies on a few hundred random small instances. Standard lib
 
 Job ids are 0-based throughout; steps are numbered from 1 (the paper's time 0 is step 1).
 """
+
 from __future__ import annotations
 
 import random
@@ -75,8 +76,7 @@ def test_example_8_2(seed):
 def test_step_model_finish_times():
     """Example 8.2 under durations 0.5 + 0.25 |X| + 0.125 (prefill) + 0.0625 memory (exact
     binary fractions): steps last 2.0, 1.375, 1.5, 0.9375, 1.0, 1.0625 seconds."""
-    model = dict(step_const_s=0.5, per_decode_s=0.25, per_prefill_token_s=0.125,
-                 per_kv_token_s=0.0625)
+    model = dict(step_const_s=0.5, per_decode_s=0.25, per_prefill_token_s=0.125, per_kv_token_s=0.0625)
     r = simulate([1] * 4, [1, 2, 3, 4], [1] * 4, [4] * 4, 7, "hsf", step_model=model)
     # step 1: 0.5 + 0.25*3 + 0.125*3 + 0.0625*6 = 2.0     step 2: 0.5 + 0.5 + 0 + 0.375 = 1.375
     # step 3: 0.5 + 0.5 + 0.125 + 0.375 = 1.5              steps 4..6: 0.75 + 0.0625 * (3, 4, 5)
@@ -195,8 +195,7 @@ def test_amin_estimates_never_decrease(seed, key):
       refused. Memory 5; c1 = 8.
     Steps 9, 10: job 2 (memory 3, 4): c2 = 10.
     """
-    r = simulate([1, 2, 2], [4, 3, 2], [3, 2, 1], [4, 3, 2], 7, "amin", seed=seed,
-                 eviction_key=key)
+    r = simulate([1, 2, 2], [4, 3, 2], [3, 2, 1], [4, 3, 2], 7, "amin", seed=seed, eviction_key=key)
     assert r["admitted"] == [[2, 1], [0], [2], [1], [], [2, 1], [], [], [2], []]
     assert r["evicted"] == [[], [2], [1], [2], [1], [], [2], [], [], []]
     assert r["memory"] == [6, 6, 6, 7, 5, 6, 4, 5, 3, 4]
@@ -219,8 +218,7 @@ def test_al_promotion_readmitted_same_step(seed):
     Steps 3, 4: memory 3, 4; c0 = 4. With only prefill costing (1 s per prompt token), the
     clock reads 2 after step 1 and 3 from step 2 on (the restart prefills again).
     """
-    model = dict(step_const_s=0.0, per_decode_s=0.0, per_prefill_token_s=1.0,
-                 per_kv_token_s=0.0)
+    model = dict(step_const_s=0.0, per_decode_s=0.0, per_prefill_token_s=1.0, per_kv_token_s=0.0)
     r = simulate([1, 1], [3, 1], [1, 1], [3, 3], 4, "al", seed=seed, step_model=model)
     assert sorted(r["admitted"][0]) == [0, 1] and r["admitted"][1:] == [[0], [], []]
     assert r["evicted"] == [[], [0], [], []]
@@ -264,8 +262,15 @@ def test_random_instances_invariants():
     for k in range(300):
         s, o, low, high, M = _random_instance(rng)
         n = len(s)
-        runs = [("hsf", {}), ("amax", {}), ("amax", {"amax_order": "random"}), ("arandom", {}),
-                ("amin", {}), ("amin", {"eviction_key": "live"}), ("al", {})]
+        runs = [
+            ("hsf", {}),
+            ("amax", {}),
+            ("amax", {"amax_order": "random"}),
+            ("arandom", {}),
+            ("amin", {}),
+            ("amin", {"eviction_key": "live"}),
+            ("al", {}),
+        ]
         for policy, kw in runs:
             r = simulate(s, o, low, high, M, policy, seed=k, **kw)
             assert len(r["memory"]) == r["makespan"] == max(r["completion"])
@@ -319,23 +324,26 @@ def test_amax_sorted_vs_random_equal_u():
 GOOD = dict(s=[1, 2], o=[2, 3], low=[1, 2], high=[3, 4], M=8, policy="amin")
 
 
-@pytest.mark.parametrize("change, field", [
-    (dict(o=[2]), "o"),
-    (dict(low=[1, 2, 3]), "low"),
-    (dict(high=[3]), "high"),
-    (dict(s=[-1, 2]), "s[0]"),
-    (dict(o=[0, 3], low=[1, 2]), "o[0]"),
-    (dict(low=[0, 2]), "low[0]"),
-    (dict(low=[3, 2]), "low[0]"),
-    (dict(high=[3, 2]), "high[1]"),
-    (dict(M=5), "high[1]"),
-    (dict(M=0), "M"),
-    (dict(s=[1.5, 2]), "s[0]"),
-    (dict(policy="fcfs"), "policy"),
-    (dict(eviction_key="lazy"), "eviction_key"),
-    (dict(amax_order="shuffled"), "amax_order"),
-    (dict(step_model=dict(step_const_s=1.0)), "step_model"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (dict(o=[2]), "o"),
+        (dict(low=[1, 2, 3]), "low"),
+        (dict(high=[3]), "high"),
+        (dict(s=[-1, 2]), "s[0]"),
+        (dict(o=[0, 3], low=[1, 2]), "o[0]"),
+        (dict(low=[0, 2]), "low[0]"),
+        (dict(low=[3, 2]), "low[0]"),
+        (dict(high=[3, 2]), "high[1]"),
+        (dict(M=5), "high[1]"),
+        (dict(M=0), "M"),
+        (dict(s=[1.5, 2]), "s[0]"),
+        (dict(policy="fcfs"), "policy"),
+        (dict(eviction_key="lazy"), "eviction_key"),
+        (dict(amax_order="shuffled"), "amax_order"),
+        (dict(step_model=dict(step_const_s=1.0)), "step_model"),
+    ],
+)
 def test_bad_inputs(change, field):
     with pytest.raises(ValueError, match=field.replace("[", r"\[").replace("]", r"\]")):
         simulate(**{**GOOD, **change})

@@ -3,6 +3,7 @@
 Reference numbers are the reading guide's [V] values, quoted to 4 decimals. Every test is
 host NumPy and runs in well under a second (the eigensolves are cached per u).
 """
+
 from __future__ import annotations
 
 import functools
@@ -99,7 +100,7 @@ def test_hsf_tel_fluid_formula():
     low, s, n, M = 2, 5.0, 400, 8192.0
     p = x / x.sum()
     k = np.arange(low, low + 4)
-    lit = sum(k[j] * (s + k[j]) * p[j] * (p[j] + 2 * p[j + 1:].sum()) for j in range(4))
+    lit = sum(k[j] * (s + k[j]) * p[j] * (p[j] + 2 * p[j + 1 :].sum()) for j in range(4))
     assert T.hsf_tel_fluid(x, low, s, n, M) == pytest.approx(n * n / (2 * M) * lit, rel=1e-14)
     # a point mass at k: n jobs of size k(s+k)/M each, the mean waiting half the total
     assert T.hsf_tel_fluid([0, 1.0], 3, 2.0, 10, 100) == pytest.approx(100 * 4 * 6 / 200)
@@ -117,8 +118,7 @@ def test_lemma46_s_to_infinity_is_random_order_over_spt():
     # far above Theorem 5.1's s = 0 bound (3 - alpha)/2 = 1.49
     alpha = 1 / 50
     y = 1 / (1 + math.sqrt(1 / alpha))  # the maximizing x_u
-    assert T.lemma46_cr(two_point(1, 50, (1 - y) / y), 1, 1e9) == pytest.approx(
-        (1 + alpha**-0.5) / 2, rel=1e-6)
+    assert T.lemma46_cr(two_point(1, 50, (1 - y) / y), 1, 1e9) == pytest.approx((1 + alpha**-0.5) / 2, rel=1e-6)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,8 +237,7 @@ TS = np.concatenate([[0.0], np.geomspace(1e-4, 1e5, 3000)])
 
 
 def test_thm51_sup_is_bound_at_t_one_over_alpha():
-    np.testing.assert_allclose(T.thm51_cr(ALPHAS, 1 / ALPHAS), T.thm51_bound(ALPHAS),
-                               rtol=1e-14)
+    np.testing.assert_allclose(T.thm51_cr(ALPHAS, 1 / ALPHAS), T.thm51_bound(ALPHAS), rtol=1e-14)
     grid = T.thm51_cr(ALPHAS[:, None], TS[None, :])
     assert np.all(grid <= T.thm51_bound(ALPHAS)[:, None] + 1e-14)
     assert T.thm51_bound(0.5) == 1.25 and T.thm51_cr(1.0, 3.0) == 1.0
@@ -287,8 +286,7 @@ def test_thm51_equals_lemma46_two_point_exactly_at_s0(l, u):
 def test_thm51_vs_lemma46_with_prompt():
     # s > 0: O(s/l) differences that vanish as l, u grow at fixed alpha and s
     t, s = 4.0, 5.0
-    gaps = [abs(T.lemma46_cr(two_point(m, 4 * m, t), m, s) - T.thm51_cr(0.25, t))
-            for m in (10, 100, 1000)]
+    gaps = [abs(T.lemma46_cr(two_point(m, 4 * m, t), m, s) - T.thm51_cr(0.25, t)) for m in (10, 100, 1000)]
     assert gaps[0] > 0.03 and gaps[0] > gaps[1] > gaps[2] and gaps[2] < 1e-3
     # and (3 - alpha)/2 no longer bounds Lemma 4.6: 1.4074 > 1.375 at l=10, u=40, s=5, t=4
     assert T.lemma46_cr(two_point(10, 40, t), 10, s) == pytest.approx(38 / 27, rel=1e-12)
@@ -338,7 +336,7 @@ def test_thm53_proof_sums_printed_denominator_is_a_typo():
     k = np.arange(1, 4000, dtype=float)
     w = k * q ** (k - 1)  # LG weights without p^2
     after = np.append(np.cumsum(w[::-1])[::-1][1:], 0.0)
-    closed_den = (1 + 2*q + 11*q**2 + 8*q**3 + 11*q**4 + 2*q**5 + q**6) / ((1-q)**6 * (1+q)**4)
+    closed_den = (1 + 2 * q + 11 * q**2 + 8 * q**3 + 11 * q**4 + 2 * q**5 + q**6) / ((1 - q) ** 6 * (1 + q) ** 4)
     corrected = np.sum(k**3 * q ** (k - 1) * (k * q ** (k - 1) + 2 * after))
     printed = np.sum(k**3 * q ** (k - 1) * (2 * k * q ** (k - 1) + after))
     assert corrected == pytest.approx(closed_den, rel=1e-12)
@@ -346,7 +344,7 @@ def test_thm53_proof_sums_printed_denominator_is_a_typo():
     tail = np.cumsum((k**2 * q ** (k - 1))[::-1])[::-1]
     geo = np.cumsum((q ** (k - 1))[::-1])[::-1]
     num = np.sum(tail * (geo + 2 * np.append(np.cumsum(geo[::-1])[::-1][1:], 0.0)))
-    closed_num = (1 + 3*q + 6*q**2 + 3*q**3 + q**4) / ((1-q)**6 * (1+q)**2)
+    closed_num = (1 + 3 * q + 6 * q**2 + 3 * q**3 + q**4) / ((1 - q) ** 6 * (1 + q) ** 2)
     assert num == pytest.approx(closed_num, rel=1e-12)
 
 
@@ -358,8 +356,7 @@ def test_thm34_ratio_at_sqrt_alpha_is_about_alpha_to_minus_half():
     assert T.thm34_ratio(0.25, 0.5) == pytest.approx(3.0, rel=1e-14)
     assert T.thm34_printed(0.25) == pytest.approx(6.0, rel=1e-14)  # the printed claim
     for alpha in (1e-2, 1e-4, 1e-6):
-        assert T.thm34_ratio(alpha, math.sqrt(alpha)) * math.sqrt(alpha) == pytest.approx(
-            1.0, abs=3 * math.sqrt(alpha))
+        assert T.thm34_ratio(alpha, math.sqrt(alpha)) * math.sqrt(alpha) == pytest.approx(1.0, abs=3 * math.sqrt(alpha))
 
 
 def test_thm34_max_closed_form():
@@ -385,8 +382,7 @@ def test_thm34_tels_tend_to_ratio():
     l, u = 3, 12
     hsf_small = T.thm34_tels(l, u, 1, 0)[1]
     assert hsf_small == u * l  # u short jobs in one batch, each done at time l
-    assert T.thm34_tels(l, u, 2, 3) == ((2 * u + 3 * l) * u * 5 / 2,
-                                        u * l * 3 + 6 * l * l + u * l * 6)
+    assert T.thm34_tels(l, u, 2, 3) == ((2 * u + 3 * l) * u * 5 / 2, u * l * 3 + 6 * l * l + u * l * 6)
     errs = []
     for scale in (10, 100, 1000, 10_000):
         a, b = 2 * scale, scale
@@ -403,44 +399,47 @@ def test_thm33_bound():
 # Input validation
 
 
-@pytest.mark.parametrize("call,field", [
-    (lambda: T.lemma46_cr([], 1, 0), "x"),
-    (lambda: T.lemma46_cr([0.0, 0.0], 1, 0), "x"),
-    (lambda: T.lemma46_cr([1.0, -0.1], 1, 0), "x"),
-    (lambda: T.lemma46_cr([[1.0]], 1, 0), "x"),
-    (lambda: T.lemma46_cr([1.0, np.nan], 1, 0), "x"),
-    (lambda: T.lemma46_cr([1.0], 0, 0), "low"),
-    (lambda: T.lemma46_cr([1.0], 1.5, 0), "low"),
-    (lambda: T.lemma46_cr([1.0], 1, -1), "s"),
-    (lambda: T.hsf_tel_fluid([1.0], 1, 0, 0, 10), "n"),
-    (lambda: T.hsf_tel_fluid([1.0], 1, 0, 5, -1), "M"),
-    (lambda: T.cor48_matrices(0), "u"),
-    (lambda: T.cor48_lambda_max(2.0), "u"),
-    (lambda: T.cor48_lambda_max(5, "lanczos"), "method"),
-    (lambda: T.cor48_b_inverse(10**6), "u"),
-    (lambda: T.cor48_trace(-3), "u"),
-    (lambda: T.fig1_fit([1, 2], [1, 2]), "us"),
-    (lambda: T.fig1_fit([1, 2, 3], [1, 2]), "values"),
-    (lambda: T.fig1_fit([1, 2, 3], [1, 1, 1]), "values"),
-    (lambda: T.thm51_cr(0.0, 1.0), "alpha"),
-    (lambda: T.thm51_cr(1.5, 1.0), "alpha"),
-    (lambda: T.thm51_cr(0.5, -1.0), "t"),
-    (lambda: T.thm52_cr(0.5, [1.0, np.inf]), "t"),
-    (lambda: T.thm52_bound(True), "alpha"),
-    (lambda: T.thm51_bound("0.5"), "alpha"),
-    (lambda: T.geometric_pmf(1.0, 10), "p"),
-    (lambda: T.lg_pmf(0.0, 10), "p"),
-    (lambda: T.lg_pmf(0.5, 0), "u"),
-    (lambda: T.thm53_cr(1.01), "q"),
-    (lambda: T.thm34_ratio(0.5, -1), "r"),
-    (lambda: T.thm34_max(0), "alpha"),
-    (lambda: T.thm34_printed(2), "alpha"),
-    (lambda: T.thm33_bound(-0.5), "alpha"),
-    (lambda: T.thm34_tels(0, 5, 1, 1), "l"),
-    (lambda: T.thm34_tels(5, 4, 1, 1), "u"),
-    (lambda: T.thm34_tels(1, 4, -1, 1), "a"),
-    (lambda: T.thm34_tels(1, 4, 0, 0), "a + b"),
-])
+@pytest.mark.parametrize(
+    "call,field",
+    [
+        (lambda: T.lemma46_cr([], 1, 0), "x"),
+        (lambda: T.lemma46_cr([0.0, 0.0], 1, 0), "x"),
+        (lambda: T.lemma46_cr([1.0, -0.1], 1, 0), "x"),
+        (lambda: T.lemma46_cr([[1.0]], 1, 0), "x"),
+        (lambda: T.lemma46_cr([1.0, np.nan], 1, 0), "x"),
+        (lambda: T.lemma46_cr([1.0], 0, 0), "low"),
+        (lambda: T.lemma46_cr([1.0], 1.5, 0), "low"),
+        (lambda: T.lemma46_cr([1.0], 1, -1), "s"),
+        (lambda: T.hsf_tel_fluid([1.0], 1, 0, 0, 10), "n"),
+        (lambda: T.hsf_tel_fluid([1.0], 1, 0, 5, -1), "M"),
+        (lambda: T.cor48_matrices(0), "u"),
+        (lambda: T.cor48_lambda_max(2.0), "u"),
+        (lambda: T.cor48_lambda_max(5, "lanczos"), "method"),
+        (lambda: T.cor48_b_inverse(10**6), "u"),
+        (lambda: T.cor48_trace(-3), "u"),
+        (lambda: T.fig1_fit([1, 2], [1, 2]), "us"),
+        (lambda: T.fig1_fit([1, 2, 3], [1, 2]), "values"),
+        (lambda: T.fig1_fit([1, 2, 3], [1, 1, 1]), "values"),
+        (lambda: T.thm51_cr(0.0, 1.0), "alpha"),
+        (lambda: T.thm51_cr(1.5, 1.0), "alpha"),
+        (lambda: T.thm51_cr(0.5, -1.0), "t"),
+        (lambda: T.thm52_cr(0.5, [1.0, np.inf]), "t"),
+        (lambda: T.thm52_bound(True), "alpha"),
+        (lambda: T.thm51_bound("0.5"), "alpha"),
+        (lambda: T.geometric_pmf(1.0, 10), "p"),
+        (lambda: T.lg_pmf(0.0, 10), "p"),
+        (lambda: T.lg_pmf(0.5, 0), "u"),
+        (lambda: T.thm53_cr(1.01), "q"),
+        (lambda: T.thm34_ratio(0.5, -1), "r"),
+        (lambda: T.thm34_max(0), "alpha"),
+        (lambda: T.thm34_printed(2), "alpha"),
+        (lambda: T.thm33_bound(-0.5), "alpha"),
+        (lambda: T.thm34_tels(0, 5, 1, 1), "l"),
+        (lambda: T.thm34_tels(5, 4, 1, 1), "u"),
+        (lambda: T.thm34_tels(1, 4, -1, 1), "a"),
+        (lambda: T.thm34_tels(1, 4, 0, 0), "a + b"),
+    ],
+)
 def test_bad_inputs_raise_value_error_naming_the_argument(call, field):
     with pytest.raises(ValueError, match=rf"^{re.escape(field)} must be"):
         call()

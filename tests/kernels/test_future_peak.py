@@ -1,5 +1,6 @@
 """kernels.future_peak: the future-memory peaks of a running set, by sorting, by histogram and
 by the literal definition; lex_argmin against a sort; admit_check against recomputing."""
+
 from __future__ import annotations
 
 import jax
@@ -13,8 +14,12 @@ N, WIDTH = 12, 16
 
 
 def _literal(s, p, c, member):
-    return np.array([sum(s[l] + c[j] - p[l] for l in range(len(s)) if member[l] and c[l] >= c[j])
-                     if member[j] else 0 for j in range(len(s))])
+    return np.array(
+        [
+            sum(s[l] + c[j] - p[l] for l in range(len(s)) if member[l] and c[l] >= c[j]) if member[j] else 0
+            for j in range(len(s))
+        ]
+    )
 
 
 @st.composite
@@ -55,9 +60,11 @@ def test_admit_check_equals_recomputing_the_peaks(x, r_s, r_c, M):
 
 
 @settings(max_examples=200, deadline=None)
-@given(key=st.lists(st.integers(0, 3), min_size=N, max_size=N),
-       tie=st.lists(st.sampled_from([0, 1, 2**31 - 1, 2**31, 2**32 - 2]), min_size=N, max_size=N),
-       mask=st.lists(st.booleans(), min_size=N, max_size=N))
+@given(
+    key=st.lists(st.integers(0, 3), min_size=N, max_size=N),
+    tie=st.lists(st.sampled_from([0, 1, 2**31 - 1, 2**31, 2**32 - 2]), min_size=N, max_size=N),
+    mask=st.lists(st.booleans(), min_size=N, max_size=N),
+)
 def test_lex_argmin_is_the_first_of_the_sorted_order(key, tie, mask):
     if not any(mask):
         return

@@ -1,4 +1,5 @@
 """Kernels: bit-packed slot selection and the valley-fill assignment, on random instances."""
+
 from __future__ import annotations
 
 import functools
@@ -21,15 +22,16 @@ FORMS = [False, True] if kernels.native.available() else [False]
 _fill_forms = {n: functools.partial(kernels.valley_fill, native=n) for n in FORMS}
 _fills = {n: jax.jit(f) for n, f in _fill_forms.items()}
 valley_fill_unpacked = jax.jit(kernels.valley_fill_unpacked)
-lookahead_valley_fill = jax.jit(functools.partial(kernels.lookahead_valley_fill, beta=5,
-                                                  weights=window_weights(3, 0.7)))
+lookahead_valley_fill = jax.jit(
+    functools.partial(kernels.lookahead_valley_fill, beta=5, weights=window_weights(3, 0.7))
+)
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.booleans(), min_size=1, max_size=100), st.data())
 def test_select_bit_finds_the_rth_set_bit(mask, data):
     m = np.zeros(100, bool)
-    m[:len(mask)] = mask
+    m[: len(mask)] = mask
     words = pack_bits(jnp.asarray(m))
     assert int(count_bits(words)) == m.sum()
     ranks = np.asarray(free_slot_rank(jnp.asarray(m)))
@@ -114,12 +116,12 @@ def test_vmapped_valley_fill_is_the_rule_on_every_instance(data):
             np.testing.assert_array_equal(r[n][w[n] >= 0], np.asarray(pr)[w[n] >= 0])
         w2, _ = (np.asarray(a).reshape(4, -1) for a in _nested_fills[form](*nested))
         for n in range(4):
-            np.testing.assert_array_equal(
-                w2[n], _python_valley_fill(loads[n], frees[n], sizes[n], valid[n])[0])
+            np.testing.assert_array_equal(w2[n], _python_valley_fill(loads[n], frees[n], sizes[n], valid[n])[0])
 
 
-_unrolled_fills = {u: jax.jit(jax.vmap(functools.partial(kernels.valley_fill, unroll=u, native=False)))
-                   for u in (1, 3, 8)}
+_unrolled_fills = {
+    u: jax.jit(jax.vmap(functools.partial(kernels.valley_fill, unroll=u, native=False))) for u in (1, 3, 8)
+}
 
 
 @settings(max_examples=30, deadline=None)
@@ -150,8 +152,10 @@ def test_lookahead_with_one_row_admits_within_capacity(data):
     loads, free, sizes, valid = _instance(data)
     W = 3
     proj = np.repeat(loads[:, None], W, axis=1) - np.arange(W)[None, :]
-    w, r = (np.asarray(a) for a in lookahead_valley_fill(
-        jnp.asarray(proj), jnp.asarray(free), jnp.asarray(sizes), jnp.asarray(valid)))
+    w, r = (
+        np.asarray(a)
+        for a in lookahead_valley_fill(jnp.asarray(proj), jnp.asarray(free), jnp.asarray(sizes), jnp.asarray(valid))
+    )
     assert (w >= 0).sum() == min(valid.sum(), free.sum())
     assert not (w[~valid] >= 0).any()
     for g in range(len(loads)):

@@ -1,6 +1,7 @@
 """Level fill (kernels/level_fill.py) and the "ms_lf" kernel built on it: the subset table, the
 exact best subset per worker, feasibility at any pool size, and the subset-sum puzzles that
 motivate it."""
+
 from __future__ import annotations
 
 import itertools
@@ -27,7 +28,7 @@ def test_subset_masks_lists_every_small_subset_once():
     assert len(set(masks.tolist())) == len(masks)
     assert all(_popcount(m) == c for m, c in zip(masks, counts))
     assert counts.max() == 4 and (masks >= 0).all() and masks.max() < 2**16
-    assert len(subset_masks(3, 4)[0]) == 8            # kmax above n: every subset
+    assert len(subset_masks(3, 4)[0]) == 8  # kmax above n: every subset
     for bad in (0, 32):
         with pytest.raises(ValueError, match="n must be in 1..31"):
             subset_masks(bad, 4)
@@ -37,8 +38,17 @@ def _run(loads, free, sizes, valid, level):
     n = min(ENUM_MAX, sizes.shape[0])
     masks, counts = subset_masks(n, SUBSET_MAX)
     f = jax.jit(level_fill)
-    return np.asarray(f(jnp.asarray(loads), jnp.asarray(free), jnp.asarray(sizes), jnp.asarray(valid),
-                        jnp.int32(level), jnp.asarray(masks), jnp.asarray(counts)))
+    return np.asarray(
+        f(
+            jnp.asarray(loads),
+            jnp.asarray(free),
+            jnp.asarray(sizes),
+            jnp.asarray(valid),
+            jnp.int32(level),
+            jnp.asarray(masks),
+            jnp.asarray(counts),
+        )
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -90,20 +100,31 @@ def _J(loads, worker, sizes):
 # token with a combination of several requests. J* = 0 certifies the first (J >= 0 always); the
 # second's optimum, 182, is the MILP's (benchmarks/results/exact_cache_burst_1000_0.npz).
 PUZZLES = [
-    (np.array([11427, 11399], np.int32), np.array([4, 1], np.int32),
-     np.array([1059, 201, 105, 29, 136, 729, 202, 53, 390, 59, 131, 251, 645, 373, 142, 1], np.int32), 15, 0),
-    (np.array([8785, 8500, 8434, 8467, 8873], np.int32), np.array([1, 1, 2, 4, 4], np.int32),
-     np.array([96, 304, 140, 312, 545, 413, 432, 216, 316, 73, 708, 1073, 495, 230, 109, 1], np.int32), 15, 182),
+    (
+        np.array([11427, 11399], np.int32),
+        np.array([4, 1], np.int32),
+        np.array([1059, 201, 105, 29, 136, 729, 202, 53, 390, 59, 131, 251, 645, 373, 142, 1], np.int32),
+        15,
+        0,
+    ),
+    (
+        np.array([8785, 8500, 8434, 8467, 8873], np.int32),
+        np.array([1, 1, 2, 4, 4], np.int32),
+        np.array([96, 304, 140, 312, 545, 413, 432, 216, 316, 73, 708, 1073, 495, 230, 109, 1], np.int32),
+        15,
+        182,
+    ),
 ]
 
 
 # The first puzzle in the default run, the others with -m slow (each compiles its own shape).
-@pytest.mark.parametrize("k", [k if k == 0 else pytest.param(k, marks=pytest.mark.slow)
-                               for k in range(len(PUZZLES))])
+@pytest.mark.parametrize("k", [k if k == 0 else pytest.param(k, marks=pytest.mark.slow) for k in range(len(PUZZLES))])
 def test_ms_lf_solves_subset_sum_puzzles_that_ms_ls_chain_misses(k):
     loads, free, sizes, n, J_star = PUZZLES[k]
     valid = np.arange(16) < n
-    J = {name: _J(loads, np.asarray(jax.jit(BFIO_VARIANTS[name])(loads, free, sizes, valid)[0]), sizes)
-         for name in ("ms_ls_chain", "ms_lf")}
+    J = {
+        name: _J(loads, np.asarray(jax.jit(BFIO_VARIANTS[name])(loads, free, sizes, valid)[0]), sizes)
+        for name in ("ms_ls_chain", "ms_lf")
+    }
     assert J["ms_lf"] == J_star
     assert J["ms_ls_chain"] > J_star

@@ -2,6 +2,7 @@
 the BF-IO paper's Lemma 1 needs (with its consequence max - min <= s_max in homogeneous rounds);
 convergence asserted where it is guaranteed, idempotence of the search on its converged output,
 and step-for-step agreement with the plain-Python reference (tests/reference/local_search.py)."""
+
 from __future__ import annotations
 
 import functools
@@ -155,8 +156,7 @@ _ls_cache: dict = {}
 def _ls(chain: bool, max_iters: int = 8):
     """jitted kernels.local_search for one (chain, max_iters) (one compilation each)."""
     if (chain, max_iters) not in _ls_cache:
-        _ls_cache[chain, max_iters] = jax.jit(functools.partial(
-            kernels.local_search, max_iters=max_iters, chain=chain))
+        _ls_cache[chain, max_iters] = jax.jit(functools.partial(kernels.local_search, max_iters=max_iters, chain=chain))
     return _ls_cache[chain, max_iters]
 
 
@@ -205,8 +205,7 @@ def test_one_request_on_two_empty_workers_converges_at_once():
 def _single_admission(draw):
     """U = 1: one valid request with any free slots (moves only), or any pool with one free slot
     in all (pool exchanges only). Small load range: workers often tie or differ by a size."""
-    loads, free, sizes, valid = (np.zeros(G, np.int32), np.zeros(G, np.int32),
-                                 np.ones(R, np.int32), np.zeros(R, bool))
+    loads, free, sizes, valid = (np.zeros(G, np.int32), np.zeros(G, np.int32), np.ones(R, np.int32), np.zeros(R, bool))
     g = draw(st.integers(2, G))
     loads[:g] = draw(st.lists(st.integers(0, 12), min_size=g, max_size=g))
     sizes[:] = draw(st.lists(st.integers(1, 12), min_size=R, max_size=R))
@@ -240,10 +239,14 @@ def _equal_sizes(draw):
     """Every request of one size s and loads on a grid of s (ties and exact gaps of s abound)."""
     s = draw(st.integers(1, 9))
     g = draw(st.integers(2, G))
-    loads, free, sizes, valid = (np.zeros(G, np.int32), np.zeros(G, np.int32),
-                                 np.full(R, s, np.int32), np.zeros(R, bool))
+    loads, free, sizes, valid = (
+        np.zeros(G, np.int32),
+        np.zeros(G, np.int32),
+        np.full(R, s, np.int32),
+        np.zeros(R, bool),
+    )
     loads[:g] = s * np.array(draw(st.lists(st.integers(0, 4), min_size=g, max_size=g)))
-    if draw(st.booleans()):   # sometimes off the grid
+    if draw(st.booleans()):  # sometimes off the grid
         loads[:g] += np.array(draw(st.lists(st.integers(0, 1), min_size=g, max_size=g)))
     free[:g] = draw(st.lists(st.integers(0, 3), min_size=g, max_size=g))
     valid[:] = draw(st.lists(st.booleans(), min_size=R, max_size=R))
@@ -275,13 +278,12 @@ def _two_admissions(draw):
     """U <= 2 with at most four valid requests (small enough to enumerate every assignment)."""
     g = draw(st.integers(2, G))
     n = draw(st.integers(1, 4))
-    loads, free, sizes, valid = (np.zeros(G, np.int32), np.zeros(G, np.int32),
-                                 np.ones(R, np.int32), np.zeros(R, bool))
-    loads[:g] = draw(st.lists(st.integers(0, 12), min_size=g, max_size=g))   # ties abound
+    loads, free, sizes, valid = (np.zeros(G, np.int32), np.zeros(G, np.int32), np.ones(R, np.int32), np.zeros(R, bool))
+    loads[:g] = draw(st.lists(st.integers(0, 12), min_size=g, max_size=g))  # ties abound
     sizes[:n] = draw(st.lists(st.integers(1, 8), min_size=n, max_size=n))
     valid[:n] = True
     free[:g] = draw(st.lists(st.integers(0, 2), min_size=g, max_size=g))
-    if n > 2:        # keep U <= 2
+    if n > 2:  # keep U <= 2
         while free.sum() > 2:
             free[np.flatnonzero(free)[-1]] -= 1
     return loads, free, sizes, valid
@@ -318,7 +320,7 @@ def test_the_cap_reports_a_search_still_improving_as_not_converged():
         assert conv == conv_ref == expect, max_iters
         np.testing.assert_array_equal(w, w_ref)
     L = _loads_after(loads, w, sizes)
-    assert (_J(L), int((L ** 2).sum())) == (100, 2254)
+    assert (_J(L), int((L**2).sum())) == (100, 2254)
     # whereas valley fill starts next to the optimum: every variant converges
     for name in SEARCHING:
         assert bool(KERNELS[name](*inst)[2]), name
@@ -348,7 +350,7 @@ def test_search_is_idempotent_on_its_converged_output(inst, data):
                 w2, conv = _run_ls(inst, w, chain, max_iters)
                 assert conv, (chain, max_iters)
                 np.testing.assert_array_equal(w2, w)
-    for name in SEARCHING:   # the variants' converged outputs are fixed points too
+    for name in SEARCHING:  # the variants' converged outputs are fixed points too
         w, _, conv = (np.asarray(a) for a in KERNELS[name](*inst))
         if conv:
             w2, conv2 = _run_ls(inst, w, name.endswith("_chain"))

@@ -1,5 +1,6 @@
 """The valley fill's native CPU kernel (kernels/native): the same assignments as the XLA form at
 engine-like sizes, where each is used, and what happens where it cannot be built."""
+
 from __future__ import annotations
 
 import functools
@@ -17,8 +18,9 @@ from hypothesis import strategies as st
 from jaxsched import kernels
 from jaxsched.kernels import native
 
-needs_native = pytest.mark.skipif(not native.available(),
-                                  reason="the native kernel could not be built here (no C++ compiler)")
+needs_native = pytest.mark.skipif(
+    not native.available(), reason="the native kernel could not be built here (no C++ compiler)"
+)
 
 
 def _forms(native_on: bool):
@@ -45,12 +47,17 @@ def test_native_equals_the_xla_form(shape, data):
     few = data.draw(st.booleans())
     loads = rng.choice([1000, 1500, 2000], (8, G)) if few else rng.integers(0, 200_000, (8, G))
     free = rng.integers(0, 7, (8, G))
-    sizes = rng.choice([1, 50, 300], (8, R)) if few else np.minimum(
-        rng.lognormal(6, 1.5, (8, R)).astype(np.int64) + 1, 20_000)
+    sizes = (
+        rng.choice([1, 50, 300], (8, R))
+        if few
+        else np.minimum(rng.lognormal(6, 1.5, (8, R)).astype(np.int64) + 1, 20_000)
+    )
     valid = rng.random((8, R)) < data.draw(st.sampled_from([0.0, 0.3, 1.0]))
     target = rng.integers(0, 250_000, 8) * data.draw(st.booleans())
-    args = [jnp.asarray(a, dt) for a, dt in ((loads, jnp.int32), (free, jnp.int32),
-                                             (sizes, jnp.int32), (valid, bool), (target, jnp.int32))]
+    args = [
+        jnp.asarray(a, dt)
+        for a, dt in ((loads, jnp.int32), (free, jnp.int32), (sizes, jnp.int32), (valid, bool), (target, jnp.int32))
+    ]
     xla, nat = _fills[shape]
     for a, b in zip(xla(*args), nat(*args)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -61,8 +68,12 @@ def test_each_platform_lowers_its_own_form():
     # The native kernel is an XLA custom call for the CPU only; a GPU lowering must contain the
     # XLA form and no call to it.
     f = jax.jit(jax.vmap(kernels.valley_fill))
-    args = (jnp.zeros((4, 3), jnp.int32), jnp.ones((4, 3), jnp.int32),
-            jnp.ones((4, 5), jnp.int32), jnp.ones((4, 5), bool))
+    args = (
+        jnp.zeros((4, 3), jnp.int32),
+        jnp.ones((4, 3), jnp.int32),
+        jnp.ones((4, 5), jnp.int32),
+        jnp.ones((4, 5), bool),
+    )
     cpu, gpu = (f.trace(*args).lower(lowering_platforms=(p,)).as_text() for p in ("cpu", "cuda"))
     assert native.TARGET in cpu
     assert native.TARGET not in gpu and "stablehlo.while" in gpu
@@ -75,7 +86,7 @@ def test_native_true_without_the_kernel_is_an_error(monkeypatch):
     args = [jnp.zeros(2, jnp.int32), jnp.ones(2, jnp.int32), jnp.ones(3, jnp.int32), jnp.ones(3, bool)]
     with pytest.raises(ValueError, match="native=True"):
         kernels.valley_fill(*args, native=True)
-    w, _ = kernels.valley_fill(*args)          # the default falls back to the XLA form
+    w, _ = kernels.valley_fill(*args)  # the default falls back to the XLA form
     assert sorted(np.asarray(w).tolist()) == [-1, 0, 1]
 
 
@@ -84,7 +95,7 @@ def test_without_a_compiler_the_kernel_is_unavailable_with_one_warning(monkeypat
     monkeypatch.setenv("JAXSCHED_NATIVE_CACHE", str(tmp_path / "cache"))
     with pytest.raises(OSError):
         native.build()
-    assert not list((tmp_path / "cache").glob("*.so"))        # nothing partial is left behind
+    assert not list((tmp_path / "cache").glob("*.so"))  # nothing partial is left behind
     with pytest.warns(RuntimeWarning, match="could not be built"):
         assert native.available.__wrapped__() is False
 
@@ -125,7 +136,8 @@ def test_the_engine_gives_the_same_results_with_either_form():
     digests = []
     for flag in ("1", "0"):
         env = dict(os.environ, JAXSCHED_NATIVE=flag)
-        out = subprocess.run([sys.executable, "-c", _DIGEST], env=env, capture_output=True,
-                             text=True, check=True, timeout=600)
+        out = subprocess.run(
+            [sys.executable, "-c", _DIGEST], env=env, capture_output=True, text=True, check=True, timeout=600
+        )
         digests.append(out.stdout.split()[-1])
     assert digests[0] == digests[1]

@@ -1,5 +1,6 @@
 """kernels.ordered_sum: a fixed pairwise tree of float32 adds, the same for any batch shape;
 kernels.fused_sums: several integer sums in one pass."""
+
 from __future__ import annotations
 
 import jax
@@ -16,7 +17,7 @@ def _pairwise(x: np.ndarray) -> np.float32:
     width = 1 << max(0, (n - 1).bit_length())
     x = np.concatenate([x, np.zeros(width - n, np.float32)])
     while len(x) > 1:
-        x = x[: len(x) // 2] + x[len(x) // 2:]
+        x = x[: len(x) // 2] + x[len(x) // 2 :]
     return x[0]
 
 
@@ -28,7 +29,7 @@ def test_ordered_sum_is_the_pairwise_tree_for_every_batch_shape(n):
     want = np.array([_pairwise(row) for row in x])
     got = np.asarray(jax.jit(jax.vmap(ordered_sum))(jnp.asarray(x)))
     assert got.tobytes() == want.tobytes()
-    for rows in (1, 5, 32):          # a different vmapped shape rounds the same
+    for rows in (1, 5, 32):  # a different vmapped shape rounds the same
         part = np.asarray(jax.jit(jax.vmap(ordered_sum))(jnp.asarray(x[:rows])))
         assert part.tobytes() == want[:rows].tobytes()
     np.testing.assert_allclose(got, x.astype(np.float64).sum(1), rtol=1e-5, atol=1e-3)
@@ -38,10 +39,11 @@ def test_ordered_sum_is_the_pairwise_tree_for_every_batch_shape(n):
 @pytest.mark.parametrize("shape,axis", [((5, 72), -1), ((3, 16, 72), -1), ((3, 16, 72), 1), ((4, 33), 0)])
 def test_fused_sums_equal_separate_sums(shape, axis):
     rng = np.random.default_rng(len(shape) + axis)
-    a = rng.integers(-2**20, 2**20, shape).astype(np.int32)
+    a = rng.integers(-(2**20), 2**20, shape).astype(np.int32)
     b = (rng.random(shape) < 0.4).astype(np.int32)
-    w = np.where(rng.random(shape) < 0.5, np.uint32(1) << rng.integers(0, 32, shape).astype(np.uint32),
-                 np.uint32(0)).astype(np.uint32)
+    w = np.where(
+        rng.random(shape) < 0.5, np.uint32(1) << rng.integers(0, 32, shape).astype(np.uint32), np.uint32(0)
+    ).astype(np.uint32)
     got = jax.jit(lambda *x: fused_sums(x, axis))(a, b, w)
     for g, x in zip(got, (a, b, w)):
         assert g.dtype == x.dtype

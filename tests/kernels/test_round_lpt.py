@@ -1,6 +1,7 @@
 """Round LPT (kernels/round_lpt.py): exact agreement with a plain-Python statement of the rule,
 feasibility, the s_max balance of homogeneous rounds (BF-IO Lemma 1), and its objective beside
 the exact optimum on small instances (measured, printed with -s)."""
+
 from __future__ import annotations
 
 import importlib
@@ -19,8 +20,7 @@ from tests.reference.instances import loads_after as _loads_after
 # takes part in any round.
 round_lpt = jax.jit(kernels.round_lpt)
 valley_fill = jax.jit(kernels.valley_fill)
-_descending = jax.jit(importlib.import_module("jaxsched.kernels.round_lpt")._descending_requests,
-                      static_argnums=2)
+_descending = jax.jit(importlib.import_module("jaxsched.kernels.round_lpt")._descending_requests, static_argnums=2)
 
 
 def reference(loads, free, sizes, valid):
@@ -90,8 +90,8 @@ def test_packed_and_two_key_pool_sorts_agree(inst):
     want = sorted(np.flatnonzero(valid), key=lambda i: (-int(sizes[i]), i))
     for packed in (True, False):
         perm, desc = (np.asarray(a) for a in _descending(sizes, valid, packed))
-        assert perm[:len(want)].tolist() == want
-        assert desc[:len(want)].tolist() == sizes[want].tolist()
+        assert perm[: len(want)].tolist() == want
+        assert desc[: len(want)].tolist() == sizes[want].tolist()
         assert sorted(perm.tolist()) == list(range(R_PAD))
 
 
@@ -101,9 +101,9 @@ def test_vmapped_equals_one_at_a_time():
     N = 16
     loads = rng.integers(0, 100, (N, G_PAD)).astype(np.int32)
     free = rng.integers(0, 5, (N, G_PAD)).astype(np.int32)
-    free[0] = 0                                                      # nothing to admit
+    free[0] = 0  # nothing to admit
     free[1] = 0
-    free[1, 2] = 9                                                   # nine rounds, one worker
+    free[1, 2] = 9  # nine rounds, one worker
     sizes = rng.integers(1, 30, (N, R_PAD)).astype(np.int32)
     valid = rng.random((N, R_PAD)) < 0.7
     w, r = jax.jit(jax.vmap(kernels.round_lpt))(loads, free, sizes, valid)
@@ -195,5 +195,7 @@ def test_objective_against_the_exact_optimum():
         J_opt.append(J_star)
     J_rl, J_vf, J_opt = map(np.array, (J_rl, J_vf, J_opt))
     for name, J in (("round_lpt", J_rl), ("vf", J_vf)):
-        print(f"{name}: exact {np.mean(J == J_opt):.0%}, aggregate excess "
-              f"{(J - J_opt).sum() / max(J_opt.sum(), 1):.1%} over {len(J)} instances")
+        print(
+            f"{name}: exact {np.mean(J == J_opt):.0%}, aggregate excess "
+            f"{(J - J_opt).sum() / max(J_opt.sum(), 1):.1%} over {len(J)} instances"
+        )

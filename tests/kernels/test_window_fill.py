@@ -2,6 +2,7 @@
 (exact rationals for the need, the documented float32 key for the worker order), feasibility,
 the closeness of a worker's window to its need, int32 safety, and, in the dp engine with the
 theory semantics, an average max - min gap below s_max / p and below valley fill's."""
+
 from __future__ import annotations
 
 import importlib
@@ -38,19 +39,22 @@ def reference(loads, free, sizes, valid):
     tq = T.numerator // T.denominator
     tf = int((T - tq) * D)
     mean = f(S // n1) + f(S % n1) / f(n1)
-    key = [abs((f(tq - int(loads[g])) + f(tf) / f(D)) / f(max(c[g], 1)) - mean) if c[g] > 0
-           else f(-1) for g in range(G)]
+    key = [
+        abs((f(tq - int(loads[g])) + f(tf) / f(D)) / f(max(c[g], 1)) - mean) if c[g] > 0 else f(-1) for g in range(G)
+    ]
     order = sorted(range(G), key=lambda g: (-key[g], g))
     remaining = list(items)
     worker, rank = [-1] * R, [0] * R
     for g in order:
         if c[g] == 0:
             continue
-        best = min(range(len(remaining) - c[g] + 1),
-                   key=lambda j: (abs(sum(int(sizes[i]) for i in remaining[j:j + c[g]]) - X[g]), j))
-        for t, i in enumerate(remaining[best:best + c[g]]):
+        best = min(
+            range(len(remaining) - c[g] + 1),
+            key=lambda j: (abs(sum(int(sizes[i]) for i in remaining[j : j + c[g]]) - X[g]), j),
+        )
+        for t, i in enumerate(remaining[best : best + c[g]]):
             worker[i], rank[i] = g, t
-        del remaining[best:best + c[g]]
+        del remaining[best : best + c[g]]
     return np.array(worker), np.array(rank)
 
 
@@ -59,7 +63,7 @@ def _window_error_bound(X: Fraction, pool: list[int], c: int) -> Fraction:
     the error |W - X| is the distance from X to [W_first, W_last] when X lies outside, and at
     most (max - min of the pool) / 2 inside (consecutive window sums differ by at most that)."""
     a = sorted(pool)
-    lo, hi = sum(a[:c]), sum(a[len(a) - c:])
+    lo, hi = sum(a[:c]), sum(a[len(a) - c :])
     if X < lo:
         return lo - X
     if X > hi:
@@ -94,7 +98,7 @@ def test_output_is_feasible(inst):
     assert (w >= 0).sum() == U
     assert not (w[~valid] >= 0).any()
     assert (r[w < 0] == 0).all()
-    c = np.clip(U - (np.cumsum(free) - free), 0, free)       # trimmed in worker order
+    c = np.clip(U - (np.cumsum(free) - free), 0, free)  # trimmed in worker order
     if valid.sum() >= free.sum():
         np.testing.assert_array_equal(c, free)
     for g in range(G_PAD):
@@ -120,7 +124,7 @@ def test_a_lone_worker_gets_within_half_the_size_range_of_its_need(inst, g):
     assert abs(W - X) <= _window_error_bound(X, pool, c)
     # Inside [W_first, W_last] that is also within s_max - 1 of the need (sizes are >= 1).
     a = sorted(pool)
-    if sum(a[:c]) <= X <= sum(a[n - c:]):
+    if sum(a[:c]) <= X <= sum(a[n - c :]):
         assert abs(W - X) <= Fraction(max(pool) - 1, 2)
 
 
@@ -136,12 +140,14 @@ def test_window_choice_and_ties():
     assert np.asarray(w).tolist() == [-1, 0, 1, -1]
     # Equal distances: loads (0, 4, 5), one slot on worker 0, pool 5, 4 (mean 4.5): T = 4.5, the
     # need lies halfway between the windows 4 and 5 -> the lower start (4).
-    w, _ = window_fill(np.array([0, 4, 5], np.int32), np.array([1, 0, 0], np.int32),
-                       np.array([5, 4], np.int32), np.ones(2, bool))
+    w, _ = window_fill(
+        np.array([0, 4, 5], np.int32), np.array([1, 0, 0], np.int32), np.array([5, 4], np.int32), np.ones(2, bool)
+    )
     assert np.asarray(w).tolist() == [-1, 0]
     # Equal sums: loads (0, 5), pool 9, 3, 3 (mean 5), need 5 -> a 3, the earlier pool position.
-    w, _ = window_fill(np.array([0, 5], np.int32), np.array([1, 0], np.int32),
-                       np.array([9, 3, 3], np.int32), np.ones(3, bool))
+    w, _ = window_fill(
+        np.array([0, 5], np.int32), np.array([1, 0], np.int32), np.array([9, 3, 3], np.int32), np.ones(3, bool)
+    )
     assert np.asarray(w).tolist() == [-1, 0, -1]
 
 
@@ -162,7 +168,7 @@ def test_large_pool_stays_exact():
     rng = np.random.default_rng(0)
     R = 50_000
     sizes = rng.integers(1, 1000, R).astype(np.int32)
-    sizes[-1] += (R - 1 - int(sizes.sum()) % R) % R                  # S mod n = n - 1
+    sizes[-1] += (R - 1 - int(sizes.sum()) % R) % R  # S mod n = n - 1
     assert int(sizes.sum()) % R == R - 1 and sizes.max() < 2000
     loads = np.array([3_000, 17], np.int32)
     free = np.array([25_000, 25_000], np.int32)
@@ -181,7 +187,7 @@ def test_large_pool_stays_exact():
     P = np.concatenate([[0], np.cumsum(a, dtype=np.int64)])
     Wsum = P[25_000:] - P[:-25_000]
     best = min(range(len(Wsum)), key=lambda j: (abs(int(Wsum[j]) - X[first]), j))
-    chosen = sorted(order[best:best + 25_000])
+    chosen = sorted(order[best : best + 25_000])
     assert np.flatnonzero(w == first).tolist() == chosen
     assert (w == 1 - first).sum() == 25_000
     np.testing.assert_array_equal(np.sort(r[w == first]), np.arange(25_000))

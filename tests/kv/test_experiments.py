@@ -1,4 +1,5 @@
 """Experiments E1-E4 and Theorem 1's scaling sweep of the WAIT paper (jaxsched.kv.experiments)."""
+
 from __future__ import annotations
 
 import math
@@ -67,8 +68,7 @@ def test_fit_slope_recovers_synthetic_power_laws():
 
 def test_scaling_instances_sit_on_and_inside_condition_9():
     for inst in kx.SCALING_INSTANCES:
-        dt = inst.d0_s + inst.d1_s_per_token * inst.threshold * (inst.decode + 1) * (
-            inst.prefill + inst.decode / 2)
+        dt = inst.d0_s + inst.d1_s_per_token * inst.threshold * (inst.decode + 1) * (inst.prefill + inst.decode / 2)
         cap = inst.threshold / inst.rate
         if inst.name == "equality":
             assert dt == cap and inst.capacity_tokens == 6  # C = M* = 6 tokens
@@ -87,8 +87,7 @@ def _check_rows(rows, policies, loads):
 
 
 def test_e1_quick_point_shape_and_sanity():
-    rows = kx.run_experiment("e1", quick=True, loads=(0.5,), policies=["wait", "fcfs"],
-                             batch_limits=(None,))
+    rows = kx.run_experiment("e1", quick=True, loads=(0.5,), policies=["wait", "fcfs"], batch_limits=(None,))
     _check_rows(rows, ["wait", "fcfs"], (0.5,))
     assert rows[0]["rule"] == "(9) strict" and rows[1]["thresholds"] == "-"
     # C = 1.2 M*: memory binds. WAIT holds its M^pi, FCFS comes near C.
@@ -99,8 +98,15 @@ def test_e1_quick_point_shape_and_sanity():
 
 def test_e3_nested_wait_reaches_fluid_throughput_at_a_stable_rate():
     # C = M^pi of its thresholds; the window throughput (no warm-up, no drain) meets the load.
-    rows = kx.run_experiment("e3", loads=(0.5,), policies=["nested_wait"], seeds=2,
-                             num_requests=4000, batch_limits=(None,), capacities=("mpi",))
+    rows = kx.run_experiment(
+        "e3",
+        loads=(0.5,),
+        policies=["nested_wait"],
+        seeds=2,
+        num_requests=4000,
+        batch_limits=(None,),
+        capacities=("mpi",),
+    )
     _check_rows(rows, ["nested_wait"], (0.5,))
     assert rows[0]["throughput_ratio"] > 0.9
     assert "(10) strict" in rows[0]["rule"]
@@ -131,8 +137,9 @@ def test_threshold_rules_refuse_instead_of_falling_back():
 def test_quick_experiments_all_policies(name):
     rows = kx.run_experiment(name, quick=True)
     exp = kx.EXPERIMENTS[name]
-    assert len(rows) == (len(exp.quick_loads) * len(exp.quick_batch_limits)
-                         * len(exp.quick_capacities) * len(kx.registered_policies()))
+    assert len(rows) == (
+        len(exp.quick_loads) * len(exp.quick_batch_limits) * len(exp.quick_capacities) * len(kx.registered_policies())
+    )
     for r in rows:
         if not math.isnan(r["throughput"]):
             assert 0 < r["throughput"] <= 1.05 * r["fluid_throughput"]
@@ -155,9 +162,23 @@ def test_scaling_quick_slopes():
 
 # --------------------------------------------------------------------------- CLI
 
+
 def test_cli_kv_experiment_quick(tmp_path, capsys):
-    rc = main(["kv", "experiment", "e3", "--quick", "--policies", "nested_wait", "--seeds", "1",
-               "--out", str(tmp_path), "--quiet"])
+    rc = main(
+        [
+            "kv",
+            "experiment",
+            "e3",
+            "--quick",
+            "--policies",
+            "nested_wait",
+            "--seeds",
+            "1",
+            "--out",
+            str(tmp_path),
+            "--quiet",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     assert "| Nested WAIT |" in out and "paper's claim" in out
@@ -165,28 +186,30 @@ def test_cli_kv_experiment_quick(tmp_path, capsys):
 
 
 def test_cli_kv_run(capsys):
-    rc = main(["kv", "run", "--policy", "fcfs", "--num-requests", "200", "--seeds", "2",
-               "--table-size", "512"])
+    rc = main(["kv", "run", "--policy", "fcfs", "--num-requests", "200", "--seeds", "2", "--table-size", "512"])
     out = capsys.readouterr().out
     assert rc == 0 and "| throughput_tokens_per_s |" in out
 
 
-@pytest.mark.parametrize("argv, msg", [
-    (["kv", "experiment", "e9"], "must be one of e1, e2, e3, e4, scaling"),
-    (["kv", "experiment", "e1", "--policies", "nope"], "policies"),
-    (["kv", "experiment", "scaling", "--seeds", "1"], "--seeds"),
-    (["kv", "experiment", "e1", "--batch-limits", "none,x"], "--batch-limits"),
-    (["kv", "experiment", "e1", "--batch-limits", "0"], "batch_limits"),
-    (["kv", "experiment", "e1", "--capacity", "mstar,nope"], "--capacity"),
-    (["kv", "experiment", "e1", "--loads", "0.5,1.2"], "load"),
-    (["kv", "experiment", "e1", "--loads", "half"], "--loads"),
-    (["kv", "run", "--decode", "10,x"], "--decode"),
-    (["kv", "run", "--policy", "nope"], "--policy"),
-])
+@pytest.mark.parametrize(
+    "argv, msg",
+    [
+        (["kv", "experiment", "e9"], "must be one of e1, e2, e3, e4, scaling"),
+        (["kv", "experiment", "e1", "--policies", "nope"], "policies"),
+        (["kv", "experiment", "scaling", "--seeds", "1"], "--seeds"),
+        (["kv", "experiment", "e1", "--batch-limits", "none,x"], "--batch-limits"),
+        (["kv", "experiment", "e1", "--batch-limits", "0"], "batch_limits"),
+        (["kv", "experiment", "e1", "--capacity", "mstar,nope"], "--capacity"),
+        (["kv", "experiment", "e1", "--loads", "0.5,1.2"], "load"),
+        (["kv", "experiment", "e1", "--loads", "half"], "--loads"),
+        (["kv", "run", "--decode", "10,x"], "--decode"),
+        (["kv", "run", "--policy", "nope"], "--policy"),
+    ],
+)
 def test_cli_kv_bad_arguments(argv, msg, capsys):
     try:
         code = main(argv)
-    except SystemExit as e:                            # argparse's own checks (choices)
+    except SystemExit as e:  # argparse's own checks (choices)
         code = e.code
     assert code == 2
     err = capsys.readouterr().err
@@ -206,10 +229,11 @@ def test_request_table_grows_until_no_arrival_is_lost():
     from jaxsched.kv.config import KVConfig
     from jaxsched.kv.experiments.runner import _run_growing_table
     from jaxsched.kv.metrics import stability_issues
-    cfg = KVConfig(prefill_tokens=(5,), decode_tokens=(5,), policy="fcfs", num_requests=60,
-                   table_size=8, arrivals_per_step=8)
-    params = make_params(cfg, rates=(1e5,), d0_s=0.01, d1_s_per_token=1e-6,
-                         capacity_tokens=1000, check_stability=False)
+
+    cfg = KVConfig(
+        prefill_tokens=(5,), decode_tokens=(5,), policy="fcfs", num_requests=60, table_size=8, arrivals_per_step=8
+    )
+    params = make_params(cfg, rates=(1e5,), d0_s=0.01, d1_s_per_token=1e-6, capacity_tokens=1000, check_stability=False)
     grown, met = _run_growing_table(cfg, params, [0, 1], table_limit=1024)
     assert grown.table_size > 8 and not met["table_overflow"].any()
     assert stability_issues(met, 60) == []
@@ -219,8 +243,9 @@ def test_request_table_grows_until_no_arrival_is_lost():
 
 
 def test_invalid_rows_are_visible_in_the_table():
-    rows = kx.run_experiment("e1", quick=True, seeds=1, policies=["fcfs"], loads=(0.5,),
-                             num_requests=200, batch_limits=(None,))
+    rows = kx.run_experiment(
+        "e1", quick=True, seeds=1, policies=["fcfs"], loads=(0.5,), num_requests=200, batch_limits=(None,)
+    )
     assert rows[0]["status"] == "ok" and rows[0]["dropped_arrivals"] == 0
     bad = dict(rows[0], status="invalid", issues="7 arrivals lost to a full request table")
     table = kx.experiment_table([rows[0], bad])
@@ -230,17 +255,22 @@ def test_invalid_rows_are_visible_in_the_table():
 def test_one_batch_limit_for_every_policy():
     # The same B binds WAIT as it binds the vLLM-style policy: at rho = 0.5 an uncapped WAIT
     # batch holds hundreds of requests, so B = 16 costs it most of its throughput.
-    rows = kx.run_experiment("e1", seeds=1, loads=(0.5,), policies=["wait", "vllm"],
-                             num_requests=400, batch_limits=(None, 16))
+    rows = kx.run_experiment(
+        "e1", seeds=1, loads=(0.5,), policies=["wait", "vllm"], num_requests=400, batch_limits=(None, 16)
+    )
     by = {(r["policy"], r["batch_limit"]): r for r in rows}
     assert [(r["policy"], r["batch_limit"]) for r in rows] == [
-        ("wait", "none"), ("vllm", "none"), ("wait", 16), ("vllm", 16)]
+        ("wait", "none"),
+        ("vllm", "none"),
+        ("wait", 16),
+        ("vllm", 16),
+    ]
     for pol in ("wait", "vllm"):
         assert by[pol, 16]["throughput"] < 0.5 * by[pol, "none"]["throughput"]
         # 16 requests per >= 10 ms iteration cannot carry ~27k request-stages/s: said a priori.
         assert by[pol, 16]["status"] == "overloaded"
         assert "overloaded by the batch limit" in by[pol, 16]["issues"]
-        assert by[pol, 16]["dropped_arrivals"] == 0        # its table holds every arrival
+        assert by[pol, 16]["dropped_arrivals"] == 0  # its table holds every arrival
     assert "| 16 |" in kx.experiment_table(rows)
     with pytest.raises(ConfigError, match="batch_limits"):
         kx.run_experiment("e1", quick=True, batch_limits=(0,))
@@ -260,6 +290,7 @@ def test_prefill_price_option_of_the_experiments(capsys):
 
 # --------------------------------------------------------------------------- regime and steady state
 
+
 def test_capacity_rules_follow_the_fluid_memory():
     exp = kx.EXPERIMENTS["e3"]
     for load in (0.5, 0.9):
@@ -268,8 +299,7 @@ def test_capacity_rules_follow_the_fluid_memory():
         assert c == math.ceil(1.2 * mstar * (1 - 1e-12)) and what == "1.2 M*"
         # "mpi": the memory of Nested WAIT's thresholds, which then fit C exactly.
         c, what = kx.capacity_for(exp, load, "mpi")
-        th, _ = kx.thresholds_for(exp, "nested_wait", exp.types(load, kx.Hardware(
-            capacity_tokens=c)))
+        th, _ = kx.thresholds_for(exp, "nested_wait", exp.types(load, kx.Hardware(capacity_tokens=c)))
         assert th is not None and what == "M^pi(nested_wait)"
         assert nested_check(nested_segments(exp.types(load)), th).memory <= c
     assert kx.capacity_for(exp, 0.5, "hardware") == (110_000, "hardware")
@@ -283,25 +313,29 @@ def test_capacity_rules_follow_the_fluid_memory():
 def test_steady_plan_grows_with_the_load():
     exp = kx.EXPERIMENTS["e2"]
     lo, hi = kx.steady_plan(exp, 0.5, 100), kx.steady_plan(exp, 0.9, 100)
-    assert hi.relax_s > 10 * lo.relax_s               # (lifetime at dT*) / (1 - rho)
+    assert hi.relax_s > 10 * lo.relax_s  # (lifetime at dT*) / (1 - rho)
     rate = exp.types(0.9).total_rate
     assert hi.burn_in == math.ceil(exp.burn_in_relax * hi.relax_s * rate)
     assert hi.window == math.ceil(exp.window_relax * hi.relax_s * rate)
     assert hi.num_requests == hi.window + 2 * hi.burn_in
-    assert kx.steady_plan(exp, 0.5, 10**6).window == 10**6     # the least window wins
+    assert kx.steady_plan(exp, 0.5, 10**6).window == 10**6  # the least window wins
 
 
 def test_settling_flags_a_growing_queue_and_unfinished_requests():
     from jaxsched.kv.metrics import settling
-    flat = dict(in_system_open=np.array([52.0, 55, 60]),
-                in_system_mid=np.array([50.0, 60, 55]), in_system_close=np.array([52.0, 57, 56]),
-                num_measured_completed=np.array([1000.0, 1000, 1000]),
-                table_overflow=np.zeros(3))
+
+    flat = dict(
+        in_system_open=np.array([52.0, 55, 60]),
+        in_system_mid=np.array([50.0, 60, 55]),
+        in_system_close=np.array([52.0, 57, 56]),
+        num_measured_completed=np.array([1000.0, 1000, 1000]),
+        table_overflow=np.zeros(3),
+    )
     mean, half, first, issues = settling(flat, 1000)
     assert issues == [] and abs(mean) < 0.01 and half > 0 and abs(first) < 0.01
     growing = dict(flat, in_system_close=np.array([200.0, 220, 190]))
     assert "queue still growing" in settling(growing, 1000)[3][0]
-    late = dict(flat, in_system_open=np.array([0.0, 0, 0]))        # settled only mid-window
+    late = dict(flat, in_system_open=np.array([0.0, 0, 0]))  # settled only mid-window
     assert "burn-in too short" in settling(late, 1000)[3][0]
     unfinished = dict(flat, num_measured_completed=np.array([1000.0, 990, 1000]))
     assert settling(unfinished, 1000)[3] == ["10 measured requests not completed by the horizon"]
@@ -309,6 +343,7 @@ def test_settling_flags_a_growing_queue_and_unfinished_requests():
 
 def test_overload_bound_names_the_limit():
     from jaxsched.kv.experiments.runner import overload
+
     t = kx.EXPERIMENTS["e1"].types(0.5)
     assert overload("wait", t, None) == "" and overload("wait", t, 4096) == ""
     assert "batch limit" in overload("wait", t, 128)
@@ -318,8 +353,7 @@ def test_overload_bound_names_the_limit():
 def test_an_unsettled_row_is_marked():
     # E1 at rho = 0.5: the Sarathi-style chunk budget keeps up with the prefills on paper but
     # not in the run: its queue grows through the window.
-    rows = kx.run_experiment("e1", seeds=1, loads=(0.5,), policies=["sarathi"],
-                             num_requests=1000, batch_limits=(None,))
+    rows = kx.run_experiment("e1", seeds=1, loads=(0.5,), policies=["sarathi"], num_requests=1000, batch_limits=(None,))
     r = rows[0]
     assert r["status"] == "unsettled" and "queue still growing" in r["issues"]
     assert r["throughput_ratio"] < 0.9 and r["queue_growth"] > 0.05
@@ -328,10 +362,15 @@ def test_an_unsettled_row_is_marked():
 
 def test_cli_exits_1_when_a_row_lost_arrivals(tmp_path, monkeypatch, capsys):
     # Whatever the status, a row whose table lost arrivals makes the command fail loudly.
-    rows = kx.run_experiment("e1", quick=True, seeds=1, policies=["fcfs"], loads=(0.5,),
-                             num_requests=200, batch_limits=(None,))
-    lossy = dict(rows[0], status="unsettled", dropped_arrivals=12.0,
-                 issues="queue still growing (+30.0% of the arrivals per half window)")
+    rows = kx.run_experiment(
+        "e1", quick=True, seeds=1, policies=["fcfs"], loads=(0.5,), num_requests=200, batch_limits=(None,)
+    )
+    lossy = dict(
+        rows[0],
+        status="unsettled",
+        dropped_arrivals=12.0,
+        issues="queue still growing (+30.0% of the arrivals per half window)",
+    )
     monkeypatch.setattr(kx, "run_experiment", lambda *a, **k: [rows[0], lossy])
     rc = main(["kv", "experiment", "e1", "--out", str(tmp_path), "--quiet"])
     captured = capsys.readouterr()
@@ -341,8 +380,10 @@ def test_cli_exits_1_when_a_row_lost_arrivals(tmp_path, monkeypatch, capsys):
 def test_summary_tables_read_the_experiment_csv(tmp_path):
     from benchmarks.kv_summary import tables
     from jaxsched.results import write_csv
-    rows = kx.run_experiment("e4", seeds=1, loads=(0.5,), policies=["wait", "fcfs"],
-                             num_requests=200, batch_limits=(None,))
+
+    rows = kx.run_experiment(
+        "e4", seeds=1, loads=(0.5,), policies=["wait", "fcfs"], num_requests=200, batch_limits=(None,)
+    )
     text = tables(write_csv(tmp_path / "e4.csv", rows))
     assert "E4, C = 1.2 M*, B = none" in text
     assert "| WAIT | infeasible |" in text

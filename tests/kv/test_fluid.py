@@ -5,6 +5,7 @@ Hand values use the corrected formulas of notes/001.md §2-§6: A = sum_j lambda
 (l'_j + 1); Nested WAIT segment i holds stages l'_{i-1}+1 .. l'_i; Lemma 8's bound has the
 denominator n_{k-1}.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,8 +39,7 @@ HYP = settings(max_examples=60, deadline=None)
 
 
 def _types(prefill, decode, rates, d0=0.01, d1=0.0, capacity=1e9) -> FluidTypes:
-    return FluidTypes(prefill=prefill, decode=decode, rates=rates, d0=d0, d1=d1,
-                      capacity=capacity)
+    return FluidTypes(prefill=prefill, decode=decode, rates=rates, d0=d0, d1=d1, capacity=capacity)
 
 
 @st.composite
@@ -57,8 +57,7 @@ def fluid_types(draw, nested: bool = False, max_m: int = 6) -> FluidTypes:
     d0 = draw(st.floats(1e-3, 1.0))
     load = draw(st.floats(0.0, 0.95))
     work = float(np.dot(rates, stage_work(prefill, decode)))
-    return _types(prefill, decode, rates, d0=d0, d1=load / work,
-                  capacity=draw(st.floats(1.0, 1e9)))
+    return _types(prefill, decode, rates, d0=d0, d1=load / work, capacity=draw(st.floats(1.0, 1e9)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -99,8 +98,7 @@ def test_equilibrium_multi_type_hand_values():
     assert eq.throughput == pytest.approx(21.5, rel=1e-14)
     assert eq.decode_throughput == pytest.approx(20.0, rel=1e-14)
     assert not eq.memory_fits  # C = 10 < M* = 10.08
-    assert equilibrium(_types([10, 20], [10, 20], [1.0, 0.5], d0=0.02, d1=1e-4,
-                              capacity=10.1)).memory_fits
+    assert equilibrium(_types([10, 20], [10, 20], [1.0, 0.5], d0=0.02, d1=1e-4, capacity=10.1)).memory_fits
 
 
 @HYP
@@ -115,8 +113,7 @@ def test_equilibrium_balance_identities(types):
     assert eq.memory == pytest.approx(eq.iteration_time * types.work, rel=1e-9)
     # (4): a type's throughput n*_j / (d0 + d1 M*) over its l'_j + 1 stages is lambda_j (l'_j+1).
     assert eq.active / eq.iteration_time == pytest.approx(eq.throughput_per_type, rel=1e-9)
-    assert eq.throughput == pytest.approx(float(np.dot(types.rates, types.decode + 1)),
-                                          rel=1e-12)
+    assert eq.throughput == pytest.approx(float(np.dot(types.rates, types.decode + 1)), rel=1e-12)
 
 
 def test_prop4_instance():
@@ -155,22 +152,25 @@ def test_unstable_load_raises_naming_d1():
     _types([0.5], [1], [4.0], d1=0.1249)  # just below: fine
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    (dict(prefill=[10, 0], decode=[1, 2], rates=[1, 1]), r"prefill\[1\]"),
-    (dict(prefill=[10, -3], decode=[1, 2], rates=[1, 1]), r"prefill\[1\]"),
-    (dict(prefill=[10, 10], decode=[0, 2], rates=[1, 1]), r"decode\[0\]"),
-    (dict(prefill=[10, 10], decode=[1.5, 2], rates=[1, 1]), r"decode\[0\]"),
-    (dict(prefill=[10, 10], decode=[1, 2], rates=[1, 0]), r"rates\[1\]"),
-    (dict(prefill=[10, 10], decode=[1, 2], rates=[1, -1]), r"rates\[1\]"),
-    (dict(prefill=[10, 10], decode=[1, 2], rates=[1, float("nan")]), r"rates\[1\]"),
-    (dict(prefill=[10, 10], decode=[1, 2, 3], rates=[1, 1]), "decode.*same length"),
-    (dict(prefill=[10, 10], decode=[1, 2], rates=[1]), "rates.*same length"),
-    (dict(prefill=[], decode=[], rates=[]), "prefill"),
-    (dict(prefill=5, decode=[1], rates=[1]), "prefill"),
-    (dict(prefill=[10], decode=[1], rates=[1], d0=0.0), "d0"),
-    (dict(prefill=[10], decode=[1], rates=[1], d1=-1e-3), "d1"),
-    (dict(prefill=[10], decode=[1], rates=[1], capacity=0.0), "capacity"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(prefill=[10, 0], decode=[1, 2], rates=[1, 1]), r"prefill\[1\]"),
+        (dict(prefill=[10, -3], decode=[1, 2], rates=[1, 1]), r"prefill\[1\]"),
+        (dict(prefill=[10, 10], decode=[0, 2], rates=[1, 1]), r"decode\[0\]"),
+        (dict(prefill=[10, 10], decode=[1.5, 2], rates=[1, 1]), r"decode\[0\]"),
+        (dict(prefill=[10, 10], decode=[1, 2], rates=[1, 0]), r"rates\[1\]"),
+        (dict(prefill=[10, 10], decode=[1, 2], rates=[1, -1]), r"rates\[1\]"),
+        (dict(prefill=[10, 10], decode=[1, 2], rates=[1, float("nan")]), r"rates\[1\]"),
+        (dict(prefill=[10, 10], decode=[1, 2, 3], rates=[1, 1]), "decode.*same length"),
+        (dict(prefill=[10, 10], decode=[1, 2], rates=[1]), "rates.*same length"),
+        (dict(prefill=[], decode=[], rates=[]), "prefill"),
+        (dict(prefill=5, decode=[1], rates=[1]), "prefill"),
+        (dict(prefill=[10], decode=[1], rates=[1], d0=0.0), "d0"),
+        (dict(prefill=[10], decode=[1], rates=[1], d1=-1e-3), "d1"),
+        (dict(prefill=[10], decode=[1], rates=[1], capacity=0.0), "capacity"),
+    ],
+)
 def test_bad_types_raise_naming_the_field(kwargs, field):
     full = dict(d0=0.01, d1=0.0, capacity=100.0) | kwargs
     with pytest.raises(ConfigError, match=field):
@@ -268,8 +268,7 @@ def test_wait_practical_rule():
     assert wait_thresholds_practical(types, 40, integer=False) == pytest.approx([5.0, 7.5])
     assert wait_thresholds_practical(types, 40).tolist() == [5, 7]
     # code: B lambda_j / sum_k lambda_k (l'_k + 1) = 40 * (1, 3) / 14
-    assert wait_thresholds_practical(types, 40, "code", integer=False) == pytest.approx(
-        [40 / 14, 120 / 14])
+    assert wait_thresholds_practical(types, 40, "code", integer=False) == pytest.approx([40 / 14, 120 / 14])
     assert wait_thresholds_practical(types, 40, "code").tolist() == [2, 8]
     assert wait_thresholds_practical(types, 1).tolist() == [1, 1]  # max(1, floor(x))
     for variant in ("paper", "code"):
@@ -285,8 +284,9 @@ def test_wait_practical_rule():
 # Nested WAIT segments and thresholds
 
 E3 = dict(prefill=[10] * 4, decode=[20, 40, 80, 160], rates=[20.0, 40.0, 80.0, 160.0])
-E4 = dict(prefill=[60] * 10, decode=list(range(50, 501, 50)),
-          rates=[23.0, 11.0, 8.0, 7.0, 6.0, 4.0, 3.0, 2.0, 1.0, 1.0])
+E4 = dict(
+    prefill=[60] * 10, decode=list(range(50, 501, 50)), rates=[23.0, 11.0, 8.0, 7.0, 6.0, 4.0, 3.0, 2.0, 1.0, 1.0]
+)
 
 
 def test_segments_stage_boundaries():
@@ -442,8 +442,7 @@ def test_theta_root_edge_cases():
 
 def test_memory_bound_terms_hand_values():
     # l = 10, stages 0..2 and 3..4: W = (10+11+12, 13+14) = (33, 27); tails (2, 1), p = 0.5.
-    seg = Segments(prefill=10, bounds=[2, 4], rates=[1.0, 1.0], d0=0.01, d1=1e-3,
-                   capacity=1e4)
+    seg = Segments(prefill=10, bounds=[2, 4], rates=[1.0, 1.0], d0=0.01, d1=1e-3, capacity=1e4)
     n = [4.0, 3.0]
     mb = nested_memory_bound(seg, n, n_batches=100, delta=0.01)
     theta = theta_root(4.0, 3.0, 0.5)
@@ -456,9 +455,9 @@ def test_memory_bound_terms_hand_values():
     assert mb.fits
     main = nested_memory_bound(seg, n, n_batches=100, delta=0.01, union="main")
     assert main.log_factor == pytest.approx(math.log(2 * 100 / 0.01))
-    assert not nested_memory_bound(Segments(prefill=10, bounds=[2, 4], rates=[1.0, 1.0],
-                                            d0=0.01, d1=1e-3, capacity=290.0),
-                                   n, 100, 0.01).fits
+    assert not nested_memory_bound(
+        Segments(prefill=10, bounds=[2, 4], rates=[1.0, 1.0], d0=0.01, d1=1e-3, capacity=290.0), n, 100, 0.01
+    ).fits
 
 
 def test_memory_bound_L_segments_against_direct_terms():
@@ -472,8 +471,7 @@ def test_memory_bound_L_segments_against_direct_terms():
     thetas = [theta_root(n[i - 1], n[i], seg.tails[i] / seg.tails[i - 1]) for i in range(1, 5)]
     assert mb.batch == pytest.approx(_brute_memory(seg, n), rel=1e-12)
     assert mb.queue == pytest.approx(sum(n[i] * (60 + b[i - 1]) for i in range(1, 5)), rel=1e-12)
-    assert mb.tail == pytest.approx(
-        sum((60 + b[i - 1]) / thetas[i - 1] * log_f for i in range(1, 5)), rel=1e-12)
+    assert mb.tail == pytest.approx(sum((60 + b[i - 1]) / thetas[i - 1] * log_f for i in range(1, 5)), rel=1e-12)
     # A smaller delta needs more memory.
     assert nested_memory_bound(seg, n, T + 1, 1e-5).total > mb.total
 

@@ -20,6 +20,7 @@ thresholds, burn-in K; for vllm / sarathi the batch cap, token limit, block size
 and the seeds; `-m slow` adds cases whose configs (lengths, N, A, Q, end mode,
 policy) are drawn per example as well.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,13 +41,35 @@ from tests.reference import kv as ref  # noqa: E402
 
 BLOCK = 256  # epochs per jitted block: small runs stop after a block or two
 SEEDS_PER_EXAMPLE = 3
-EXACT_METRICS = ("num_arrived", "num_completed", "num_in_system", "num_dropped", "table_overflow",
-                 "peak_memory_tokens", "overflow_count", "preemption_count", "num_batches",
-                 "num_epochs", "busy_s", "end_time_s", "idle_s", "last_completion_s", "done",
-                 "stalled", "window_s", "num_measured_completed", "in_system_open", "in_system_mid",
-                 "in_system_close")
-CLOSE_METRICS = ("throughput_tokens_per_s", "decode_throughput_tokens_per_s", "mean_memory_tokens",
-                 "window_throughput_tokens_per_s")
+EXACT_METRICS = (
+    "num_arrived",
+    "num_completed",
+    "num_in_system",
+    "num_dropped",
+    "table_overflow",
+    "peak_memory_tokens",
+    "overflow_count",
+    "preemption_count",
+    "num_batches",
+    "num_epochs",
+    "busy_s",
+    "end_time_s",
+    "idle_s",
+    "last_completion_s",
+    "done",
+    "stalled",
+    "window_s",
+    "num_measured_completed",
+    "in_system_open",
+    "in_system_mid",
+    "in_system_close",
+)
+CLOSE_METRICS = (
+    "throughput_tokens_per_s",
+    "decode_throughput_tokens_per_s",
+    "mean_memory_tokens",
+    "window_throughput_tokens_per_s",
+)
 MEAN_METRICS = ("latency_mean_s", "ttft_mean_s")
 QUANTILE_METRICS = ("latency_p50_s", "latency_p99_s", "ttft_p50_s", "ttft_p99_s")
 TRAJ_INT = ("kind", "tokens", "memory_tokens", "preempted", "completed", "inserted", "in_system")
@@ -63,30 +86,43 @@ def _gaps(config: KVConfig, params, seed: int, need: int) -> tuple[dict, int]:
     return arrival_stream(config, params, seed, n), n
 
 
-LIMITS = ("batch_size_cap", "max_tokens_in_batch", "block_size", "chunk_size", "batch_limit",
-          "token_limit")
+LIMITS = ("batch_size_cap", "max_tokens_in_batch", "block_size", "chunk_size", "batch_limit", "token_limit")
 
 
-def run_reference(config: KVConfig, params, rates, seed: int, period_s: float = 1.0,
-                  watermark: float = 0.01, candidates: int = 64) -> tuple[dict, dict]:
+def run_reference(
+    config: KVConfig, params, rates, seed: int, period_s: float = 1.0, watermark: float = 0.01, candidates: int = 64
+) -> tuple[dict, dict]:
     """The reference run of `seed` on the engine's gaps, and the stream it was given."""
     while True:
         stream, n = _gaps(config, params, seed, candidates)
         try:
             res = ref.simulate(
-                prefill=config.prefill_tokens, decode=config.decode_tokens, policy=config.policy,
-                rates=np.asarray(rates, np.float64).tolist(), period_s=period_s,
-                d0=float(params.d0_s), d1=float(params.d1_s_per_token),
+                prefill=config.prefill_tokens,
+                decode=config.decode_tokens,
+                policy=config.policy,
+                rates=np.asarray(rates, np.float64).tolist(),
+                period_s=period_s,
+                d0=float(params.d0_s),
+                d1=float(params.d1_s_per_token),
                 capacity=int(params.capacity_tokens),
                 thresholds=np.asarray(params.thresholds).tolist() if config.num_thresholds else None,
-                gaps=stream["gap_s"], seed=seed, num_requests=config.num_requests,
-                horizon_s=config.horizon_s, end_mode=config.end_mode, table_size=config.table_size,
-                arrivals_per_step=config.arrivals_per_step, max_steps=config.max_steps,
-                segment_bounds=config.segment_bounds, hist_octave_bits=config.hist_octave_bits,
-                watermark=watermark, **{k: int(getattr(params, k)) for k in LIMITS},
-                d1_prefill=(float(params.d1_prefill_hi) + float(params.d1_prefill_lo)
-                            if config.prefill_price else None),
-                burn_in_requests=int(params.burn_in_requests))
+                gaps=stream["gap_s"],
+                seed=seed,
+                num_requests=config.num_requests,
+                horizon_s=config.horizon_s,
+                end_mode=config.end_mode,
+                table_size=config.table_size,
+                arrivals_per_step=config.arrivals_per_step,
+                max_steps=config.max_steps,
+                segment_bounds=config.segment_bounds,
+                hist_octave_bits=config.hist_octave_bits,
+                watermark=watermark,
+                **{k: int(getattr(params, k)) for k in LIMITS},
+                d1_prefill=(
+                    float(params.d1_prefill_hi) + float(params.d1_prefill_lo) if config.prefill_price else None
+                ),
+                burn_in_requests=int(params.burn_in_requests),
+            )
             return res, stream
         except IndexError:  # the run needed more candidates than fetched
             candidates = 2 * n
@@ -120,8 +156,7 @@ def first_loss(config: KVConfig, res: dict, params=None) -> int | None:
     return next((e for e, row in enumerate(res["epochs"]) if row["lost"]), None)
 
 
-def check_trajectory(config: KVConfig, traj: dict[str, np.ndarray], s: int, res: dict,
-                     params=None) -> None:
+def check_trajectory(config: KVConfig, traj: dict[str, np.ndarray], s: int, res: dict, params=None) -> None:
     """Engine rows of seed index s (kind != 0) equal the reference's epochs, field by field."""
     live = np.flatnonzero(traj["kind"][s] != 0)
     rows = res["epochs"]
@@ -141,7 +176,7 @@ def check_trajectory(config: KVConfig, traj: dict[str, np.ndarray], s: int, res:
             got = traj[key][s, e]
             assert got.dtype == np.float32 and got == row[key], f"{key} at {where}: {got!r} vs {row[key]!r}"
         counts = np.zeros((config.m, K1), np.int64)
-        counts[:, :len(row["counts"][0])] = row["counts"]
+        counts[:, : len(row["counts"][0])] = row["counts"]
         np.testing.assert_array_equal(traj["counts"][s, e], counts, err_msg=f"counts at {where}")
 
 
@@ -155,8 +190,9 @@ def check_metrics(config: KVConfig, got: dict[str, float], want: dict[str, float
     b = config.hist_octave_bits
     for key in QUANTILE_METRICS:
         exact = want[key[:-2] + "_exact_s"]  # the ceil(q n)-th smallest float32 value
-        assert got[key] == pytest.approx(want[key], rel=1e-12, abs=0.0), \
+        assert got[key] == pytest.approx(want[key], rel=1e-12, abs=0.0), (
             f"{key}: engine {got[key]} vs reference histogram {want[key]} (exact {exact})"
+        )
         if 2.0**-20 <= exact < 2.0**20:  # an inner bin: its midpoint, within half a bin width
             assert histogram_bin(got[key], b) == histogram_bin(exact, b), key
             assert abs(got[key] - exact) <= 2.0 ** -(b + 1) * exact, key
@@ -172,8 +208,9 @@ def compare(config: KVConfig, rates, seeds: list[int], **param_kwargs: Any) -> l
     period = param_kwargs.get("period_s", 1.0)
     assert ref.F32(1.0 / float(period)) == params.inv_period_s
     watermark = param_kwargs.get("watermark", 0.01)
-    inp = ref.PolicyInput([], (), int(params.capacity_tokens), False, (), (),
-                          block_size=int(params.block_size), watermark=watermark)
+    inp = ref.PolicyInput(
+        [], (), int(params.capacity_tokens), False, (), (), block_size=int(params.block_size), watermark=watermark
+    )
     assert ref.vllm_blocks(inp) == (int(params.num_blocks), int(params.watermark_blocks))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # table overflow is compared, not warned
@@ -211,7 +248,7 @@ def params_for(draw, config: KVConfig, periods: int = 1) -> dict[str, Any]:
         rates = [[draw(rate) for _ in range(m)] for _ in range(periods)]
     d0 = draw(st.floats(0.02, 1.0))
     d1 = draw(st.floats(0.0, 0.9)) * _max_d1(config, rates)
-    d1 = d1 if d1 > 1e-30 else 0.0      # no float32 subnormals (XLA on CPU flushes them)
+    d1 = d1 if d1 > 1e-30 else 0.0  # no float32 subnormals (XLA on CPU flushes them)
     out: dict[str, Any] = dict(rates=rates, d0_s=d0, d1_s_per_token=d1)
     if config.policy == "wait":
         n = [draw(st.integers(1, 3)) for _ in range(m)]
@@ -219,23 +256,26 @@ def params_for(draw, config: KVConfig, periods: int = 1) -> dict[str, Any]:
         out.update(thresholds=n, capacity_tokens=need + draw(st.integers(0, 6)))
     elif config.policy == "nested_wait":
         L = config.num_thresholds
-        out.update(thresholds=[draw(st.integers(1, 3)) for _ in range(L)],
-                   capacity_tokens=config.max_len + draw(st.integers(0, 4 * config.max_len)))
+        out.update(
+            thresholds=[draw(st.integers(1, 3)) for _ in range(L)],
+            capacity_tokens=config.max_len + draw(st.integers(0, 4 * config.max_len)),
+        )
     else:
-        out.update(thresholds=None,
-                   capacity_tokens=config.max_len + draw(st.integers(0, 4 * config.max_len)))
+        out.update(thresholds=None, capacity_tokens=config.max_len + draw(st.integers(0, 4 * config.max_len)))
     if config.policy in ("vllm", "sarathi"):
         out.update(_limits(draw, config, out["capacity_tokens"]))
     if config.prefill_price:  # a prefill token costs 0 to 20 decode-context tokens
         price = d1 * draw(st.sampled_from([0.0, 1.0, 2.5, 20.0]), label="prefill price / d1")
-        out["d1_prefill_s_per_token"] = price if price > 1e-30 else 0.0     # as d1
+        out["d1_prefill_s_per_token"] = price if price > 1e-30 else 0.0  # as d1
     # The batch limits of every policy: uncapped, or small enough to bind.
     out["batch_limit"] = draw(st.one_of(st.none(), st.integers(1, 4)), label="batch_limit")
-    out["token_limit"] = draw(st.one_of(st.none(), st.integers(config.max_len, 3 * config.max_len)),
-                              label="token_limit")
+    out["token_limit"] = draw(
+        st.one_of(st.none(), st.integers(config.max_len, 3 * config.max_len)), label="token_limit"
+    )
     if config.num_requests is not None:  # the measurement window (§8): none, or K at each end
-        out["burn_in_requests"] = draw(st.one_of(st.just(0), st.integers(
-            0, (config.num_requests - 1) // 2)), label="burn_in_requests")
+        out["burn_in_requests"] = draw(
+            st.one_of(st.just(0), st.integers(0, (config.num_requests - 1) // 2)), label="burn_in_requests"
+        )
     if periods > 1:
         out["period_s"] = draw(st.sampled_from([0.5, 1.0, 2.5]))
     return out
@@ -250,8 +290,7 @@ def _limits(draw, config: KVConfig, capacity: int) -> dict[str, Any]:
     watermark = draw(st.sampled_from([0.0, 0.01, 0.1, 0.25]))
     while capacity // block - math.floor(watermark * (capacity // block)) < -(-L // block):
         capacity += 1
-    out = dict(capacity_tokens=capacity, block_size=block, watermark=watermark,
-               batch_size_cap=draw(st.integers(1, 6)))
+    out = dict(capacity_tokens=capacity, block_size=block, watermark=watermark, batch_size_cap=draw(st.integers(1, 6)))
     if config.policy == "vllm":
         out["max_tokens_in_batch"] = L + draw(st.integers(0, 3 * L))
     else:
@@ -259,10 +298,13 @@ def _limits(draw, config: KVConfig, capacity: int) -> dict[str, Any]:
     return out
 
 
-seeds_st = st.lists(st.integers(0, 2**32 - 1), min_size=SEEDS_PER_EXAMPLE,
-                    max_size=SEEDS_PER_EXAMPLE, unique=True)
-SETTINGS = dict(max_examples=12, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+seeds_st = st.lists(st.integers(0, 2**32 - 1), min_size=SEEDS_PER_EXAMPLE, max_size=SEEDS_PER_EXAMPLE, unique=True)
+SETTINGS = dict(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def _check_case(config: KVConfig, periods: int, data) -> list[dict]:
@@ -277,24 +319,71 @@ def _check_case(config: KVConfig, periods: int, data) -> list[dict]:
 # ---------------------------------------------------------------------------------------------
 CASES: dict[str, tuple[KVConfig, int]] = {
     # WAIT, 2 types, A = 2 (insert-only epochs), drain.
-    "wait": (KVConfig(prefill_tokens=(1, 2), decode_tokens=(1, 3), policy="wait",
-                      num_requests=16, table_size=24, arrivals_per_step=2, max_steps=1024), 1),
+    "wait": (
+        KVConfig(
+            prefill_tokens=(1, 2),
+            decode_tokens=(1, 3),
+            policy="wait",
+            num_requests=16,
+            table_size=24,
+            arrivals_per_step=2,
+            max_steps=1024,
+        ),
+        1,
+    ),
     # WAIT, 3 types, force_clear, a small table (overflow possible).
-    "wait_force_clear": (KVConfig(prefill_tokens=(2, 1, 3), decode_tokens=(2, 1, 1), policy="wait",
-                                  num_requests=14, end_mode="force_clear", table_size=8,
-                                  arrivals_per_step=3, max_steps=1024), 1),
+    "wait_force_clear": (
+        KVConfig(
+            prefill_tokens=(2, 1, 3),
+            decode_tokens=(2, 1, 1),
+            policy="wait",
+            num_requests=14,
+            end_mode="force_clear",
+            table_size=8,
+            arrivals_per_step=3,
+            max_steps=1024,
+        ),
+        1,
+    ),
     # Nested WAIT, one segment per type; small C provokes the newest-first memory check.
-    "nested_wait": (KVConfig(prefill_tokens=(2, 2, 2), decode_tokens=(1, 2, 4),
-                             policy="nested_wait", num_requests=16, table_size=24,
-                             max_steps=1024), 1),
+    "nested_wait": (
+        KVConfig(
+            prefill_tokens=(2, 2, 2),
+            decode_tokens=(1, 2, 4),
+            policy="nested_wait",
+            num_requests=16,
+            table_size=24,
+            max_steps=1024,
+        ),
+        1,
+    ),
     # FCFS with time-varying rates (2 periods, thinning) and a horizon as well as N.
-    "fcfs_periods": (KVConfig(prefill_tokens=(1, 3), decode_tokens=(2, 1), policy="fcfs",
-                              num_requests=16, horizon_s=12.0, table_size=10, arrivals_per_step=2,
-                              max_steps=1024), 2),
+    "fcfs_periods": (
+        KVConfig(
+            prefill_tokens=(1, 3),
+            decode_tokens=(2, 1),
+            policy="fcfs",
+            num_requests=16,
+            horizon_s=12.0,
+            table_size=10,
+            arrivals_per_step=2,
+            max_steps=1024,
+        ),
+        2,
+    ),
     # Nested WAIT with a prefill price: restarts (memory check) are priced as prefills.
-    "nested_wait_priced": (KVConfig(prefill_tokens=(2, 2, 2), decode_tokens=(1, 2, 4),
-                                    policy="nested_wait", num_requests=16, table_size=24,
-                                    max_steps=1024, prefill_price=True), 1),
+    "nested_wait_priced": (
+        KVConfig(
+            prefill_tokens=(2, 2, 2),
+            decode_tokens=(1, 2, 4),
+            policy="nested_wait",
+            num_requests=16,
+            table_size=24,
+            max_steps=1024,
+            prefill_price=True,
+        ),
+        1,
+    ),
 }
 
 
@@ -310,15 +399,43 @@ def test_engine_matches_reference(case: str, data) -> None:
 # max_tokens_in_batch / chunk_size, C, rates, d0, d1 and the seeds are drawn.
 BASELINE_CASES: dict[str, tuple[KVConfig, int]] = {
     # vllm: prefill-first, restart of the newest on a block shortage; A = 2, drain.
-    "vllm": (KVConfig(prefill_tokens=(2, 3), decode_tokens=(3, 1), policy="vllm",
-                      num_requests=16, table_size=24, arrivals_per_step=2, max_steps=1024), 1),
+    "vllm": (
+        KVConfig(
+            prefill_tokens=(2, 3),
+            decode_tokens=(3, 1),
+            policy="vllm",
+            num_requests=16,
+            table_size=24,
+            arrivals_per_step=2,
+            max_steps=1024,
+        ),
+        1,
+    ),
     # sarathi: decode-first, chunked prefills (prompts up to 6 tokens vs chunk_size >= 1).
-    "sarathi": (KVConfig(prefill_tokens=(4, 6), decode_tokens=(2, 1), policy="sarathi",
-                         num_requests=16, table_size=24, max_steps=1024), 1),
+    "sarathi": (
+        KVConfig(
+            prefill_tokens=(4, 6),
+            decode_tokens=(2, 1),
+            policy="sarathi",
+            num_requests=16,
+            table_size=24,
+            max_steps=1024,
+        ),
+        1,
+    ),
     # sarathi with a prefill price: partial prefill chunks are priced as prefills.
-    "sarathi_priced": (KVConfig(prefill_tokens=(4, 6), decode_tokens=(2, 1), policy="sarathi",
-                                num_requests=16, table_size=24, max_steps=1024,
-                                prefill_price=True), 1),
+    "sarathi_priced": (
+        KVConfig(
+            prefill_tokens=(4, 6),
+            decode_tokens=(2, 1),
+            policy="sarathi",
+            num_requests=16,
+            table_size=24,
+            max_steps=1024,
+            prefill_price=True,
+        ),
+        1,
+    ),
 }
 
 
@@ -332,14 +449,32 @@ def test_baselines_match_reference(case: str, data) -> None:
 
 # Horizon-only run (no N: stream exhausted by T) and nested_wait with merged segments.
 SLOWER_CASES: dict[str, tuple[KVConfig, int]] = {
-    "wait_horizon": (KVConfig(prefill_tokens=(1, 2), decode_tokens=(2, 1), policy="wait",
-                              num_requests=None, horizon_s=6.0, table_size=32,
-                              max_steps=1024), 1),
-    "nested_merged_force_clear": (KVConfig(prefill_tokens=(1, 1, 1), decode_tokens=(1, 3, 4),
-                                           policy="nested_wait", segment_bounds=(3, 4),
-                                           num_requests=14, end_mode="force_clear",
-                                           table_size=24, arrivals_per_step=1,
-                                           max_steps=1024), 1),
+    "wait_horizon": (
+        KVConfig(
+            prefill_tokens=(1, 2),
+            decode_tokens=(2, 1),
+            policy="wait",
+            num_requests=None,
+            horizon_s=6.0,
+            table_size=32,
+            max_steps=1024,
+        ),
+        1,
+    ),
+    "nested_merged_force_clear": (
+        KVConfig(
+            prefill_tokens=(1, 1, 1),
+            decode_tokens=(1, 3, 4),
+            policy="nested_wait",
+            segment_bounds=(3, 4),
+            num_requests=14,
+            end_mode="force_clear",
+            table_size=24,
+            arrivals_per_step=1,
+            max_steps=1024,
+        ),
+        1,
+    ),
 }
 
 
@@ -351,47 +486,81 @@ def test_engine_matches_reference_more_modes(case: str, data) -> None:
     _check_case(config, periods, data)
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: policies order the ring by num_arrived mod Q, "
-                   "which is not id order once an arrival was lost (docs §4, §6)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine bug: policies order the ring by num_arrived mod Q, "
+    "which is not id order once an arrival was lost (docs §4, §6)",
+)
 def test_ring_order_after_table_overflow() -> None:
     # fcfs, Q = 10, C = 4: seed 0 loses id 12 at epoch 7 (slot 2 still holds id 2); from then
     # on the engine ranks id 2 as the newest request (rotation from base = 13 mod 10 = 3) and
     # at epoch 8 runs a younger type-1 prefill instead of the two oldest requests 2 and 3.
     config, _ = CASES["fcfs_periods"]
     rates = [[1.0, 1.0], [1.0, 1.0]]
-    params = make_params(config, rates=rates, d0_s=1.0, d1_s_per_token=0.0, capacity_tokens=4,
-                         period_s=0.5)
+    params = make_params(config, rates=rates, d0_s=1.0, d1_s_per_token=0.0, capacity_tokens=4, period_s=0.5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         out = kv.simulate(config, params, [0], record=True, block_steps=BLOCK)
     res, _ = run_reference(config, params, rates, 0, period_s=0.5)
     assert res["metrics"]["table_overflow"] > 0
     rows = len(res["epochs"])
-    assert np.array_equal(out.trajectories["counts"][0, :rows],
-                          [np.pad(r["counts"], [(0, 0), (0, config.num_stages - len(r["counts"][0]))])
-                           for r in res["epochs"]])
+    assert np.array_equal(
+        out.trajectories["counts"][0, :rows],
+        [np.pad(r["counts"], [(0, 0), (0, config.num_stages - len(r["counts"][0]))]) for r in res["epochs"]],
+    )
 
 
 def test_the_comparison_sees_preemption_and_overflow() -> None:
     # A fixed instance that exercises restart preemption (fcfs, tight C) and the Prop 4 load:
     # the comparison above would be vacuous if these never happened.
     config, _ = CASES["fcfs_periods"]
-    res = compare(config, [[3.0, 3.0], [1.0, 1.0]], [0, 1, 2], d0_s=0.05, d1_s_per_token=0.01,
-                  capacity_tokens=config.max_len + 1, period_s=1.0)
+    res = compare(
+        config,
+        [[3.0, 3.0], [1.0, 1.0]],
+        [0, 1, 2],
+        d0_s=0.05,
+        d1_s_per_token=0.01,
+        capacity_tokens=config.max_len + 1,
+        period_s=1.0,
+    )
     assert sum(r["metrics"]["preemption_count"] for r in res) > 0
     config, _ = CASES["nested_wait"]
-    res = compare(config, [3.0, 2.0, 1.0], [0, 1, 2], d0_s=0.05, d1_s_per_token=0.005,
-                  capacity_tokens=config.max_len, thresholds=[2, 1, 1])
+    res = compare(
+        config,
+        [3.0, 2.0, 1.0],
+        [0, 1, 2],
+        d0_s=0.05,
+        d1_s_per_token=0.005,
+        capacity_tokens=config.max_len,
+        thresholds=[2, 1, 1],
+    )
     assert sum(r["metrics"]["preemption_count"] for r in res) > 0
     # vllm restarts the newest running request when the decodes' blocks exceed C // block_size.
     config, _ = BASELINE_CASES["vllm"]
-    res = compare(config, [3.0, 3.0], [0, 1, 2], d0_s=0.05, d1_s_per_token=0.01,
-                  capacity_tokens=config.max_len + 1, block_size=1, watermark=0.0)
+    res = compare(
+        config,
+        [3.0, 3.0],
+        [0, 1, 2],
+        d0_s=0.05,
+        d1_s_per_token=0.01,
+        capacity_tokens=config.max_len + 1,
+        block_size=1,
+        watermark=0.0,
+    )
     assert sum(r["metrics"]["preemption_count"] for r in res) > 0
     # sarathi splits prefills in chunks (chunk_size 2 < prompts of 4 and 6 tokens) and restarts.
     config, _ = BASELINE_CASES["sarathi"]
-    res = compare(config, [3.0, 3.0], [0, 1, 2], d0_s=0.05, d1_s_per_token=0.01,
-                  capacity_tokens=config.max_len + 2, block_size=1, watermark=0.0, chunk_size=2)
+    res = compare(
+        config,
+        [3.0, 3.0],
+        [0, 1, 2],
+        d0_s=0.05,
+        d1_s_per_token=0.01,
+        capacity_tokens=config.max_len + 2,
+        block_size=1,
+        watermark=0.0,
+        chunk_size=2,
+    )
     assert any(q["chunks"] for r in res for q in r["requests"].values())
     assert sum(r["metrics"]["preemption_count"] for r in res) > 0
 
@@ -407,8 +576,11 @@ def configs(draw) -> tuple[KVConfig, int]:
         prefill = (draw(st.integers(1, 4)),) * m
         decode = tuple(sorted(draw(st.lists(st.integers(1, 6), min_size=m, max_size=m, unique=True))))
         L = draw(st.integers(1, m))
-        cuts = sorted(draw(st.lists(st.sampled_from(decode[:-1]), min_size=L - 1, max_size=L - 1,
-                                    unique=True))) if m > 1 else []
+        cuts = (
+            sorted(draw(st.lists(st.sampled_from(decode[:-1]), min_size=L - 1, max_size=L - 1, unique=True)))
+            if m > 1
+            else []
+        )
         bounds = tuple(cuts) + (decode[-1],)
     else:
         prefill = tuple(draw(st.integers(1, 4)) for _ in range(m))
@@ -416,18 +588,24 @@ def configs(draw) -> tuple[KVConfig, int]:
         bounds = None
     finite = draw(st.booleans())
     horizon = draw(st.sampled_from([None, 5.0, 15.0])) if finite else draw(st.sampled_from([5.0, 15.0]))
-    config = KVConfig(prefill_tokens=prefill, decode_tokens=decode, policy=policy,
-                      num_requests=draw(st.integers(1, 30)) if finite else None, horizon_s=horizon,
-                      end_mode=draw(st.sampled_from(["drain", "force_clear"])),
-                      table_size=draw(st.integers(2, 40)), arrivals_per_step=draw(st.integers(1, 5)),
-                      max_steps=2048, segment_bounds=bounds)
+    config = KVConfig(
+        prefill_tokens=prefill,
+        decode_tokens=decode,
+        policy=policy,
+        num_requests=draw(st.integers(1, 30)) if finite else None,
+        horizon_s=horizon,
+        end_mode=draw(st.sampled_from(["drain", "force_clear"])),
+        table_size=draw(st.integers(2, 40)),
+        arrivals_per_step=draw(st.integers(1, 5)),
+        max_steps=2048,
+        segment_bounds=bounds,
+    )
     return config, draw(st.sampled_from([1, 1, 2, 3]))
 
 
 @pytest.mark.slow
 @given(data=st.data())
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 def test_engine_matches_reference_drawn_configs(data) -> None:
     config, periods = data.draw(configs(), label="config")
     _check_case(config, periods, data)

@@ -5,6 +5,7 @@ dyadic constants (d0, d1, gaps that are multiples of 1/16) so every float32 oper
 and the hand arithmetic is the simulator's arithmetic. These tests pin the oracle before it is
 used to check the vectorized engine (tests/kv/test_properties.py).
 """
+
 from __future__ import annotations
 
 import math
@@ -71,7 +72,7 @@ def test_two_sum_and_add_are_error_free(a: float, b: float, c: float) -> None:
     assert y.hi == F32(y.hi + y.lo)
 
 
-@given(st.floats(0, 1e5, width=32), st.floats(0, 1e5, width=32), st.floats(-2.0**-10, 2.0**-10, width=32))
+@given(st.floats(0, 1e5, width=32), st.floats(0, 1e5, width=32), st.floats(-(2.0**-10), 2.0**-10, width=32))
 @settings(max_examples=200, deadline=None)
 def test_sub_is_the_rounded_difference(a: float, b: float, tiny: float) -> None:
     x = ref.add_f32(ref.from_float64(a), F32(tiny))
@@ -137,6 +138,7 @@ def test_add_double_floats() -> None:
 # ---------------------------------------------------------------------------------------------
 def test_kv_uniform_matches_jaxsched_rng() -> None:
     from jaxsched import rng
+
     assert (rng.STREAM_KV_GAP, rng.STREAM_KV_TYPE) == (ref.STREAM_KV_GAP, ref.STREAM_KV_TYPE)
     idx = np.arange(300, dtype=np.uint32)
     for seed in (0, 1, 12345, 2**32 - 1):
@@ -160,13 +162,21 @@ def test_thinning_by_period() -> None:
     # Candidates at 0.5 (p0), 1.5 (p1), 2.5 (p0), 3.5 (p1), 3.75 (p1) with v = .75, .75, .75, .3, .2:
     # 0.5 -> type 1; 1.5 -> rejected (.75 >= .5); 2.5 -> type 1; 3.5 -> type 1 (.25 <= .3 < .5);
     # 3.75 -> type 0 (.2 < .25). N = 4 accepted: candidate 4 is the last one examined.
-    res = ref.simulate(prefill=[1, 1], decode=[1, 1], policy="fcfs", rates=[[1.0, 1.0], [0.5, 0.5]],
-                       period_s=1.0, d0=0.25, d1=0.125, capacity=10,
-                       gaps=[0.5, 1.0, 1.0, 1.0, 0.25, 1.0], type_u=[.75, .75, .75, .3, .2, .1],
-                       num_requests=4)
+    res = ref.simulate(
+        prefill=[1, 1],
+        decode=[1, 1],
+        policy="fcfs",
+        rates=[[1.0, 1.0], [0.5, 0.5]],
+        period_s=1.0,
+        d0=0.25,
+        d1=0.125,
+        capacity=10,
+        gaps=[0.5, 1.0, 1.0, 1.0, 0.25, 1.0],
+        type_u=[0.75, 0.75, 0.75, 0.3, 0.2, 0.1],
+        num_requests=4,
+    )
     got = [(a["index"], float(a["t_hi"]), a["accepted"], a["type"]) for a in res["arrivals"]]
-    assert got == [(0, 0.5, True, 1), (1, 1.5, False, -1), (2, 2.5, True, 1), (3, 3.5, True, 1),
-                   (4, 3.75, True, 0)]
+    assert got == [(0, 0.5, True, 1), (1, 1.5, False, -1), (2, 2.5, True, 1), (3, 3.5, True, 1), (4, 3.75, True, 0)]
     assert [res["requests"][i]["type"] for i in range(4)] == [1, 1, 1, 0]
     assert res["metrics"]["num_arrived"] == 4 and res["metrics"]["num_completed"] == 4
 
@@ -178,8 +188,9 @@ def test_thinning_by_period() -> None:
 BLOCKS1 = dict(block_size=1, watermark=0.0)
 
 
-@pytest.mark.parametrize("policy,thresholds", [("wait", [1]), ("nested_wait", [1]), ("fcfs", None),
-                                               ("vllm", None), ("sarathi", None)])
+@pytest.mark.parametrize(
+    "policy,thresholds", [("wait", [1]), ("nested_wait", [1]), ("fcfs", None), ("vllm", None), ("sarathi", None)]
+)
 def test_single_request(policy: str, thresholds: list[int] | None) -> None:
     # d0 = 1, d1 = 0.5, arrival at 0.5. Epoch 1 (t=0): nothing due, idle jump to 0.5.
     # Then tau = 1 + .5 * 2, 3, 4, 5 = 2, 2.5, 3, 3.5: batches start at 0.5, 2.5, 5, 8; the last
@@ -188,15 +199,15 @@ def test_single_request(policy: str, thresholds: list[int] | None) -> None:
     # (3, 4, 5 blocks <= 5). sarathi: the prefill (2 tokens) fits the 512-token chunk, then it
     # decodes. Same run for every policy.
     extra = BLOCKS1 if policy in ("vllm", "sarathi") else {}
-    res = run([0], [0.5], prefill=[2], decode=[3], policy=policy, thresholds=thresholds,
-              d0=1.0, d1=0.5, capacity=5, **extra)
+    res = run(
+        [0], [0.5], prefill=[2], decode=[3], policy=policy, thresholds=thresholds, d0=1.0, d1=0.5, capacity=5, **extra
+    )
     assert [row["kind"] for row in res["epochs"]] == [3, 2, 2, 2, 2, 4]
     assert column(res, "tokens") == [2, 3, 4, 5]
     assert column(res, "memory_tokens") == [2, 3, 4, 5]
     assert column(res, "tau_s") == [2.0, 2.5, 3.0, 3.5]
     assert [b["start_s"] for b in res["batches"]] == [0.5, 2.5, 5.0, 8.0]
-    assert [b["counts"] for b in res["batches"]] == [[[1, 0, 0, 0]], [[0, 1, 0, 0]], [[0, 0, 1, 0]],
-                                                     [[0, 0, 0, 1]]]
+    assert [b["counts"] for b in res["batches"]] == [[[1, 0, 0, 0]], [[0, 1, 0, 0]], [[0, 0, 1, 0]], [[0, 0, 0, 1]]]
     assert lat(res, "ttft") == [2.0] and lat(res) == [11.0]
     m = res["metrics"]
     assert m["throughput_tokens_per_s"] == 4 / 11.5  # l' + 1 = 4 tokens
@@ -235,7 +246,11 @@ def test_prop4_wait_short_run() -> None:
     assert column(res, "tokens") == [2, 6, 7, 3]
     assert column(res, "memory_tokens") == [2, 6, 7, 3]
     assert [b["counts"] for b in res["batches"]] == [
-        [[1, 0, 0], [1, 0, 0]], [[1, 1, 0], [1, 1, 0]], [[0, 1, 0], [0, 1, 1]], [[0, 0, 0], [0, 0, 1]]]
+        [[1, 0, 0], [1, 0, 0]],
+        [[1, 1, 0], [1, 1, 0]],
+        [[0, 1, 0], [0, 1, 1]],
+        [[0, 0, 0], [0, 0, 1]],
+    ]
     assert lat(res) == [1.8125, 2.6875, 1.6875, 2.3125]
     assert lat(res, "ttft") == [0.5625, 0.5625, 0.8125, 0.8125]
     m = res["metrics"]
@@ -322,8 +337,7 @@ def test_vllm_restarts_the_newest_running_request() -> None:
     #   tau 10/16 -> 2.375, r0 completes (latency 1.875).
     # t=2.375: r1 waits (stage 2): admitted, a prefill recomputing 1 + 2 = 3 tokens -> 3.0; that
     #   was its last iteration: latency 2.5 (no second TTFT).
-    res = run([0, 0], [0.5, 0.0], policy="vllm", prefill=[1], decode=[2], capacity=5, **D16,
-              **BLOCKS1)
+    res = run([0, 0], [0.5, 0.0], policy="vllm", prefill=[1], decode=[2], capacity=5, **D16, **BLOCKS1)
     assert [row["kind"] for row in res["epochs"]] == [3, 2, 2, 2, 2, 4]
     assert [b["start_s"] for b in res["batches"]] == [0.5, 1.0625, 1.75, 2.375]
     assert column(res, "batch_ids") == [[0, 1], [0, 1], [0], [1]]
@@ -335,24 +349,37 @@ def test_vllm_restarts_the_newest_running_request() -> None:
     assert (m["preemption_count"], m["peak_memory_tokens"], m["overflow_count"]) == (1, 4, 0)
 
 
-@pytest.mark.parametrize("limits,batch_ids,preempted", [
-    # Watermark: C = 10, blocks of 2 tokens: num_blocks = 5, watermark_blocks = floor(.2 * 5) = 1.
-    # t=.5: r0..r2 wait (work 2, 1 block each); pos 3 fails max_tokens_in_batch (3 * 2 > 4):
-    #   prefill {r0, r1}, 4 tokens, tau 11/16 -> 1.1875. Now r0, r1 hold 2 blocks each (work 3).
-    # t=1.1875: r2: used 4 + 1 > 5 - 1 (watermark): no admission; decode {r0, r1} (4 <= 5
-    #   blocks), 6 tokens -> 2.0, both complete (latency 1.5).
-    # t=2.0: r2 prefill (2 tokens) -> 2.5625; t=2.5625: decode (3) -> 3.1875, latency 2.6875.
-    (dict(watermark=0.2), [[0, 1], [0, 1], [2], [2]], [[], [], [], []]),
-    # No watermark but batch_size_cap = 2: at 1.1875 running 2 + 1 > 2: the same run.
-    (dict(watermark=0.0, batch_size_cap=2), [[0, 1], [0, 1], [2], [2]], [[], [], [], []]),
-    # Neither: at 1.1875 r2 is admitted (4 + 1 <= 5): prefill {r2}, memory 3 + 3 + 2 = 8,
-    # tau 9/16 -> 1.75. t=1.75: decode blocks 2 + 2 + 2 > 5: {r0, r1}, r2 restarts; 6 tokens ->
-    # 2.5625 (r0, r1 latency 2.0625). t=2.5625: r2 recomputes 3 tokens -> 3.1875 (2.6875).
-    (dict(watermark=0.0), [[0, 1], [2], [0, 1], [2]], [[], [], [2], []]),
-])
+@pytest.mark.parametrize(
+    "limits,batch_ids,preempted",
+    [
+        # Watermark: C = 10, blocks of 2 tokens: num_blocks = 5, watermark_blocks = floor(.2 * 5) = 1.
+        # t=.5: r0..r2 wait (work 2, 1 block each); pos 3 fails max_tokens_in_batch (3 * 2 > 4):
+        #   prefill {r0, r1}, 4 tokens, tau 11/16 -> 1.1875. Now r0, r1 hold 2 blocks each (work 3).
+        # t=1.1875: r2: used 4 + 1 > 5 - 1 (watermark): no admission; decode {r0, r1} (4 <= 5
+        #   blocks), 6 tokens -> 2.0, both complete (latency 1.5).
+        # t=2.0: r2 prefill (2 tokens) -> 2.5625; t=2.5625: decode (3) -> 3.1875, latency 2.6875.
+        (dict(watermark=0.2), [[0, 1], [0, 1], [2], [2]], [[], [], [], []]),
+        # No watermark but batch_size_cap = 2: at 1.1875 running 2 + 1 > 2: the same run.
+        (dict(watermark=0.0, batch_size_cap=2), [[0, 1], [0, 1], [2], [2]], [[], [], [], []]),
+        # Neither: at 1.1875 r2 is admitted (4 + 1 <= 5): prefill {r2}, memory 3 + 3 + 2 = 8,
+        # tau 9/16 -> 1.75. t=1.75: decode blocks 2 + 2 + 2 > 5: {r0, r1}, r2 restarts; 6 tokens ->
+        # 2.5625 (r0, r1 latency 2.0625). t=2.5625: r2 recomputes 3 tokens -> 3.1875 (2.6875).
+        (dict(watermark=0.0), [[0, 1], [2], [0, 1], [2]], [[], [], [2], []]),
+    ],
+)
 def test_vllm_admission_limits(limits: dict[str, Any], batch_ids: list, preempted: list) -> None:
-    res = run([0, 0, 0], [0.5, 0, 0], policy="vllm", prefill=[2], decode=[1], capacity=10,
-              block_size=2, max_tokens_in_batch=4, **limits, **D16)
+    res = run(
+        [0, 0, 0],
+        [0.5, 0, 0],
+        policy="vllm",
+        prefill=[2],
+        decode=[1],
+        capacity=10,
+        block_size=2,
+        max_tokens_in_batch=4,
+        **limits,
+        **D16,
+    )
     assert column(res, "batch_ids") == batch_ids
     assert column(res, "preempted_ids") == preempted
     assert lat(res)[2] == 2.6875 and res["metrics"]["num_completed"] == 3
@@ -370,8 +397,7 @@ def test_sarathi_chunked_prefill_over_three_iterations() -> None:
     # t=1.0625: continuing prefill, chunk 2 (prefilled 4) -> 1.625. t=1.625: the last token,
     #   chunk 1: prefilled 5 >= 5: stage 1 (TTFT 1.625 + 8/16 - .5 = 1.625), -> 2.125.
     # t=2.125: decode, chunk = work 6 -> 2.9375, latency 2.4375.
-    res = run([0], [0.5], policy="sarathi", prefill=[5], decode=[1], capacity=6, chunk_size=2,
-              **D16, **BLOCKS1)
+    res = run([0], [0.5], policy="sarathi", prefill=[5], decode=[1], capacity=6, chunk_size=2, **D16, **BLOCKS1)
     assert [row["kind"] for row in res["epochs"]] == [3, 2, 2, 2, 2, 4]
     assert [b["start_s"] for b in res["batches"]] == [0.5, 1.0625, 1.625, 2.125]
     assert column(res, "chunks") == [[2], [2], [1], [6]]
@@ -392,8 +418,7 @@ def test_sarathi_decodes_first_and_restarts_the_newest() -> None:
     #   decision, so not a new request in this batch). 4 tokens -> 2.5, r0 completes (2.0).
     # t=2.5: r1 (stage 1, nothing prefilled) is new: chunk min(3, 3) = 3 recomputes it, stage 2
     #   -> 3.125. t=3.125: decode 4 -> 3.8125, latency 2.8125.
-    res = run([0, 0], [0.5, 0.5], policy="sarathi", prefill=[2], decode=[2], capacity=6,
-              chunk_size=3, **D16, **BLOCKS1)
+    res = run([0, 0], [0.5, 0.5], policy="sarathi", prefill=[2], decode=[2], capacity=6, chunk_size=3, **D16, **BLOCKS1)
     assert [b["start_s"] for b in res["batches"]] == [0.5, 1.0625, 1.8125, 2.5, 3.125]
     assert column(res, "batch_ids") == [[0], [0, 1], [0], [1], [1]]
     assert column(res, "chunks") == [[2], [3, 2], [4], [3], [4]]
@@ -405,8 +430,23 @@ def test_sarathi_decodes_first_and_restarts_the_newest() -> None:
 
 def test_histogram_bins_match_the_engine_mirror() -> None:
     from jaxsched.histogram import bit_bin_host as histogram_bin
-    xs = [0.0, 2.0**-21, np.nextafter(F32(2.0**-20), F32(0)), 2.0**-20, 1e-3, 0.1, 1.0, 1.5,
-          2.0, 11.0, 12345.678, np.nextafter(F32(2.0**20), F32(0)), 2.0**20, 3e7]
+
+    xs = [
+        0.0,
+        2.0**-21,
+        np.nextafter(F32(2.0**-20), F32(0)),
+        2.0**-20,
+        1e-3,
+        0.1,
+        1.0,
+        1.5,
+        2.0,
+        11.0,
+        12345.678,
+        np.nextafter(F32(2.0**20), F32(0)),
+        2.0**20,
+        3e7,
+    ]
     for b in (0, 3, 5):
         want = histogram_bin(np.asarray(xs, np.float32), b)
         assert [ref.hist_bin(F32(x), b) for x in xs] == want.tolist()
@@ -440,11 +480,19 @@ def test_nested_wait_gating_and_memory_check() -> None:
     #   are dropped, both resident: P = {r3, r4}. B = r2: tau 10/16 -> 101.3125, r2 completes (100.8125).
     # t=101.3125: r3, r4 recompute at stage 1 (2 + 2 = 4): tau 11/16 -> 102; r3 completes (101.5).
     # t=102: r4 stage 2 (3): tau 10/16 -> 102.625; latency 2.625. Then done.
-    res = run([0, 1, 1, 0, 1], [0.5, 0, 0, 0, 99.5], policy="nested_wait", thresholds=[2, 1],
-              prefill=[1, 1], decode=[1, 2], d0=7 / 16, d1=1 / 16, capacity=4)
+    res = run(
+        [0, 1, 1, 0, 1],
+        [0.5, 0, 0, 0, 99.5],
+        policy="nested_wait",
+        thresholds=[2, 1],
+        prefill=[1, 1],
+        decode=[1, 2],
+        d0=7 / 16,
+        d1=1 / 16,
+        capacity=4,
+    )
     assert [row["kind"] for row in res["epochs"]] == [3, 2, 2, 2, 3, 2, 2, 2, 2, 4]
-    assert [b["start_s"] for b in res["batches"]] == [0.5, 1.0625, 1.75, 100.0, 100.6875,
-                                                      101.3125, 102.0]
+    assert [b["start_s"] for b in res["batches"]] == [0.5, 1.0625, 1.75, 100.0, 100.6875, 101.3125, 102.0]
     assert column(res, "batch_ids") == [[0, 1], [0, 1], [1, 2], [2, 3, 4], [2], [3, 4], [4]]
     assert column(res, "preempted_ids") == [[], [], [], [], [3, 4], [], []]
     assert column(res, "memory_tokens") == [2, 4, 4, 4, 3, 4, 3]
@@ -472,10 +520,28 @@ def test_nested_wait_drops_paused_residents_before_members() -> None:
     # t=101.9375: r1 (s3: 4): tau 11/16 -> 102.625, latency 100.625.
     # t=102.625: r2 (s1: 2) + r3 (s0: 1): tau 10/16 -> 103.25; r2 completes (100.25).
     # t=103.25: r3 (s1: 2): tau 9/16 -> 103.8125, latency 3.8125.
-    res = run([1, 1, 0, 0], [0.5, 1.5, 1.0, 97.0], policy="nested_wait", thresholds=[1, 2],
-              prefill=[1, 1], decode=[1, 3], d0=7 / 16, d1=1 / 16, capacity=4)
-    assert [b["start_s"] for b in res["batches"]] == [0.5, 2.0, 3.0, 100.0, 100.625, 101.3125,
-                                                      101.9375, 102.625, 103.25]
+    res = run(
+        [1, 1, 0, 0],
+        [0.5, 1.5, 1.0, 97.0],
+        policy="nested_wait",
+        thresholds=[1, 2],
+        prefill=[1, 1],
+        decode=[1, 3],
+        d0=7 / 16,
+        d1=1 / 16,
+        capacity=4,
+    )
+    assert [b["start_s"] for b in res["batches"]] == [
+        0.5,
+        2.0,
+        3.0,
+        100.0,
+        100.625,
+        101.3125,
+        101.9375,
+        102.625,
+        103.25,
+    ]
     assert column(res, "batch_ids") == [[0], [0, 1], [1, 2], [0], [0], [1], [1], [2, 3], [3]]
     assert column(res, "preempted_ids") == [[], [], [0], [1, 2], [], [], [], [], []]
     assert column(res, "completed") == [0, 0, 0, 0, 1, 0, 1, 1, 1]
@@ -488,9 +554,20 @@ def test_nested_wait_merged_segments() -> None:
     # l' = (1, 2, 3) merged into segments {0..2} (n1 = 1) and {3} (n2 = 1): bounds (2, 3).
     # One type-2 request (l'=3) alone with N = 1: draining from the start, i* = L: it runs its
     # 4 iterations back to back (tokens 1, 2, 3, 4 with l = 1).
-    res = ref.simulate(prefill=[1, 1, 1], decode=[1, 2, 3], policy="nested_wait", rates=[1, 1, 1],
-                       d0=0.5, d1=0.25, capacity=10, thresholds=[1, 1], segment_bounds=[2, 3],
-                       gaps=[1.0], type_u=[0.9], num_requests=1)
+    res = ref.simulate(
+        prefill=[1, 1, 1],
+        decode=[1, 2, 3],
+        policy="nested_wait",
+        rates=[1, 1, 1],
+        d0=0.5,
+        d1=0.25,
+        capacity=10,
+        thresholds=[1, 1],
+        segment_bounds=[2, 3],
+        gaps=[1.0],
+        type_u=[0.9],
+        num_requests=1,
+    )
     assert column(res, "tokens") == [1, 2, 3, 4]
     assert lat(res) == [0.75 + 1.0 + 1.25 + 1.5]
     assert ref.stage_segment(0, (2, 3)) == 0 and ref.stage_segment(2, (2, 3)) == 0
@@ -508,8 +585,7 @@ def test_force_clear_drops_what_is_left() -> None:
     # t=.5: r0, r1 prefill (2 tokens, tau 2 -> 2.5). t=2.5: stage-0 queue empty: idle to 5.
     # t=5: r2 inserted; force_clear: 1 < 2, nothing fires; N arrived: all three dropped (r0, r1
     # are still at stage 1).
-    res = run([0, 0, 0], [0.5, 0.0, 4.5], policy="wait", thresholds=[2], end_mode="force_clear",
-              **SMALL)
+    res = run([0, 0, 0], [0.5, 0.0, 4.5], policy="wait", thresholds=[2], end_mode="force_clear", **SMALL)
     assert [row["kind"] for row in res["epochs"]] == [3, 2, 3, 4]
     m = res["metrics"]
     assert (m["num_arrived"], m["num_completed"], m["num_dropped"], m["num_in_system"]) == (3, 0, 3, 0)
@@ -529,9 +605,19 @@ def test_horizon_run() -> None:
     # t=2: r1 s0 + r0 s1 (3 tokens, tau .625 -> 2.625), r0 completes (1.625); idle to 3.
     # t=3: r2 s0 + r1 s1 -> 3.625, r1 completes after T (not counted in the throughput).
     # t=3.625 >= T: done. Throughput = 2 tokens (r0) / T.
-    res = ref.simulate(prefill=[1], decode=[1], policy="wait", thresholds=[1], rates=[1.0],
-                       d0=0.25, d1=0.125, capacity=3, gaps=lambda i: 1.0, type_u=lambda i: 0.5,
-                       horizon_s=3.5)
+    res = ref.simulate(
+        prefill=[1],
+        decode=[1],
+        policy="wait",
+        thresholds=[1],
+        rates=[1.0],
+        d0=0.25,
+        d1=0.125,
+        capacity=3,
+        gaps=lambda i: 1.0,
+        type_u=lambda i: 0.5,
+        horizon_s=3.5,
+    )
     assert [row["kind"] for row in res["epochs"]] == [3, 2, 3, 2, 3, 2, 4]
     assert [b["start_s"] for b in res["batches"]] == [1.0, 2.0, 3.0]
     m = res["metrics"]
@@ -539,8 +625,18 @@ def test_horizon_run() -> None:
     assert m["throughput_tokens_per_s"] == 2 / 3.5 and m["decode_throughput_tokens_per_s"] == 1 / 3.5
     assert m["latency_mean_s"] == 1.625 and m["end_time_s"] == 3.625 and m["done"] == 1
     # The horizon is checked before insertion: an epoch at t = T ends the run.
-    res = ref.simulate(prefill=[1], decode=[1], policy="fcfs", rates=[1.0], d0=0.25, d1=0.125,
-                       capacity=3, gaps=lambda i: 1.0, type_u=lambda i: 0.5, horizon_s=2.0)
+    res = ref.simulate(
+        prefill=[1],
+        decode=[1],
+        policy="fcfs",
+        rates=[1.0],
+        d0=0.25,
+        d1=0.125,
+        capacity=3,
+        gaps=lambda i: 1.0,
+        type_u=lambda i: 0.5,
+        horizon_s=2.0,
+    )
     assert res["epochs"][-1]["kind"] == 4 and float(res["epochs"][-1]["t_hi"]) == 2.0
     assert res["metrics"]["num_arrived"] == 1
 
@@ -574,8 +670,17 @@ def test_ring_table_loses_an_arrival_whose_slot_is_held() -> None:
     # at 3. t=.5: prefills r0, r1 (2 tokens, tau 2 -> 2.5). t=2.5: r0, r1 at stage 1 (2 + 2,
     # tau 3 -> 5.5); r1 completes and frees slot 1. t=5.5: r2 (slot 0) finds r0 (id 2 - Q) still
     # there: lost, although slot 1 is empty; r3 (slot 1) is inserted.
-    res = run([1, 0, 0, 0], [0.5, 0, 2.5, 0], policy="fcfs", prefill=[1, 1], decode=[1, 5],
-              d0=1.0, d1=0.5, capacity=20, table_size=2)
+    res = run(
+        [1, 0, 0, 0],
+        [0.5, 0, 2.5, 0],
+        policy="fcfs",
+        prefill=[1, 1],
+        decode=[1, 5],
+        d0=1.0,
+        d1=0.5,
+        capacity=20,
+        table_size=2,
+    )
     assert [res["requests"][i]["inserted"] for i in range(4)] == [True, True, False, True]
     assert column(res, "inserted", (1, 2, 3, 4)) == [0, 2, 0, 1] + [0] * (len(res["epochs"]) - 4)
     assert column(res, "batch_ids")[:3] == [[0, 1], [0, 1], [0, 3]]
@@ -627,18 +732,30 @@ def random_case(rnd: random.Random, policy: str) -> dict[str, Any]:
     gaps = [F32(rnd.expovariate(2.0)) for _ in range(4 * n + 10)]
     type_u = [F32(rnd.randrange(2**24) / 2**24) for _ in range(4 * n + 10)]
     rates = [rnd.uniform(0.2, 2.0) for _ in range(m)]
-    return dict(prefill=prefill, decode=decode, policy=policy, rates=rates, thresholds=thresholds,
-                capacity=capacity, segment_bounds=bounds, d0=F32(rnd.uniform(0.05, 0.5)),
-                d1=F32(rnd.uniform(0.0, 0.05)), gaps=gaps, type_u=type_u, num_requests=n,
-                end_mode=rnd.choice(ref.END_MODES), table_size=rnd.randint(3, 30),
-                arrivals_per_step=rnd.randint(1, 4), **limits)
+    return dict(
+        prefill=prefill,
+        decode=decode,
+        policy=policy,
+        rates=rates,
+        thresholds=thresholds,
+        capacity=capacity,
+        segment_bounds=bounds,
+        d0=F32(rnd.uniform(0.05, 0.5)),
+        d1=F32(rnd.uniform(0.0, 0.05)),
+        gaps=gaps,
+        type_u=type_u,
+        num_requests=n,
+        end_mode=rnd.choice(ref.END_MODES),
+        table_size=rnd.randint(3, 30),
+        arrivals_per_step=rnd.randint(1, 4),
+        **limits,
+    )
 
 
 def check_invariants(case: dict[str, Any], res: dict[str, Any]) -> None:
     m_ = res["metrics"]
     # Conservation.
-    assert m_["num_arrived"] == (m_["num_completed"] + m_["num_in_system"] + m_["num_dropped"]
-                                 + m_["table_overflow"])
+    assert m_["num_arrived"] == (m_["num_completed"] + m_["num_in_system"] + m_["num_dropped"] + m_["table_overflow"])
     assert m_["done"] == 1 and m_["stalled"] == 0
     if case["end_mode"] == "drain":
         assert m_["num_in_system"] == 0 and m_["num_dropped"] == 0
@@ -683,8 +800,7 @@ def check_invariants(case: dict[str, Any], res: dict[str, Any]) -> None:
                     assert r2["latency"] is not None or m_["num_dropped"] > 0
     if case["policy"] == "wait":
         n = case["thresholds"]
-        bound = sum(nj * ((d + 1) * p + d * (d + 1) // 2)
-                    for nj, p, d in zip(n, case["prefill"], case["decode"]))
+        bound = sum(nj * ((d + 1) * p + d * (d + 1) // 2) for nj, p, d in zip(n, case["prefill"], case["decode"]))
         for b in res["batches"]:
             assert all(c <= n[j] for j, row in enumerate(b["counts"]) for c in row)
             assert b["memory_tokens"] <= bound and b["preempted"] == 0

@@ -6,6 +6,7 @@ The padded runs of one test share one bucket config, so they also share one comp
 (`simulate_points`), the way a sweep runs them. The rates load the agents near their capacity
 with small rings, so rings wrap, tables reject and agents wait.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,17 +28,24 @@ from tests.sweep_checks import COMPILES as _COMPILES
 from tests.sweep_checks import block_compiles as _block_compiles
 from tests.sweep_checks import refuses_common_capacities, same_rows
 
-LAWS = (Independent(UniformInt(1, 12), Poisson(3.0), name="a"),
-        Independent(Constant(5), UniformInt(1, 4), name="b"))
+LAWS = (Independent(UniformInt(1, 12), Poisson(3.0), name="a"), Independent(Constant(5), UniformInt(1, 4), name="b"))
 # Per agent: budget 16 tokens in 50 ms + 10 ms/token batches.
-AGENT = {"budget": 16, "max_requests": 6, "prefill_cap": 24, "c_s": 0.05, "a_s_per_token": 0.01,
-         "b0": 4}
+AGENT = {"budget": 16, "max_requests": 6, "prefill_cap": 24, "c_s": 0.05, "a_s_per_token": 0.01, "b0": 4}
 
 
 def _config(table_size: int = 8, agents: int = 2, **kw) -> NetworkConfig:
-    base = {"topology": "parallel", "agents": agents, "workload": LAWS,
-            "router": "fewest_tokens", "policy": "sarathi", "horizon_s": 10.0, "burn_in_s": 1.0,
-            "table_size": table_size, "max_steps": 8000, "snapshots": 8}
+    base = {
+        "topology": "parallel",
+        "agents": agents,
+        "workload": LAWS,
+        "router": "fewest_tokens",
+        "policy": "sarathi",
+        "horizon_s": 10.0,
+        "burn_in_s": 1.0,
+        "table_size": table_size,
+        "max_steps": 8000,
+        "snapshots": 8,
+    }
     base.update(kw)
     return NetworkConfig(**base)
 
@@ -53,16 +61,14 @@ def _same_runs(configs: list[NetworkConfig], capacity: dict, seeds=(0, 1, 2)) ->
     simulate_points call: metrics bitwise; trajectories bitwise once `ENGINE.trim` has cut
     them to the run's own steps (the runs of one call share the longest run's length) and,
     per slot, to its own Q slots."""
-    alone = [simulate(c, make_params(c, **_params(c)), seeds, warn=False, record=True)
-             for c in configs]
+    alone = [simulate(c, make_params(c, **_params(c)), seeds, warn=False, record=True) for c in configs]
     padded = [ENGINE.pad(c, make_params(c, **_params(c)), capacity) for c in configs]
     bucket = padded[0][0]
     assert all(b == bucket for b, _ in padded)
     together = simulate_points(bucket, [p for _, p in padded], seeds, warn=False, record=True)
     for c, a, b in zip(configs, alone, together):
         for k in a.metrics:
-            assert np.array_equal(a.metrics[k], b.metrics[k], equal_nan=True), (
-                c, k, a.metrics[k], b.metrics[k])
+            assert np.array_equal(a.metrics[k], b.metrics[k], equal_nan=True), (c, k, a.metrics[k], b.metrics[k])
         own = ENGINE.trim(c, b.trajectories)
         assert own.keys() == a.trajectories.keys()
         for k, v in a.trajectories.items():
@@ -75,41 +81,57 @@ def _same_runs(configs: list[NetworkConfig], capacity: dict, seeds=(0, 1, 2)) ->
 # default run pads agents and tables behind a router and the tables of a route network.
 WC = {"router": "fewest_requests", "policy": "wc", "inner_order": "srpt"}
 VLLM = {"router": "random", "policy": "vllm"}
-ROUTES = {"topology": "routes", "agents": 2, "workload": ((LAWS[0], LAWS[1]), (LAWS[1], LAWS[0])),
-          "routes": ((0, 1), (1, 0)), "policy": "priority", "type_orders": ((1, 0), (0, 1))}
-FORK_JOIN = {"topology": "fork_join", "agents": 4, "workload": ((LAWS[1],) * 4, (LAWS[0],) * 4),
-             "policy": "orca"}
+ROUTES = {
+    "topology": "routes",
+    "agents": 2,
+    "workload": ((LAWS[0], LAWS[1]), (LAWS[1], LAWS[0])),
+    "routes": ((0, 1), (1, 0)),
+    "policy": "priority",
+    "type_orders": ((1, 0), (0, 1)),
+}
+FORK_JOIN = {"topology": "fork_join", "agents": 4, "workload": ((LAWS[1],) * 4, (LAWS[0],) * 4), "policy": "orca"}
 CASES = {
     # Tables of 5 and 8 slots behind 2 and 3 agents, in a bucket of 9 slots and 4 agents.
     "parallel-fewest_tokens-sarathi": (
-        [{"table_size": 5, "agents": 2, "record_members": True},
-         {"table_size": 8, "agents": 3, "record_members": True}],
-        {"table_size": 9, "agents": 4}, True),
+        [
+            {"table_size": 5, "agents": 2, "record_members": True},
+            {"table_size": 8, "agents": 3, "record_members": True},
+        ],
+        {"table_size": 9, "agents": 4},
+        True,
+    ),
     "parallel-fewest_requests-wc-srpt": (
         [{"table_size": 6, "agents": 3, **WC}, {"table_size": 4, "agents": 1, **WC}],
-        {"table_size": 7, "agents": 3}, False),
+        {"table_size": 7, "agents": 3},
+        False,
+    ),
     "parallel-random-vllm": (
         [{"table_size": 6, "agents": 2, **VLLM}, {"table_size": 3, "agents": 3, **VLLM}],
-        {"table_size": 8, "agents": 5}, False),
+        {"table_size": 8, "agents": 5},
+        False,
+    ),
     # Routes: transfers between the agents' rings (the multi-task entry); tables only.
     "routes-priority": ([{"table_size": q, **ROUTES} for q in (4, 7)], {"table_size": 8}, True),
     # fork_join: the join's ring is the table too (ids mod Q).
-    "fork_join-orca": ([{"table_size": q, **FORK_JOIN} for q in (3, 6)], {"table_size": 8},
-                       False),
+    "fork_join-orca": ([{"table_size": q, **FORK_JOIN} for q in (3, 6)], {"table_size": 8}, False),
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=() if CASES[n][2] else pytest.mark.slow)
-                                  for n in CASES])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if CASES[n][2] else pytest.mark.slow) for n in CASES])
 def test_padded_equals_unpadded(name):
     configs, capacity, _ = CASES[name]
     _same_runs([_config(**kw) for kw in configs], capacity)
 
 
 @settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(["random", "fewest_requests", "fewest_tokens"]),
-       st.sampled_from(["sarathi", "orca", "ft", "priority"]), st.integers(3, 12),
-       st.integers(1, 3), st.integers(0, 6), st.integers(0, 2))
+@given(
+    st.sampled_from(["random", "fewest_requests", "fewest_tokens"]),
+    st.sampled_from(["sarathi", "orca", "ft", "priority"]),
+    st.integers(3, 12),
+    st.integers(1, 3),
+    st.integers(0, 6),
+    st.integers(0, 2),
+)
 def test_padded_equals_unpadded_random(router, policy, Q, K, extra_q, extra_k):
     cfg = _config(Q, K, router=router, policy=policy)
     _same_runs([cfg], {"table_size": Q + extra_q, "agents": K + extra_k}, seeds=(4, 5))
@@ -123,7 +145,7 @@ def test_pad_refuses_bad_capacity():
         ENGINE.pad(cfg, par, {"agents": 1})
     with pytest.raises(ConfigError, match="size fields"):
         ENGINE.pad(cfg, par, {"snapshots": 16})
-    with pytest.raises(ConfigError, match="agents"):          # beyond MAX_AGENTS
+    with pytest.raises(ConfigError, match="agents"):  # beyond MAX_AGENTS
         ENGINE.pad(cfg, par, {"agents": 65})
     fj = _config(4, 4, topology="fork_join", workload=((LAWS[1],) * 4,), policy="orca")
     with pytest.raises(ConfigError, match="capacity agents.*fork_join"):
@@ -136,8 +158,10 @@ def test_pad_refuses_bad_capacity():
 
 def test_working_set_is_monotone_in_the_sizes():
     base = _config(8, 2)
-    ws = [[ENGINE.working_set_bytes(dataclasses.replace(base, table_size=Q, agents=K))
-           for K in (1, 2, 8)] for Q in (8, 64, 512)]
+    ws = [
+        [ENGINE.working_set_bytes(dataclasses.replace(base, table_size=Q, agents=K)) for K in (1, 2, 8)]
+        for Q in (8, 64, 512)
+    ]
     assert np.all(np.diff(ws, axis=0) > 0) and np.all(np.diff(ws, axis=1) > 0)
 
 
@@ -149,17 +173,16 @@ def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
     # The smaller tables overflow at this load: each point's warning names its own table size,
     # not the bucket's.
     with pytest.warns(RuntimeWarning) as warned:
-        bucketed = run_sweep(base, axes, range(2), tmp_path / "b.csv", params=params,
-                             progress=False)
+        bucketed = run_sweep(base, axes, range(2), tmp_path / "b.csv", params=params, progress=False)
     sizes = {re.search(r"table_size (\d+) full", str(w.message))[1] for w in warned}
     assert "4" in sizes and sizes <= {"4", "6"}
-    plan = plan_buckets(ENGINE, [dataclasses.replace(base, table_size=q, agents=k)
-                                 for q in axes["table_size"] for k in axes["agents"]])
+    plan = plan_buckets(
+        ENGINE, [dataclasses.replace(base, table_size=q, agents=k) for q in axes["table_size"] for k in axes["agents"]]
+    )
     assert len(plan) == 1 and plan[0].padded
     assert _block_compiles(n0) == len(plan)
     n1 = len(_COMPILES)
     with pytest.warns(RuntimeWarning, match="full"):
-        alone = run_sweep(base, axes, range(2), tmp_path / "a.csv", params=params,
-                          progress=False, buckets=False)
+        alone = run_sweep(base, axes, range(2), tmp_path / "a.csv", params=params, progress=False, buckets=False)
     assert _block_compiles(n1) == 4
     same_rows(alone, bucketed, 4, ["table_size", "agents"])

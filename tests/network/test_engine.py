@@ -8,6 +8,7 @@
 - The fork-join network moves every request through four agents.
 (The engine against its plain-Python reference: test_properties.py.)
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,10 +28,12 @@ CAP = capacity_tokens_per_s(512, 0.0455, 0.00018, 64)
 
 def test_one_agent_is_the_budget_engine():
     rates = [14.3]
-    bc = budget.config.enough_steps(budget.BudgetConfig(workload=(FIG1_POISSON,),
-                                                        horizon_s=12.0, table_size=512), rates)
-    nc = network.enough_steps(network.NetworkConfig(agents=1, workload=(FIG1_POISSON,),
-                                                    horizon_s=12.0, table_size=512), rates)
+    bc = budget.config.enough_steps(
+        budget.BudgetConfig(workload=(FIG1_POISSON,), horizon_s=12.0, table_size=512), rates
+    )
+    nc = network.enough_steps(
+        network.NetworkConfig(agents=1, workload=(FIG1_POISSON,), horizon_s=12.0, table_size=512), rates
+    )
     rb = simulate(bc, budget.make_params(bc, rates=rates), [0, 1], record=True, warn=False)
     rn = simulate(nc, network.make_params(nc, rates=rates), [0, 1], record=True, warn=False)
     for s in range(2):
@@ -44,17 +47,17 @@ def test_one_agent_is_the_budget_engine():
     np.testing.assert_array_equal(rb.metrics["latency_mean_s"], rn.metrics["latency_mean_s"])
 
 
-@pytest.mark.parametrize("router", [
-    "fewest_tokens", *[pytest.param(r, marks=pytest.mark.slow) for r in ("random",
-                                                                       "fewest_requests")]])
+@pytest.mark.parametrize(
+    "router", ["fewest_tokens", *[pytest.param(r, marks=pytest.mark.slow) for r in ("random", "fewest_requests")]]
+)
 def test_proposition_1_two_engines(router):
     """Bounded at rho = 0.7 of K b / t_b, growing at 1.3, under every router."""
-    base = network.NetworkConfig(agents=2, workload=(FIG1_POISSON,), router=router,
-                                 horizon_s=60.0, burn_in_s=15.0, table_size=512)
+    base = network.NetworkConfig(
+        agents=2, workload=(FIG1_POISSON,), router=router, horizon_s=60.0, burn_in_s=15.0, table_size=512
+    )
     rates = [network.rates_for_load(base, rho, [CAP, CAP]) for rho in (0.7, 1.3)]
     cfg = network.enough_steps(base, rates[-1], **AGENT)
-    low, high = simulate_points(cfg, [network.make_params(cfg, rates=r, **AGENT) for r in rates],
-                                [0, 1], warn=False)
+    low, high = simulate_points(cfg, [network.make_params(cfg, rates=r, **AGENT) for r in rates], [0, 1], warn=False)
     offered = [float(r.sum()) * (129 + 112) for r in rates]
     g_low = low.metrics["token_growth_per_s"] / offered[0]
     g_high = high.metrics["token_growth_per_s"] / offered[1]
@@ -70,8 +73,7 @@ def test_rybko_stolyar_grows_under_one_priority_only():
     cfg = rs_config(RS_ORDERS["unstable"], 400.0, 80.0, 1024)
     rates = rs_rates(cfg)
     unstable = network.make_params(cfg, rates=rates, **RS_AGENT)
-    swapped = network.make_params(dataclasses.replace(cfg, type_orders=RS_ORDERS["stable"]),
-                                  rates=rates, **RS_AGENT)
+    swapped = network.make_params(dataclasses.replace(cfg, type_orders=RS_ORDERS["stable"]), rates=rates, **RS_AGENT)
     grow, flat = simulate_points(cfg, [unstable, swapped], [0, 1], warn=False)
     per_slot = float(rates.sum())
     # notes/004.md: about 0.85 requests per slot accumulate under the unstable priorities.
@@ -85,12 +87,10 @@ def test_rybko_stolyar_grows_under_one_priority_only():
 
 def test_fork_join_moves_every_request_through_four_agents():
     law = Independent(Poisson(64.0), Poisson(8.0))
-    cfg = network.NetworkConfig(topology="fork_join", agents=4, workload=((law,) * 4,),
-                                horizon_s=15.0, table_size=256)
+    cfg = network.NetworkConfig(topology="fork_join", agents=4, workload=((law,) * 4,), horizon_s=15.0, table_size=256)
     rates = network.rates_for_load(cfg, 0.6, [CAP] * 4)
     cfg = dataclasses.replace(network.enough_steps(cfg, rates, **AGENT), record_members=True)
-    res = simulate(cfg, network.make_params(cfg, rates=rates, **AGENT), [3], record=True,
-                   warn=False)
+    res = simulate(cfg, network.make_params(cfg, rates=rates, **AGENT), [3], record=True, warn=False)
     b = network.batches(res, 0)
     members = {k: set() for k in range(4)}
     for agent, ids, dd, dp in zip(b["agent"], b["id"], b["dd"], b["dp"]):
@@ -110,6 +110,7 @@ def test_quick_experiments_pass(name):
     """The reduced Prop. 1 and Conjecture 1 runs reach the verdicts of the full ones: bounded
     below capacity, growing above it, for every router."""
     from jaxsched.network.experiments import EXPERIMENTS
+
     report = EXPERIMENTS[name](quick=True)
     assert report.ok, report.markdown
     verdicts = {(r.get("router"), r["load"]): r["verdict"] for r in report.rows}

@@ -24,6 +24,7 @@ parameters (per-agent budgets, M, batch-time constants and prefill caps, rates, 
 the RS priorities) and the seeds; every example runs SEEDS_PER_RUN seeds in one vmapped call.
 `-m slow` draws more examples and adds static cases.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,14 +44,13 @@ SEEDS_PER_RUN = 2
 N_CANDIDATES = 512
 MAX_STEPS = 6000
 
-LAWS = (Independent(UniformInt(1, 12), Poisson(3.0), name="a"),
-        Independent(Constant(5), UniformInt(1, 4), name="b"))
+LAWS = (Independent(UniformInt(1, 12), Poisson(3.0), name="a"), Independent(Constant(5), UniformInt(1, 4), name="b"))
 # Rybko-Stolyar (notes/004.md §3, Fig. 8) scaled down: per agent a short and a long task.
 SHORT = Independent(Poisson(2.0), Poisson(2.0), name="short")
 LONG = Independent(Poisson(12.0), Poisson(2.0), name="long")
-RS_WORKLOAD = ((SHORT, LONG), (SHORT, LONG))      # A: 0 then 1; B: 1 then 0
-RS_ORDERS = ((1, 0), (0, 1))                      # the exiting (long) class first: unstable
-RS_SWAPPED = ((0, 1), (1, 0))                     # the entering class first: stable
+RS_WORKLOAD = ((SHORT, LONG), (SHORT, LONG))  # A: 0 then 1; B: 1 then 0
+RS_ORDERS = ((1, 0), (0, 1))  # the exiting (long) class first: unstable
+RS_SWAPPED = ((0, 1), (1, 0))  # the entering class first: stable
 # fork_join (stage s at agent s): a short and a long branch, type 0 long at agent 2, type 1 at
 # agent 1, so the branches reach the join at different times, in either order.
 FJ_SHORT = Independent(UniformInt(1, 4), UniformInt(1, 2), name="fj-short")
@@ -64,54 +64,110 @@ FJ_WORKLOAD3 = FJ_WORKLOAD + ((FJ_SHORT, LAWS[0], LAWS[1], FJ_LONG),)
 # policies (sarathi, ft, priority, vllm); `-m slow` adds the fewest_requests router, K = 1, a
 # self-loop route, a three-stage route over three agents, a larger fork_join, orca and wc.
 CASES = {
-    "parallel-random-K3-sarathi-Q4": (dict(
-        topology="parallel", agents=3, workload=LAWS, router="random", policy="sarathi",
-        table_size=4), True),
-    "parallel-fewest_requests-K2-vllm-Q6": (dict(
-        topology="parallel", agents=2, workload=LAWS, router="fewest_requests", policy="vllm",
-        table_size=6), False),
+    "parallel-random-K3-sarathi-Q4": (
+        dict(topology="parallel", agents=3, workload=LAWS, router="random", policy="sarathi", table_size=4),
+        True,
+    ),
+    "parallel-fewest_requests-K2-vllm-Q6": (
+        dict(topology="parallel", agents=2, workload=LAWS, router="fewest_requests", policy="vllm", table_size=6),
+        False,
+    ),
     # Periodic rates (thinned candidates) and a request cap (runs that end early, empty).
-    "parallel-fewest_tokens-K3-ft-Q8-periodic": (dict(
-        topology="parallel", agents=3, workload=LAWS, router="fewest_tokens", policy="ft",
-        table_size=8, num_requests=40), True),
-    "routes-rs-K2-priority-Q8": (dict(
-        topology="routes", agents=2, workload=RS_WORKLOAD, routes=((0, 1), (1, 0)),
-        policy="priority", type_orders=RS_ORDERS, table_size=8, horizon_s=30.0), True),
+    "parallel-fewest_tokens-K3-ft-Q8-periodic": (
+        dict(
+            topology="parallel",
+            agents=3,
+            workload=LAWS,
+            router="fewest_tokens",
+            policy="ft",
+            table_size=8,
+            num_requests=40,
+        ),
+        True,
+    ),
+    "routes-rs-K2-priority-Q8": (
+        dict(
+            topology="routes",
+            agents=2,
+            workload=RS_WORKLOAD,
+            routes=((0, 1), (1, 0)),
+            policy="priority",
+            type_orders=RS_ORDERS,
+            table_size=8,
+            horizon_s=30.0,
+        ),
+        True,
+    ),
     # fork_join with small rings and a small join table (J = Q = 4): ring rejections (at the
     # fork's targets too) and join rejections (slot held by another request, race in a flush,
     # branches stuck for ever behind a rejected sibling); test_fork_join_rejections_covered.
-    "fork_join-vllm-Q4": (dict(
-        topology="fork_join", agents=4, workload=FJ_WORKLOAD, policy="vllm",
-        table_size=4), True),
+    "fork_join-vllm-Q4": (
+        dict(topology="fork_join", agents=4, workload=FJ_WORKLOAD, policy="vllm", table_size=4),
+        True,
+    ),
     # Larger: three types, per-agent priorities, Q = J = 8, a longer horizon.
-    "fork_join-priority-Q8": (dict(
-        topology="fork_join", agents=4, workload=FJ_WORKLOAD3, policy="priority",
-        type_orders=((0, 1, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)), table_size=8,
-        horizon_s=30.0), False),
+    "fork_join-priority-Q8": (
+        dict(
+            topology="fork_join",
+            agents=4,
+            workload=FJ_WORKLOAD3,
+            policy="priority",
+            type_orders=((0, 1, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)),
+            table_size=8,
+            horizon_s=30.0,
+        ),
+        False,
+    ),
     # K = 1 with a self-loop (type 0 visits agent 0 twice): a flush re-enters its own agent.
-    "routes-K1-selfloop-orca-Q4": (dict(
-        topology="routes", agents=1, workload=((LAWS[0], LAWS[1]), (LAWS[1],)),
-        routes=((0, 0), (0,)), policy="orca", table_size=4), False),
+    "routes-K1-selfloop-orca-Q4": (
+        dict(
+            topology="routes",
+            agents=1,
+            workload=((LAWS[0], LAWS[1]), (LAWS[1],)),
+            routes=((0, 0), (0,)),
+            policy="orca",
+            table_size=4,
+        ),
+        False,
+    ),
     # Three stages over three agents: a flush sends tasks to several agents, to itself, or out.
     # (Every agent serves three (type, stage) laws: make_params cannot stack unequal counts,
     # test_make_params_unequal_law_counts.)
-    "routes-K3-sarathi-Q6": (dict(
-        topology="routes", agents=3, workload=((LAWS[0], LAWS[1], LAWS[0]),) * 3,
-        routes=((0, 1, 2), (2, 2, 1), (0, 1, 0)), policy="sarathi", table_size=6), False),
-    "parallel-fewest_tokens-K1-vllm-Q8": (dict(
-        topology="parallel", agents=1, workload=LAWS, router="fewest_tokens",
-        policy="vllm", table_size=8), False),
-    "parallel-random-K2-wc-srpt-Q8": (dict(
-        topology="parallel", agents=2, workload=LAWS, router="random", policy="wc",
-        phase_first="prefill", inner_order="srpt", table_size=8), False),
+    "routes-K3-sarathi-Q6": (
+        dict(
+            topology="routes",
+            agents=3,
+            workload=((LAWS[0], LAWS[1], LAWS[0]),) * 3,
+            routes=((0, 1, 2), (2, 2, 1), (0, 1, 0)),
+            policy="sarathi",
+            table_size=6,
+        ),
+        False,
+    ),
+    "parallel-fewest_tokens-K1-vllm-Q8": (
+        dict(topology="parallel", agents=1, workload=LAWS, router="fewest_tokens", policy="vllm", table_size=8),
+        False,
+    ),
+    "parallel-random-K2-wc-srpt-Q8": (
+        dict(
+            topology="parallel",
+            agents=2,
+            workload=LAWS,
+            router="random",
+            policy="wc",
+            phase_first="prefill",
+            inner_order="srpt",
+            table_size=8,
+        ),
+        False,
+    ),
 }
-PERIODIC = {"parallel-fewest_tokens-K3-ft-Q8-periodic"}      # rates [2, m], period drawn
+PERIODIC = {"parallel-fewest_tokens-K3-ft-Q8-periodic"}  # rates [2, m], period drawn
 DEFAULT = [name for name, (_, default) in CASES.items() if default]
 
 
 def _config(name: str) -> NetworkConfig:
-    kw = dict(horizon_s=HORIZON, burn_in_s=2.0, max_steps=MAX_STEPS, snapshots=8,
-              record_members=True)
+    kw = dict(horizon_s=HORIZON, burn_in_s=2.0, max_steps=MAX_STEPS, snapshots=8, record_members=True)
     kw.update(CASES[name][0])
     return NetworkConfig(**kw)
 
@@ -133,16 +189,26 @@ def _draw(draw, cfg: NetworkConfig, periodic: bool = False) -> tuple[dict, tuple
     ints = lambda lo, hi: [draw(st.integers(lo, hi)) for _ in range(K)]
     if _rs(cfg):
         # Every batch lasts exactly 1 s; per-agent budgets; the priorities either way round.
-        kw = dict(budget=ints(6, 40), max_requests=ints(1, 256), c_s=1.0, a_s_per_token=0.0,
-                  b0=0, rates=[draw(st.floats(0.1, 1.5)) for _ in range(m)])
+        kw = dict(
+            budget=ints(6, 40),
+            max_requests=ints(1, 256),
+            c_s=1.0,
+            a_s_per_token=0.0,
+            b0=0,
+            rates=[draw(st.floats(0.1, 1.5)) for _ in range(m)],
+        )
         orders = draw(st.sampled_from([RS_ORDERS, RS_SWAPPED]))
         return kw, orders
-    kw = dict(budget=ints(1, 40), max_requests=ints(1, 10),
-              c_s=[draw(st.sampled_from([0.05, 0.3, 1.0])) for _ in range(K)],
-              a_s_per_token=[draw(st.sampled_from([0.0, 0.01, 0.0373])) for _ in range(K)],
-              b0=ints(0, 10),
-              rates=[draw(st.floats(0.2, 2.0)) * dict(parallel=K, fork_join=FJ_RATE_SCALE).get(
-                  cfg.topology, 1) for _ in range(m)])
+    kw = dict(
+        budget=ints(1, 40),
+        max_requests=ints(1, 10),
+        c_s=[draw(st.sampled_from([0.05, 0.3, 1.0])) for _ in range(K)],
+        a_s_per_token=[draw(st.sampled_from([0.0, 0.01, 0.0373])) for _ in range(K)],
+        b0=ints(0, 10),
+        rates=[
+            draw(st.floats(0.2, 2.0)) * dict(parallel=K, fork_join=FJ_RATE_SCALE).get(cfg.topology, 1) for _ in range(m)
+        ],
+    )
     if periodic:
         kw["rates"] = [kw["rates"], [draw(st.floats(0.2, 6.0)) for _ in range(m)]]
         kw["period_s"] = draw(st.sampled_from([0.5, 1.0, 3.0]))
@@ -157,14 +223,20 @@ def _draw(draw, cfg: NetworkConfig, periodic: bool = False) -> tuple[dict, tuple
 def _agents(cfg: NetworkConfig, kw: dict) -> list[dict]:
     """The reference's per-agent constants, from the same keywords."""
     per = lambda v: list(v) if isinstance(v, (list, tuple)) else [v] * cfg.K
-    names = dict(budget="budget", max_requests="max_requests", prefill_cap="prefill_cap",
-                 K_p="K_p", K_d="K_d", c="c_s", a="a_s_per_token", b0="b0")
-    return [{mine: per(kw.get(theirs))[k] for mine, theirs in names.items()}
-            for k in range(cfg.K)]
+    names = dict(
+        budget="budget",
+        max_requests="max_requests",
+        prefill_cap="prefill_cap",
+        K_p="K_p",
+        K_d="K_d",
+        c="c_s",
+        a="a_s_per_token",
+        b0="b0",
+    )
+    return [{mine: per(kw.get(theirs))[k] for mine, theirs in names.items()} for k in range(cfg.K)]
 
 
-def compare(cfg: NetworkConfig, kw: dict, orders: tuple, seeds: list[int],
-            outs: list | None = None):
+def compare(cfg: NetworkConfig, kw: dict, orders: tuple, seeds: list[int], outs: list | None = None):
     """Run the engine on `seeds` and the reference on each; assert they agree (the
     reference's outputs are appended to `outs` when given).
 
@@ -177,13 +249,24 @@ def compare(cfg: NetworkConfig, kw: dict, orders: tuple, seeds: list[int],
     tr = res.trajectories
     for s, seed in enumerate(seeds):
         reqs = ref.engine_inputs(cfg, params, seed, N_CANDIDATES)
-        out = ref.simulate(reqs, topology=cfg.topology, K=cfg.K, agents=_agents(cfg, kw),
-                           policy=cfg.policy, routes=cfg.routes, router=cfg.router,
-                           type_orders=orders, phase_first=cfg.phase_first,
-                           inner_order=cfg.inner_order, horizon=cfg.horizon_s,
-                           burn_in=cfg.burn_in_s, table_size=cfg.table_size,
-                           snapshots=cfg.snapshots, hist_octave_bits=cfg.hist_octave_bits,
-                           thinned=_thinned(cfg, params, seed))
+        out = ref.simulate(
+            reqs,
+            topology=cfg.topology,
+            K=cfg.K,
+            agents=_agents(cfg, kw),
+            policy=cfg.policy,
+            routes=cfg.routes,
+            router=cfg.router,
+            type_orders=orders,
+            phase_first=cfg.phase_first,
+            inner_order=cfg.inner_order,
+            horizon=cfg.horizon_s,
+            burn_in=cfg.burn_in_s,
+            table_size=cfg.table_size,
+            snapshots=cfg.snapshots,
+            hist_octave_bits=cfg.hist_octave_bits,
+            thinned=_thinned(cfg, params, seed),
+        )
         if outs is not None:
             outs.append(out)
         where = f"seed {seed}"
@@ -209,17 +292,28 @@ def compare(cfg: NetworkConfig, kw: dict, orders: tuple, seeds: list[int],
             assert (eng["tau_hi"][k], eng["tau_lo"][k]) == (b["tau"].hi, b["tau"].lo), (where, k)
             assert eng["load"][k] == b["load"], (where, k)
             on = (eng["entry"][k] >= 0) & ((eng["dp"][k] > 0) | (eng["dd"][k] > 0))
-            got = {int(i): (int(p), int(d)) for i, p, d in
-                   zip(eng["id"][k][on], eng["dp"][k][on], eng["dd"][k][on])}
+            got = {int(i): (int(p), int(d)) for i, p, d in zip(eng["id"][k][on], eng["dp"][k][on], eng["dd"][k][on])}
             assert got == b["members"], (where, k, got, b["members"])
         # Metrics.
         m = {key: v[s] for key, v in res.metrics.items()}
         rm = out["metrics"]
         assert m["num_steps"] == rm["num_steps"], where
-        for key in ("num_rejected", "overflowed", "num_departed", "requests_end", "tokens_end",
-                    "num_batches", "stalled", "done", "end_time_s",
-                    "mean_requests_in_system", "mean_tokens_in_system",
-                    "latency_p50_s", "latency_p90_s", "latency_p99_s"):
+        for key in (
+            "num_rejected",
+            "overflowed",
+            "num_departed",
+            "requests_end",
+            "tokens_end",
+            "num_batches",
+            "stalled",
+            "done",
+            "end_time_s",
+            "mean_requests_in_system",
+            "mean_tokens_in_system",
+            "latency_p50_s",
+            "latency_p90_s",
+            "latency_p99_s",
+        ):
             assert m[key] == rm[key], (where, key, m[key], rm[key])
         assert m["num_rejected"] == len(out["rejections"])
         for key in ("partial_batch_fraction", "batch_share_max", "throughput_requests_per_s"):
@@ -284,14 +378,12 @@ def test_engine_matches_reference_many(name, data):
 def test_rs_priorities_change_the_batches():
     # The RS case's swapped priorities reach the compiled engine through params.rank alone.
     cfg = _config("routes-rs-K2-priority-Q8")
-    kw = dict(budget=[20, 20], max_requests=256, c_s=1.0, a_s_per_token=0.0, b0=0,
-              rates=[0.8, 0.8])
+    kw = dict(budget=[20, 20], max_requests=256, c_s=1.0, a_s_per_token=0.0, b0=0, rates=[0.8, 0.8])
     loads = []
     for orders in (RS_ORDERS, RS_SWAPPED):
         res = compare(cfg, kw, orders, [5, 6])
         loads.append([tuple(batches(res, s)["load"]) for s in range(SEEDS_PER_RUN)])
     assert loads[0] != loads[1]
-
 
 
 def test_fork_join_rejections_covered():
@@ -301,9 +393,15 @@ def test_fork_join_rejections_covered():
     # tasks of one flush for a free slot), and still complete requests: the engine must agree
     # there (the same compiled engine as the hypothesis examples).
     cfg = _config("fork_join-vllm-Q4")
-    kw = dict(budget=[23, 35, 29, 7], max_requests=[7, 8, 7, 9], c_s=[0.05, 0.3, 0.3, 0.3],
-              prefill_cap=[34, 18, 23, 40], a_s_per_token=[0.0373, 0.0, 0.01, 0.0373],
-              b0=[7, 3, 3, 9], rates=[0.76, 0.95])
+    kw = dict(
+        budget=[23, 35, 29, 7],
+        max_requests=[7, 8, 7, 9],
+        c_s=[0.05, 0.3, 0.3, 0.3],
+        prefill_cap=[34, 18, 23, 40],
+        a_s_per_token=[0.0373, 0.0, 0.01, 0.0373],
+        b0=[7, 3, 3, 9],
+        rates=[0.76, 0.95],
+    )
     outs = []
     res = compare(cfg, kw, cfg.type_orders, [1, 2], outs)
     for s, out in enumerate(outs):
@@ -318,7 +416,13 @@ def test_fork_join_rejections_covered():
 def test_make_params_unequal_law_counts():
     # Agent 0 serves one (type, stage) law, agent 1 two: a valid routes network whose agents'
     # budget params must still stack, and which must match the reference.
-    cfg = NetworkConfig(topology="routes", agents=2, workload=((LAWS[0], LAWS[1]), (LAWS[1],)),
-                        routes=((0, 1), (1,)), max_steps=MAX_STEPS, horizon_s=HORIZON)
+    cfg = NetworkConfig(
+        topology="routes",
+        agents=2,
+        workload=((LAWS[0], LAWS[1]), (LAWS[1],)),
+        routes=((0, 1), (1,)),
+        max_steps=MAX_STEPS,
+        horizon_s=HORIZON,
+    )
     params = make_params(cfg, rates=[0.5, 0.5], budget=20)
     assert params.agent.budget.shape == (2,)

@@ -7,6 +7,7 @@ The padded runs of one test share one bucket config, so they also share one comp
 the unpadded run is live: a row after a run's end depends on whether other runs of its seed
 chunk are still live (`jaxsched.run`), in either layout.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,12 +26,10 @@ from jaxsched.workload import Batch, Independent, Trace, UniformInt
 from tests.sweep_checks import bucketed_sweep_equals_alone
 
 
-def same_runs(engine, configs: list, capacity: dict, seeds=(0, 1, 2), record=True,
-              **params_kw) -> None:
+def same_runs(engine, configs: list, capacity: dict, seeds=(0, 1, 2), record=True, **params_kw) -> None:
     """Every config alone equals the same config padded into `capacity`, all padded runs in one
     simulate_points call: metrics bitwise, trajectories on the steps the run is live."""
-    alone = [simulate(c, engine.make_params(c, **params_kw), seeds, warn=False, record=record)
-             for c in configs]
+    alone = [simulate(c, engine.make_params(c, **params_kw), seeds, warn=False, record=record) for c in configs]
     padded = [engine.pad(c, engine.make_params(c, **params_kw), capacity) for c in configs]
     bucket = padded[0][0]
     assert all(b == bucket for b, _ in padded)
@@ -70,17 +69,30 @@ def test_padded_equals_unpadded_large(policy):
     # More than 128 requests (numpy's pairwise summation splits there) from the section-7 mix
     # (lognormal lengths), some too long for M.
     configs = [OfflineConfig("mix", num_requests=n, policy=policy) for n in (150, 257)]
-    same_runs(ENGINE, configs, dict(num_requests=300), seeds=range(4), record=False,
-              capacity_tokens=3000, **LINEAR_STEP_MODEL)
+    same_runs(
+        ENGINE, configs, dict(num_requests=300), seeds=range(4), record=False, capacity_tokens=3000, **LINEAR_STEP_MODEL
+    )
 
 
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(["fcfs", "mcsf", "mcsf2"]), st.sampled_from(["uniform", "exponential"]),
-       st.integers(1, 40), st.integers(1, 30), st.integers(20, 120))
+@given(
+    st.sampled_from(["fcfs", "mcsf", "mcsf2"]),
+    st.sampled_from(["uniform", "exponential"]),
+    st.integers(1, 40),
+    st.integers(1, 30),
+    st.integers(20, 120),
+)
 def test_padded_equals_unpadded_random(policy, workload, n, extra, M):
     cfg = OfflineConfig(workload, num_requests=n, policy=policy)
-    same_runs(ENGINE, [cfg], dict(num_requests=n + extra), seeds=(0, 1), capacity_tokens=M,
-              per_decode_s=0.01, per_kv_token_s=1e-3)
+    same_runs(
+        ENGINE,
+        [cfg],
+        dict(num_requests=n + extra),
+        seeds=(0, 1),
+        capacity_tokens=M,
+        per_decode_s=0.01,
+        per_kv_token_s=1e-3,
+    )
 
 
 def test_num_requests_resizes_a_batch():
@@ -106,7 +118,7 @@ def test_pad_refuses_bad_capacity():
     with pytest.raises(ConfigError, match="padded"):
         ENGINE.pad(cfg, ENGINE.pad(cfg, par, dict(num_requests=40))[1], dict(num_requests=40))
     quantile = OfflineConfig("uniform", num_requests=20, policy="sorted_f_quantile")
-    with pytest.raises(ConfigError, match="capacity num_requests"):   # the policy's n <= 2^16
+    with pytest.raises(ConfigError, match="capacity num_requests"):  # the policy's n <= 2^16
         ENGINE.pad(quantile, par, dict(num_requests=70_000))
     trace = Trace(np.array([1, 2, 3]), np.array([4, 5, 6]), order="sequential")
     fixed = OfflineConfig(trace)
@@ -123,7 +135,6 @@ def test_sweep_compiles_once_per_bucket_with_equal_rows(tmp_path):
     base = OfflineConfig("binomial", num_requests=10, policy="mcsf2")
     axes = {"num_requests": [12, 21, 17]}
     params = dict(capacity_tokens=80, per_decode_s=0.02)
-    plan = plan_buckets(ENGINE, [dataclasses.replace(base, num_requests=n)
-                                 for n in axes["num_requests"]])
+    plan = plan_buckets(ENGINE, [dataclasses.replace(base, num_requests=n) for n in axes["num_requests"]])
     assert len(plan) == 1 and plan[0].padded and plan[0].config.n == 21
     bucketed_sweep_equals_alone(base, axes, tmp_path, params, len(plan), 3, ["num_requests"])

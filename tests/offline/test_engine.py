@@ -1,6 +1,7 @@
 """The offline engine against the plain-Python executor of tests/reference/offline.py: the same
 start step for every request under every order, memory within M at every step, Example 1 of
 paper 002, the step-time model, and one clear error for bad input."""
+
 from __future__ import annotations
 
 import functools
@@ -22,8 +23,7 @@ from tests.reference import offline as ref
 
 
 def _instance_cfg(s, o, policy="mcsf") -> off.OfflineConfig:
-    return off.OfflineConfig(Trace(np.asarray(s), np.asarray(o), name="inst", order="sequential"),
-                             policy=policy)
+    return off.OfflineConfig(Trace(np.asarray(s), np.asarray(o), name="inst", order="sequential"), policy=policy)
 
 
 @functools.partial(jax.jit, static_argnums=(4, 5))
@@ -36,16 +36,19 @@ def _run(s, o, order, params, steps: int, record: bool):
 def _engine_schedule(s, o, order, M, **time_model):
     s, o = np.asarray(s, np.int32), np.asarray(o, np.int32)
     params = off.make_params(_instance_cfg(s, o), capacity_tokens=M, **time_model)
-    steps = 12 * len(s) + 1          # >= any makespan (o <= 12); one compilation per n
-    state, rows = _run(jnp.asarray(s), jnp.asarray(o), jnp.asarray(order, jnp.int32), params,
-                       steps, True)
+    steps = 12 * len(s) + 1  # >= any makespan (o <= 12); one compilation per n
+    state, rows = _run(jnp.asarray(s), jnp.asarray(o), jnp.asarray(order, jnp.int32), params, steps, True)
     return state, jax.tree_util.tree_map(np.asarray, rows)
 
 
-instances = st.integers(1, 8).flatmap(lambda n: st.tuples(
-    st.lists(st.integers(1, 12), min_size=n, max_size=n),
-    st.lists(st.integers(1, 12), min_size=n, max_size=n),
-    st.integers(0, 20), st.permutations(list(range(n)))))
+instances = st.integers(1, 8).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(1, 12), min_size=n, max_size=n),
+        st.lists(st.integers(1, 12), min_size=n, max_size=n),
+        st.integers(0, 20),
+        st.permutations(list(range(n))),
+    )
+)
 
 
 @settings(max_examples=120, deadline=None)
@@ -80,20 +83,21 @@ def test_step_time_model_prices_each_step(inst):
         clock += 0.5 + 0.25 * decoding + 0.125 * prefill + 0.0625 * memory
         finish.update({i: clock for i in range(len(s)) if c[i] == t})
     got = state.finish.to_numpy()
-    assert got.tolist() == [finish[i] for i in range(len(s))]     # dyadic: exact in float32
+    assert got.tolist() == [finish[i] for i in range(len(s))]  # dyadic: exact in float32
 
 
 # policy -> (seed -> the reference Phase-1 solver); quantile greedy's sample depends on the seed.
-REF_SOLVERS = {"sorted_f_swap": lambda seed: ref.local_swap,
-               "sorted_f_dp": lambda seed: ref.exact_dp,
-               "sorted_f_scaled": lambda seed: ref.scaled_dp,
-               "sorted_f_quantile": ref.hash_quantile_solver}
+REF_SOLVERS = {
+    "sorted_f_swap": lambda seed: ref.local_swap,
+    "sorted_f_dp": lambda seed: ref.exact_dp,
+    "sorted_f_scaled": lambda seed: ref.scaled_dp,
+    "sorted_f_quantile": ref.hash_quantile_solver,
+}
 
 
 @pytest.mark.parametrize("policy", list(POLICIES))
 def test_policies_give_permutations_and_the_runner_agrees(policy):
-    cfg = off.OfflineConfig(Batch(Independent(UniformInt(1, 30), UniformInt(1, 30)), 25),
-                            policy=policy, dp_width=128)
+    cfg = off.OfflineConfig(Batch(Independent(UniformInt(1, 30), UniformInt(1, 30)), 25), policy=policy, dp_width=128)
     params = off.make_params(cfg, capacity_tokens=120)
     res = js.simulate(cfg, params, seeds=[0, 1, 2], record=True)
     for i, seed in enumerate([0, 1, 2]):
@@ -109,7 +113,7 @@ def test_policies_give_permutations_and_the_runner_agrees(policy):
         p, c = ref.execute(s, o, order, 120)
         assert res.metrics["tel_steps"][i] == ref.tel(c)
         assert res.metrics["makespan_steps"][i] == max(c)
-        assert res.metrics["avg_latency_s"][i] == ref.tel(c) / 25          # unit steps
+        assert res.metrics["avg_latency_s"][i] == ref.tel(c) / 25  # unit steps
         mem = res.trajectories["memory"][i]
         assert mem.max() <= 120 and res.metrics["peak_memory_tokens"][i] == mem.max()
     # The random order differs between seeds (FCFS is a fresh permutation per run).
@@ -140,20 +144,22 @@ def test_requests_that_cannot_fit_are_dropped_and_counted():
         js.simulate(cfg, off.make_params(cfg, capacity_tokens=50), [0])
 
 
-@pytest.mark.parametrize("make, needle", [
-    (lambda: off.make_params(_instance_cfg([63, 1], [2, 2]), capacity_tokens=64), r"largest s \+ o"),
-    (lambda: off.make_params(_instance_cfg([1], [1]), capacity_tokens=1), "capacity_tokens"),
-    (lambda: off.make_params(_instance_cfg([1], [1]), capacity_tokens=10, step_const_s=-1.0), "step_const_s"),
-    (lambda: off.make_params(_instance_cfg([1], [1]), capacity_tokens=10, step_const_s=0.0), "step_const_s"),
-    (lambda: off.OfflineConfig(Batch(Independent(), 2_000_000)), "num_requests"),
-    (lambda: off.OfflineConfig(Batch(Independent(), 70_000), policy="sorted_f_quantile"),
-     "num_requests"),
-    (lambda: off.OfflineConfig(Independent()), "workload"),
-    (lambda: off.OfflineConfig(Batch(Independent(), 4), policy="sorted"), "policy"),
-    (lambda: off.OfflineConfig(Batch(Independent(), 4), max_steps=0), "max_steps"),
-    (lambda: _instance_cfg([0, 1], [1, 1]), "prompt"),
-    (lambda: _instance_cfg([1, 1], [0, 1]), "output"),
-])
+@pytest.mark.parametrize(
+    "make, needle",
+    [
+        (lambda: off.make_params(_instance_cfg([63, 1], [2, 2]), capacity_tokens=64), r"largest s \+ o"),
+        (lambda: off.make_params(_instance_cfg([1], [1]), capacity_tokens=1), "capacity_tokens"),
+        (lambda: off.make_params(_instance_cfg([1], [1]), capacity_tokens=10, step_const_s=-1.0), "step_const_s"),
+        (lambda: off.make_params(_instance_cfg([1], [1]), capacity_tokens=10, step_const_s=0.0), "step_const_s"),
+        (lambda: off.OfflineConfig(Batch(Independent(), 2_000_000)), "num_requests"),
+        (lambda: off.OfflineConfig(Batch(Independent(), 70_000), policy="sorted_f_quantile"), "num_requests"),
+        (lambda: off.OfflineConfig(Independent()), "workload"),
+        (lambda: off.OfflineConfig(Batch(Independent(), 4), policy="sorted"), "policy"),
+        (lambda: off.OfflineConfig(Batch(Independent(), 4), max_steps=0), "max_steps"),
+        (lambda: _instance_cfg([0, 1], [1, 1]), "prompt"),
+        (lambda: _instance_cfg([1, 1], [0, 1]), "output"),
+    ],
+)
 def test_bad_input_is_one_clear_error(make, needle):
     with pytest.raises(ConfigError, match=needle) as e:
         make()
@@ -162,6 +168,7 @@ def test_bad_input_is_one_clear_error(make, needle):
 
 def test_synthetic_batches_of_ec_4_2_run():
     from jaxsched.offline.workloads import SYNTHETIC, SYNTHETIC_CAPACITY_TOKENS, synthetic
+
     for name, (law, n) in SYNTHETIC.items():
         assert law.max_prompt <= 50 and law.max_output <= 50
         cfg = off.OfflineConfig(synthetic(name), policy="mcsf")

@@ -1,6 +1,7 @@
 """Paper 002's reproductions (`jaxsched offline experiment`): reduced sizes in the default run,
 the full ones behind the slow marker. Each asserts the paper's number or the project's
 correction of it, so a wrong engine, solver or family makes it fail."""
+
 from __future__ import annotations
 
 import csv
@@ -23,7 +24,7 @@ def test_example1_command_reproduces_64_and_45(tmp_path, capsys):
     tel = {r["algorithm"]: int(r["tel_steps"]) for r in _rows(tmp_path / "example1.csv")}
     assert tel["MC-SF"] == 64
     assert {tel[k] for k in tel if k.startswith("Sorted-F")} == {45}
-    if "OPT (IP)" in tel:                      # scipy present: 45 is optimal here
+    if "OPT (IP)" in tel:  # scipy present: 45 is optimal here
         assert tel["OPT (IP)"] == 45
     assert (tmp_path / "example1.md").read_text().startswith("# Example 1")
     assert "| MC-SF | 64 | 64 |" in capsys.readouterr().out
@@ -62,8 +63,7 @@ def test_lower_bound_families_printed_bounded_corrected_growing():
 
 
 def test_ec42_reduced_beats_fcfs_and_respects_the_lower_bound():
-    rep = ox.ec42(seeds=2, distributions=("exponential",), algorithms=("sorted_f_swap", "mcsf",
-                                                                       "fcfs"))
+    rep = ox.ec42(seeds=2, distributions=("exponential",), algorithms=("sorted_f_swap", "mcsf", "fcfs"))
     assert rep.ok
     row = rep.rows[0]
     assert row["lower_bound"] <= row["tel_sorted_f_swap"] < row["tel_fcfs"]
@@ -88,6 +88,7 @@ def test_real_reduced_runs_both_step_models(tmp_path):
     assert quant["avg_latency_unit"] < fcfs["avg_latency_unit"]
     assert set(rep.plot["panels"]) == {"mix, unit steps", "mix, linear steps"}
     from jaxsched.plots import plot_offline
+
     assert plot_offline(rep, tmp_path / "real.png").stat().st_size > 0
 
 
@@ -104,5 +105,4 @@ def test_example2_rule_holds_where_the_batches_run_in_sequence():
     assert len(seq) > 100 and all(r["formula_exact"] for r in seq)
     # Where the second batch can start early the rule is only an approximation: it fails on
     # some instance of the grid (the paper's Example 2 assumes sequential batches).
-    assert any(r["predicted"] and r["predicted"] != r["observed"] for r in rep.rows
-               if not r["sequential"])
+    assert any(r["predicted"] and r["predicted"] != r["observed"] for r in rep.rows if not r["sequential"])

@@ -3,6 +3,7 @@ executor of tests/reference/offline.py and the JAX engine: the Theorem 1 / EC.1 
 the executor's exact TELs, the printed and corrected asymptotics), Example 2's ordering rule on a
 grid, and the TEL lower bound below every schedule (and below OPT where SciPy and
 jaxsched.offline.lp.opt_ip are present)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -41,6 +42,7 @@ def _policy_order(theorem: str, s, o, M) -> np.ndarray:
 
 # --------------------------------------------------------------------------- the families
 
+
 @pytest.mark.parametrize("M, corrected", SMALL)
 def test_family_shapes_and_types(M, corrected):
     r = math.isqrt(M)
@@ -61,13 +63,28 @@ def test_family_shapes_and_types(M, corrected):
     assert sorted(alt.tolist()) == list(range(X + Y)) and (alt[:Y] >= X).all()
 
 
-@pytest.mark.parametrize("M, corrected, needle", [
-    (80, True, "6561"), (729, True, "3\\^\\(4k\\)"), (27, False, "3\\^\\(2k\\)"), (1, False, "81"),
-    (3, True, "M"), (81.0, True, "integer"), (True, False, "integer"),
-])
+@pytest.mark.parametrize(
+    "M, corrected, needle",
+    [
+        (80, True, "6561"),
+        (729, True, "3\\^\\(4k\\)"),
+        (27, False, "3\\^\\(2k\\)"),
+        (1, False, "81"),
+        (3, True, "M"),
+        (81.0, True, "integer"),
+        (True, False, "integer"),
+    ],
+)
 def test_invalid_capacities_name_m_and_the_allowed_values(M, corrected, needle):
-    for fn in (fam.theorem1, fam.theorem_ec1, fam.family_sizes, fam.type2_first,
-               fam.theorem1_tel, fam.theorem1_paper_tel, fam.theorem_ec1_paper_tel):
+    for fn in (
+        fam.theorem1,
+        fam.theorem_ec1,
+        fam.family_sizes,
+        fam.type2_first,
+        fam.theorem1_tel,
+        fam.theorem1_paper_tel,
+        fam.theorem_ec1_paper_tel,
+    ):
         with pytest.raises(ConfigError, match=needle):
             fn(M, corrected)
     with pytest.raises(ConfigError, match="corrected"):
@@ -114,8 +131,7 @@ def test_printed_claims_overstate_the_ratio(theorem):
     # The printed instance's executor ratio at M = 81 is below the printed bound.
     M = 81
     s, o = BUILD[theorem](M, False)
-    slow, alt = (_ref_tel(s, o, order, M) for order in
-                 (_policy_order(theorem, s, o, M), fam.type2_first(M, False)))
+    slow, alt = (_ref_tel(s, o, order, M) for order in (_policy_order(theorem, s, o, M), fam.type2_first(M, False)))
     assert slow / alt < fam.claimed_ratio(theorem, M)[1]
     # The printed formula is ~ its printed bound, but from below: ">=" fails for large M.
     for k in range(3, 12):
@@ -142,8 +158,7 @@ def test_corrected_families_grow_like_m_to_the_quarter():
         M = 3 ** (4 * k)
         a, b = fam.theorem1_tel(M)
         pa, pb = fam.theorem_ec1_paper_tel(M)
-        ratios.append((a / b / fam.asymptotic_ratio("theorem1", M),
-                       pa / pb / fam.asymptotic_ratio("theorem_ec1", M)))
+        ratios.append((a / b / fam.asymptotic_ratio("theorem1", M), pa / pb / fam.asymptotic_ratio("theorem_ec1", M)))
     assert all(abs(x - 1) < 2e-3 for x in ratios[-1])
     # The relative error shrinks with M in both families.
     for j in range(2):
@@ -158,8 +173,7 @@ def test_corrected_families_grow_like_m_to_the_quarter():
 def test_claimed_ratio_formulas():
     for M in (81.0, 6561.0):
         r1, b1 = fam.claimed_ratio("theorem1", M)
-        assert r1 == pytest.approx((M**1.5 / 2 + 3 * M**1.25 + M**2)
-                                   / (M**1.5 / 2 + 3 * M**1.25 + 6 * M**1.5))
+        assert r1 == pytest.approx((M**1.5 / 2 + 3 * M**1.25 + M**2) / (M**1.5 / 2 + 3 * M**1.25 + 6 * M**1.5))
         assert b1 == pytest.approx(2 / 13 * math.sqrt(M))
         r2, b2 = fam.claimed_ratio("theorem_ec1", M)
         assert r2 == pytest.approx((M**2 / 2 + M**2.5 + M**1.75 / 2) / (1.5 * M**2 + M**1.75 / 2))
@@ -171,6 +185,7 @@ def test_claimed_ratio_formulas():
 
 
 # --------------------------------------------------------------------------- Example 2
+
 
 def _example2_grid(max_m: int):
     """Every (n1, s1, o1, n2, s2, o2) with n_b (s_b + o_b) = M <= max_m, s_b, o_b >= 1."""
@@ -205,15 +220,20 @@ def test_example2_rule_holds_whenever_the_batches_run_one_after_the_other():
 
 
 def test_example2_instance_and_engine():
-    ex = fam.example2(3, 2, 2, 2, 1, 5)          # M = 12: F = 2/3 < 5/2, batch 1 first
+    ex = fam.example2(3, 2, 2, 2, 1, 5)  # M = 12: F = 2/3 < 5/2, batch 1 first
     assert ex.M == 12 and ex.better == 1
     assert ex.s.tolist() == [2, 2, 2, 1, 1] and ex.o.tolist() == [2, 2, 2, 5, 5]
     assert ex.batch2_first.tolist() == [3, 4, 0, 1, 2]
     assert (ex.tel_batch1_first, ex.tel_batch2_first) == (6 + 10 + 4, 6 + 10 + 15)
-    m = off.execute(off.instance_params(ex.M), np.stack([ex.s, ex.s]), np.stack([ex.o, ex.o]),
-                    np.stack([ex.batch1_first, ex.batch2_first]))
-    assert m["tel_steps"].tolist() == [_ref_tel(ex.s, ex.o, order, ex.M)
-                                       for order in (ex.batch1_first, ex.batch2_first)]
+    m = off.execute(
+        off.instance_params(ex.M),
+        np.stack([ex.s, ex.s]),
+        np.stack([ex.o, ex.o]),
+        np.stack([ex.batch1_first, ex.batch2_first]),
+    )
+    assert m["tel_steps"].tolist() == [
+        _ref_tel(ex.s, ex.o, order, ex.M) for order in (ex.batch1_first, ex.batch2_first)
+    ]
     with pytest.raises(ConfigError, match="n2 \\(s2 \\+ o2\\)"):
         fam.example2(3, 2, 2, 2, 1, 4)
     with pytest.raises(ConfigError, match="o1"):
@@ -221,6 +241,7 @@ def test_example2_instance_and_engine():
 
 
 # --------------------------------------------------------------------------- TEL lower bound
+
 
 def _random_instance(rng: random.Random, max_n: int, max_m: int):
     M = rng.randint(2, max_m)
@@ -241,8 +262,7 @@ def test_lower_bound_is_below_every_order():
         if len(s) <= 5:
             orders.append(None)
         for order in orders:
-            tel = ref.best_order_tel(s, o, M) if order is None else _ref_tel(
-                np.array(s), np.array(o), order, M)
+            tel = ref.best_order_tel(s, o, M) if order is None else _ref_tel(np.array(s), np.array(o), order, M)
             assert strong <= tel, (s, o, M, order)
 
 
@@ -265,9 +285,12 @@ def test_lower_bound_is_vectorised_over_rows_and_below_the_engine():
     # M per row.
     per_row = fam.tel_lower_bound(s, o, np.array([100, 200, 100, 400]))
     assert per_row[1] == pytest.approx(lb[1] / 2) and per_row[3] == pytest.approx(lb[3] / 4)
-    order = np.stack([np.asarray(mcsf(config, off.instance_params(100),
-                                      Jobs(jnp.asarray(a), jnp.asarray(b), 0, 100)))
-                      for a, b in zip(s, o)])
+    order = np.stack(
+        [
+            np.asarray(mcsf(config, off.instance_params(100), Jobs(jnp.asarray(a), jnp.asarray(b), 0, 100)))
+            for a, b in zip(s, o)
+        ]
+    )
     tel = off.execute(off.instance_params(100), s, o, order)["tel_steps"]
     assert (fam.tel_lower_bound(s, o, 100, strengthen=True) <= tel).all()
 
@@ -291,12 +314,13 @@ def _opt_ip():
     return opt_ip
 
 
-@pytest.mark.skipif(not HAS_SCIPY or _opt_ip() is None,
-                    reason="the OPT IP needs scipy (HiGHS) and jaxsched.offline.lp.opt_ip")
+@pytest.mark.skipif(
+    not HAS_SCIPY or _opt_ip() is None, reason="the OPT IP needs scipy (HiGHS) and jaxsched.offline.lp.opt_ip"
+)
 def test_lower_bound_is_below_opt():
     opt_ip = _opt_ip()
     rng = random.Random(5)
     for _ in range(25):
         s, o, M = _random_instance(rng, 5, 12)
-        opt, _ = opt_ip(np.array(s), np.array(o), M, horizon=sum(o))   # the unrestricted OPT
+        opt, _ = opt_ip(np.array(s), np.array(o), M, horizon=sum(o))  # the unrestricted OPT
         assert fam.tel_lower_bound(np.array(s), np.array(o), M, strengthen=True) <= opt

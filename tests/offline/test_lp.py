@@ -4,6 +4,7 @@ The orders given y against tests/reference/offline_lp.py (LP-Swap: Algorithm 7 i
 Sorted-LP: ascending (y, index)); the chain relaxed LP <= OPT <= the executor TEL of every order
 tried; OPT against a brute force over start vectors; Example 1's optimum; bad input.
 """
+
 from __future__ import annotations
 
 import random
@@ -13,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("scipy", reason="scipy (HiGHS) is needed for the LP and IP of paper 002: "
-                    "pip install 'jaxsched[lp]'")
+pytest.importorskip(
+    "scipy", reason="scipy (HiGHS) is needed for the LP and IP of paper 002: pip install 'jaxsched[lp]'"
+)
 
 from jaxsched.errors import ConfigError  # noqa: E402
 from jaxsched.offline import lp  # noqa: E402
@@ -47,15 +49,15 @@ def _tel(s, o, M, order) -> int:
 # y drawn from few values (many ties, broken by index) or as arbitrary floats. n is drawn from
 # a few sizes only: each size compiles the jitted LP-Swap loop once.
 ys = st.lists(st.integers(0, 4).map(float), min_size=8, max_size=8) | st.lists(
-    st.floats(0, 50, allow_nan=False), min_size=8, max_size=8)
+    st.floats(0, 50, allow_nan=False), min_size=8, max_size=8
+)
 
 
 @settings(max_examples=150, deadline=None)
-@given(inst=instances(min_n=3, max_n=8, max_m=40, max_o=20), y=ys,
-       n=st.sampled_from([3, 8]))
+@given(inst=instances(min_n=3, max_n=8, max_m=40, max_o=20), y=ys, n=st.sampled_from([3, 8]))
 def test_lp_swap_order_equals_the_reference(inst, y, n):
     s, o, M = inst
-    s, o = (s * 8)[:n], (o * 8)[:n]          # n requests, cycling the drawn ones
+    s, o = (s * 8)[:n], (o * 8)[:n]  # n requests, cycling the drawn ones
     y = y[:n]
     got = lp.lp_swap_order(np.array(s), np.array(o), M, y=np.array(y))
     assert got.tolist() == ref_lp.lp_swap_order(s, o, M, y)
@@ -65,7 +67,7 @@ def test_lp_swap_order_equals_the_reference(inst, y, n):
 @given(inst=instances(max_n=8), y=ys)
 def test_sorted_lp_order_is_the_stable_argsort(inst, y):
     s, o, M = inst
-    y = y[:len(s)]
+    y = y[: len(s)]
     got = lp.sorted_lp_order(np.array(s), np.array(o), M, y=np.array(y))
     assert got.tolist() == ref_lp.sorted_lp_order(y) == np.argsort(y, kind="stable").tolist()
 
@@ -89,15 +91,20 @@ def test_lp_swap_hand_example_keeps_the_greedy_cardinality():
 @given(inst=instances(max_n=6, max_m=20, max_o=6), seed=st.integers(0, 99))
 def test_lp_below_opt_below_every_order(inst, seed):
     s, o, M = inst
-    H = sum(o)                      # the unrestricted optimum (lp.opt_ip's docstring)
+    H = sum(o)  # the unrestricted optimum (lp.opt_ip's docstring)
     sol = lp.relaxed_lp_solution(s, o, M, horizon=H)
     best, p = lp.opt_ip(s, o, M, horizon=H)
     assert sum(o) <= sol.value <= best + 1e-6
     assert int(lp.memory_profile(s, o, p).max()) <= M and best == int((p + np.array(o)).sum())
     perm = list(range(len(s)))
     random.Random(seed).shuffle(perm)
-    orders = [perm, ref.order_mcsf(s, o), ref.sorted_f(s, o, M, ref.local_swap)[0],
-              ref_lp.sorted_lp_order(sol.y), ref_lp.lp_swap_order(s, o, M, sol.y)]
+    orders = [
+        perm,
+        ref.order_mcsf(s, o),
+        ref.sorted_f(s, o, M, ref.local_swap)[0],
+        ref_lp.sorted_lp_order(sol.y),
+        ref_lp.lp_swap_order(s, o, M, sol.y),
+    ]
     for order in orders:
         assert best <= _tel(s, o, M, order)
     # At the default horizon (the MC-SF makespan) the same chain holds against MC-SF itself.
@@ -117,7 +124,7 @@ def test_opt_equals_brute_force(inst):
         want, _ = ref_lp.brute_force_opt(s, o, M, H)
         assert best == want
         assert int((p + np.array(o)).max()) <= H
-    assert best <= ref.best_order_tel(s, o, M)      # H = sum(o): below every executor order
+    assert best <= ref.best_order_tel(s, o, M)  # H = sum(o): below every executor order
 
 
 def test_opt_can_beat_every_executor_order():
@@ -141,13 +148,12 @@ def test_example1_opt_is_45():
     # request can finish by step 1 (o = 2), so all finish at >= 4; at p0 = 2 all 21 type-2
     # requests fit at p = 0 (21 * 3 = 63 <= 64 at their peak), TEL 42 + 3 = 45; p0 >= 3 gives
     # >= 42 + 4. So OPT = 45 at any horizon >= 3, which the IP must find.
-    assert lp.opt_ip(EX1_S, EX1_O, EX1_M)[0] == 45          # horizon 3, MC-SF's makespan
+    assert lp.opt_ip(EX1_S, EX1_O, EX1_M)[0] == 45  # horizon 3, MC-SF's makespan
     assert lp.opt_ip(EX1_S, EX1_O, EX1_M, horizon=sum(EX1_O))[0] == 45
     sol = lp.relaxed_lp_solution(EX1_S, EX1_O, EX1_M)
     assert sum(EX1_O) <= sol.value <= 45
     # Both LP orders put the 21 short requests first, which gives the optimum.
-    for order in (lp.sorted_lp_order(EX1_S, EX1_O, EX1_M),
-                  lp.lp_swap_order(EX1_S, EX1_O, EX1_M)):
+    for order in (lp.sorted_lp_order(EX1_S, EX1_O, EX1_M), lp.lp_swap_order(EX1_S, EX1_O, EX1_M)):
         assert _tel(EX1_S, EX1_O, EX1_M, order) == 45
 
 
@@ -172,8 +178,7 @@ def test_coarse_time_step_program_is_smaller_and_feasible():
 def test_formulations_and_methods_give_the_same_lp(inst, q):
     s, o, M = inst
     chained = lp.relaxed_lp_solution(s, o, M, time_step=q)
-    for kw in (dict(formulation="ramp"), dict(method="highs-ds"),
-               dict(formulation="ramp", method="highs")):
+    for kw in (dict(formulation="ramp"), dict(method="highs-ds"), dict(formulation="ramp", method="highs")):
         other = lp.relaxed_lp_solution(s, o, M, time_step=q, horizon=chained.horizon, **kw)
         assert other.value == pytest.approx(chained.value, rel=1e-7, abs=1e-7)
     # y is a convex combination of the allowed starts.
@@ -188,7 +193,7 @@ def test_coarse_time_step_grows_an_infeasible_default_horizon():
     sol = lp.relaxed_lp_solution([3, 3], [2, 2], 5, time_step=3)
     assert sol.horizon == 5 and sorted(sol.y.tolist()) == [0.0, 3.0] and sol.value == 7.0
     with pytest.raises(RuntimeError, match="HiGHS"):
-        lp.relaxed_lp([3, 3], [2, 2], 5, time_step=3, horizon=4)      # given: never grown
+        lp.relaxed_lp([3, 3], [2, 2], 5, time_step=3, horizon=4)  # given: never grown
 
 
 def test_lp_orders_rows_equal_single_calls():
@@ -221,17 +226,20 @@ def test_lp_orders_reports_progress():
 # --------------------------------------------------------------------------------------------
 # Bad input
 # --------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("s, o, M, field", [
-    ([1, 2], [1], 10, "s, o"),                      # shapes differ
-    ([[1, 2]], [[1, 2]], 10, "s, o"),               # not one-dimensional
-    ([], [], 10, "s, o"),                           # empty
-    ([1.0, 2.0], [1.0, 1.0], 10, "s, o"),           # not integers
-    ([0, 2], [1, 1], 10, "s, o"),                   # s < 1
-    ([1, 2], [1, 0], 10, "s, o"),                   # o < 1
-    ([9, 2], [2, 1], 10, "s + o"),                  # request 0 never fits
-    ([1, 2], [1, 1], 1, "M"),                       # M < 2
-    ([1, 2], [1, 1], 10.0, "M"),                    # M not an integer
-])
+@pytest.mark.parametrize(
+    "s, o, M, field",
+    [
+        ([1, 2], [1], 10, "s, o"),  # shapes differ
+        ([[1, 2]], [[1, 2]], 10, "s, o"),  # not one-dimensional
+        ([], [], 10, "s, o"),  # empty
+        ([1.0, 2.0], [1.0, 1.0], 10, "s, o"),  # not integers
+        ([0, 2], [1, 1], 10, "s, o"),  # s < 1
+        ([1, 2], [1, 0], 10, "s, o"),  # o < 1
+        ([9, 2], [2, 1], 10, "s + o"),  # request 0 never fits
+        ([1, 2], [1, 1], 1, "M"),  # M < 2
+        ([1, 2], [1, 1], 10.0, "M"),  # M not an integer
+    ],
+)
 def test_bad_instances_name_the_field(s, o, M, field):
     for fn in (lp.relaxed_lp, lp.opt_ip, lp.sorted_lp_order, lp.lp_swap_order):
         with pytest.raises(ConfigError, match=field.replace("+", r"\+")):
@@ -241,7 +249,7 @@ def test_bad_instances_name_the_field(s, o, M, field):
 def test_bad_options_name_the_field():
     s, o = [1, 2, 3], [2, 2, 1]
     with pytest.raises(ConfigError, match="horizon"):
-        lp.relaxed_lp(s, o, 10, horizon=1)          # < max o: nothing could finish
+        lp.relaxed_lp(s, o, 10, horizon=1)  # < max o: nothing could finish
     with pytest.raises(ConfigError, match="horizon"):
         lp.opt_ip(s, o, 10, horizon=1)
     with pytest.raises(ConfigError, match="time_step"):

@@ -1,5 +1,6 @@
 """The benchmark's one-instance NumPy executor (benchmarks/numpy_offline.py) against the
 plain-Python oracle tests/reference/offline.py::execute: the same (p, c) for every order."""
+
 from __future__ import annotations
 
 import random
@@ -14,10 +15,14 @@ from tests.reference import offline as ref
 
 # Small lengths and a tight M give many ties of completion times and many rejections, which is
 # where the two peak computations could differ (c_j <= c_r against c_l >= c_j).
-instances = st.integers(1, 10).flatmap(lambda n: st.tuples(
-    st.lists(st.integers(0, 12), min_size=n, max_size=n),
-    st.lists(st.integers(1, 12), min_size=n, max_size=n),
-    st.integers(0, 20), st.permutations(list(range(n)))))
+instances = st.integers(1, 10).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(0, 12), min_size=n, max_size=n),
+        st.lists(st.integers(1, 12), min_size=n, max_size=n),
+        st.integers(0, 20),
+        st.permutations(list(range(n))),
+    )
+)
 
 
 @settings(max_examples=200, deadline=None)

@@ -6,6 +6,7 @@ exact argmin batches; Theorem 4 for every solver; the OPT integer program
 (jaxsched.offline.lp.opt_ip) below every heuristic, and the brute-force optimum of
 tests/reference/offline_lp.py below the best executor order, on small instances.
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,14 +22,18 @@ from tests.reference import offline as ref
 from tests.reference import offline_lp as ref_lp
 
 HAS_SCIPY = importlib.util.find_spec("scipy") is not None
-needs_scipy = pytest.mark.skipif(not HAS_SCIPY, reason="scipy (HiGHS) is needed for the OPT IP "
-                                 "(jaxsched.offline.lp.opt_ip): pip install 'jaxsched[lp]'")
+needs_scipy = pytest.mark.skipif(
+    not HAS_SCIPY,
+    reason="scipy (HiGHS) is needed for the OPT IP (jaxsched.offline.lp.opt_ip): pip install 'jaxsched[lp]'",
+)
 
 
 def _opt_ip(*args, **kw):
     """jaxsched.offline.lp.opt_ip, imported when a test needs it (it needs SciPy)."""
     from jaxsched.offline.lp import opt_ip
+
     return opt_ip(*args, **kw)
+
 
 # Example 1 of the paper: M = 64, one (s=63, o=1) and 21 (s=1, o=2).
 EX1_M = 64
@@ -38,9 +43,9 @@ EX1_O = [1] + [2] * 21
 SOLVERS = {
     "exact_dp": ref.exact_dp,
     "scaled_dp": ref.scaled_dp,
-    "scaled_dp_coarse": functools.partial(ref.scaled_dp, eps=0.5, B=4),   # lambda = M / 8
+    "scaled_dp_coarse": functools.partial(ref.scaled_dp, eps=0.5, B=4),  # lambda = M / 8
     "local_swap": ref.local_swap,
-    "quantile": None,       # built per test from a seeded sampler
+    "quantile": None,  # built per test from a seeded sampler
 }
 
 
@@ -123,7 +128,7 @@ def test_executor_schedules_fit_and_admit_as_early_as_the_rule_allows(inst, seed
     assert all(ci == pi + oi for pi, ci, oi in zip(p, c, o))
     assert max(ref.memory_trajectory(s, o, p)) <= M
     starts = [p[r] for r in order]
-    assert starts == sorted(starts) and starts[0] == 0          # strict prefix admission
+    assert starts == sorted(starts) and starts[0] == 0  # strict prefix admission
     for q, r in enumerate(order):
         if p[r] == 0 or (q > 0 and starts[q - 1] == p[r]):
             continue
@@ -132,7 +137,7 @@ def test_executor_schedules_fit_and_admit_as_early_as_the_rule_allows(inst, seed
         others = [j for j in range(len(s)) if p[j] <= p[r] - 1 and c[j] >= p[r]]
         trial = [(s[j], o[j], p[j]) for j in others] + [(s[r], o[r], p[r] - 1)]
         traj = ref.memory_trajectory(*map(list, zip(*trial)))
-        assert max(traj[p[r] - 1:]) > M
+        assert max(traj[p[r] - 1 :]) > M
 
 
 # --------------------------------------------------------------------------------------------
@@ -142,11 +147,11 @@ def test_executor_schedules_fit_and_admit_as_early_as_the_rule_allows(inst, seed
 @given(inst=instances(), data=st.data())
 def test_exact_dp_equals_brute_force(inst, data):
     s, o, M = inst
-    idx = data.draw(st.permutations(range(len(s))))     # any item order, not only ascending
-    idx = idx[:data.draw(st.integers(1, len(idx)))]
+    idx = data.draw(st.permutations(range(len(s))))  # any item order, not only ascending
+    idx = idx[: data.draw(st.integers(1, len(idx)))]
     got = ref.exact_dp(idx, s, o, M)
     assert got == ref.brute_force(idx, s, o, M)
-    assert got == ref.scaled_dp(idx, s, o, M)              # lambda = 1 for M <= 1000
+    assert got == ref.scaled_dp(idx, s, o, M)  # lambda = 1 for M <= 1000
 
 
 @settings(max_examples=150, deadline=None)
@@ -167,8 +172,7 @@ def test_local_swap_is_max_cardinality_and_swap_stable(inst):
     s, o, M = inst
     idx = list(range(len(s)))
     batch = ref.local_swap(idx, s, o, M)
-    most = max(k for k in range(1, len(s) + 1) for X in itertools.combinations(idx, k)
-               if ref.fits_knapsack(X, s, o, M))
+    most = max(k for k in range(1, len(s) + 1) for X in itertools.combinations(idx, k) if ref.fits_knapsack(X, s, o, M))
     assert len(batch) == most
     mem = sum(s[i] + o[i] for i in batch)
     for out in batch:
@@ -188,8 +192,10 @@ def test_quantile_greedy_hand_example():
 
 
 @settings(max_examples=200, deadline=None)
-@given(values=st.lists(st.integers(0, 200), min_size=1, max_size=40),
-       q=st.sampled_from([0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0]) | st.floats(0, 1))
+@given(
+    values=st.lists(st.integers(0, 200), min_size=1, max_size=40),
+    q=st.sampled_from([0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0]) | st.floats(0, 1),
+)
 def test_quantile_linear_is_numpy_bit_for_bit(values, q):
     np = pytest.importorskip("numpy")
     assert ref.quantile_linear(values, q) == float(np.quantile(values, q))
@@ -236,7 +242,7 @@ def test_opt_below_every_heuristic(inst, seed):
     orders += [ref.sorted_f(s, o, M, _solver(name, seed))[0] for name in SOLVERS]
     for order in orders:
         assert best <= _schedule_tel(s, o, M, order)
-    assert _opt_ip(s, o, M)[0] >= best          # the MC-SF horizon only restricts
+    assert _opt_ip(s, o, M)[0] >= best  # the MC-SF horizon only restricts
 
 
 @settings(max_examples=20, deadline=None)

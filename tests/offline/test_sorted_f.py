@@ -1,4 +1,5 @@
 """Sorted-F's Phase 1 in JAX against the plain-Python solvers of tests/reference/offline.py."""
+
 from __future__ import annotations
 
 import functools
@@ -18,9 +19,13 @@ from tests.reference import offline as ref
 _swap_order = jax.jit(lambda s, o, M: sf.order(s, o, M, sf.local_swap))
 _swap_batch = jax.jit(lambda s, o, avail, M: sf.local_swap(s, o, avail, M))
 
-instances = st.integers(1, 10).flatmap(lambda n: st.tuples(
-    st.lists(st.integers(1, 20), min_size=n, max_size=n),
-    st.lists(st.integers(1, 20), min_size=n, max_size=n), st.integers(0, 60)))
+instances = st.integers(1, 10).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(1, 20), min_size=n, max_size=n),
+        st.lists(st.integers(1, 20), min_size=n, max_size=n),
+        st.integers(0, 60),
+    )
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -52,12 +57,11 @@ def test_requests_that_never_fit_end_the_order():
 
 def test_example_1_sorted_f_swap_tel_45():
     s, o = [63] + [1] * 21, [1] + [2] * 21
-    cfg = off.OfflineConfig(Trace(np.array(s), np.array(o), order="sequential"),
-                            policy="sorted_f_swap")
+    cfg = off.OfflineConfig(Trace(np.array(s), np.array(o), order="sequential"), policy="sorted_f_swap")
     assert js.simulate(cfg, off.make_params(cfg, capacity_tokens=64), [0]).metrics["tel_steps"][0] == 45
 
 
-CAP = 80          # one static table width for every test instance (M <= CAP): one compile per n
+CAP = 80  # one static table width for every test instance (M <= CAP): one compile per n
 _dp_order = jax.jit(lambda s, o, M: sf.order(s, o, M, functools.partial(sf.exact_dp, cap=CAP)))
 _dp_batch = jax.jit(lambda s, o, avail, M: sf.exact_dp(s, o, avail, M, cap=CAP))
 
@@ -71,7 +75,7 @@ def test_exact_dp_batch_equals_the_reference(inst, data):
     got = np.flatnonzero(np.asarray(_dp_batch(jnp.array(s), jnp.array(o), jnp.array(avail), M)))
     want = ref.exact_dp([i for i in range(len(s)) if avail[i]], s, o, M)
     assert got.tolist() == sorted(want)
-    if want:       # Lemma 1: an exact argmin batch has mean o >= |X| / (2|X| - 1) * max o
+    if want:  # Lemma 1: an exact argmin batch has mean o >= |X| / (2|X| - 1) * max o
         k = len(want)
         assert sum(o[i] for i in want) * (2 * k - 1) >= k * k * max(o[i] for i in want)
 

@@ -5,6 +5,7 @@ Tolerances: the exact laws (from their probability mass functions) reproduce the
 0.01% and the quoted medians exactly; 200,000 samples per law stay within 5 standard errors of
 the exact mean, within 1% (at least 1 token) of the exact median, and within a Kolmogorov
 distance of 0.006 of the exact CDF (the 99.9% critical value is about 0.0044)."""
+
 from __future__ import annotations
 
 import math
@@ -44,16 +45,15 @@ def _exact(law, which: str) -> tuple[np.ndarray, np.ndarray]:
 
 # --------------------------------------------------------------------------- the laws
 
+
 def test_fitted_parameters_are_the_fits_at_the_stated_caps():
     q = wl.QUOTED
     lm, ax = wl.REAL["lmsys"], wl.REAL["arxiv"]
     fits = [
         (lm.prompt.sigma, wl.fit_lognormal_sigma(q["lmsys"]["prompt_mean"], 12.0, 1, wl.LMSYS_CAP)),
         (lm.output.sigma, wl.fit_lognormal_sigma(q["lmsys"]["output_mean"], 43.0, 1, wl.LMSYS_CAP)),
-        (ax.output.sigma, wl.fit_lognormal_sigma(q["arxiv"]["output_mean"], 161.0, 1,
-                                                 wl.ARXIV_OUTPUT_CAP)),
-        (ax.prompt.std, wl.fit_normal_std(q["arxiv"]["prompt_mean"], 2667.5, 1,
-                                          wl.ARXIV_PROMPT_CAP)),
+        (ax.output.sigma, wl.fit_lognormal_sigma(q["arxiv"]["output_mean"], 161.0, 1, wl.ARXIV_OUTPUT_CAP)),
+        (ax.prompt.std, wl.fit_normal_std(q["arxiv"]["prompt_mean"], 2667.5, 1, wl.ARXIV_PROMPT_CAP)),
     ]
     for const, fit in fits:
         assert const == pytest.approx(fit, rel=1e-5)
@@ -79,8 +79,7 @@ def test_mixed_means_are_the_weighted_dataset_means():
     mix = wl.law_stats(wl.REAL["mix"])
     parts = [wl.law_stats(wl.REAL[n]) for n in ("lmsys", "arxiv")]
     for key in ("prompt_mean", "output_mean"):
-        assert mix[key] == pytest.approx(sum(w * p[key] for w, p in zip(wl.MIX_WEIGHTS, parts)),
-                                         rel=1e-12)
+        assert mix[key] == pytest.approx(sum(w * p[key] for w, p in zip(wl.MIX_WEIGHTS, parts)), rel=1e-12)
 
 
 @pytest.mark.parametrize("name", ["lmsys", "arxiv", "mix"])
@@ -142,11 +141,12 @@ def test_the_engine_serves_a_mix_batch_without_drops():
 
 # --------------------------------------------------------------------------- JointMixture
 
+
 def test_joint_mixture_draws_prompt_and_output_from_one_component():
     laws = tuple(Independent(Constant(v), Constant(v), name=f"c{v}") for v in (1, 2, 3))
     law = JointMixture(laws, (0.5, 0.3, 0.2), name="three")
     s, o = materialize(law, 5, N)
-    assert (s == o).all()       # Independent(Mixture, Mixture) would pair them at random
+    assert (s == o).all()  # Independent(Mixture, Mixture) would pair them at random
     freq = np.bincount(s, minlength=4)[1:] / N
     assert np.abs(freq - np.array([0.5, 0.3, 0.2])).max() < 5 * math.sqrt(0.25 / N)
     assert law.max_prompt == 3 and law.max_output == 3 and law.num_requests is None
@@ -156,14 +156,17 @@ def test_joint_mixture_draws_prompt_and_output_from_one_component():
     assert hash(law) == hash(JointMixture(laws, (0.5, 0.3, 0.2), name="three"))
 
 
-@pytest.mark.parametrize("components, weights, needle", [
-    ((), (), "components"),
-    ((Constant(3),), (1.0,), "components"),          # a marginal, not a request law
-    ((Independent,), (1.0,), "components"),          # a class, not an instance
-    ((Independent(), Independent()), (0.5,), "weights"),
-    ((Independent(), Independent()), (0.6, 0.6), "summing to 1"),
-    ((Independent(),), (-1.0,), "weights"),
-])
+@pytest.mark.parametrize(
+    "components, weights, needle",
+    [
+        ((), (), "components"),
+        ((Constant(3),), (1.0,), "components"),  # a marginal, not a request law
+        ((Independent,), (1.0,), "components"),  # a class, not an instance
+        ((Independent(), Independent()), (0.5,), "weights"),
+        ((Independent(), Independent()), (0.6, 0.6), "summing to 1"),
+        ((Independent(),), (-1.0,), "weights"),
+    ],
+)
 def test_joint_mixture_rejects_bad_input(components, weights, needle):
     with pytest.raises(ConfigError, match=needle):
         JointMixture(components, weights)
@@ -178,9 +181,9 @@ def test_joint_mixture_rejects_a_finite_component():
 # --------------------------------------------------------------------------- Azure trace
 
 AZURE = DATA / "azure_llm_2023_conv.csv"
-needs_azure = pytest.mark.skipif(not AZURE.is_file(),
-                                 reason=f"shared data not found at {AZURE} (the Azure trace "
-                                 "lives beside the project)")
+needs_azure = pytest.mark.skipif(
+    not AZURE.is_file(), reason=f"shared data not found at {AZURE} (the Azure trace lives beside the project)"
+)
 
 
 @needs_azure
@@ -191,13 +194,13 @@ def test_azure_batches_draw_rows_of_the_trace():
     s, o = materialize(b, 3, 500)
     rows = set(zip(full.prompt.tolist(), full.output.tolist()))
     assert all(pair in rows for pair in zip(s.tolist(), o.tolist()))
-    assert (materialize(b, 4, 500)[0] != s).any()        # a new draw per seed
+    assert (materialize(b, 4, 500)[0] != s).any()  # a new draw per seed
 
     first = wl.azure_conversation(AZURE, 50, order="first")
     assert isinstance(first, Trace) and first.num_requests == 50
     np.testing.assert_array_equal(first.prompt, full.prompt[:50])
     np.testing.assert_array_equal(first.output, full.output[:50])
-    off.OfflineConfig(first)                             # a fixed instance the engine accepts
+    off.OfflineConfig(first)  # a fixed instance the engine accepts
 
 
 @needs_azure

@@ -26,6 +26,7 @@ Readings of the contract fixed here (where it leaves a choice):
   it plus their batch tokens) in excess of kv_limit is charged newest member first; the terms
   are added after the attention terms.
 """
+
 from __future__ import annotations
 
 import math
@@ -115,9 +116,19 @@ class _Batch:
             self.load += r.p
 
 
-def choose(queue: Sequence[_Req], policy: str, *, budget: int, max_requests: int,
-           prefill_cap: int, K_p: int | None, K_d: int | None, phase_first: str,
-           inner_order: str, type_order: Sequence[int]) -> dict[_Req, tuple[int, int]]:
+def choose(
+    queue: Sequence[_Req],
+    policy: str,
+    *,
+    budget: int,
+    max_requests: int,
+    prefill_cap: int,
+    K_p: int | None,
+    K_d: int | None,
+    phase_first: str,
+    inner_order: str,
+    type_order: Sequence[int],
+) -> dict[_Req, tuple[int, int]]:
     """The decision of §3 on a queue in entry order."""
     b, M = budget, max_requests
     dec = [r for r in queue if r.decoding]
@@ -138,7 +149,7 @@ def choose(queue: Sequence[_Req], policy: str, *, budget: int, max_requests: int
             batch.whole_prompts(pre)
         else:
             batch = _Batch(b, M)
-            batch.decode(dec[:min(M, b)])
+            batch.decode(dec[: min(M, b)])
     elif policy == "wc":
         batch = _Batch(b, M)
         dcand = dec if K_d is None else dec[:K_d]
@@ -179,8 +190,9 @@ def _hash3(seed: int, index: int, tag: int) -> int:
     return _mix32(h + _mix32(seed ^ 0x5BD1E995))
 
 
-def trace_requests(prompt, output, arrival_s, seed: int, *, rate_scale: float = 1.0,
-                   horizon: float, num_requests: int | None = None) -> tuple[list, list[int]]:
+def trace_requests(
+    prompt, output, arrival_s, seed: int, *, rate_scale: float = 1.0, horizon: float, num_requests: int | None = None
+) -> tuple[list, list[int]]:
     """The requests of run `seed` replaying a trace, and their rows: ([(A_k DF, 0, v_p, v_d)],
     [row]) for every k with A_k <= horizon (and k < num_requests).
 
@@ -209,20 +221,20 @@ def trace_requests(prompt, output, arrival_s, seed: int, *, rate_scale: float = 
     return out, rows
 
 
-def memory_overhead_terms(members: Sequence[tuple[int, int]], kv_limit: int,
-                          mode: str) -> tuple[list[int], int, int, int, int]:
+def memory_overhead_terms(
+    members: Sequence[tuple[int, int]], kv_limit: int, mode: str
+) -> tuple[list[int], int, int, int, int]:
     """(x per member, X = sum x, N = #{x > 0}, S_hi, S_lo) of (A.2) for the batch members
     [(entry, KV tokens after the batch)]: the excess over kv_limit charged newest first;
     S_hi, S_lo: sum (x^2 >> 16), sum (x^2 & 0xFFFF) (recompute)."""
     assert mode in ("swap", "recompute")
     excess = max(0, sum(kv for _, kv in members) - kv_limit)
     x = {}
-    for entry, kv in sorted(members, reverse=True):      # newest first
+    for entry, kv in sorted(members, reverse=True):  # newest first
         x[entry] = min(kv, excess)
         excess -= x[entry]
     xs = [x[e] for e, _ in members]
-    return (xs, sum(xs), sum(1 for v in xs if v > 0), sum((v * v) >> 16 for v in xs),
-            sum((v * v) & 0xFFFF for v in xs))
+    return (xs, sum(xs), sum(1 for v in xs if v > 0), sum((v * v) >> 16 for v in xs), sum((v * v) & 0xFFFF for v in xs))
 
 
 # --------------------------------------------------------------------------------------------
@@ -241,11 +253,34 @@ def _mean(xs: Sequence[np.float32]) -> float:
     return math.fsum(float(x) for x in xs) / len(xs) if xs else 0.0
 
 
-def simulate(requests, policy, *, budget, max_requests=256, prefill_cap=None, c=0.0455,
-             a=0.00018, b0=64, alpha=0.0, beta=0.0, attention=False, attention_prefix=False,
-             K_p=None, K_d=None, phase_first="decode", inner_order="fcfs", type_order=None,
-             horizon, burn_in=0.0, table_size=1 << 20, snapshots=16, memory_overhead="off",
-             kv_limit=None, c1=0.0, c2=0.0) -> dict:
+def simulate(
+    requests,
+    policy,
+    *,
+    budget,
+    max_requests=256,
+    prefill_cap=None,
+    c=0.0455,
+    a=0.00018,
+    b0=64,
+    alpha=0.0,
+    beta=0.0,
+    attention=False,
+    attention_prefix=False,
+    K_p=None,
+    K_d=None,
+    phase_first="decode",
+    inner_order="fcfs",
+    type_order=None,
+    horizon,
+    burn_in=0.0,
+    table_size=1 << 20,
+    snapshots=16,
+    memory_overhead="off",
+    kv_limit=None,
+    c1=0.0,
+    c2=0.0,
+) -> dict:
     """Run the budget engine of docs/budget-semantics.md on a given request list.
 
     requests: [(arrival (float s or DF), type, v_p, v_d)] in arrival order. budget: b tokens;
@@ -280,8 +315,8 @@ def simulate(requests, policy, *, budget, max_requests=256, prefill_cap=None, c=
         return le(B, t) and not le(H, t)
 
     out_reqs: list[dict[str, Any]] = [
-        {"rejected": False, "entry": None, "first_token": None, "departure": None, "tbt": []}
-        for _ in requests]
+        {"rejected": False, "entry": None, "first_token": None, "departure": None, "tbt": []} for _ in requests
+    ]
     queue: list[_Req] = []  # present requests, entry order
     present: dict[int, _Req] = {}  # entry number -> request still in the system
     entries = 0
@@ -333,9 +368,18 @@ def simulate(requests, policy, *, budget, max_requests=256, prefill_cap=None, c=
             continue
         # 3. Decision.
         available = sum(r.p for r in queue) + sum(1 for r in queue if r.decoding)
-        chosen = choose(queue, policy, budget=b, max_requests=M, prefill_cap=cap, K_p=K_p,
-                        K_d=K_d, phase_first=phase_first, inner_order=inner_order,
-                        type_order=order)
+        chosen = choose(
+            queue,
+            policy,
+            budget=b,
+            max_requests=M,
+            prefill_cap=cap,
+            K_p=K_p,
+            K_d=K_d,
+            phase_first=phase_first,
+            inner_order=inner_order,
+            type_order=order,
+        )
         if not chosen:
             raise RuntimeError(f"{policy}: no token chosen although {available} are available")
         assert len(chosen) <= M
@@ -374,10 +418,19 @@ def simulate(requests, policy, *, budget, max_requests=256, prefill_cap=None, c=
         if in_window(t0):
             w_batches += 1
             w_partial += int(partial)
-        batches.append({"t0": t0, "tau": tau, "t_end": t_end, "load": load,
-                        "members": {r.index: x for r, x in chosen.items()},
-                        "available": available, "partial": partial, "in_system": n_pre,
-                        "tokens_after": x_post})
+        batches.append(
+            {
+                "t0": t0,
+                "tau": tau,
+                "t_end": t_end,
+                "load": load,
+                "members": {r.index: x for r, x in chosen.items()},
+                "available": available,
+                "partial": partial,
+                "in_system": n_pre,
+                "tokens_after": x_post,
+            }
+        )
         # 6. Completions at the batch end.
         end_in = in_window(t_end)
         for r, (dp, dd) in chosen.items():

@@ -11,6 +11,7 @@ Entry point: `simulate(...)`. Small helpers (`noisy_ohat`, `empirical_quantile`,
 theory semantics is drawn here from a stdlib re-implementation of jaxsched.rng's counter hash
 (`drift_uniform`); tests/dp/test_reference.py checks it against jaxsched.rng bit for bit.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,11 +20,19 @@ from typing import Any, Sequence
 
 from tests.reference.rng import hash3, uniform
 
-__all__ = ["simulate", "noisy_ohat", "empirical_quantile", "drift_uniform", "step_drift", "POLICIES",
-           "PREDICTORS", "SEMANTICS", "STREAM_DRIFT"]
+__all__ = [
+    "simulate",
+    "noisy_ohat",
+    "empirical_quantile",
+    "drift_uniform",
+    "step_drift",
+    "POLICIES",
+    "PREDICTORS",
+    "SEMANTICS",
+    "STREAM_DRIFT",
+]
 
-POLICIES: tuple[str, ...] = ("fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio",
-                             "power_of_two")
+POLICIES: tuple[str, ...] = ("fcfs", "fcfs_alg2", "jsq_tokens", "jsq_count", "round_robin", "bfio", "power_of_two")
 PREDICTORS: tuple[str, ...] = ("oracle", "noisy", "classifier")
 SEMANTICS: tuple[str, ...] = ("paper", "theory")
 # Stream tag of the per-step drift draw (jaxsched.rng.STREAM_DRIFT; index = step number k).
@@ -106,8 +115,15 @@ class _Request:
 class _Stream:
     """Reveals requests in id order; bounded by `num_requests` or unbounded."""
 
-    def __init__(self, prompt: Sequence[int], output: Sequence[int], pred_output: Sequence[int],
-                 pred_u: Sequence[float], num_requests: int | None, predictor: str) -> None:
+    def __init__(
+        self,
+        prompt: Sequence[int],
+        output: Sequence[int],
+        pred_output: Sequence[int],
+        pred_u: Sequence[float],
+        num_requests: int | None,
+        predictor: str,
+    ) -> None:
         self.prompt = prompt
         self.output = output
         self.pred_output = pred_output
@@ -125,14 +141,19 @@ class _Stream:
         if self.exhausted():
             return None
         i = self.next_id
-        lengths = {"prompt": len(self.prompt), "output": len(self.output),
-                   "pred_output": len(self.pred_output), "pred_u": len(self.pred_u)}
+        lengths = {
+            "prompt": len(self.prompt),
+            "output": len(self.output),
+            "pred_output": len(self.pred_output),
+            "pred_u": len(self.pred_u),
+        }
         short = [name for name, n in lengths.items() if i >= n]
         if short:
             raise IndexError(
                 f"request {i} must be revealed but the input sequence(s) {', '.join(short)} only "
                 f"hold {min(lengths[name] for name in short)} requests; pass longer sequences or "
-                f"a finite num_requests")
+                f"a finite num_requests"
+            )
         s, o, oh, u = int(self.prompt[i]), int(self.output[i]), int(self.pred_output[i]), float(self.pred_u[i])
         if s < 1 or o < 1 or oh < 1:
             raise ValueError(f"request {i}: prompt, output and pred_output must be >= 1, got {s}, {o}, {oh}")
@@ -194,7 +215,7 @@ def _policy_fcfs(inp: _AdmissionInput) -> Decisions:
     free = list(inp.free)
     out: Decisions = []
     g = 0
-    for req in inp.pool[:inp.num_admit]:
+    for req in inp.pool[: inp.num_admit]:
         while free[g] == 0:
             g += 1
         out.append((req, g))
@@ -206,7 +227,7 @@ def _policy_fcfs_alg2(inp: _AdmissionInput) -> Decisions:
     """First U requests, each to the worker with the most free slots (remaining this step)."""
     free = list(inp.free)
     out: Decisions = []
-    for req in inp.pool[:inp.num_admit]:
+    for req in inp.pool[: inp.num_admit]:
         g = _first_worker_min([-f for f in free], free)
         out.append((req, g))
         free[g] -= 1
@@ -218,7 +239,7 @@ def _policy_jsq_tokens(inp: _AdmissionInput) -> Decisions:
     free = list(inp.free)
     loads = list(inp.loads)
     out: Decisions = []
-    for req in inp.pool[:inp.num_admit]:
+    for req in inp.pool[: inp.num_admit]:
         g = _first_worker_min(loads, free)
         out.append((req, g))
         free[g] -= 1
@@ -231,7 +252,7 @@ def _policy_jsq_count(inp: _AdmissionInput) -> Decisions:
     free = list(inp.free)
     counts = [len(a) for a in inp.active]
     out: Decisions = []
-    for req in inp.pool[:inp.num_admit]:
+    for req in inp.pool[: inp.num_admit]:
         g = _first_worker_min(counts, free)
         out.append((req, g))
         free[g] -= 1
@@ -244,9 +265,8 @@ def _policy_round_robin(inp: _AdmissionInput, pointer: int) -> tuple[Decisions, 
     free = list(inp.free)
     num_workers = len(free)
     out: Decisions = []
-    for req in inp.pool[:inp.num_admit]:
-        g = next((pointer + j) % num_workers for j in range(num_workers)
-                 if free[(pointer + j) % num_workers] > 0)
+    for req in inp.pool[: inp.num_admit]:
+        g = next((pointer + j) % num_workers for j in range(num_workers) if free[(pointer + j) % num_workers] > 0)
         out.append((req, g))
         free[g] -= 1
         pointer = (g + 1) % num_workers
@@ -266,7 +286,7 @@ def _policy_power_of_two(inp: _AdmissionInput) -> Decisions:
     loads = list(inp.loads)
     h0 = hash3(inp.seed, inp.step, STREAM_POLICY)
     out: Decisions = []
-    for p, req in enumerate(inp.pool[:inp.num_admit]):
+    for p, req in enumerate(inp.pool[: inp.num_admit]):
         g1 = _uniform_worker(hash3(h0, 2 * p, STREAM_POLICY), free)
         g2 = _uniform_worker(hash3(h0, 2 * p + 1, STREAM_POLICY), free)
         g = g2 if (loads[g2], g2) < (loads[g1], g1) else g1
@@ -314,8 +334,7 @@ def _local_search(inp: _AdmissionInput, decisions: Decisions, chain: bool) -> De
     for req, g in decisions:
         worker[pos[req.rid]] = g
     sizes = [req.prompt for req in inp.pool]
-    w, _, _ = local_search(inp.loads, inp.free, sizes, [True] * len(sizes), worker, max_iters=8,
-                           chain=chain)
+    w, _, _ = local_search(inp.loads, inp.free, sizes, [True] * len(sizes), worker, max_iters=8, chain=chain)
     return [(inp.pool[i], g) for i, g in enumerate(w) if g >= 0]
 
 
@@ -352,7 +371,7 @@ def _policy_bfio_lookahead(inp: _AdmissionInput, cfg: _PolicyConfig) -> Decision
     num_workers = len(free)
     beta = num_workers
     rows = range(cfg.lookahead_steps + 1)
-    weights = [round(128 * cfg.lookahead_decay ** h) for h in rows]  # round() is half-even
+    weights = [round(128 * cfg.lookahead_decay**h) for h in rows]  # round() is half-even
     waiting = list(inp.pool)
     out: Decisions = []
     for _ in range(inp.num_admit):
@@ -380,8 +399,15 @@ def _policy_bfio_lookahead(inp: _AdmissionInput, cfg: _PolicyConfig) -> Decision
 class _Engine:
     """Mutable simulation state plus the step-level operations of the spec."""
 
-    def __init__(self, num_workers: int, slots_per_worker: int, pool_size: int, stream: _Stream,
-                 policy: _PolicyConfig, seed: int = 0) -> None:
+    def __init__(
+        self,
+        num_workers: int,
+        slots_per_worker: int,
+        pool_size: int,
+        stream: _Stream,
+        policy: _PolicyConfig,
+        seed: int = 0,
+    ) -> None:
         self.seed = seed
         self.G = num_workers
         self.B = slots_per_worker
@@ -440,9 +466,15 @@ class _Engine:
         """Top the pool up, run the policy, place its choices; returns (id, worker, slot) by id."""
         self.top_up(clock)
         free = self.free()
-        inp = _AdmissionInput(loads=self.loads(), free=free, active=self.active(),
-                              pool=list(self.pool), num_admit=min(len(self.pool), sum(free)),
-                              seed=self.seed, step=step)
+        inp = _AdmissionInput(
+            loads=self.loads(),
+            free=free,
+            active=self.active(),
+            pool=list(self.pool),
+            num_admit=min(len(self.pool), sum(free)),
+            seed=self.seed,
+            step=step,
+        )
         decisions = self._decide(inp)
         assert len(decisions) == inp.num_admit
         # Placement: a worker's requests, in queue order, take its free slots in slot order.
@@ -506,31 +538,54 @@ class _Measure:
     idle: float
 
 
-def _measure(loads: list[int], dt: float, idle_power_w: float, max_power_w: float,
-             power_exponent: float) -> _Measure:
+def _measure(loads: list[int], dt: float, idle_power_w: float, max_power_w: float, power_exponent: float) -> _Measure:
     """Imbalance, gap and the utilization power model on one vector of loads."""
     num_workers = len(loads)
     top = max(loads)
     utils = [load / top if top > 0 else 0.0 for load in loads]
-    powers = [idle_power_w + (max_power_w - idle_power_w) * u ** power_exponent if u > 0 else idle_power_w
-              for u in utils]
-    return _Measure(imbalance=num_workers * top - sum(loads), gap=top - min(loads),
-                    energy_j=dt * sum(powers), power_w=sum(powers) / num_workers,
-                    idle=sum(1.0 - u for u in utils) / num_workers)
+    powers = [idle_power_w + (max_power_w - idle_power_w) * u**power_exponent if u > 0 else idle_power_w for u in utils]
+    return _Measure(
+        imbalance=num_workers * top - sum(loads),
+        gap=top - min(loads),
+        energy_j=dt * sum(powers),
+        power_w=sum(powers) / num_workers,
+        idle=sum(1.0 - u for u in utils) / num_workers,
+    )
 
 
 def _mean(values: Sequence[float]) -> float:
     return float(sum(values)) / len(values) if values else 0.0
 
 
-def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy: str,
-             prompt: Sequence[int], output: Sequence[int], pred_output: Sequence[int], pred_u: Sequence[float],
-             num_steps: int, semantics: str = "paper", lookahead_steps: int = 0, burn_in_steps: int = 0,
-             num_requests: int | None = None, step_const_s: float = 4.8875e-3, per_token_s: float = 1.00525e-7,
-             fp_rate: float = 0.0, fn_rate: float = 0.0, predictor: str = "oracle",
-             idle_power_w: float = 100.0, max_power_w: float = 400.0, power_exponent: float = 0.7,
-             delay_quantile: float = 0.99, lookahead_decay: float = 0.7,
-             drift: tuple[int, int] = (1, 1), seed: int = 0, bfio_kernel: str = "vf") -> dict[str, Any]:
+def simulate(
+    *,
+    num_workers: int,
+    slots_per_worker: int,
+    pool_size: int,
+    policy: str,
+    prompt: Sequence[int],
+    output: Sequence[int],
+    pred_output: Sequence[int],
+    pred_u: Sequence[float],
+    num_steps: int,
+    semantics: str = "paper",
+    lookahead_steps: int = 0,
+    burn_in_steps: int = 0,
+    num_requests: int | None = None,
+    step_const_s: float = 4.8875e-3,
+    per_token_s: float = 1.00525e-7,
+    fp_rate: float = 0.0,
+    fn_rate: float = 0.0,
+    predictor: str = "oracle",
+    idle_power_w: float = 100.0,
+    max_power_w: float = 400.0,
+    power_exponent: float = 0.7,
+    delay_quantile: float = 0.99,
+    lookahead_decay: float = 0.7,
+    drift: tuple[int, int] = (1, 1),
+    seed: int = 0,
+    bfio_kernel: str = "vf",
+) -> dict[str, Any]:
     """Run the dp engine for steps 1..num_steps, one request at a time.
 
     Request i has prompt[i] (s), output[i] (o), pred_output[i] (ohat, read by the "noisy"
@@ -560,8 +615,9 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
     if predictor not in PREDICTORS:
         raise ValueError(f"predictor must be one of {PREDICTORS}, got {predictor!r}")
     if num_workers < 1 or slots_per_worker < 1 or pool_size < 0 or num_steps < 0 or lookahead_steps < 0:
-        raise ValueError("need num_workers >= 1, slots_per_worker >= 1, pool_size >= 0, "
-                         "num_steps >= 0 and lookahead_steps >= 0")
+        raise ValueError(
+            "need num_workers >= 1, slots_per_worker >= 1, pool_size >= 0, num_steps >= 0 and lookahead_steps >= 0"
+        )
     if num_requests is not None and num_requests < 0:
         raise ValueError(f"num_requests must be >= 0 or None, got {num_requests}")
     lo, hi = drift
@@ -571,9 +627,16 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
         raise ValueError(f"a drift other than (1, 1) needs semantics 'theory', got {drift!r}")
 
     stream = _Stream(prompt, output, pred_output, pred_u, num_requests, predictor)
-    cfg = _PolicyConfig(name=policy, lookahead_steps=lookahead_steps, predictor=predictor, fp_rate=fp_rate,
-                        fn_rate=fn_rate, lookahead_decay=lookahead_decay, projection_drift=(lo + hi) // 2,
-                        bfio_kernel=bfio_kernel)
+    cfg = _PolicyConfig(
+        name=policy,
+        lookahead_steps=lookahead_steps,
+        predictor=predictor,
+        fp_rate=fp_rate,
+        fn_rate=fn_rate,
+        lookahead_decay=lookahead_decay,
+        projection_drift=(lo + hi) // 2,
+        bfio_kernel=bfio_kernel,
+    )
     eng = _Engine(num_workers, slots_per_worker, pool_size, stream, cfg, seed)
     theory = semantics == "theory"
 
@@ -581,9 +644,23 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
     initial_assignments = eng.fill_directly() if theory else eng.admit(0, 0.0)
     initial_loads = eng.loads()
 
-    steps: dict[str, list[Any]] = {key: [] for key in (
-        "live", "hist_loads", "loads", "post_admission_loads", "imbalance", "gap", "tokens", "dt",
-        "clock", "num_admitted", "assignments", "drift")}
+    steps: dict[str, list[Any]] = {
+        key: []
+        for key in (
+            "live",
+            "hist_loads",
+            "loads",
+            "post_admission_loads",
+            "imbalance",
+            "gap",
+            "tokens",
+            "dt",
+            "clock",
+            "num_admitted",
+            "assignments",
+            "drift",
+        )
+    }
     measures: list[_Measure | None] = []  # None for non-live steps
     inv_o_active: list[float] = []  # A_k = sum of 1/o over requests active at the start of step k
     clock = 0.0
@@ -596,10 +673,19 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
             # Not live: nothing changes. Record the (all-zero) state with dt = 0.
             loads = eng.loads()
             m = _measure(loads, 0.0, idle_power_w, max_power_w, power_exponent)
-            for key, value in (("live", False), ("hist_loads", loads), ("loads", loads),
-                               ("post_admission_loads", loads), ("imbalance", m.imbalance), ("gap", m.gap),
-                               ("tokens", 0), ("dt", 0.0), ("clock", clock), ("num_admitted", 0),
-                               ("assignments", [])):
+            for key, value in (
+                ("live", False),
+                ("hist_loads", loads),
+                ("loads", loads),
+                ("post_admission_loads", loads),
+                ("imbalance", m.imbalance),
+                ("gap", m.gap),
+                ("tokens", 0),
+                ("dt", 0.0),
+                ("clock", clock),
+                ("num_admitted", 0),
+                ("assignments", []),
+            ):
                 steps[key].append(value)
             measures.append(None)
             inv_o_active.append(0.0)
@@ -622,10 +708,19 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
         point = post_admission if theory else post_removal
         m = _measure(point, dt, idle_power_w, max_power_w, power_exponent)
 
-        for key, value in (("live", True), ("hist_loads", hist_loads), ("loads", point),
-                           ("post_admission_loads", post_admission), ("imbalance", m.imbalance),
-                           ("gap", m.gap), ("tokens", tokens), ("dt", dt), ("clock", clock),
-                           ("num_admitted", len(assignments)), ("assignments", assignments)):
+        for key, value in (
+            ("live", True),
+            ("hist_loads", hist_loads),
+            ("loads", point),
+            ("post_admission_loads", post_admission),
+            ("imbalance", m.imbalance),
+            ("gap", m.gap),
+            ("tokens", tokens),
+            ("dt", dt),
+            ("clock", clock),
+            ("num_admitted", len(assignments)),
+            ("assignments", assignments),
+        ):
             steps[key].append(value)
         measures.append(m)
 
@@ -668,13 +763,21 @@ def simulate(*, num_workers: int, slots_per_worker: int, pool_size: int, policy:
         "cut_step": float(cut),
     }
 
-    requests = {r.rid: {"reveal_time": r.reveal_time, "admit_step": r.admit_step, "start_time": r.start_time,
-                        "worker": r.worker, "slot": r.slot, "finish_step": r.finish_step,
-                        "finish_time": r.finish_time}
-                for r in sorted(eng.admitted + eng.pool, key=lambda r: r.rid)}
+    requests = {
+        r.rid: {
+            "reveal_time": r.reveal_time,
+            "admit_step": r.admit_step,
+            "start_time": r.start_time,
+            "worker": r.worker,
+            "slot": r.slot,
+            "finish_step": r.finish_step,
+            "finish_time": r.finish_time,
+        }
+        for r in sorted(eng.admitted + eng.pool, key=lambda r: r.rid)
+    }
 
     result: dict[str, Any] = dict(steps)
-    result.update(initial_assignments=initial_assignments, initial_loads=initial_loads,
-                  requests=requests, metrics=metrics)
+    result.update(
+        initial_assignments=initial_assignments, initial_loads=initial_loads, requests=requests, metrics=metrics
+    )
     return result
-

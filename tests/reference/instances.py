@@ -3,6 +3,7 @@
 Padding keeps one compilation per kernel: a padded worker has no free slot and a padded request
 is invalid, so neither takes part in an assignment.
 """
+
 from __future__ import annotations
 
 import numpy as np

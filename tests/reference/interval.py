@@ -18,20 +18,29 @@ amax_order="sorted", step_model=None) -> dict`.
 Every tie is broken by a stated rule (a sort key ending in the job index), never by dictionary
 or set iteration order, so the engine can reproduce each choice exactly.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
 from tests.reference.offline import hash3
 
-__all__ = ["simulate", "POLICIES", "EVICTION_KEYS", "AMAX_ORDERS", "STEP_MODEL_KEYS",
-           "STREAM_ORDER", "STREAM_TIE_ADMIT", "STREAM_TIE_EVICT"]
+__all__ = [
+    "simulate",
+    "POLICIES",
+    "EVICTION_KEYS",
+    "AMAX_ORDERS",
+    "STEP_MODEL_KEYS",
+    "STREAM_ORDER",
+    "STREAM_TIE_ADMIT",
+    "STREAM_TIE_EVICT",
+]
 
 # Stream tags of the counter hash; these mirror jaxsched.rng (STREAM_ORDER is
 # jaxsched.rng.STREAM_ORDER; the two tie streams are the interval engine's own).
-STREAM_ORDER = 10        # fixed tie key of a job for the whole run (A_l, A_random)
-STREAM_TIE_ADMIT = 12    # per-step admission tie key (H-SF, A_max, A_min)
-STREAM_TIE_EVICT = 13    # per-step overflow-eviction tie key (every policy)
+STREAM_ORDER = 10  # fixed tie key of a job for the whole run (A_l, A_random)
+STREAM_TIE_ADMIT = 12  # per-step admission tie key (H-SF, A_max, A_min)
+STREAM_TIE_EVICT = 13  # per-step overflow-eviction tie key (every policy)
 
 POLICIES = ("hsf", "amax", "amin", "al", "arandom")
 EVICTION_KEYS = ("stale", "live")
@@ -71,8 +80,7 @@ def _check_inputs(s, o, low, high, M, policy, seed, eviction_key, amax_order, st
                 raise ValueError(f"{name}[{i}] must be an integer, got {x!r}")
     for i in range(n):
         if s[i] < 0:
-            raise ValueError(f"s[{i}] = {s[i]} < 0 (prompt tokens; the paper's constructions "
-                             "take s = 0)")
+            raise ValueError(f"s[{i}] = {s[i]} < 0 (prompt tokens; the paper's constructions take s = 0)")
         if o[i] < 1:
             raise ValueError(f"o[{i}] = {o[i]} < 1 (outputs hold at least one token)")
         if low[i] < 1:
@@ -82,16 +90,18 @@ def _check_inputs(s, o, low, high, M, policy, seed, eviction_key, amax_order, st
         if not o[i] <= high[i]:
             raise ValueError(f"high[{i}] = {high[i]} < o[{i}] = {o[i]} (need low <= o <= high)")
         if s[i] + high[i] > M:
-            raise ValueError(f"s[{i}] + high[{i}] = {s[i] + high[i]} > M = {M} "
-                             "(every job must fit alone at its upper bound)")
+            raise ValueError(
+                f"s[{i}] + high[{i}] = {s[i] + high[i]} > M = {M} (every job must fit alone at its upper bound)"
+            )
     if step_model is not None:
         if not isinstance(step_model, dict):
             raise ValueError(f"step_model must be None or a dict, got {type(step_model).__name__}")
         missing = [k for k in STEP_MODEL_KEYS if k not in step_model]
         extra = [k for k in step_model if k not in STEP_MODEL_KEYS]
         if missing or extra:
-            raise ValueError(f"step_model must have exactly the keys {STEP_MODEL_KEYS}; "
-                             f"missing {missing}, unknown {extra}")
+            raise ValueError(
+                f"step_model must have exactly the keys {STEP_MODEL_KEYS}; missing {missing}, unknown {extra}"
+            )
 
 
 # --------------------------------------------------------------------------------------------
@@ -112,9 +122,18 @@ def _fits(members: Sequence[tuple[int, int, int]], M: int) -> bool:
 # --------------------------------------------------------------------------------------------
 # The simulator
 # --------------------------------------------------------------------------------------------
-def simulate(s: Sequence[int], o: Sequence[int], low: Sequence[int], high: Sequence[int],
-             M: int, policy: str, seed: int = 0, eviction_key: str = "stale",
-             amax_order: str = "sorted", step_model: Optional[dict] = None) -> dict:
+def simulate(
+    s: Sequence[int],
+    o: Sequence[int],
+    low: Sequence[int],
+    high: Sequence[int],
+    M: int,
+    policy: str,
+    seed: int = 0,
+    eviction_key: str = "stale",
+    amax_order: str = "sorted",
+    step_model: Optional[dict] = None,
+) -> dict:
     """Run one policy of docs/interval-semantics.md on one instance; return its schedule.
 
     Args:
@@ -150,8 +169,7 @@ def simulate(s: Sequence[int], o: Sequence[int], low: Sequence[int], high: Seque
     lo = [int(x) for x in low]
     hi = [int(x) for x in high]
     if step_model is None:
-        step_model = dict(step_const_s=1.0, per_decode_s=0.0, per_prefill_token_s=0.0,
-                          per_kv_token_s=0.0)
+        step_model = dict(step_const_s=1.0, per_decode_s=0.0, per_prefill_token_s=0.0, per_kv_token_s=0.0)
 
     # ---- the policy's table (docs: "Policies") ----
     def E(i: int) -> int:
@@ -160,7 +178,7 @@ def simulate(s: Sequence[int], o: Sequence[int], low: Sequence[int], high: Seque
             return o[i]
         if policy == "amax":
             return hi[i]
-        return est[i]                      # amin, al
+        return est[i]  # amin, al
 
     def pkey(i: int) -> int:
         """Primary admission sort key."""
@@ -172,7 +190,7 @@ def simulate(s: Sequence[int], o: Sequence[int], low: Sequence[int], high: Seque
             return est[i]
         if policy == "al":
             return qkey[i]
-        return 0                           # arandom
+        return 0  # arandom
 
     def ptie(i: int, t: int) -> int:
         """Admission tie key: per step or fixed, by policy."""
@@ -185,16 +203,16 @@ def simulate(s: Sequence[int], o: Sequence[int], low: Sequence[int], high: Seque
         return hash3(hash3(seed, t, STREAM_TIE_EVICT), i, STREAM_TIE_EVICT)
 
     # ---- per-job state ----
-    p = [-1] * n                    # start of the current attempt; -1 while pending
-    c = [-1] * n                    # completion step; -1 until done
+    p = [-1] * n  # start of the current attempt; -1 while pending
+    c = [-1] * n  # completion step; -1 until done
     if policy in ("hsf", "arandom"):
         est = list(o)
     elif policy == "amax":
         est = list(hi)
-    else:                           # amin, al
+    else:  # amin, al
         est = list(lo)
-    elig = [1] * n                  # first step at which a pending job may be admitted
-    qkey = [0] * n                  # A_l's queue key
+    elig = [1] * n  # first step at which a pending job may be admitted
+    qkey = [0] * n  # A_l's queue key
     evictions = [0] * n
     wasted = [0] * n
 
@@ -226,24 +244,26 @@ def simulate(s: Sequence[int], o: Sequence[int], low: Sequence[int], high: Seque
 
         # 1. Promotion (A_l only).
         if policy == "al":
-            for i in active():                           # ascending id
+            for i in active():  # ascending id
                 if est[i] == lo[i] < hi[i] and a(i) == lo[i]:
                     wasted[i] += a(i)
                     evictions[i] += 1
                     est[i] = hi[i]
                     qkey[i] = t
                     p[i] = -1
-                    elig[i] = t                          # may be re-admitted this step
+                    elig[i] = t  # may be re-admitted this step
                     cancelled.append(i)
 
         # 2. Overflow handling (every policy).
         A = active()
         total = sum(s[i] + a(i) + 1 for i in A)
         if total > M:
+
             def ekey(i: int) -> int:
                 return est[i] if eviction_key == "stale" else max(est[i], a(i))
+
             order = sorted(A, key=lambda i: (ekey(i), etie(i, t), i))
-            for i in order:                              # the shortest prefix
+            for i in order:  # the shortest prefix
                 if total <= M:
                     break
                 total -= s[i] + a(i) + 1
@@ -252,7 +272,7 @@ def simulate(s: Sequence[int], o: Sequence[int], low: Sequence[int], high: Seque
                 evictions[i] += 1
                 est[i] = max(est[i], ai)
                 p[i] = -1
-                elig[i] = t + 1                          # eligible from the next step
+                elig[i] = t + 1  # eligible from the next step
                 cancelled.append(i)
             overflow_steps += 1
 
@@ -272,12 +292,15 @@ def simulate(s: Sequence[int], o: Sequence[int], low: Sequence[int], high: Seque
             admitted.append(r)
 
         # 4. Generation.
-        X = active()                                     # A_left + admitted
+        X = active()  # A_left + admitted
         mem_t = sum(s[i] + a(i) + 1 for i in X)
         assert mem_t <= M, f"step {t}: memory {mem_t} > M = {M}"
-        dt = (step_model["step_const_s"] + step_model["per_decode_s"] * len(X)
-              + step_model["per_prefill_token_s"] * sum(s[i] for i in admitted)
-              + step_model["per_kv_token_s"] * mem_t)
+        dt = (
+            step_model["step_const_s"]
+            + step_model["per_decode_s"] * len(X)
+            + step_model["per_prefill_token_s"] * sum(s[i] for i in admitted)
+            + step_model["per_kv_token_s"] * mem_t
+        )
         clock += dt
         for i in X:
             if a(i) + 1 == o[i]:

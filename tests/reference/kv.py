@@ -16,6 +16,7 @@ Entry point: `simulate(...)`. Double-float helpers (`DF`, `two_sum`, `fast_two_s
 `sub`, `le`, `from_float64`, `to_float64`), `iteration_time` and the histogram helpers of §8
 (`hist_bin`, `hist_quantile`) are public for the tests.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,18 +27,43 @@ import numpy as np
 
 from tests.reference.rng import uniform
 
-__all__ = ["simulate", "POLICIES", "END_MODES", "KINDS", "DF", "two_sum", "fast_two_sum",
-           "add_f32", "add", "split12", "sub", "le", "from_float64", "to_float64", "iteration_time",
-           "kv_uniform",
-           "type_cdf", "empirical_quantile", "hist_bin", "hist_quantile", "vllm_blocks",
-           "STREAM_KV_GAP", "STREAM_KV_TYPE"]
+__all__ = [
+    "simulate",
+    "POLICIES",
+    "END_MODES",
+    "KINDS",
+    "DF",
+    "two_sum",
+    "fast_two_sum",
+    "add_f32",
+    "add",
+    "split12",
+    "sub",
+    "le",
+    "from_float64",
+    "to_float64",
+    "iteration_time",
+    "kv_uniform",
+    "type_cdf",
+    "empirical_quantile",
+    "hist_bin",
+    "hist_quantile",
+    "vllm_blocks",
+    "STREAM_KV_GAP",
+    "STREAM_KV_TYPE",
+]
 
 POLICIES: tuple[str, ...] = ("wait", "nested_wait", "fcfs", "vllm", "sarathi")
 END_MODES: tuple[str, ...] = ("drain", "force_clear")
 # Epoch kinds of §9.
 KIND_NONE, KIND_INSERT, KIND_BATCH, KIND_IDLE, KIND_END = 0, 1, 2, 3, 4
-KINDS = {KIND_NONE: "nothing", KIND_INSERT: "insert only", KIND_BATCH: "batch",
-         KIND_IDLE: "idle jump", KIND_END: "ends the run"}
+KINDS = {
+    KIND_NONE: "nothing",
+    KIND_INSERT: "insert only",
+    KIND_BATCH: "batch",
+    KIND_IDLE: "idle jump",
+    KIND_END: "ends the run",
+}
 # Stream tags of jaxsched.rng (checked against it in tests/kv/test_reference.py).
 STREAM_KV_GAP = 8
 STREAM_KV_TYPE = 9
@@ -144,11 +170,11 @@ def _add_products(tau: DF, tokens: int, d1: np.float32) -> DF:
     return tau
 
 
-def priced_iteration_time(decode_tokens: int, prefill_tokens: int, d0: np.float32, d1: np.float32,
-                          d1_prefill: np.float32) -> DF:
+def priced_iteration_time(
+    decode_tokens: int, prefill_tokens: int, d0: np.float32, d1: np.float32, d1_prefill: np.float32
+) -> DF:
     """§2 with a prefill price: d0 + d1 * decode_tokens, then + d1_prefill * prefill_tokens."""
-    return _add_products(_add_products(DF(F32(d0), F32(0.0)), decode_tokens, d1), prefill_tokens,
-                         d1_prefill)
+    return _add_products(_add_products(DF(F32(d0), F32(0.0)), decode_tokens, d1), prefill_tokens, d1_prefill)
 
 
 # --------------------------------------------------------------------------------------------
@@ -263,9 +289,15 @@ class Arrivals:
     Exhaustion (N accepted, or the candidate after T) is decided when a candidate is reached.
     """
 
-    def __init__(self, gap: Callable[[int], np.float32], type_u: Callable[[int], np.float32],
-                 cdf: list[list[np.float32]], period_s: float, num_requests: int | None,
-                 horizon: DF | None) -> None:
+    def __init__(
+        self,
+        gap: Callable[[int], np.float32],
+        type_u: Callable[[int], np.float32],
+        cdf: list[list[np.float32]],
+        period_s: float,
+        num_requests: int | None,
+        horizon: DF | None,
+    ) -> None:
         self.gap = gap
         self.type_u = type_u
         self.cdf = cdf
@@ -307,8 +339,7 @@ class Arrivals:
     def examine(self) -> tuple[bool, int, DF]:
         """Examine candidate i and advance to i + 1; returns (accepted, type, a_i)."""
         accepted, typ, time = self.accepted, self.type, self.time
-        self.examined.append({"index": self.index, "t_hi": time.hi, "t_lo": time.lo,
-                              "accepted": accepted, "type": typ})
+        self.examined.append({"index": self.index, "t_hi": time.hi, "t_lo": time.lo, "accepted": accepted, "type": typ})
         if accepted:
             self.num_arrived += 1
         self._reach(self.index + 1, time)
@@ -346,8 +377,9 @@ def _whole(batch: list[Request] | set[int], reqs: list[Request]) -> dict[int, in
     return {r.id: r.work for r in reqs if r.id in ids}
 
 
-def within_limits(batch_ids: set[int], chunks: dict[int, int], batch_limit: int,
-                  token_limit: int) -> tuple[set[int], dict[int, int]]:
+def within_limits(
+    batch_ids: set[int], chunks: dict[int, int], batch_limit: int, token_limit: int
+) -> tuple[set[int], dict[int, int]]:
     """§6, every policy: keep the oldest members (ascending id) while at most batch_limit of
     them process at most token_limit tokens in total; stop at the first that does not fit."""
     kept: dict[int, int] = {}
@@ -360,8 +392,9 @@ def within_limits(batch_ids: set[int], chunks: dict[int, int], batch_limit: int,
     return set(kept), kept
 
 
-def _first_per_group(reqs: list[Request], group: Callable[[Request], Any],
-                     limit: Callable[[Request], int]) -> list[Request]:
+def _first_per_group(
+    reqs: list[Request], group: Callable[[Request], Any], limit: Callable[[Request], int]
+) -> list[Request]:
     """Requests whose rank (count of same-group requests with a smaller id) is < limit(group)."""
     seen: dict[Any, int] = {}
     out = []
@@ -413,8 +446,7 @@ def policy_nested_wait(inp: PolicyInput) -> Decision:
             else:
                 break
     eligible = [r for r in inp.requests if stage_segment(r.stage, bounds) < i_star]
-    b0 = _first_per_group(eligible, lambda r: r.stage,
-                          lambda r: inp.thresholds[stage_segment(r.stage, bounds)])
+    b0 = _first_per_group(eligible, lambda r: r.stage, lambda r: inp.thresholds[stage_segment(r.stage, bounds)])
     b0_ids = {r.id for r in b0}
     paused = [r for r in inp.requests if r.resident and r.id not in b0_ids]
     order = b0 + paused  # both ascending id
@@ -439,8 +471,7 @@ def policy_fcfs(inp: PolicyInput) -> Decision:
             break
         batch.add(r.id)
         total += r.work
-    return batch, {r.id for r in inp.requests if r.resident and r.id not in batch}, \
-        _whole(batch, inp.requests)
+    return batch, {r.id for r in inp.requests if r.resident and r.id not in batch}, _whole(batch, inp.requests)
 
 
 def vllm_blocks(inp: PolicyInput) -> tuple[int, int]:
@@ -475,8 +506,11 @@ def policy_vllm(inp: PolicyInput) -> Decision:
         pos = len(admitted) + 1
         max_work = max(max_work, r.work)
         blocks += _blocks(r, b)
-        if (len(running) + pos > inp.batch_size_cap or pos * max_work > inp.max_tokens_in_batch
-                or used + blocks > num_blocks - wm):
+        if (
+            len(running) + pos > inp.batch_size_cap
+            or pos * max_work > inp.max_tokens_in_batch
+            or used + blocks > num_blocks - wm
+        ):
             break
         admitted.append(r)
     if admitted:
@@ -536,8 +570,13 @@ def policy_sarathi(inp: PolicyInput) -> Decision:
     return set(chunks), preempt, chunks
 
 
-_POLICY_FUNCS = {"wait": policy_wait, "nested_wait": policy_nested_wait, "fcfs": policy_fcfs,
-                 "vllm": policy_vllm, "sarathi": policy_sarathi}
+_POLICY_FUNCS = {
+    "wait": policy_wait,
+    "nested_wait": policy_nested_wait,
+    "fcfs": policy_fcfs,
+    "vllm": policy_vllm,
+    "sarathi": policy_sarathi,
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -549,22 +588,41 @@ def _as_callable(source: Sequence[float] | Callable[[int], float], name: str) ->
 
     def get(i: int) -> np.float32:
         if i >= len(source):
-            raise IndexError(f"candidate {i} is needed but {name} only holds {len(source)} values; "
-                             f"pass a longer sequence")
+            raise IndexError(
+                f"candidate {i} is needed but {name} only holds {len(source)} values; pass a longer sequence"
+            )
         return F32(source[i])
+
     return get
 
 
 class _Sim:
     """Mutable state of one run plus the epoch of §5."""
 
-    def __init__(self, *, prefill: tuple[int, ...], decode: tuple[int, ...], policy: str,
-                 arrivals: Arrivals, d0: np.float32, d1: np.float32, capacity: int,
-                 thresholds: tuple[int, ...], num_requests: int | None, horizon: DF | None,
-                 end_mode: str, table_size: int, arrivals_per_step: int,
-                 segment_bounds: tuple[int, ...], hist_octave_bits: int,
-                 limits: dict[str, Any], batch_limit: int, token_limit: int,
-                 d1_prefill: np.float32 | None = None, burn_in: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        prefill: tuple[int, ...],
+        decode: tuple[int, ...],
+        policy: str,
+        arrivals: Arrivals,
+        d0: np.float32,
+        d1: np.float32,
+        capacity: int,
+        thresholds: tuple[int, ...],
+        num_requests: int | None,
+        horizon: DF | None,
+        end_mode: str,
+        table_size: int,
+        arrivals_per_step: int,
+        segment_bounds: tuple[int, ...],
+        hist_octave_bits: int,
+        limits: dict[str, Any],
+        batch_limit: int,
+        token_limit: int,
+        d1_prefill: np.float32 | None = None,
+        burn_in: int = 0,
+    ) -> None:
         self.prefill, self.decode = prefill, decode
         self.m, self.K1 = len(prefill), max(decode) + 1
         self.policy = policy
@@ -612,8 +670,9 @@ class _Sim:
         """Insert accepted request id = num_arrived - 1 into slot id mod Q; False (lost, counted
         in table_overflow) if that slot still holds an older request (id - Q, or an even older
         one of the same slot when id - Q was itself lost)."""
-        req = Request(id=self.arr.num_arrived - 1, type=typ, arrival=time, prefill=self.prefill[typ],
-                      decode=self.decode[typ])
+        req = Request(
+            id=self.arr.num_arrived - 1, type=typ, arrival=time, prefill=self.prefill[typ], decode=self.decode[typ]
+        )
         self.requests.append(req)
         slot = req.id % self.Q
         if self.table[slot] is not None:
@@ -629,11 +688,24 @@ class _Sim:
 
     def epoch(self) -> dict[str, Any]:
         """One epoch of §5; returns its trajectory row (§9)."""
-        row: dict[str, Any] = {"kind": KIND_NONE, "t_hi": self.t.hi, "t_lo": self.t.lo,
-                               "tau_hi": F32(0.0), "tau_lo": F32(0.0), "tau_s": 0.0, "tokens": 0,
-                               "memory_tokens": 0, "preempted": 0, "completed": 0, "inserted": 0, "lost": 0,
-                               "batch_ids": [], "preempted_ids": [], "chunks": [],
-                               "counts": [[0] * self.K1 for _ in range(self.m)]}
+        row: dict[str, Any] = {
+            "kind": KIND_NONE,
+            "t_hi": self.t.hi,
+            "t_lo": self.t.lo,
+            "tau_hi": F32(0.0),
+            "tau_lo": F32(0.0),
+            "tau_s": 0.0,
+            "tokens": 0,
+            "memory_tokens": 0,
+            "preempted": 0,
+            "completed": 0,
+            "inserted": 0,
+            "lost": 0,
+            "batch_ids": [],
+            "preempted_ids": [],
+            "chunks": [],
+            "counts": [[0] * self.K1 for _ in range(self.m)],
+        }
         if self.done:  # 0.
             row["in_system"] = len(self.in_table())
             return row
@@ -659,14 +731,19 @@ class _Sim:
         draining = self.end_mode == "drain" and self.N is not None and self.arr.num_arrived == self.N
         # 4. Policy.
         reqs = self.in_table()
-        inp = PolicyInput(requests=reqs, thresholds=self.thresholds, capacity=self.C,
-                          draining=draining, decode=self.decode, segment_bounds=self.bounds,
-                          **self.limits)
+        inp = PolicyInput(
+            requests=reqs,
+            thresholds=self.thresholds,
+            capacity=self.C,
+            draining=draining,
+            decode=self.decode,
+            segment_bounds=self.bounds,
+            **self.limits,
+        )
         batch_ids, preempted_ids, chunks = _POLICY_FUNCS[self.policy](inp)
         assert set(chunks) == batch_ids and not batch_ids & preempted_ids
         batch_ids, chunks = within_limits(batch_ids, chunks, self.batch_limit, self.token_limit)
-        assert all(0 < c <= r.work - r.prefilled for r in reqs if r.id in batch_ids
-                   for c in [chunks[r.id]])
+        assert all(0 < c <= r.work - r.prefilled for r in reqs if r.id in batch_ids for c in [chunks[r.id]])
         # 5. Empty batch.
         if not batch_ids:
             if self.end_mode == "force_clear" and self.N is not None and self.arr.num_arrived == self.N:
@@ -700,8 +777,14 @@ class _Sim:
     def _in_window(self) -> bool:
         return self.w_lo < self.arr.num_arrived <= self.w_hi
 
-    def _batch(self, row: dict[str, Any], reqs: list[Request], batch_ids: set[int],
-               preempted_ids: set[int], chunks: dict[int, int]) -> None:
+    def _batch(
+        self,
+        row: dict[str, Any],
+        reqs: list[Request],
+        batch_ids: set[int],
+        preempted_ids: set[int],
+        chunks: dict[int, int],
+    ) -> None:
         for r in reqs:
             if r.id in preempted_ids:  # restart: the KV (and a partial prefill) is lost
                 assert r.holds
@@ -755,10 +838,17 @@ class _Sim:
                 row["completed"] += 1
         self.busy = add(self.busy, tau)
         self.num_batches += 1
-        row.update(tau_hi=tau.hi, tau_lo=tau.lo, tau_s=to_float64(tau), tokens=tokens,
-                   memory_tokens=memory, preempted=len(preempted_ids),
-                   batch_ids=sorted(batch_ids), preempted_ids=sorted(preempted_ids),
-                   chunks=[chunks[i] for i in sorted(batch_ids)])
+        row.update(
+            tau_hi=tau.hi,
+            tau_lo=tau.lo,
+            tau_s=to_float64(tau),
+            tokens=tokens,
+            memory_tokens=memory,
+            preempted=len(preempted_ids),
+            batch_ids=sorted(batch_ids),
+            preempted_ids=sorted(preempted_ids),
+            chunks=[chunks[i] for i in sorted(batch_ids)],
+        )
 
     def _finish(self, row: dict[str, Any], kind: int) -> dict[str, Any]:
         row["kind"] = kind
@@ -791,7 +881,9 @@ class _Sim:
         return {
             "window_s": window_s,
             "window_throughput_tokens_per_s": self.w_tokens / window_s if window_s > 0 else 0.0,
-            "in_system_open": snap[0], "in_system_mid": snap[1], "in_system_close": snap[2],
+            "in_system_open": snap[0],
+            "in_system_mid": snap[1],
+            "in_system_close": snap[2],
             "num_arrived": float(self.arr.num_arrived),
             "num_completed": float(len(completed)),
             "num_measured_completed": float(len(lat)),
@@ -833,18 +925,38 @@ def default_segment_bounds(decode: Sequence[int]) -> tuple[int, ...]:
     return tuple(sorted(set(decode)))
 
 
-def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
-             rates: Sequence[float] | Sequence[Sequence[float]], d0: float, d1: float, capacity: int,
-             gaps: Sequence[float] | Callable[[int], float],
-             type_u: Sequence[float] | Callable[[int], float] | None = None, seed: int | None = None,
-             thresholds: Sequence[int] | None = None, period_s: float = 1.0,
-             num_requests: int | None = None, horizon_s: float | None = None,
-             end_mode: str = "drain", table_size: int = 1024, arrivals_per_step: int = 8,
-             max_steps: int = 200_000, segment_bounds: Sequence[int] | None = None,
-             hist_octave_bits: int = 5, batch_size_cap: int = 128, max_tokens_in_batch: int = 4096,
-             block_size: int = 16, watermark: float = 0.01, chunk_size: int = 512,
-             batch_limit: int | None = None, token_limit: int | None = None,
-             d1_prefill: float | None = None, burn_in_requests: int = 0) -> dict[str, Any]:
+def simulate(
+    *,
+    prefill: Sequence[int],
+    decode: Sequence[int],
+    policy: str,
+    rates: Sequence[float] | Sequence[Sequence[float]],
+    d0: float,
+    d1: float,
+    capacity: int,
+    gaps: Sequence[float] | Callable[[int], float],
+    type_u: Sequence[float] | Callable[[int], float] | None = None,
+    seed: int | None = None,
+    thresholds: Sequence[int] | None = None,
+    period_s: float = 1.0,
+    num_requests: int | None = None,
+    horizon_s: float | None = None,
+    end_mode: str = "drain",
+    table_size: int = 1024,
+    arrivals_per_step: int = 8,
+    max_steps: int = 200_000,
+    segment_bounds: Sequence[int] | None = None,
+    hist_octave_bits: int = 5,
+    batch_size_cap: int = 128,
+    max_tokens_in_batch: int = 4096,
+    block_size: int = 16,
+    watermark: float = 0.01,
+    chunk_size: int = 512,
+    batch_limit: int | None = None,
+    token_limit: int | None = None,
+    d1_prefill: float | None = None,
+    burn_in_requests: int = 0,
+) -> dict[str, Any]:
     """Run the kv engine of docs/kv-semantics.md for one seed, one request at a time.
 
     prefill, decode: (m,) l_j, l'_j tokens. rates: [m] or [P][m] requests/s (P periods of
@@ -884,31 +996,64 @@ def simulate(*, prefill: Sequence[int], decode: Sequence[int], policy: str,
     bounds = tuple(segment_bounds) if segment_bounds is not None else default_segment_bounds(decode)
     cdf, _ = type_cdf(rates)
     horizon = from_float64(horizon_s) if horizon_s is not None else None
-    arrivals = Arrivals(_as_callable(gaps, "gaps"), _as_callable(type_u, "type_u"), cdf, period_s,
-                        num_requests, horizon)
-    sim = _Sim(prefill=prefill, decode=decode, policy=policy, arrivals=arrivals, d0=F32(d0),
-               d1=F32(d1), capacity=int(capacity),
-               thresholds=tuple(int(n) for n in thresholds) if thresholds is not None else (),
-               num_requests=num_requests, horizon=horizon, end_mode=end_mode,
-               table_size=table_size, arrivals_per_step=arrivals_per_step, segment_bounds=bounds,
-               hist_octave_bits=hist_octave_bits,
-               limits=dict(batch_size_cap=int(batch_size_cap),
-                           max_tokens_in_batch=int(max_tokens_in_batch), block_size=int(block_size),
-                           watermark=float(watermark), chunk_size=int(chunk_size)),
-               batch_limit=2**30 if batch_limit is None else int(batch_limit),
-               token_limit=2**30 if token_limit is None else int(token_limit),
-               d1_prefill=None if d1_prefill is None else F32(d1_prefill),
-               burn_in=int(burn_in_requests))
+    arrivals = Arrivals(
+        _as_callable(gaps, "gaps"), _as_callable(type_u, "type_u"), cdf, period_s, num_requests, horizon
+    )
+    sim = _Sim(
+        prefill=prefill,
+        decode=decode,
+        policy=policy,
+        arrivals=arrivals,
+        d0=F32(d0),
+        d1=F32(d1),
+        capacity=int(capacity),
+        thresholds=tuple(int(n) for n in thresholds) if thresholds is not None else (),
+        num_requests=num_requests,
+        horizon=horizon,
+        end_mode=end_mode,
+        table_size=table_size,
+        arrivals_per_step=arrivals_per_step,
+        segment_bounds=bounds,
+        hist_octave_bits=hist_octave_bits,
+        limits=dict(
+            batch_size_cap=int(batch_size_cap),
+            max_tokens_in_batch=int(max_tokens_in_batch),
+            block_size=int(block_size),
+            watermark=float(watermark),
+            chunk_size=int(chunk_size),
+        ),
+        batch_limit=2**30 if batch_limit is None else int(batch_limit),
+        token_limit=2**30 if token_limit is None else int(token_limit),
+        d1_prefill=None if d1_prefill is None else F32(d1_prefill),
+        burn_in=int(burn_in_requests),
+    )
     epochs = []
     while not sim.done and len(epochs) < max_steps:
         epochs.append(sim.epoch())
-    batches = [dict(row, start_s=float(row["t_hi"]) + float(row["t_lo"]))
-               for row in epochs if row["kind"] == KIND_BATCH]
-    requests = {r.id: {"type": r.type, "arrival_hi": r.arrival.hi, "arrival_lo": r.arrival.lo,
-                       "stage": r.stage, "ttft": r.ttft, "latency": r.latency,
-                       "completion": r.completion, "preemptions": r.preemptions,
-                       "batches": list(r.batches), "chunks": list(r.chunks),
-                       "prefilled": r.prefilled, "inserted": r.inserted}
-                for r in sim.requests}
-    return {"epochs": epochs, "batches": batches, "arrivals": arrivals.examined,
-            "requests": requests, "metrics": sim.metrics(horizon_s)}
+    batches = [
+        dict(row, start_s=float(row["t_hi"]) + float(row["t_lo"])) for row in epochs if row["kind"] == KIND_BATCH
+    ]
+    requests = {
+        r.id: {
+            "type": r.type,
+            "arrival_hi": r.arrival.hi,
+            "arrival_lo": r.arrival.lo,
+            "stage": r.stage,
+            "ttft": r.ttft,
+            "latency": r.latency,
+            "completion": r.completion,
+            "preemptions": r.preemptions,
+            "batches": list(r.batches),
+            "chunks": list(r.chunks),
+            "prefilled": r.prefilled,
+            "inserted": r.inserted,
+        }
+        for r in sim.requests
+    }
+    return {
+        "epochs": epochs,
+        "batches": batches,
+        "arrivals": arrivals.examined,
+        "requests": requests,
+        "metrics": sim.metrics(horizon_s),
+    }

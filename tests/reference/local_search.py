@@ -23,13 +23,22 @@ The kernel ranks by float32 sums-of-squares deltas built from exact int32 factor
 the exact deltas used here while |d * base| < 2^24 (loads and sizes of a few thousand tokens at
 most), which is where the tests compare the two.
 """
+
 from __future__ import annotations
 
 import itertools
 from typing import Iterator, Sequence
 
-__all__ = ["loads_after", "score", "candidates", "best_candidate", "local_search",
-           "search_until_converged", "feasible_assignments", "longest_improving_chain"]
+__all__ = [
+    "loads_after",
+    "score",
+    "candidates",
+    "best_candidate",
+    "local_search",
+    "search_until_converged",
+    "feasible_assignments",
+    "longest_improving_chain",
+]
 
 
 def loads_after(loads0: Sequence[int], worker: Sequence[int], sizes: Sequence[int]) -> list[int]:
@@ -60,25 +69,25 @@ def candidates(loads0, free0, sizes, valid, worker, chain: bool = False) -> Iter
             used[g] += 1
     free_left = [int(free0[g]) - used[g] for g in range(G)]
 
-    for i in range(R):                                    # move i -> b
+    for i in range(R):  # move i -> b
         for b in range(G):
             if new[i] and b != w[i] and free_left[b] > 0:
                 c = list(w)
                 c[i] = b
                 yield c
-    for i in range(R):                                    # swap i <-> j
+    for i in range(R):  # swap i <-> j
         for j in range(R):
             if new[i] and new[j] and w[i] != w[j] and s[i] != s[j]:
                 c = list(w)
                 c[i], c[j] = w[j], w[i]
                 yield c
-    for i in range(R):                                    # pool exchange: p replaces i
+    for i in range(R):  # pool exchange: p replaces i
         for p in range(R):
             if new[i] and waiting[p] and s[p] != s[i]:
                 c = list(w)
                 c[p], c[i] = w[i], -1
                 yield c
-    if chain:                                             # p -> a_i, i -> a_j, j -> pool
+    if chain:  # p -> a_i, i -> a_j, j -> pool
         for p in range(R):
             for i in range(R):
                 for j in range(R):
@@ -93,14 +102,15 @@ def best_candidate(loads0, free0, sizes, valid, worker, chain: bool = False):
     best, best_key = None, None
     for c in candidates(loads0, free0, sizes, valid, worker, chain):
         key = score(loads0, c, sizes)
-        if best_key is None or key < best_key:            # strict: the first among equals wins
+        if best_key is None or key < best_key:  # strict: the first among equals wins
             best, best_key = c, key
     improves = best is not None and best_key < score(loads0, worker, sizes)
     return best, best_key, improves
 
 
-def local_search(loads0, free0, sizes, valid, worker, *, max_iters: int = 8,
-                 chain: bool = False) -> tuple[list[int], bool, int]:
+def local_search(
+    loads0, free0, sizes, valid, worker, *, max_iters: int = 8, chain: bool = False
+) -> tuple[list[int], bool, int]:
     """Best-improvement search from `worker`: (assignment, converged, improving steps taken)."""
     w = [int(x) for x in worker]
     steps = 0
@@ -113,8 +123,9 @@ def local_search(loads0, free0, sizes, valid, worker, *, max_iters: int = 8,
     return w, not improves, steps
 
 
-def search_until_converged(loads0, free0, sizes, valid, worker, *, chain: bool = False,
-                           limit: int = 10_000) -> tuple[list[int], int]:
+def search_until_converged(
+    loads0, free0, sizes, valid, worker, *, chain: bool = False, limit: int = 10_000
+) -> tuple[list[int], int]:
     """The same search without the iteration cap: (local optimum, improving steps it took).
 
     It terminates: each step strictly lowers (J, sum of squares) and an instance has finitely
@@ -144,20 +155,26 @@ def feasible_assignments(free0, valid, max_admitted: int) -> Iterator[tuple[int,
                         yield tuple(w)
 
 
-def longest_improving_chain(loads0, free0, sizes, valid, *, chain: bool = False,
-                            max_admitted: int | None = None) -> int:
+def longest_improving_chain(
+    loads0, free0, sizes, valid, *, chain: bool = False, max_admitted: int | None = None
+) -> int:
     """The most improving steps any sequence of candidate exchanges (not only best ones) can take
     from any assignment of at most `max_admitted` (default U) requests: a search started from any
     such assignment, whatever its choice rule, converges within this many iterations."""
     U = min(int(sum(bool(v) for v in valid)), int(sum(int(f) for f in free0)))
     memo: dict[tuple[int, ...], int] = {}
 
-    def longest(w: tuple[int, ...]) -> int:   # improving steps strictly lower the key: a DAG
+    def longest(w: tuple[int, ...]) -> int:  # improving steps strictly lower the key: a DAG
         if w not in memo:
             key = score(loads0, w, sizes)
-            memo[w] = max((1 + longest(tuple(c))
-                           for c in candidates(loads0, free0, sizes, valid, w, chain)
-                           if score(loads0, c, sizes) < key), default=0)
+            memo[w] = max(
+                (
+                    1 + longest(tuple(c))
+                    for c in candidates(loads0, free0, sizes, valid, w, chain)
+                    if score(loads0, c, sizes) < key
+                ),
+                default=0,
+            )
         return memo[w]
 
     return max(longest(w) for w in feasible_assignments(free0, valid, U if max_admitted is None else max_admitted))

@@ -45,6 +45,7 @@ Readings of the contract fixed here (where it leaves a choice):
   tokens in the snapshots, the event rows and requests_end; it waits there forever if its
   sibling was rejected (at a ring or at the join).
 """
+
 from __future__ import annotations
 
 import functools
@@ -57,8 +58,7 @@ import numpy as np
 from tests.reference.budget import _Req, choose
 from tests.reference.kv import DF, add, from_float64, hist_quantile, iteration_time, le, sub, to_float64
 
-__all__ = ["Request", "simulate", "engine_inputs", "engine_inputs_checked", "FLUSH", "ARRIVAL",
-           "DECIDE", "JOIN"]
+__all__ = ["Request", "simulate", "engine_inputs", "engine_inputs_checked", "FLUSH", "ARRIVAL", "DECIDE", "JOIN"]
 
 F32 = np.float32
 FLUSH, ARRIVAL, DECIDE = 0, 1, 2
@@ -76,6 +76,7 @@ KIND_FLUSH, KIND_ARRIVAL, KIND_BATCH, KIND_WAIT, KIND_END = 1, 2, 3, 4, 5
 class Request:
     """One external request: id, arrival A_i (DF), type z, the random router's draw u
     (float32), and per stage of its route the sizes (v_p, v_d)."""
+
     id: int
     arrival: DF
     type: int
@@ -99,6 +100,7 @@ class _Agent:
     """Agent k: its ring (slot -> task), queue (entry order, leaving tasks included) and
     status: "wait" (idle since `since`), "busy" (batch until `free_at`) or "ready" (decision
     due at `free_at`)."""
+
     k: int
     consts: dict
     slots: dict = field(default_factory=dict)
@@ -126,12 +128,26 @@ def _key(t: DF, cls: int, k: int) -> tuple:
     return (float(t.hi), float(t.lo), cls, k)
 
 
-def simulate(requests: Sequence[Request], *, topology: str, K: int, agents: Sequence[dict],
-             policy: str, routes: Sequence[Sequence[int]] | None = None, router: str = "random",
-             type_orders: Sequence[Sequence[int]] | None = None, phase_first: str = "decode",
-             inner_order: str = "fcfs", horizon: float, burn_in: float = 0.0, table_size: int,
-             snapshots: int = 32, hist_octave_bits: int = 4,
-             max_events: int | None = None, thinned: Sequence[DF] = ()) -> dict:
+def simulate(
+    requests: Sequence[Request],
+    *,
+    topology: str,
+    K: int,
+    agents: Sequence[dict],
+    policy: str,
+    routes: Sequence[Sequence[int]] | None = None,
+    router: str = "random",
+    type_orders: Sequence[Sequence[int]] | None = None,
+    phase_first: str = "decode",
+    inner_order: str = "fcfs",
+    horizon: float,
+    burn_in: float = 0.0,
+    table_size: int,
+    snapshots: int = 32,
+    hist_octave_bits: int = 4,
+    max_events: int | None = None,
+    thinned: Sequence[DF] = (),
+) -> dict:
     """Run the network of docs/network-semantics.md on the given requests.
 
     requests: `Request`s in arrival order (accepted ones only). topology: "parallel", "routes"
@@ -252,7 +268,7 @@ def simulate(requests: Sequence[Request], *, topology: str, K: int, agents: Sequ
 
     def flush(k: int, t: DF) -> None:
         a = ags[k]
-        leaving = [r for r in a.queue if r.leaving]          # entry order at k
+        leaving = [r for r in a.queue if r.leaving]  # entry order at k
         for r in leaving:
             a.queue.remove(r)
             del a.slots[r.entry % Q]
@@ -276,23 +292,22 @@ def simulate(requests: Sequence[Request], *, topology: str, K: int, agents: Sequ
             for target in (1, 2):
                 enter(target, [(r.req, target) for r in leaving], t)
             return
-        before = dict(join)                 # the table is read once, before the flush
+        before = dict(join)  # the table is read once, before the flush
         completed, lost = [], []
         for r in leaving:
             i = r.req.id
             slot = i % J
-            if before.get(slot) == i:           # its sibling waits: the join completes
+            if before.get(slot) == i:  # its sibling waits: the join completes
                 del join[slot]
                 completed.append(r.req)
-            elif slot not in before and slot not in join:   # free, and no earlier claim
+            elif slot not in before and slot not in join:  # free, and no earlier claim
                 join[slot] = i
-            else:                               # held by another request, or race lost
+            else:  # held by another request, or race lost
                 rejections.append((i, r.stage, JOIN, t))
                 lost.append(r)
         for r in lost:
             slot = r.req.id % J
-            why = ("race" if slot not in before else
-                   "freed" if join.get(slot) != before[slot] else "held")
+            why = "race" if slot not in before else "freed" if join.get(slot) != before[slot] else "held"
             join_rejections.append((r.req.id, r.stage, t, why))
         enter(3, [(req, 3) for req in completed], t)
 
@@ -302,10 +317,22 @@ def simulate(requests: Sequence[Request], *, topology: str, K: int, agents: Sequ
         c = a.consts
         queue = list(a.queue)
         assert not any(r.leaving for r in queue)
-        chosen = choose(queue, policy, budget=int(c["budget"]),
-                        max_requests=int(c["max_requests"]), prefill_cap=int(c["prefill_cap"]),
-                        K_p=c["K_p"], K_d=c["K_d"], phase_first=phase_first,
-                        inner_order=inner_order, type_order=tuple(type_orders[k])) if queue else {}
+        chosen = (
+            choose(
+                queue,
+                policy,
+                budget=int(c["budget"]),
+                max_requests=int(c["max_requests"]),
+                prefill_cap=int(c["prefill_cap"]),
+                K_p=c["K_p"],
+                K_d=c["K_d"],
+                phase_first=phase_first,
+                inner_order=inner_order,
+                type_order=tuple(type_orders[k]),
+            )
+            if queue
+            else {}
+        )
         if not chosen:
             stalled = stalled or bool(queue)
             a.status, a.free_at, a.since = "wait", t, t
@@ -327,9 +354,17 @@ def simulate(requests: Sequence[Request], *, topology: str, K: int, agents: Sequ
         if in_window(t):
             a.window_batches += 1
             a.partial += int(partial)
-        batches.append({"agent": k, "t0": t, "tau": tau, "load": load,
-                        "members": {r.req.id: x for r, x in chosen.items()},
-                        "available": available, "partial": partial})
+        batches.append(
+            {
+                "agent": k,
+                "t0": t,
+                "tau": tau,
+                "load": load,
+                "members": {r.req.id: x for r, x in chosen.items()},
+                "available": available,
+                "partial": partial,
+            }
+        )
         a.status, a.free_at = "busy", add(t, tau)
         return load
 
@@ -392,7 +427,7 @@ def simulate(requests: Sequence[Request], *, topology: str, K: int, agents: Sequ
     filled = [s for s in snaps if s is not None]
     ns = np.array([s[0] for s in filled], np.float64)
     xs = np.array([s[1] for s in filled], np.float64)
-    ts = np.array(grid[:len(filled)], np.float64)
+    ts = np.array(grid[: len(filled)], np.float64)
     slope = (lambda y: float(np.polyfit(ts, y, 1)[0])) if len(filled) >= 2 else (lambda y: math.nan)
     wb = [a.window_batches for a in ags]
     idle = [a.idle / window_s for a in ags]
@@ -421,12 +456,23 @@ def simulate(requests: Sequence[Request], *, topology: str, K: int, agents: Sequ
     }
     for tag, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
         metrics[f"latency_{tag}_s"] = hist_quantile(latencies, q, hist_octave_bits)
-    end = {"requests": held(), "tokens": tokens(),
-           "per_agent": [(len(a.queue), sum(r.p + r.d for r in a.queue)) for a in ags],
-           "status": [a.status for a in ags], "join": dict(join)}
-    return {"batches": batches, "departures": departures, "rejections": rejections,
-            "join_rejections": join_rejections,
-            "events": events, "snapshots": snaps, "end": end, "metrics": metrics}
+    end = {
+        "requests": held(),
+        "tokens": tokens(),
+        "per_agent": [(len(a.queue), sum(r.p + r.d for r in a.queue)) for a in ags],
+        "status": [a.status for a in ags],
+        "join": dict(join),
+    }
+    return {
+        "batches": batches,
+        "departures": departures,
+        "rejections": rejections,
+        "join_rejections": join_rejections,
+        "events": events,
+        "snapshots": snaps,
+        "end": end,
+        "metrics": metrics,
+    }
 
 
 def engine_inputs(config, params, seed: int, n_candidates: int) -> list[Request]:
@@ -456,9 +502,15 @@ def engine_inputs(config, params, seed: int, n_candidates: int) -> list[Request]
     out = []
     for i in range(n):
         z = int(types[i])
-        out.append(Request(i, DF(F32(t_hi[i]), F32(t_lo[i])), z, F32(u[i]),
-                           tuple((int(vp[st, i]), int(vd[st, i]))
-                                 for st in range(len(config.workload[z])))))
+        out.append(
+            Request(
+                i,
+                DF(F32(t_hi[i]), F32(t_lo[i])),
+                z,
+                F32(u[i]),
+                tuple((int(vp[st, i]), int(vd[st, i])) for st in range(len(config.workload[z]))),
+            )
+        )
     return out
 
 
@@ -497,8 +549,9 @@ def _input_fn(config, n: int):
         seed = jnp.asarray(seed, jnp.uint32)
         ids = jnp.arange(n, dtype=jnp.int32)
         u = rng.uniform(seed, ids, rng.STREAM_ROUTE)
-        sizes = [stage_lengths(config, seed, ids, types, jnp.full((n,), st, jnp.int32))
-                 for st in range(config.num_stages)]
+        sizes = [
+            stage_lengths(config, seed, ids, types, jnp.full((n,), st, jnp.int32)) for st in range(config.num_stages)
+        ]
         return u, sizes
 
     return jax.jit(f)

@@ -27,6 +27,7 @@ Entry points:
 Every tie is broken by a stated rule, never by dictionary or set iteration order, so the engine
 can reproduce each choice exactly. "Index" always means the request's index in s and o.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -37,17 +38,41 @@ from typing import Callable, Optional, Sequence
 
 from .rng import _mix32
 
-__all__ = ["execute", "memory_trajectory", "tel", "order_fcfs", "order_mcsf", "order_mcsf2",
-           "separate_tel", "fits_knapsack", "f_metric", "exact_dp", "brute_force", "scaled_dp",
-           "scaled_lambda", "scaled_width", "decimal", "local_swap", "quantile_linear",
-           "quantile_exact", "quantile_greedy", "quantile_solver", "stdlib_sampler", "hash3",
-           "hash_quantile_solver", "sorted_f", "swap_scan", "best_order_tel", "Solver"]
+__all__ = [
+    "execute",
+    "memory_trajectory",
+    "tel",
+    "order_fcfs",
+    "order_mcsf",
+    "order_mcsf2",
+    "separate_tel",
+    "fits_knapsack",
+    "f_metric",
+    "exact_dp",
+    "brute_force",
+    "scaled_dp",
+    "scaled_lambda",
+    "scaled_width",
+    "decimal",
+    "local_swap",
+    "quantile_linear",
+    "quantile_exact",
+    "quantile_greedy",
+    "quantile_solver",
+    "stdlib_sampler",
+    "hash3",
+    "hash_quantile_solver",
+    "sorted_f",
+    "swap_scan",
+    "best_order_tel",
+    "Solver",
+]
 
 # A Phase-1 solver: (remaining indices, s, o, M) -> chosen batch (request indices).
 Solver = Callable[[Sequence[int], Sequence[int], Sequence[int], int], list]
 
-QUANTILE_LEVEL = 0.3        # Algorithm 5's quantile for both thresholds
-SAMPLE_FRACTION = 0.5       # Algorithm 5's sample size: max(1, floor(0.5 |I|))
+QUANTILE_LEVEL = 0.3  # Algorithm 5's quantile for both thresholds
+SAMPLE_FRACTION = 0.5  # Algorithm 5's sample size: max(1, floor(0.5 |I|))
 
 
 # --------------------------------------------------------------------------------------------
@@ -91,8 +116,7 @@ def _peaks_fit(members: Sequence[tuple[int, int, int]], M: int) -> bool:
     return True
 
 
-def execute(s: Sequence[int], o: Sequence[int], order: Sequence[int],
-            M: int) -> tuple[list[int], list[int]]:
+def execute(s: Sequence[int], o: Sequence[int], order: Sequence[int], M: int) -> tuple[list[int], list[int]]:
     """Run the Phase-2 executor (notes section 2.1) on `order`; return starts and completions.
 
     At each step t = 1, 2, ...: the active set V is every admitted request with c >= t
@@ -116,7 +140,7 @@ def execute(s: Sequence[int], o: Sequence[int], order: Sequence[int],
     c: list[int] = [-1] * n
     active: list[int] = []
     head, t = 0, 0
-    while head < n:         # once all are admitted, their p and c are final
+    while head < n:  # once all are admitted, their p and c are final
         t += 1
         active = [j for j in active if c[j] >= t]
         members = [(s[j], p[j], c[j]) for j in active]
@@ -139,8 +163,7 @@ def memory_trajectory(s: Sequence[int], o: Sequence[int], p: Sequence[int]) -> l
     max_i (p_i + o_i); an empty instance has an empty trajectory.
     """
     horizon = max((pi + oi for pi, oi in zip(p, o)), default=0)
-    return [sum(si + t - pi for si, oi, pi in zip(s, o, p) if pi < t <= pi + oi)
-            for t in range(1, horizon + 1)]
+    return [sum(si + t - pi for si, oi, pi in zip(s, o, p) if pi < t <= pi + oi) for t in range(1, horizon + 1)]
 
 
 def tel(c: Sequence[int]) -> int:
@@ -154,8 +177,15 @@ def tel(c: Sequence[int]) -> int:
 # The orders this reference implements, by the engine's policy names: fcfs (order_fcfs of the
 # run's random permutation), mcsf, mcsf2 (order_mcsf, order_mcsf2) and Sorted-F (`sorted_f`) with
 # Phase 1 by local_swap, exact_dp, scaled_dp and hash_quantile_solver.
-POLICIES: tuple[str, ...] = ("fcfs", "mcsf", "mcsf2", "sorted_f_swap", "sorted_f_dp",
-                             "sorted_f_scaled", "sorted_f_quantile")
+POLICIES: tuple[str, ...] = (
+    "fcfs",
+    "mcsf",
+    "mcsf2",
+    "sorted_f_swap",
+    "sorted_f_dp",
+    "sorted_f_scaled",
+    "sorted_f_quantile",
+)
 
 
 def order_fcfs(perm: Sequence[int]) -> list[int]:
@@ -223,13 +253,13 @@ def _min_f_dp(items: Sequence[int], w: Sequence[int], o: Sequence[int], cap: int
         wi, oi = w[i], o[i]
         if wi > cap:
             continue
-        for k in range(q, -1, -1):      # descending k: dp[k] is read before this item writes it
+        for k in range(q, -1, -1):  # descending k: dp[k] is read before this item writes it
             row, nxt, tk = dp[k], dp[k + 1], take[q][k + 1]
             for m in range(cap - wi + 1):
                 if row[m] != inf and row[m] + oi < nxt[m + wi]:
                     nxt[m + wi] = row[m] + oi
                     tk[m + wi] = 1
-    best: Optional[tuple[int, int]] = None          # (k, m)
+    best: Optional[tuple[int, int]] = None  # (k, m)
     for k in range(1, n + 1):
         for m in range(cap + 1):
             v = dp[k][m]
@@ -308,8 +338,9 @@ def scaled_lambda(M: int, eps: float, B: float) -> Fraction:
     return max(Fraction(1), Fraction(M, scaled_width(eps, B)))
 
 
-def scaled_dp(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int,
-              eps: float = 0.1, B: float = 100) -> list[int]:
+def scaled_dp(
+    idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int, eps: float = 0.1, B: float = 100
+) -> list[int]:
     """Algorithm 3: exact_dp on weights rounded UP to multiples of lambda, then a re-check.
 
     lambda = `scaled_lambda(M, eps, B)` (a Fraction); w_hat_i = ceil((s_i + o_i) / lambda) and
@@ -351,8 +382,7 @@ def local_swap(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int) -
     return swap_scan(batch, idx, s, o, M)
 
 
-def swap_scan(batch: Sequence[int], idx: Sequence[int], s: Sequence[int], o: Sequence[int],
-              M: int) -> list[int]:
+def swap_scan(batch: Sequence[int], idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int) -> list[int]:
     """Step 2 of `local_swap` (Algorithm 4's swap loop) from a given batch (a list, in its
     insertion order, of members of idx with sum(s + o) <= M); also LP-Swap's (Algorithm 7)
     inner loop. First-improvement swaps exactly as `local_swap` describes; returns the new list.
@@ -412,8 +442,9 @@ def quantile_exact(values: Sequence[int], q: float) -> Fraction:
     return v[lo] + (h - lo) * (v[lo + 1] - v[lo])
 
 
-def quantile_greedy(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int,
-                    sample: Sequence[int], q: float = QUANTILE_LEVEL) -> list[int]:
+def quantile_greedy(
+    idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int, sample: Sequence[int], q: float = QUANTILE_LEVEL
+) -> list[int]:
     """Algorithm 5 (quantile greedy) with its random sample given explicitly.
 
     `sample` holds positions into idx (the paper draws max(1, floor(0.5 |idx|)) of them without
@@ -442,8 +473,7 @@ def quantile_greedy(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: i
             batch.append(i)
             mem += w
     inside = set(batch)
-    for i in sorted((i for i in items if i not in inside),
-                    key=lambda i: (Fraction(o[i], s[i] + o[i]), i)):
+    for i in sorted((i for i in items if i not in inside), key=lambda i: (Fraction(o[i], s[i] + o[i]), i)):
         if mem + s[i] + o[i] <= M:
             batch.append(i)
             mem += s[i] + o[i]
@@ -462,8 +492,10 @@ def stdlib_sampler(seed: int) -> Callable[[int], list[int]]:
 def quantile_solver(sampler: Callable[[int], Sequence[int]]) -> Solver:
     """`quantile_greedy` as a Solver for `sorted_f`: each call draws its sample from `sampler`
     (given |idx|, it returns positions into idx)."""
+
     def solve(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int) -> list[int]:
         return quantile_greedy(idx, s, o, M, list(sampler(len(idx))) if idx else [])
+
     return solve
 
 
@@ -481,8 +513,7 @@ def hash3(seed: int, index: int, stream: int) -> int:
     return _mix32(h + _mix32(seed ^ 0x5BD1E995))
 
 
-def hash_quantile_solver(seed: int, q: float = QUANTILE_LEVEL,
-                         frac: float = SAMPLE_FRACTION) -> Solver:
+def hash_quantile_solver(seed: int, q: float = QUANTILE_LEVEL, frac: float = SAMPLE_FRACTION) -> Solver:
     """`quantile_greedy` with jaxsched's hashed sample, as a Solver for `sorted_f`.
 
     A call on idx (m requests of n = len(s)) samples the max(1, floor(frac m)) requests i of
@@ -490,20 +521,22 @@ def hash_quantile_solver(seed: int, q: float = QUANTILE_LEVEL,
     `decimal`; r grows with every batch, so each call draws afresh). The JAX policy
     sorted_f_quantile draws the same sample bit for bit.
     """
+
     def solve(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int) -> list[int]:
         items = list(idx)
         if not items:
             return []
         r = len(s) - len(items)
         size = max(1, math.floor(decimal(frac) * len(items)))
-        ranked = sorted(range(len(items)),
-                        key=lambda p: (hash3(seed, r * 65536 + items[p], QUANTILE_STREAM), items[p]))
+        ranked = sorted(range(len(items)), key=lambda p: (hash3(seed, r * 65536 + items[p], QUANTILE_STREAM), items[p]))
         return quantile_greedy(items, s, o, M, ranked[:size], q)
+
     return solve
 
 
-def sorted_f(s: Sequence[int], o: Sequence[int], M: int,
-             solver: Solver = exact_dp) -> tuple[list[int], list[list[int]]]:
+def sorted_f(
+    s: Sequence[int], o: Sequence[int], M: int, solver: Solver = exact_dp
+) -> tuple[list[int], list[list[int]]]:
     """Phase 1 of Algorithm 1 (Sorted-F): build the admission order batch by batch.
 
     Repeat until no request remains: X = solver(remaining, s, o, M), `remaining` being the

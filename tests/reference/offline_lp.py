@@ -9,6 +9,7 @@ LP's fractional starts) is given, so the orders are checked independently of the
 - `lp_swap_order(s, o, M, y)`: Algorithm 7 as notes/002.md section 2.4 resolves it.
 - `brute_force_opt(s, o, M, horizon)`: the exact optimum over start vectors (tiny n).
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -23,8 +24,7 @@ def sorted_lp_order(y: Sequence[float]) -> list[int]:
     return sorted(range(len(y)), key=lambda i: (y[i], i))
 
 
-def lp_swap_batch(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int,
-                  y: Sequence[float]) -> list[int]:
+def lp_swap_batch(idx: Sequence[int], s: Sequence[int], o: Sequence[int], M: int, y: Sequence[float]) -> list[int]:
     """One batch of Algorithm 7: walk idx in ascending (y, index) order adding a request
     whenever sum(s + o) stays <= M (skip, not stop), then Algorithm 4's swap loop from that
     list (`ref.swap_scan`, the very code of `ref.local_swap`'s step 2)."""
@@ -45,8 +45,7 @@ def lp_swap_order(s: Sequence[int], o: Sequence[int], M: int, y: Sequence[float]
     return order
 
 
-def brute_force_opt(s: Sequence[int], o: Sequence[int], M: int,
-                    horizon: int) -> tuple[int, list[int]]:
+def brute_force_opt(s: Sequence[int], o: Sequence[int], M: int, horizon: int) -> tuple[int, list[int]]:
     """The least TEL over every start vector p with 0 <= p_i <= horizon - o_i whose memory
     (s_i + t - p_i at each step p_i < t <= p_i + o_i, summed) stays <= M at every step: the
     OPT integer program's optimum, by exhaustive depth-first search (tiny n and horizon only).
@@ -64,7 +63,7 @@ def brute_force_opt(s: Sequence[int], o: Sequence[int], M: int,
     mem = [0] * horizon
     p = [0] * n
     best: list = [None, None]
-    tail = [sum(o[i:]) for i in range(n + 1)]        # least completions of requests i..n-1
+    tail = [sum(o[i:]) for i in range(n + 1)]  # least completions of requests i..n-1
 
     def place(i: int, so_far: int) -> None:
         if best[0] is not None and so_far + tail[i] >= best[0]:
@@ -74,8 +73,8 @@ def brute_force_opt(s: Sequence[int], o: Sequence[int], M: int,
             return
         for k in range(horizon - o[i] + 1):
             if best[0] is not None and so_far + k + tail[i] >= best[0]:
-                break                                   # later starts only cost more
-            steps = range(k, k + o[i])                  # entries t - 1 for t = k+1..k+o
+                break  # later starts only cost more
+            steps = range(k, k + o[i])  # entries t - 1 for t = k+1..k+o
             use = [s[i] + t - k + 1 for t in steps]
             if all(mem[t] + u <= M for t, u in zip(steps, use)):
                 for t, u in zip(steps, use):

@@ -1,4 +1,5 @@
 """jaxsched.rng.uniform in the standard library, shared by the plain-Python reference simulators."""
+
 from __future__ import annotations
 
 _MASK32 = 0xFFFFFFFF

@@ -7,6 +7,7 @@ runner), `checks` (pass/fail logic and its tolerances), `report` (report.md and 
 docs/theorems.md describes the model, the checks, the choice of BF-IO kernels and the measured
 numbers behind them.
 """
+
 from __future__ import annotations
 
 import os
@@ -59,14 +60,22 @@ from .predictions import (
 from .report import make_plots, render_report
 
 # BF-IO kernels (kernels.BFIO_VARIANTS), one per proof (docs/theorems.md, "BF-IO kernels"):
-DEFAULT_KERNEL = "window"        # Theorems 2, 3: minimize max - min, every worker refilled exactly
+DEFAULT_KERNEL = "window"  # Theorems 2, 3: minimize max - min, every worker refilled exactly
 DEFAULT_T1_KERNEL = "round_lpt"  # Theorem 1: deal a round's prompts descending, s_max-balanced
 
 
-def check_theorems(out_dir: str | Path, *, quick: bool = False, kernel: str = DEFAULT_KERNEL,
-                   t1_kernel: str = DEFAULT_T1_KERNEL, seeds: int = 4, measured: int | None = None,
-                   progress: bool = True, plots: bool = True,
-                   bucket_waste: float | None = DEFAULT_MAX_WASTE) -> tuple[bool, list[Check], Path]:
+def check_theorems(
+    out_dir: str | Path,
+    *,
+    quick: bool = False,
+    kernel: str = DEFAULT_KERNEL,
+    t1_kernel: str = DEFAULT_T1_KERNEL,
+    seeds: int = 4,
+    measured: int | None = None,
+    progress: bool = True,
+    plots: bool = True,
+    bucket_waste: float | None = DEFAULT_MAX_WASTE,
+) -> tuple[bool, list[Check], Path]:
     """Run the grid (resuming `out_dir/results.csv`), write report.md and the plots.
 
     measured: measured rounds (Theorem 1) or slot lifetimes 1/p (Theorems 2/3) per run; default
@@ -76,12 +85,16 @@ def check_theorems(out_dir: str | Path, *, quick: bool = False, kernel: str = DE
     """
     # Every argument is checked before the folder is made and anything compiles (a bad count
     # would otherwise surface as a DPConfig field the caller never set).
-    require(isinstance(out_dir, (str, os.PathLike)) and str(out_dir).strip() != "", "out_dir",
-            "a folder path", out_dir)
-    require(not Path(out_dir).exists() or Path(out_dir).is_dir(), "out_dir",
-            "a folder (it exists and is not one)", str(out_dir))
+    require(isinstance(out_dir, (str, os.PathLike)) and str(out_dir).strip() != "", "out_dir", "a folder path", out_dir)
+    require(
+        not Path(out_dir).exists() or Path(out_dir).is_dir(),
+        "out_dir",
+        "a folder (it exists and is not one)",
+        str(out_dir),
+    )
     require_bool(quick, "quick")
     from ...kernels import BFIO_VARIANTS
+
     require_choice(kernel, "kernel", BFIO_VARIANTS)
     require_choice(t1_kernel, "t1_kernel", BFIO_VARIANTS)
     # Two seeds at least: the checks use 95% confidence intervals over seeds.
@@ -95,25 +108,66 @@ def check_theorems(out_dir: str | Path, *, quick: bool = False, kernel: str = DE
     measured = (20 if quick else 48) if measured is None else measured
     t0 = time.perf_counter()
     points = theorem_grid(quick)
-    rows = run_grid(points, out_dir / "results.csv", kernel=kernel, t1_kernel=t1_kernel,
-                    measured=measured, seeds=range(seeds), progress=progress,
-                    bucket_waste=bucket_waste)
+    rows = run_grid(
+        points,
+        out_dir / "results.csv",
+        kernel=kernel,
+        t1_kernel=t1_kernel,
+        measured=measured,
+        seeds=range(seeds),
+        progress=progress,
+        bucket_waste=bucket_waste,
+    )
     checks, tables = all_checks(rows)
     pngs = make_plots(rows, out_dir) if plots else []
-    settings = (f"{'quick' if quick else 'full'} grid, {len(points)} points, {len(rows)} runs, "
-                f"{seeds} seeds, {measured} measured rounds / lifetimes, BF-IO kernel {kernel!r} "
-                f"(Theorems 2, 3) and {t1_kernel!r} (Theorem 1)")
+    settings = (
+        f"{'quick' if quick else 'full'} grid, {len(points)} points, {len(rows)} runs, "
+        f"{seeds} seeds, {measured} measured rounds / lifetimes, BF-IO kernel {kernel!r} "
+        f"(Theorems 2, 3) and {t1_kernel!r} (Theorem 1)"
+    )
     report = out_dir / "report.md"
-    report.write_text(render_report(rows, checks, tables, settings=settings,
-                                    elapsed_s=time.perf_counter() - t0, plots=pngs))
+    report.write_text(
+        render_report(rows, checks, tables, settings=settings, elapsed_s=time.perf_counter() - t0, plots=pngs)
+    )
     return all(c.status != "FAIL" for c in checks), checks, report
 
 
-__all__ = ["check_theorems", "DEFAULT_KERNEL", "DEFAULT_T1_KERNEL", "expected_max_normal",
-           "uniform_prompt_var", "drift_moments", "snapshot_var", "snapshot_sigma",
-           "fcfs_prediction", "ratio_slopes", "Point", "theorem_grid", "run_point", "run_grid",
-           "plan_grid", "COMPILE_S", "run_cost_s", "MAX_WINDOW_WORK", "POOL_SIGMAS", "MAX_POOL",
-           "Check", "fcfs_check", "admission_margin", "bfio_check", "rounds_check",
-           "overload_check", "ratio_rows", "growth_report", "all_checks", "throughput",
-           "FCFS_TOLERANCE", "FCFS_MIN_B", "render_report", "make_plots", "simulate",
-           "make_params", "ols"]
+__all__ = [
+    "check_theorems",
+    "DEFAULT_KERNEL",
+    "DEFAULT_T1_KERNEL",
+    "expected_max_normal",
+    "uniform_prompt_var",
+    "drift_moments",
+    "snapshot_var",
+    "snapshot_sigma",
+    "fcfs_prediction",
+    "ratio_slopes",
+    "Point",
+    "theorem_grid",
+    "run_point",
+    "run_grid",
+    "plan_grid",
+    "COMPILE_S",
+    "run_cost_s",
+    "MAX_WINDOW_WORK",
+    "POOL_SIGMAS",
+    "MAX_POOL",
+    "Check",
+    "fcfs_check",
+    "admission_margin",
+    "bfio_check",
+    "rounds_check",
+    "overload_check",
+    "ratio_rows",
+    "growth_report",
+    "all_checks",
+    "throughput",
+    "FCFS_TOLERANCE",
+    "FCFS_MIN_B",
+    "render_report",
+    "make_plots",
+    "simulate",
+    "make_params",
+    "ols",
+]

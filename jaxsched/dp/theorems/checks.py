@@ -16,6 +16,7 @@ log G, jointly fitted by least squares, with 95% confidence intervals, beside th
 
 Rows are dicts of CSV strings (or the numbers `run_point` returns); loads are in tokens.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,13 +26,14 @@ from typing import Sequence
 from ...results import format_value
 from .predictions import expected_max_normal, ratio_slopes, snapshot_var
 
-FCFS_TOLERANCE = 0.15        # relative error allowed on the FCFS prediction
-FCFS_MIN_B = 64              # the prediction is checked for B >= 64 (Berry-Esseen regime)
+FCFS_TOLERANCE = 0.15  # relative error allowed on the FCFS prediction
+FCFS_MIN_B = 64  # the prediction is checked for B >= 64 (Berry-Esseen regime)
 
 
 @dataclass(frozen=True)
 class Check:
     """One line of the report: name, status (PASS, FAIL or INFO) and the numbers behind it."""
+
     name: str
     status: str
     detail: str
@@ -61,14 +63,24 @@ def fcfs_check(rows: Sequence[dict]) -> tuple[Check, list[list[str]]]:
         if checked:
             worst = max(worst, abs(rel))
             bad += abs(rel) > FCFS_TOLERANCE
-        table.append([r["group"], r["G"], r["B"], format_value(num(r, "sigma")),
-                      f"{format_value(num(r, 'imb_mean'))} ± {format_value(num(r, 'imb_ci95'))}",
-                      format_value(num(r, "prediction")), f"{100 * rel:+.1f}%",
-                      ("FAIL" if abs(rel) > FCFS_TOLERANCE else "ok") if checked else "(B < 64)"])
+        table.append(
+            [
+                r["group"],
+                r["G"],
+                r["B"],
+                format_value(num(r, "sigma")),
+                f"{format_value(num(r, 'imb_mean'))} ± {format_value(num(r, 'imb_ci95'))}",
+                format_value(num(r, "prediction")),
+                f"{100 * rel:+.1f}%",
+                ("FAIL" if abs(rel) > FCFS_TOLERANCE else "ok") if checked else "(B < 64)",
+            ]
+        )
     n = sum(int(r["B"]) >= FCFS_MIN_B for r in by_policy(rows, "fcfs"))
     status = "PASS" if n and not bad else "FAIL"
-    detail = (f"{n - bad}/{n} points with B >= {FCFS_MIN_B} within {100 * FCFS_TOLERANCE:.0f}% of "
-              f"G sigma sqrt(B) e_G; largest |error| {100 * worst:.1f}%")
+    detail = (
+        f"{n - bad}/{n} points with B >= {FCFS_MIN_B} within {100 * FCFS_TOLERANCE:.0f}% of "
+        f"G sigma sqrt(B) e_G; largest |error| {100 * worst:.1f}%"
+    )
     return Check("FCFS imbalance = G sigma sqrt(B) e_G", status, detail), table
 
 
@@ -89,7 +101,7 @@ def admission_margin(row: dict) -> float:
     G, B, s_max, p = int(row["G"]), int(row["B"]), int(row["s_max"]), float(row["p"])
     mu_drift = (int(row["drift_lo"]) + int(row["drift_hi"])) / 2
     mu_u = (s_max + 1) / 2 + mu_drift * (1 - p) / p
-    e_u2 = mu_u ** 2 + snapshot_var(s_max, p, (int(row["drift_lo"]), int(row["drift_hi"])))
+    e_u2 = mu_u**2 + snapshot_var(s_max, p, (int(row["drift_lo"]), int(row["drift_hi"])))
     return B * p * (s_max - 1) / (2 * expected_max_normal(G) * math.sqrt(B * p * e_u2))
 
 
@@ -116,22 +128,42 @@ def bfio_check(rows: Sequence[dict]) -> tuple[Check, Check, list[list[str]]]:
             bad += sig
             worst_gap, worst_imb = max(worst_gap, g / gb), max(worst_imb, i / ib)
             verdict = "ok" if ok else ("FAIL" if sig else "above (n.s.)")
-        table.append([r["group"], r["G"], r["B"], r.get("kernel", ""),
-                      "inf" if math.isinf(margin) else f"{margin:.2f}",
-                      f"{format_value(g)} ± {format_value(num(r, 'gap_ci95'))}",
-                      format_value(gb), f"{format_value(i)} ± {format_value(num(r, 'imb_ci95'))}",
-                      format_value(ib), verdict])
+        table.append(
+            [
+                r["group"],
+                r["G"],
+                r["B"],
+                r.get("kernel", ""),
+                "inf" if math.isinf(margin) else f"{margin:.2f}",
+                f"{format_value(g)} ± {format_value(num(r, 'gap_ci95'))}",
+                format_value(gb),
+                f"{format_value(i)} ± {format_value(num(r, 'imb_ci95'))}",
+                format_value(ib),
+                verdict,
+            ]
+        )
     n = len(rs) - len(excused)
     status = "PASS" if n and not bad else "FAIL"
-    detail = (f"{n - bad}/{n} points not significantly above either bound (mean - 95% CI <= bound), "
-              f"{len(excused)} more above with admission margin kappa/phi < 1 (reported below); "
-              f"largest gap / bound {worst_gap:.3f}, largest imbalance / bound {worst_imb:.3f} "
-              f"(over the {n})")
-    detail2 = "; ".join(f"{r['group']} G={r['G']} B={r['B']}: gap {num(r, 'gap_mean') / num(r, 'gap_bound'):.2f}"
-                        f" x bound, imbalance {num(r, 'imb_mean') / num(r, 'imbalance_bound'):.2f} x bound, "
-                        f"kappa/phi {m:.2f}" for r, m in excused) or "none"
-    return (Check("BF-IO gap <= s_max/p, imbalance <= (G-1) s_max/p", status, detail),
-            Check("BF-IO above the bounds at finite B (kappa/phi < 1, reported)", "INFO", detail2), table)
+    detail = (
+        f"{n - bad}/{n} points not significantly above either bound (mean - 95% CI <= bound), "
+        f"{len(excused)} more above with admission margin kappa/phi < 1 (reported below); "
+        f"largest gap / bound {worst_gap:.3f}, largest imbalance / bound {worst_imb:.3f} "
+        f"(over the {n})"
+    )
+    detail2 = (
+        "; ".join(
+            f"{r['group']} G={r['G']} B={r['B']}: gap {num(r, 'gap_mean') / num(r, 'gap_bound'):.2f}"
+            f" x bound, imbalance {num(r, 'imb_mean') / num(r, 'imbalance_bound'):.2f} x bound, "
+            f"kappa/phi {m:.2f}"
+            for r, m in excused
+        )
+        or "none"
+    )
+    return (
+        Check("BF-IO gap <= s_max/p, imbalance <= (G-1) s_max/p", status, detail),
+        Check("BF-IO above the bounds at finite B (kappa/phi < 1, reported)", "INFO", detail2),
+        table,
+    )
 
 
 def rounds_check(rows: Sequence[dict]) -> Check:
@@ -141,16 +173,21 @@ def rounds_check(rows: Sequence[dict]) -> Check:
     bad = [w for w in worst if not w[0] <= w[1]]
     status = "PASS" if rs and not bad else "FAIL"
     top = max((w[0] - w[1] for w in worst), default=math.nan)
-    detail = (f"{len(rs) - len(bad)}/{len(rs)} Theorem 1 points with max - min <= s_max in every "
-              f"round and seed; largest (max - min) - s_max = {format_value(top)} tokens")
+    detail = (
+        f"{len(rs) - len(bad)}/{len(rs)} Theorem 1 points with max - min <= s_max in every "
+        f"round and seed; largest (max - min) - s_max = {format_value(top)} tokens"
+    )
     return Check("T1 rounds: max - min <= s_max", status, detail)
 
 
 def overload_check(rows: Sequence[dict]) -> Check:
     """Sanity: the pool refilled every freed slot (all G B slots occupied at the end of a run)."""
     bad = [r for r in rows if str(r["full_at_end"]) != "True"]
-    return Check("overloaded pool (all slots full at the end)", "PASS" if not bad else "FAIL",
-                 f"{len(rows) - len(bad)}/{len(rows)} runs")
+    return Check(
+        "overloaded pool (all slots full at the end)",
+        "PASS" if not bad else "FAIL",
+        f"{len(rows) - len(bad)}/{len(rows)} runs",
+    )
 
 
 def ratio_rows(rows: Sequence[dict]) -> dict[str, list[tuple[int, int, float]]]:
@@ -170,13 +207,17 @@ def growth_report(rows: Sequence[dict]) -> tuple[Check, list[list[str]]]:
     for group, pts in ratio_rows(rows).items():
         G, B, r = zip(*pts)
         s = ratio_slopes(G, B, r)
-        cell = lambda v: "n/a" if not math.isfinite(v[0]) else (
-            f"{v[0]:.3f}" + ("" if not math.isfinite(v[1]) else f" ± {v[1]:.3f}"))
-        table.append([group, str(len(pts)), f"{min(r):.2f} .. {max(r):.2f}", cell(s["B"]),
-                      cell(s["logG"]), "0.5"])
-    detail = ("joint least-squares fit of log(ratio) on log B and log log G per group, 95% CI; "
-              "the theorems give ratio = Omega(sqrt(B log G)) only asymptotically, so reported, "
-              "not asserted")
+        cell = lambda v: (
+            "n/a"
+            if not math.isfinite(v[0])
+            else (f"{v[0]:.3f}" + ("" if not math.isfinite(v[1]) else f" ± {v[1]:.3f}"))
+        )
+        table.append([group, str(len(pts)), f"{min(r):.2f} .. {max(r):.2f}", cell(s["B"]), cell(s["logG"]), "0.5"])
+    detail = (
+        "joint least-squares fit of log(ratio) on log B and log log G per group, 95% CI; "
+        "the theorems give ratio = Omega(sqrt(B log G)) only asymptotically, so reported, "
+        "not asserted"
+    )
     return Check("improvement ratio growth (slopes vs 1/2)", "INFO", detail), table
 
 

@@ -15,6 +15,7 @@ s ~ Uniform{1, ..., s_max}, imbalance and the max-min gap measured after admissi
 per (point, policy) in results.csv, written atomically after every run; a rerun with the same
 settings resumes (rows already present are skipped). docs/theorems.md has the measured costs.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,8 +37,8 @@ from ..config import DPConfig, make_params
 from ..engine import ENGINE
 from .predictions import fcfs_prediction, snapshot_sigma
 
-POOL_SIGMAS = 6.0            # pool margin above the mean completions, in standard deviations
-MAX_POOL = 65536             # DPConfig's cap on pool_size
+POOL_SIGMAS = 6.0  # pool margin above the mean completions, in standard deviations
+MAX_POOL = 65536  # DPConfig's cap on pool_size
 # Cap on BF-IO's per-step work G R (window fill, R ~ G B p) up to which the full grid runs
 # BF-IO: above it (G B = 256 x 256, 128 x 1024 and 256 x 1024) one run costs minutes, beyond
 # the sweep's budget (measured costs: docs/theorems.md).
@@ -65,6 +66,7 @@ class Point:
     common output length (steps). drift: Theorem 3's common drift range (tokens per step).
     bfio: whether BF-IO runs here too (window fill costs about G * G B p per step, FCFS G B).
     """
+
     theorem: int
     G: int
     B: int
@@ -115,9 +117,17 @@ class Point:
         out = Constant(self.out_len) if self.p is None else Geometric(self.p)
         K, burn = self.steps(measured)
         return DPConfig(
-            num_workers=self.G, slots_per_worker=self.B, pool_size=self.pool_size(), policy=policy,
-            semantics="theory", workload=Independent(UniformInt(1, self.s_max), out),
-            num_steps=K, burn_in_steps=burn, bfio_kernel=kernel, drift=self.drift)
+            num_workers=self.G,
+            slots_per_worker=self.B,
+            pool_size=self.pool_size(),
+            policy=policy,
+            semantics="theory",
+            workload=Independent(UniformInt(1, self.s_max), out),
+            num_steps=K,
+            burn_in_steps=burn,
+            bfio_kernel=kernel,
+            drift=self.drift,
+        )
 
     def records(self, policy: str) -> bool:
         """Whether a run records trajectories: Theorem 1's BF-IO, whose check reads every
@@ -128,13 +138,20 @@ class Point:
         """Resume key of (point, policy, settings, seeds): `results.run_key` of the run's
         Config, Params and full seed list, with the point's fields."""
         cfg = self.config(policy, kernel, measured)
-        return run_key("dp", cfg, make_params(cfg), seeds, point=dataclasses.asdict(self),
-                       records=self.records(policy))
+        return run_key("dp", cfg, make_params(cfg), seeds, point=dataclasses.asdict(self), records=self.records(policy))
 
 
-def _product(theorem: int, Gs: Sequence[int], Bs: Sequence[int], s_max: int, p: float | None, *,
-             drift: tuple[int, int] = (1, 1), max_bfio_work: int | None = None,
-             out_len: int = 2) -> list[Point]:
+def _product(
+    theorem: int,
+    Gs: Sequence[int],
+    Bs: Sequence[int],
+    s_max: int,
+    p: float | None,
+    *,
+    drift: tuple[int, int] = (1, 1),
+    max_bfio_work: int | None = None,
+    out_len: int = 2,
+) -> list[Point]:
     """Points over Gs x Bs; BF-IO only where its per-step work is <= the cap `max_bfio_work`.
 
     The work is window fill's G * R with R ~ G B p (T1: G B, round LPT's elements per step).
@@ -143,8 +160,9 @@ def _product(theorem: int, Gs: Sequence[int], Bs: Sequence[int], s_max: int, p: 
     for G in Gs:
         for B in Bs:
             work = G * B if p is None else G * G * B * p
-            pts.append(Point(theorem, G, B, s_max, p, out_len, drift,
-                             bfio=max_bfio_work is None or work <= max_bfio_work))
+            pts.append(
+                Point(theorem, G, B, s_max, p, out_len, drift, bfio=max_bfio_work is None or work <= max_bfio_work)
+            )
     return pts
 
 
@@ -161,11 +179,12 @@ def theorem_grid(quick: bool = False) -> list[Point]:
     - Theorem 3, (20, 0.1), drifts (0, 0), (0, 2), (1, 4): G in {16, 64} x B in {64, 256}, both.
     """
     if quick:
-        return (_product(1, [8], [64], 20, None)
-                + _product(2, [8], [16, 64], 20, 0.1)
-                + _product(3, [8], [64], 20, 0.1, drift=(1, 4)))
-    pts = _product(2, [8, 16, 32, 64, 128, 256], [16, 64, 256, 1024], 20, 0.1,
-                   max_bfio_work=MAX_WINDOW_WORK)
+        return (
+            _product(1, [8], [64], 20, None)
+            + _product(2, [8], [16, 64], 20, 0.1)
+            + _product(3, [8], [64], 20, 0.1, drift=(1, 4))
+        )
+    pts = _product(2, [8, 16, 32, 64, 128, 256], [16, 64, 256, 1024], 20, 0.1, max_bfio_work=MAX_WINDOW_WORK)
     for s_max, p in ((4, 0.2), (100, 0.05)):
         pts += _product(2, [8, 64], [16, 64, 256], s_max, p, max_bfio_work=MAX_WINDOW_WORK)
     pts += _product(1, [8, 16, 64], [16, 64, 256], 20, None)
@@ -178,23 +197,36 @@ def _round_gap_max(res, G: int) -> float:
     """Largest post-admission max - min over every round's admission step and seed (tokens),
     over the run's own G workers (a run padded into a bucket records the bucket's)."""
     loads = np.asarray(res.trajectories["post_admission_loads"], np.int64)[..., :G]  # [S, K, G]
-    rounds = np.asarray(res.trajectories["num_admitted"]) > 0                       # [S, K]
+    rounds = np.asarray(res.trajectories["num_admitted"]) > 0  # [S, K]
     gaps = loads.max(-1) - loads.min(-1)
     return float(gaps[rounds].max()) if rounds.any() else math.nan
 
 
-def point_row(pt: Point, policy: str, kernel: str, cfg: DPConfig, res, seeds: Sequence[int],
-              cpu_s: float) -> dict:
+def point_row(pt: Point, policy: str, kernel: str, cfg: DPConfig, res, seeds: Sequence[int], cpu_s: float) -> dict:
     """The results row (one CSV row) of one (point, policy) run over the seeds: tokens for
     loads, gaps and bounds; `*_mean`, `*_std`, `*_ci95` are over the seeds."""
     m = res.metrics
-    row = dict(theorem=pt.theorem, group=pt.group, G=pt.G, B=pt.B, s_max=pt.s_max,
-               p="" if pt.p is None else pt.p, out_len=pt.out_len if pt.p is None else "",
-               drift_lo=pt.drift[0], drift_hi=pt.drift[1], policy=policy,
-               kernel=kernel if policy == "bfio" else "", pool_size=cfg.pool_size,
-               num_steps=cfg.num_steps, burn_in_steps=cfg.burn_in_steps, n=len(seeds),
-               sigma=pt.sigma, prediction=fcfs_prediction(pt.G, pt.B, pt.sigma),
-               gap_bound=pt.gap_bound, imbalance_bound=(pt.G - 1) * pt.gap_bound)
+    row = dict(
+        theorem=pt.theorem,
+        group=pt.group,
+        G=pt.G,
+        B=pt.B,
+        s_max=pt.s_max,
+        p="" if pt.p is None else pt.p,
+        out_len=pt.out_len if pt.p is None else "",
+        drift_lo=pt.drift[0],
+        drift_hi=pt.drift[1],
+        policy=policy,
+        kernel=kernel if policy == "bfio" else "",
+        pool_size=cfg.pool_size,
+        num_steps=cfg.num_steps,
+        burn_in_steps=cfg.burn_in_steps,
+        n=len(seeds),
+        sigma=pt.sigma,
+        prediction=fcfs_prediction(pt.G, pt.B, pt.sigma),
+        gap_bound=pt.gap_bound,
+        imbalance_bound=(pt.G - 1) * pt.gap_bound,
+    )
     for name, short in (("avg_imbalance_tokens", "imb"), ("avg_gap_tokens", "gap")):
         mean, std, half, _ = mean_ci(m[name])
         row.update({f"{short}_mean": mean, f"{short}_std": std, f"{short}_ci95": half})
@@ -202,13 +234,14 @@ def point_row(pt: Point, policy: str, kernel: str, cfg: DPConfig, res, seeds: Se
     row["full_at_end"] = bool(np.all(m["num_admitted"] - m["num_finished"] == pt.G * pt.B))
     row["round_gap_max"] = _round_gap_max(res, pt.G) if pt.records(policy) else ""
     row["wall_s"] = res.wall_s
-    row["cpu_s"] = cpu_s        # process CPU time (compile + run): robust to a shared machine
+    row["cpu_s"] = cpu_s  # process CPU time (compile + run): robust to a shared machine
     row["seed_steps"] = len(seeds) * cfg.num_steps
     return row
 
 
-def run_point(pt: Point, policy: str, kernel: str, measured: int, seeds: Sequence[int], *,
-              memory_budget_mb: float = 1024.0) -> dict:
+def run_point(
+    pt: Point, policy: str, kernel: str, measured: int, seeds: Sequence[int], *, memory_budget_mb: float = 1024.0
+) -> dict:
     """Run one (point, policy) over the seeds, unpadded; returns its results row."""
     cfg = pt.config(policy, kernel, measured)
     record = pt.records(policy)
@@ -225,9 +258,14 @@ def _eta_weight(pt: Point, measured: int) -> float:
     return pt.G * pt.B * pt.steps(measured)[0] / 1e6
 
 
-def plan_grid(jobs: Sequence[tuple[Point, str, str]], measured: int, num_seeds: int, *,
-              max_waste: float | None = DEFAULT_MAX_WASTE,
-              compile_s: float = COMPILE_S) -> list[Bucket]:
+def plan_grid(
+    jobs: Sequence[tuple[Point, str, str]],
+    measured: int,
+    num_seeds: int,
+    *,
+    max_waste: float | None = DEFAULT_MAX_WASTE,
+    compile_s: float = COMPILE_S,
+) -> list[Bucket]:
     """Size buckets of the (point, policy, kernel) jobs (`jaxsched.buckets.plan_buckets`), each
     one compiled program, in the order of their first job. Only runs that simulate in less
     time than a compilation (`run_cost_s` <= compile_s) are padded: padding a longer run would
@@ -244,10 +282,17 @@ def plan_grid(jobs: Sequence[tuple[Point, str, str]], measured: int, num_seeds: 
     return plan
 
 
-def _run_bucket(bucket: Bucket, jobs: Sequence[tuple[Point, str, str]],
-                configs: Sequence[DPConfig], seeds: Sequence[int], bar: Progress, start: float,
-                weights: Sequence[float], detail: str,
-                memory_budget_mb: float = 1024.0) -> list[dict]:
+def _run_bucket(
+    bucket: Bucket,
+    jobs: Sequence[tuple[Point, str, str]],
+    configs: Sequence[DPConfig],
+    seeds: Sequence[int],
+    bar: Progress,
+    start: float,
+    weights: Sequence[float],
+    detail: str,
+    memory_budget_mb: float = 1024.0,
+) -> list[dict]:
     """Rows of a bucket's jobs: one `simulate_points` call (one program, points x seeds
     vmapped), or one unpadded `simulate` for a bucket of one. configs: every job's own config.
     weights: the bucket's jobs' ETA weights (slot-steps); wall and CPU time are split among the
@@ -260,16 +305,16 @@ def _run_bucket(bucket: Bucket, jobs: Sequence[tuple[Point, str, str]],
         pt, pol, kern = members[0]
         cfg = bucket.config
         chunk = min(len(seeds), seeds_for_budget(ENGINE, cfg, memory_budget_mb, record))
-        res = [simulate(cfg, make_params(cfg), seeds, seed_chunk=chunk, record=record,
-                        progress=share)]
+        res = [simulate(cfg, make_params(cfg), seeds, seed_chunk=chunk, record=record, progress=share)]
         cfgs = [cfg]
     else:
         cap = {f: getattr(bucket.config, f) for f in ENGINE.size_fields}
         cfgs = [configs[i] for i in bucket.members]
         params = [ENGINE.pad(c, make_params(c), cap)[1] for c in cfgs]
         chunk = seeds_for_budget(ENGINE, bucket.config, memory_budget_mb, record)
-        res = simulate_points(bucket.config, params, seeds, record=record, progress=share,
-                              seed_chunk=min(len(seeds) * len(params), chunk))
+        res = simulate_points(
+            bucket.config, params, seeds, record=record, progress=share, seed_chunk=min(len(seeds) * len(params), chunk)
+        )
     cpu_s = time.process_time() - cpu0
     total = sum(weights)
     rows = []
@@ -280,9 +325,17 @@ def _run_bucket(bucket: Bucket, jobs: Sequence[tuple[Point, str, str]],
     return rows
 
 
-def run_grid(points: Sequence[Point], out_csv: Path, *, kernel: str, t1_kernel: str,
-             measured: int = 30, seeds: Sequence[int] = range(4), progress: bool = True,
-             bucket_waste: float | None = DEFAULT_MAX_WASTE) -> list[dict]:
+def run_grid(
+    points: Sequence[Point],
+    out_csv: Path,
+    *,
+    kernel: str,
+    t1_kernel: str,
+    measured: int = 30,
+    seeds: Sequence[int] = range(4),
+    progress: bool = True,
+    bucket_waste: float | None = DEFAULT_MAX_WASTE,
+) -> list[dict]:
     """Run every (point, policy) not yet in `out_csv`, appending rows atomically; returns all rows
     of this grid and these settings.
 
@@ -308,8 +361,10 @@ def run_grid(points: Sequence[Point], out_csv: Path, *, kernel: str, t1_kernel: 
     for bucket in plan:
         pt0, pol0, _ = todo[bucket.members[0]]
         w = [weights[i] for i in bucket.members]
-        detail = (f"{ran}/{len(jobs)} runs, now {pt0.group} {pol0}, {len(w)} point(s) up to "
-                  f"G={bucket.config.num_workers} B={bucket.config.slots_per_worker}")
+        detail = (
+            f"{ran}/{len(jobs)} runs, now {pt0.group} {pol0}, {len(w)} point(s) up to "
+            f"G={bucket.config.num_workers} B={bucket.config.slots_per_worker}"
+        )
         rows = _run_bucket(bucket, todo, configs, seeds, bar, done, w, detail)
         for i, row in zip(bucket.members, rows):
             results.append({"key": todo_keys[i], **row})

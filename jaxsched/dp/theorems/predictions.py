@@ -5,6 +5,7 @@ normals), the per-slot snapshot variance of the post-admission load per theorem,
 predicted average imbalance, and the fitted growth of the improvement ratio FCFS / BF-IO.
 Lengths and loads are in tokens; least squares comes from `jaxsched.stats`.
 """
+
 from __future__ import annotations
 
 import functools

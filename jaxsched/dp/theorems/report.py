@@ -1,4 +1,5 @@
 """The outputs of `jaxsched check theorems`: the markdown report and the three plots."""
+
 from __future__ import annotations
 
 import math
@@ -9,37 +10,56 @@ from ...results import markdown_table
 from .checks import FCFS_TOLERANCE, Check, by_policy, num, ratio_rows, throughput
 
 
-def render_report(rows: Sequence[dict], checks: Sequence[Check], tables: dict, *, settings: str,
-                  elapsed_s: float, plots: Sequence[Path]) -> str:
+def render_report(
+    rows: Sequence[dict],
+    checks: Sequence[Check],
+    tables: dict,
+    *,
+    settings: str,
+    elapsed_s: float,
+    plots: Sequence[Path],
+) -> str:
     """The markdown report: settings, check summary, detail tables (`all_checks`), plots.
 
     elapsed_s: wall seconds of the whole invocation; plots: PNG files beside the report.
     """
     wall, cpu, steps, rate = throughput(rows)
     parts = [
-        "# BF-IO Theorems 1-3: `jaxsched check theorems`", "",
-        f"Settings: {settings}.", "",
+        "# BF-IO Theorems 1-3: `jaxsched check theorems`",
+        "",
+        f"Settings: {settings}.",
+        "",
         f"Wall time of this invocation {elapsed_s:.1f} s; simulation (compile + run) over all "
         f"{len(rows)} runs {wall:.1f} s wall, {cpu:.1f} s process CPU, for {steps:.0f} "
-        f"seed-steps ({rate:.0f} seed-steps per wall second, compilation included).", "",
+        f"seed-steps ({rate:.0f} seed-steps per wall second, compilation included).",
+        "",
         "Sigma is the per-slot snapshot standard deviation derived analytically "
         "(`jaxsched.dp.theorems.snapshot_var`): sigma_s^2 = (s_max^2 - 1)/12 (Theorem 1), "
         "sigma_s^2 + (1-p)/p^2 (Theorem 2), and for a common drift with mean mu and variance v "
         "sigma_s^2 + (q/p) v + mu^2 q/p^2 - v q^2/(1-q^2), q = 1-p (Theorem 3: the variance given "
-        "the drift path, averaged over paths).", "",
-        "## Checks", "",
+        "the drift path, averaged over paths).",
+        "",
+        "## Checks",
+        "",
         markdown_table(["check", "status", "numbers"], [[c.name, c.status, c.detail] for c in checks]),
-        "", "## FCFS imbalance against G sigma sqrt(B) e_G", "",
-        markdown_table(["group", "G", "B", "sigma", "FCFS imbalance", "prediction", "error", ""],
-                       tables["fcfs"]),
-        "", "## BF-IO gap and imbalance against the bounds", "",
-        markdown_table(["group", "G", "B", "kernel", "kappa/phi", "avg gap", "gap bound",
-                        "avg imbalance", "imb. bound", ""],
-                       tables["bfio"]),
-        "", "## Improvement ratio FCFS / BF-IO", "",
-        markdown_table(["group", "points", "ratio range", "slope vs B", "slope vs log G", "theorem"],
-                       tables["growth"]),
-        "", "Values are means over seeds ± 95% CI half-widths (tokens).", "",
+        "",
+        "## FCFS imbalance against G sigma sqrt(B) e_G",
+        "",
+        markdown_table(["group", "G", "B", "sigma", "FCFS imbalance", "prediction", "error", ""], tables["fcfs"]),
+        "",
+        "## BF-IO gap and imbalance against the bounds",
+        "",
+        markdown_table(
+            ["group", "G", "B", "kernel", "kappa/phi", "avg gap", "gap bound", "avg imbalance", "imb. bound", ""],
+            tables["bfio"],
+        ),
+        "",
+        "## Improvement ratio FCFS / BF-IO",
+        "",
+        markdown_table(["group", "points", "ratio range", "slope vs B", "slope vs log G", "theorem"], tables["growth"]),
+        "",
+        "Values are means over seeds ± 95% CI half-widths (tokens).",
+        "",
     ]
     if plots:
         parts += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
@@ -50,8 +70,11 @@ def make_plots(rows: Sequence[dict], out_dir: Path) -> list[Path]:
     """The three figures (PNG) in out_dir: the improvement ratio against sqrt(B log G), FCFS
     against its prediction, and BF-IO's gap against B beside its bound."""
     from ..plots import bfio_gap_vs_b, fcfs_vs_prediction, improvement_ratio
-    ratio = {g: ([math.sqrt(B * math.log(G)) for G, B, _ in pts], [r for *_, r in pts])
-             for g, pts in ratio_rows(rows).items()}
+
+    ratio = {
+        g: ([math.sqrt(B * math.log(G)) for G, B, _ in pts], [r for *_, r in pts])
+        for g, pts in ratio_rows(rows).items()
+    }
     fcfs: dict[str, tuple] = {}
     for r in by_policy(rows, "fcfs"):
         fcfs.setdefault(r["group"], ([], [], []))
@@ -64,6 +87,8 @@ def make_plots(rows: Sequence[dict], out_dir: Path) -> list[Path]:
         for lst, v in zip(d, (int(r["B"]), num(r, "gap_mean"), num(r, "gap_ci95"))):
             lst.append(v)
         bounds[r["group"]] = num(r, "gap_bound")
-    return [improvement_ratio(ratio, out_dir / "ratio_vs_sqrt_B_logG.png"),
-            fcfs_vs_prediction(fcfs, out_dir / "fcfs_vs_prediction.png", tolerance=FCFS_TOLERANCE),
-            bfio_gap_vs_b(gaps, bounds, out_dir / "bfio_gap_vs_B.png")]
+    return [
+        improvement_ratio(ratio, out_dir / "ratio_vs_sqrt_B_logG.png"),
+        fcfs_vs_prediction(fcfs, out_dir / "fcfs_vs_prediction.png", tolerance=FCFS_TOLERANCE),
+        bfio_gap_vs_b(gaps, bounds, out_dir / "bfio_gap_vs_B.png"),
+    ]

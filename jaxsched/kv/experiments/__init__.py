@@ -6,6 +6,7 @@ steady-state plans, threshold rules);
 1's horizon sweep; `tables`: markdown tables of their rows. Reading guide: notes/001.md §4, §5,
 §7; the experiments, operating points and measured results: docs/kv-experiments.md.
 """
+
 from .runner import mean_half_width, registered_policies, run_experiment, run_point
 from .scaling import SCALING_INSTANCES, SCALING_T, SCALING_T_QUICK, ScalingInstance, run_scaling, scaling_point
 from .setups import (
@@ -25,10 +26,30 @@ from .setups import (
 )
 from .tables import experiment_table, scaling_tables
 
-__all__ = ["CAPACITY_RULES", "EXPERIMENTS", "HARDWARE", "POLICY_LABELS", "POLICY_ORDER", "Hardware",
-           "KVExperiment", "SteadyPlan", "capacity_for", "nested_rule", "steady_plan",
-           "thresholds_for", "wait_rule",
-           "mean_half_width", "registered_policies", "run_experiment", "run_point",
-           "SCALING_INSTANCES", "SCALING_T", "SCALING_T_QUICK", "ScalingInstance", "run_scaling",
-           "scaling_point",
-           "experiment_table", "scaling_tables"]
+__all__ = [
+    "CAPACITY_RULES",
+    "EXPERIMENTS",
+    "HARDWARE",
+    "POLICY_LABELS",
+    "POLICY_ORDER",
+    "Hardware",
+    "KVExperiment",
+    "SteadyPlan",
+    "capacity_for",
+    "nested_rule",
+    "steady_plan",
+    "thresholds_for",
+    "wait_rule",
+    "mean_half_width",
+    "registered_policies",
+    "run_experiment",
+    "run_point",
+    "SCALING_INSTANCES",
+    "SCALING_T",
+    "SCALING_T_QUICK",
+    "ScalingInstance",
+    "run_scaling",
+    "scaling_point",
+    "experiment_table",
+    "scaling_tables",
+]

@@ -12,6 +12,7 @@ window (no warm-up, no drain) and the latency of the window's requests; `settlin
 the queue stopped growing. `throughput_ratio` reports thr / throughput* (8): about 1 for a
 policy that keeps up with the load, below 1 for one that does not.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -60,13 +61,16 @@ def registered_policies(requested: Sequence[str] | None = None) -> list[str]:
 def _sequence(value, field: str, allowed: str) -> tuple:
     """A non-empty list or tuple (a string is one value, not a sequence of characters: an empty
     grid or a string would otherwise run nothing or iterate over letters)."""
-    require(isinstance(value, (list, tuple, range, np.ndarray)) and len(value) >= 1, field,
-            f"a non-empty sequence of {allowed}", value)
+    require(
+        isinstance(value, (list, tuple, range, np.ndarray)) and len(value) >= 1,
+        field,
+        f"a non-empty sequence of {allowed}",
+        value,
+    )
     return tuple(value)
 
 
-def _sizes(exp: KVExperiment, types: FluidTypes, n_req: int, horizon_s: float,
-           hw: Hardware) -> dict:
+def _sizes(exp: KVExperiment, types: FluidTypes, n_req: int, horizon_s: float, hw: Hardware) -> dict:
     """Initial table size Q and max_steps for a run of n_req requests ending by horizon_s
     (the table then grows while arrivals are lost, `_run_growing_table`)."""
     eq = equilibrium(types)
@@ -95,8 +99,9 @@ DRAIN_RELAX = 2.0
 # half only (the policy settles more slowly than the fluid relaxation time says).
 BURN_IN_DOUBLINGS = 2
 
-_METRIC_KEYS = tuple(k + suf for k in ("throughput", "latency_mean", "latency_p99", "ttft_mean",
-                                         "ttft_p99") for suf in ("", "_ci"))
+_METRIC_KEYS = tuple(
+    k + suf for k in ("throughput", "latency_mean", "latency_p99", "ttft_mean", "ttft_p99") for suf in ("", "_ci")
+)
 
 
 def overload(policy: str, types: FluidTypes, batch_limit: int | None) -> str:
@@ -111,26 +116,50 @@ def overload(policy: str, types: FluidTypes, batch_limit: int | None) -> str:
     defaults = inspect.signature(make_params).parameters
     limits = []
     if batch_limit is not None:
-        limits.append(("the batch limit B", batch_limit, float(np.dot(types.rates, types.decode + 1)),
-                       "request-stages"))
+        limits.append(
+            ("the batch limit B", batch_limit, float(np.dot(types.rates, types.decode + 1)), "request-stages")
+        )
     if policy == "sarathi":
-        limits.append(("the chunk budget", defaults["chunk_size"].default,
-                       float(np.dot(types.rates, types.prefill)), "prefill tokens"))
+        limits.append(
+            (
+                "the chunk budget",
+                defaults["chunk_size"].default,
+                float(np.dot(types.rates, types.prefill)),
+                "prefill tokens",
+            )
+        )
     if policy == "vllm":
-        limits.append(("max_tokens_in_batch", defaults["max_tokens_in_batch"].default,
-                       types.total_rate * float(types.prefill.max()), "prompt tokens"))
+        limits.append(
+            (
+                "max_tokens_in_batch",
+                defaults["max_tokens_in_batch"].default,
+                types.total_rate * float(types.prefill.max()),
+                "prompt tokens",
+            )
+        )
     for what, per_iter, demand, unit in limits:
         busy = types.d0 * demand / per_iter + types.d1 * types.work
         if busy >= 1.0:
-            return (f"overloaded by {what}: d0 D / X + rho = {busy:.2f} >= 1 (X = {per_iter} "
-                    f"{unit} per iteration, D = {demand:.4g} {unit}/s)")
+            return (
+                f"overloaded by {what}: d0 D / X + rho = {busy:.2f} >= 1 (X = {per_iter} "
+                f"{unit} per iteration, D = {demand:.4g} {unit}/s)"
+            )
     return ""
 
 
-def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int], n_req: int,
-              hw: Hardware = HARDWARE, table_limit: int = TABLE_LIMIT,
-              batch_limit: int | None = None, prefill_price: float | None = None,
-              capacity: str = "mstar", steady: bool = True) -> dict:
+def run_point(
+    exp: KVExperiment,
+    policy: str,
+    load: float,
+    seeds: Sequence[int],
+    n_req: int,
+    hw: Hardware = HARDWARE,
+    table_limit: int = TABLE_LIMIT,
+    batch_limit: int | None = None,
+    prefill_price: float | None = None,
+    capacity: str = "mstar",
+    steady: bool = True,
+) -> dict:
     """One (policy, load, B, C) point over `seeds`: a tidy row (means and 95% CI half-widths).
 
     capacity: the rule for C (`setups.CAPACITY_RULES`). steady: a steady-state row
@@ -155,31 +184,54 @@ def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int],
     types = exp.types(load, hw)
     eq = equilibrium(types)
     th, rule = thresholds_for(exp, policy, types)
-    plan = (steady_plan(exp, load, n_req, hw) if steady
-            else SteadyPlan(float("nan"), 0, n_req))
+    plan = steady_plan(exp, load, n_req, hw) if steady else SteadyPlan(float("nan"), 0, n_req)
     over = overload(policy, types, batch_limit)
-    row = dict(experiment=exp.name, policy=policy, label=POLICY_LABELS.get(policy, policy),
-               load=load, rate_total_req_s=float(types.total_rate),
-               batch_limit="none" if batch_limit is None else batch_limit,
-               capacity_rule=c_rule, capacity_tokens=C,
-               prefill_price="eq1" if prefill_price is None else prefill_price,
-               seeds=len(seeds), num_requests=plan.num_requests, burn_in_requests=plan.burn_in,
-               window_requests=plan.window, relax_s=plan.relax_s,
-               thresholds=" ".join(map(str, th)) if th else "-", rule=rule,
-               fluid_throughput=eq.throughput, fluid_memory_tokens=eq.memory)
+    row = dict(
+        experiment=exp.name,
+        policy=policy,
+        label=POLICY_LABELS.get(policy, policy),
+        load=load,
+        rate_total_req_s=float(types.total_rate),
+        batch_limit="none" if batch_limit is None else batch_limit,
+        capacity_rule=c_rule,
+        capacity_tokens=C,
+        prefill_price="eq1" if prefill_price is None else prefill_price,
+        seeds=len(seeds),
+        num_requests=plan.num_requests,
+        burn_in_requests=plan.burn_in,
+        window_requests=plan.window,
+        relax_s=plan.relax_s,
+        thresholds=" ".join(map(str, th)) if th else "-",
+        rule=rule,
+        fluid_throughput=eq.throughput,
+        fluid_memory_tokens=eq.memory,
+    )
     if th is None and "thresholds" in POLICIES[policy].options:
         # Not runnable here (e.g. WAIT's M^pi > C for every integer threshold): a row of nans.
         nan = math.nan
-        row.update({k: nan for k in _METRIC_KEYS}, throughput_ratio=nan, peak_memory_tokens=nan,
-                   mean_memory_tokens=nan, preemptions=nan, overflows=nan, queue_growth=nan,
-                   queue_growth_ci=nan, queue_growth_first_half=nan, horizon_s=nan,
-                   table_size=0, dropped_arrivals=0.0, status="infeasible", issues=rule,
-                   wall_s=0.0)
+        row.update(
+            {k: nan for k in _METRIC_KEYS},
+            throughput_ratio=nan,
+            peak_memory_tokens=nan,
+            mean_memory_tokens=nan,
+            preemptions=nan,
+            overflows=nan,
+            queue_growth=nan,
+            queue_growth_ci=nan,
+            queue_growth_first_half=nan,
+            horizon_s=nan,
+            table_size=0,
+            dropped_arrivals=0.0,
+            status="infeasible",
+            issues=rule,
+            wall_s=0.0,
+        )
         return row
     t0 = time.perf_counter()
-    run = lambda plan, short: _run_plan(exp, policy, types, th, plan, short, list(seeds), hw,
-                                        batch_limit, prefill_price, table_limit)
-    lifetime = plan.relax_s * (1.0 - load) * types.total_rate     # arrivals per fluid lifetime
+    run = lambda plan, short: _run_plan(
+        exp, policy, types, th, plan, short, list(seeds), hw, batch_limit, prefill_price, table_limit
+    )
+    lifetime = plan.relax_s * (1.0 - load) * types.total_rate  # arrivals per fluid lifetime
     short = steady and bool(over)
     if short:
         plan = overloaded_plan(plan, lifetime, n_req, table_limit)
@@ -190,16 +242,20 @@ def run_point(exp: KVExperiment, policy: str, load: float, seeds: Sequence[int],
             break
         plan = dataclasses.replace(plan, burn_in=2 * plan.burn_in)
         cfg, met, horizon = run(plan, short)
-    if steady and not short and met["table_overflow"].any() and _keeps_growing(
-            met, plan.window, cfg.table_size):
+    if steady and not short and met["table_overflow"].any() and _keeps_growing(met, plan.window, cfg.table_size):
         # A queue that keeps growing fills any table: rerun on the short plan, whose table
         # holds every arrival, instead of reporting losses.
         plan, short = overloaded_plan(plan, lifetime, n_req, table_limit), True
         cfg, met, horizon = run(plan, short)
     row["wall_s"] = time.perf_counter() - t0
-    row.update(num_requests=plan.num_requests, burn_in_requests=plan.burn_in,
-               window_requests=plan.window, horizon_s=horizon or math.nan,
-               table_size=cfg.table_size, dropped_arrivals=float(met["table_overflow"].sum()))
+    row.update(
+        num_requests=plan.num_requests,
+        burn_in_requests=plan.burn_in,
+        window_requests=plan.window,
+        horizon_s=horizon or math.nan,
+        table_size=cfg.table_size,
+        dropped_arrivals=float(met["table_overflow"].sum()),
+    )
     _fill_metrics(row, met, eq.throughput, steady)
     growth, growth_ci, first, unsettled = settling(met, plan.window)
     row.update(queue_growth=growth, queue_growth_ci=growth_ci, queue_growth_first_half=first)
@@ -224,12 +280,10 @@ def _settled_late(met: dict, window: int) -> bool:
 def _keeps_growing(met: dict, window: int, table_size: int) -> bool:
     """The run did not keep up (`settling` over its window of `window` requests), or its table
     was nearly full when the window closed (a full table flattens the measured growth)."""
-    return bool(settling(met, window)[3]) or bool(
-        np.mean(met["in_system_close"]) >= 0.9 * table_size)
+    return bool(settling(met, window)[3]) or bool(np.mean(met["in_system_close"]) >= 0.9 * table_size)
 
 
-def overloaded_plan(plan: SteadyPlan, lifetime_requests: float, n_req: int,
-                    limit: int) -> SteadyPlan:
+def overloaded_plan(plan: SteadyPlan, lifetime_requests: float, n_req: int, limit: int) -> SteadyPlan:
     """The plan of a row whose queue grows without bound, run on a table that holds every
     arrival (`_run_plan`). No steady state to wait for: a burn-in of two fluid request lifetimes
     of arrivals (lifetime_requests each; the start-up transient), a window of four lifetimes
@@ -243,9 +297,19 @@ def overloaded_plan(plan: SteadyPlan, lifetime_requests: float, n_req: int,
     return SteadyPlan(plan.relax_s, burn, window)
 
 
-def _run_plan(exp: KVExperiment, policy: str, types: FluidTypes, th, plan: SteadyPlan,
-              short: bool, seeds: list[int], hw: Hardware, batch_limit: int | None,
-              prefill_price: float | None, table_limit: int):
+def _run_plan(
+    exp: KVExperiment,
+    policy: str,
+    types: FluidTypes,
+    th,
+    plan: SteadyPlan,
+    short: bool,
+    seeds: list[int],
+    hw: Hardware,
+    batch_limit: int | None,
+    prefill_price: float | None,
+    table_limit: int,
+):
     """Run one point's plan: (config run, per-seed metrics, horizon in s or None).
 
     Steady plans (relax_s finite) stop at the mean time of the last arrival plus DRAIN_RELAX
@@ -256,34 +320,53 @@ def _run_plan(exp: KVExperiment, policy: str, types: FluidTypes, th, plan: Stead
     arrivals_s = plan.num_requests / types.total_rate
     steady = math.isfinite(plan.relax_s)
     horizon = (arrivals_s if short else arrivals_s + DRAIN_RELAX * plan.relax_s) if steady else None
-    sizes = _sizes(exp, types, plan.num_requests, horizon or 5 * arrivals_s + 20.0
-                   * (max(exp.decode) + 1) * eq.iteration_time, hw)
+    sizes = _sizes(
+        exp, types, plan.num_requests, horizon or 5 * arrivals_s + 20.0 * (max(exp.decode) + 1) * eq.iteration_time, hw
+    )
     if short:
-        sizes["table_size"] = 1 << max(int(math.ceil(math.log2(plan.num_requests))),
-                                       int(math.log2(sizes["table_size"])))
-    cfg = KVConfig(prefill_tokens=exp.prefill, decode_tokens=exp.decode, policy=policy,
-                   num_requests=plan.num_requests, horizon_s=horizon,
-                   prefill_price=prefill_price is not None, **sizes)
+        sizes["table_size"] = 1 << max(
+            int(math.ceil(math.log2(plan.num_requests))), int(math.log2(sizes["table_size"]))
+        )
+    cfg = KVConfig(
+        prefill_tokens=exp.prefill,
+        decode_tokens=exp.decode,
+        policy=policy,
+        num_requests=plan.num_requests,
+        horizon_s=horizon,
+        prefill_price=prefill_price is not None,
+        **sizes,
+    )
     caps = dict(batch_limit=batch_limit)
     if prefill_price is not None:
-        caps["d1_prefill_s_per_token"] = require_float(prefill_price, "prefill_price", lo=0.0) \
-            * hw.d1_s_per_token
+        caps["d1_prefill_s_per_token"] = require_float(prefill_price, "prefill_price", lo=0.0) * hw.d1_s_per_token
     if "batch_size_cap" in POLICIES[policy].options:
         caps["batch_size_cap"] = INT_LIMIT if batch_limit is None else batch_limit
-    params = make_params(cfg, rates=types.rates, d0_s=hw.d0_s, d1_s_per_token=hw.d1_s_per_token,
-                         capacity_tokens=hw.capacity_tokens, thresholds=th,
-                         burn_in_requests=plan.burn_in, **caps)
-    cfg, met = _run_growing_table(cfg, params, seeds, cfg.table_size if short else table_limit,
-                                  plan.window if steady else 0)
+    params = make_params(
+        cfg,
+        rates=types.rates,
+        d0_s=hw.d0_s,
+        d1_s_per_token=hw.d1_s_per_token,
+        capacity_tokens=hw.capacity_tokens,
+        thresholds=th,
+        burn_in_requests=plan.burn_in,
+        **caps,
+    )
+    cfg, met = _run_growing_table(
+        cfg, params, seeds, cfg.table_size if short else table_limit, plan.window if steady else 0
+    )
     return cfg, met, horizon
 
 
 def _fill_metrics(row: dict, met: dict, fluid_throughput: float, steady: bool) -> None:
     """Means and CI half-widths of a run's per-seed metrics into `row`."""
     thr = "window_throughput_tokens_per_s" if steady else "throughput_tokens_per_s"
-    for key, col in (("throughput", thr), ("latency_mean", "latency_mean_s"),
-                     ("latency_p99", "latency_p99_s"), ("ttft_mean", "ttft_mean_s"),
-                     ("ttft_p99", "ttft_p99_s")):
+    for key, col in (
+        ("throughput", thr),
+        ("latency_mean", "latency_mean_s"),
+        ("latency_p99", "latency_p99_s"),
+        ("ttft_mean", "ttft_mean_s"),
+        ("ttft_p99", "ttft_p99_s"),
+    ):
         row[key], row[key + "_ci"] = mean_half_width(met[col])
     row["throughput_ratio"] = row["throughput"] / fluid_throughput
     row["peak_memory_tokens"] = float(met["peak_memory_tokens"].max())
@@ -292,8 +375,7 @@ def _fill_metrics(row: dict, met: dict, fluid_throughput: float, steady: bool) -
     row["overflows"] = float(met["overflow_count"].mean())
 
 
-def _run_growing_table(cfg: KVConfig, params, seeds: list[int], table_limit: int,
-                       window: int = 0):
+def _run_growing_table(cfg: KVConfig, params, seeds: list[int], table_limit: int, window: int = 0):
     """Run, and while arrivals find the request table full, double the table and run again (up
     to `table_limit` slots and the int32 bound on Q * max footprint): the table is sized from
     the policy's real occupancy, not the fluid estimate. Returns (config run, metrics); a run
@@ -301,69 +383,97 @@ def _run_growing_table(cfg: KVConfig, params, seeds: list[int], table_limit: int
     measured window of `window` requests; 0: not checked), is returned as it is."""
     while True:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)   # reported in the row instead
+            warnings.simplefilter("ignore", RuntimeWarning)  # reported in the row instead
             met = simulate(cfg, params, seeds).metrics
         bigger = 2 * cfg.table_size
         # A queue that keeps growing fills any table: its losses are not chased (the caller
         # reruns such a row on a table that holds every arrival).
         growing = window > 0 and _keeps_growing(met, window, cfg.table_size)
-        if (not met["table_overflow"].any() or bigger > table_limit or growing
-                or bigger * cfg.max_len > 2**30):
+        if not met["table_overflow"].any() or bigger > table_limit or growing or bigger * cfg.max_len > 2**30:
             return cfg, met
         cfg = dataclasses.replace(cfg, table_size=bigger)
 
 
-def run_experiment(name: str, *, quick: bool = False, seeds: int | None = None,
-                   policies: Sequence[str] | None = None, hw: Hardware = HARDWARE,
-                   loads: Sequence[float] | None = None, num_requests: int | None = None,
-                   batch_limits: Sequence[int | None] | None = None,
-                   capacities: Sequence[str] | None = None, prefill_price: float | None = None,
-                   steady: bool = True,
-                   progress: Callable[[str], None] | None = None) -> list[dict]:
+def run_experiment(
+    name: str,
+    *,
+    quick: bool = False,
+    seeds: int | None = None,
+    policies: Sequence[str] | None = None,
+    hw: Hardware = HARDWARE,
+    loads: Sequence[float] | None = None,
+    num_requests: int | None = None,
+    batch_limits: Sequence[int | None] | None = None,
+    capacities: Sequence[str] | None = None,
+    prefill_price: float | None = None,
+    steady: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict]:
     """Rows of experiment `name` ("e1".."e4"), one per (load, C rule, B, policy), policies as
     `registered_policies(policies)`, at every batch limit of `batch_limits` and capacity rule
     of `capacities` (defaults: the experiment's). quick: the reduced loads, batch limits, C
     rules, window and seeds. num_requests: the least measured window (requests). steady,
     prefill_price: see `run_point`. progress: a `jaxsched.progress.Progress` bar, or a
     callable given one line per finished point."""
-    require(isinstance(name, str) and name in EXPERIMENTS, "experiment",
-            f"one of {tuple(EXPERIMENTS)}", name)
+    require(isinstance(name, str) and name in EXPERIMENTS, "experiment", f"one of {tuple(EXPERIMENTS)}", name)
     require_bool(quick, "quick")
     require_bool(steady, "steady")
     require(isinstance(hw, Hardware), "hw", "a Hardware(d0_s, d1_s_per_token, capacity_tokens)", hw)
     require(progress is None or callable(progress), "progress", "None or a callable", progress)
     exp = EXPERIMENTS[name]
     pols = registered_policies(policies)
-    n_seeds = require_int(seeds if seeds is not None else
-                          (exp.quick_seeds if quick else exp.seeds), "seeds", lo=1, hi=4096)
-    n_req = require_int(num_requests if num_requests is not None else
-                        (exp.quick_requests if quick else exp.num_requests), "num_requests", lo=1)
-    grid = (_sequence(loads, "loads", "loads rho in (0, 1)") if loads is not None
-            else (exp.quick_loads if quick else exp.loads))
+    n_seeds = require_int(
+        seeds if seeds is not None else (exp.quick_seeds if quick else exp.seeds), "seeds", lo=1, hi=4096
+    )
+    n_req = require_int(
+        num_requests if num_requests is not None else (exp.quick_requests if quick else exp.num_requests),
+        "num_requests",
+        lo=1,
+    )
+    grid = (
+        _sequence(loads, "loads", "loads rho in (0, 1)")
+        if loads is not None
+        else (exp.quick_loads if quick else exp.loads)
+    )
     for load in grid:
-        exp.rates(load, hw)                      # validates the load before anything runs
+        exp.rates(load, hw)  # validates the load before anything runs
     if prefill_price is not None:
         require_float(prefill_price, "prefill_price", lo=0.0)
-    limits = (_sequence(batch_limits, "batch_limits", "integers >= 1 or None (uncapped)")
-              if batch_limits is not None
-              else (exp.quick_batch_limits if quick else exp.batch_limits))
+    limits = (
+        _sequence(batch_limits, "batch_limits", "integers >= 1 or None (uncapped)")
+        if batch_limits is not None
+        else (exp.quick_batch_limits if quick else exp.batch_limits)
+    )
     for b in limits:
         if b is not None:
             require_int(b, "batch_limits", lo=1)
-    rules = (_sequence(capacities, "capacities", f"rules among {tuple(CAPACITY_RULES)}")
-             if capacities is not None else (exp.quick_capacities if quick else exp.capacities))
+    rules = (
+        _sequence(capacities, "capacities", f"rules among {tuple(CAPACITY_RULES)}")
+        if capacities is not None
+        else (exp.quick_capacities if quick else exp.capacities)
+    )
     for c in rules:
-        require(isinstance(c, str) and c in CAPACITY_RULES, "capacities",
-                f"rules among {tuple(CAPACITY_RULES)}", c)
+        require(isinstance(c, str) and c in CAPACITY_RULES, "capacities", f"rules among {tuple(CAPACITY_RULES)}", c)
     rows = []
     report = report_to(progress, len(grid) * len(rules) * len(limits) * len(pols))
     for load in grid:
         for c in rules:
             for b in limits:
                 for pol in pols:
-                    rows.append(run_point(exp, pol, load, range(n_seeds), n_req, hw,
-                                          batch_limit=b, prefill_price=prefill_price,
-                                          capacity=c, steady=steady))
+                    rows.append(
+                        run_point(
+                            exp,
+                            pol,
+                            load,
+                            range(n_seeds),
+                            n_req,
+                            hw,
+                            batch_limit=b,
+                            prefill_price=prefill_price,
+                            capacity=c,
+                            steady=steady,
+                        )
+                    )
                     report(_progress_line(name, rows[-1]))
     return rows
 
@@ -373,18 +483,22 @@ def report_to(progress, total: int) -> Callable[[str], None]:
     above it), a plain callable of one line, or nothing. Called once per experiment before its
     first point, `total` counted from the experiment's own grid."""
     from ...progress import Progress
+
     if isinstance(progress, Progress):
         progress.set_total(total)
-        progress.update(0)                # the bar appears before the first point compiles
+        progress.update(0)  # the bar appears before the first point compiles
 
         def report(line: str) -> None:
             progress.write(line)
             progress.advance(1)
+
         return report
     return progress if progress is not None else (lambda line: None)
 
 
 def _progress_line(name: str, r: dict) -> str:
-    return (f"{name} {r['policy']} rho={r['load']} C={r['capacity_tokens']} "
-            f"B={r['batch_limit']}: thr {r['throughput']:.4g} tok/s, latency "
-            f"{r['latency_mean']:.4g} s, {r['status']} ({r['wall_s']:.1f} s)")
+    return (
+        f"{name} {r['policy']} rho={r['load']} C={r['capacity_tokens']} "
+        f"B={r['batch_limit']}: thr {r['throughput']:.4g} tok/s, latency "
+        f"{r['latency_mean']:.4g} s, {r['status']} ({r['wall_s']:.1f} s)"
+    )

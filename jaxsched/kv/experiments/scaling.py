@@ -8,6 +8,7 @@ throughput* - E[thr] should scale as T^(-1/2) (equality) and 1/T (strict); fitte
 log gap against log T come with 95% CIs (`jaxsched.stats.loglog_slope`). Reading guide:
 notes/001.md §5; measured slopes: docs/kv-experiments.md.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,6 +28,7 @@ from .runner import mean_half_width, report_to
 @dataclass(frozen=True)
 class ScalingInstance:
     """A one-type WAIT instance of Theorem 1 (see the module docstring). Units: tokens, s, 1/s."""
+
     name: str
     threshold: int
     capacity_tokens: int
@@ -48,8 +50,10 @@ class ScalingInstance:
         return self.rate * self.tokens_per_request
 
 
-SCALING_INSTANCES = (ScalingInstance("equality", threshold=2, capacity_tokens=6, expected_slope=-0.5),
-                     ScalingInstance("strict", threshold=3, capacity_tokens=9, expected_slope=-1.0))
+SCALING_INSTANCES = (
+    ScalingInstance("equality", threshold=2, capacity_tokens=6, expected_slope=-0.5),
+    ScalingInstance("strict", threshold=3, capacity_tokens=9, expected_slope=-1.0),
+)
 SCALING_T = (250.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0)
 SCALING_T_QUICK = (100.0, 200.0, 400.0, 800.0)
 
@@ -69,20 +73,30 @@ def scaling_point(inst: ScalingInstance, horizon: float, seeds: Sequence[int]) -
     gap per seed = (l' + 1) A(T) / T - thr (tokens/s), A(T) the arrivals by T: its mean is
     throughput* - E[thr] (E[A(T)] = lambda T) and it has the variance of the backlog only.
     """
-    cfg = KVConfig(prefill_tokens=(inst.prefill,), decode_tokens=(inst.decode,), policy="wait",
-                   num_requests=None, horizon_s=float(horizon),
-                   table_size=1 << max(8, int(math.ceil(math.log2(8 * math.sqrt(horizon) + 64)))),
-                   max_steps=int(3 * horizon / inst.d0_s) + 4096, arrivals_per_step=8)
-    params = make_params(cfg, rates=(inst.rate,), d0_s=inst.d0_s,
-                         d1_s_per_token=inst.d1_s_per_token, capacity_tokens=inst.capacity_tokens,
-                         thresholds=(inst.threshold,))
+    cfg = KVConfig(
+        prefill_tokens=(inst.prefill,),
+        decode_tokens=(inst.decode,),
+        policy="wait",
+        num_requests=None,
+        horizon_s=float(horizon),
+        table_size=1 << max(8, int(math.ceil(math.log2(8 * math.sqrt(horizon) + 64)))),
+        max_steps=int(3 * horizon / inst.d0_s) + 4096,
+        arrivals_per_step=8,
+    )
+    params = make_params(
+        cfg,
+        rates=(inst.rate,),
+        d0_s=inst.d0_s,
+        d1_s_per_token=inst.d1_s_per_token,
+        capacity_tokens=inst.capacity_tokens,
+        thresholds=(inst.threshold,),
+    )
     seeds = list(seeds)
     res = simulate(cfg, params, seeds, block_steps=min(cfg.max_steps, 2048))
     thr = res.metrics["throughput_tokens_per_s"]
     arrived = np.array([_arrivals_by(cfg, params, s, horizon, inst.rate) for s in seeds])
     gap = inst.tokens_per_request * arrived / horizon - thr
-    row = dict(instance=inst.name, T=float(horizon), seeds=len(seeds),
-               fluid_throughput=inst.fluid_throughput)
+    row = dict(instance=inst.name, T=float(horizon), seeds=len(seeds), fluid_throughput=inst.fluid_throughput)
     row["gap"], row["gap_ci"] = mean_half_width(gap)
     row["gap_raw"], row["gap_raw_ci"] = mean_half_width(inst.fluid_throughput - thr)
     row["latency_mean"], row["latency_mean_ci"] = mean_half_width(res.metrics["latency_mean_s"])
@@ -91,20 +105,27 @@ def scaling_point(inst: ScalingInstance, horizon: float, seeds: Sequence[int]) -
     return row
 
 
-def run_scaling(*, quick: bool = False, seeds: int | None = None,
-                horizons: Sequence[float] | None = None,
-                progress: Callable[[str], None] | None = None) -> tuple[list[dict], list[dict]]:
+def run_scaling(
+    *,
+    quick: bool = False,
+    seeds: int | None = None,
+    horizons: Sequence[float] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[list[dict], list[dict]]:
     """Theorem 1 sweep: (rows per (instance, T), fits per instance with slope of the gap and of
     the mean latency against T, 95% CI, and the expected gap slope).
     progress: a `jaxsched.progress.Progress` bar, or a callable given one line per finished
     point (None: silent)."""
     require_bool(quick, "quick")
-    n_seeds = require_int(seeds if seeds is not None else (32 if quick else 128), "seeds",
-                          lo=2, hi=4096)
+    n_seeds = require_int(seeds if seeds is not None else (32 if quick else 128), "seeds", lo=2, hi=4096)
     if horizons is not None:
         # A slope needs two horizons at least.
-        require(isinstance(horizons, (list, tuple, np.ndarray)) and len(horizons) >= 2,
-                "horizons", "a sequence of at least two horizons T > 0 (s)", horizons)
+        require(
+            isinstance(horizons, (list, tuple, np.ndarray)) and len(horizons) >= 2,
+            "horizons",
+            "a sequence of at least two horizons T > 0 (s)",
+            horizons,
+        )
         for T in horizons:
             require_float(T, "horizons", lo=0.0, lo_open=True)
     grid = tuple(horizons) if horizons is not None else (SCALING_T_QUICK if quick else SCALING_T)
@@ -113,17 +134,25 @@ def run_scaling(*, quick: bool = False, seeds: int | None = None,
     for inst in SCALING_INSTANCES:
         for T in grid:
             rows.append(scaling_point(inst, T, range(n_seeds)))
-            report(f"scaling {inst.name} T={T:g}: gap {rows[-1]['gap']:.4g} tok/s "
-                   f"({rows[-1]['wall_s']:.1f} s)")
+            report(f"scaling {inst.name} T={T:g}: gap {rows[-1]['gap']:.4g} tok/s ({rows[-1]['wall_s']:.1f} s)")
     fits = []
     for inst in SCALING_INSTANCES:
         sub = [r for r in rows if r["instance"] == inst.name]
         Ts = [r["T"] for r in sub]
         slope, ci, n = loglog_slope(Ts, [r["gap"] for r in sub])
         lslope, lci, _ = loglog_slope(Ts, [r["latency_mean"] for r in sub])
-        fits.append(dict(instance=inst.name, threshold=inst.threshold,
-                         capacity_tokens=inst.capacity_tokens, expected_slope=inst.expected_slope,
-                         gap_slope=slope, gap_slope_ci=ci, points=n, latency_slope=lslope,
-                         latency_slope_ci=lci,
-                         expected_latency_slope=0.5 if inst.expected_slope == -0.5 else 0.0))
+        fits.append(
+            dict(
+                instance=inst.name,
+                threshold=inst.threshold,
+                capacity_tokens=inst.capacity_tokens,
+                expected_slope=inst.expected_slope,
+                gap_slope=slope,
+                gap_slope_ci=ci,
+                points=n,
+                latency_slope=lslope,
+                latency_slope_ci=lci,
+                expected_latency_slope=0.5 if inst.expected_slope == -0.5 else 0.0,
+            )
+        )
     return rows, fits

@@ -30,6 +30,7 @@ What the paper leaves out, and the choices made here (all fit-free, stated once)
 - Run length (`steady_plan`): burn-in, window and cool-down in units of the relaxation time
   (fluid lifetime / (1 - rho)).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -46,14 +47,20 @@ from ..registry import CAPACITY_RULES as CAPACITY_RULE_REGISTRY
 # Known policies first, in this order; policies registered later (e.g. "vllm", "sarathi")
 # join automatically, after these.
 POLICY_ORDER = ("wait", "nested_wait", "vllm", "sarathi", "fcfs")
-POLICY_LABELS = {"wait": "WAIT", "nested_wait": "Nested WAIT", "vllm": "vLLM-style",
-                 "sarathi": "Sarathi-style", "fcfs": "FCFS"}
+POLICY_LABELS = {
+    "wait": "WAIT",
+    "nested_wait": "Nested WAIT",
+    "vllm": "vLLM-style",
+    "sarathi": "Sarathi-style",
+    "fcfs": "FCFS",
+}
 
 
 @dataclass(frozen=True)
 class Hardware:
     """Eq. (1) constants and KV capacity: d0_s (s), d1_s_per_token (s/token), capacity_tokens
     (default: the paper's hardware, the defaults of `jaxsched.kv.make_params`)."""
+
     d0_s: float = DEFAULT_D0_S
     d1_s_per_token: float = DEFAULT_D1_S_PER_TOKEN
     capacity_tokens: int = DEFAULT_CAPACITY_TOKENS
@@ -85,6 +92,7 @@ class KVExperiment:
     burn_in_relax, window_relax: the burn-in (and cool-down) and the measured window in units
     of the relaxation time (`steady_plan`); num_requests is the window's least size.
     """
+
     name: str
     title: str
     figure: str
@@ -123,36 +131,69 @@ class KVExperiment:
 
     def types(self, load: float, hw: Hardware = HARDWARE) -> FluidTypes:
         """The fluid model's request types at `load` (rates of `rates`, constants of `hw`)."""
-        return FluidTypes(prefill=np.asarray(self.prefill, float), decode=np.asarray(self.decode),
-                          rates=self.rates(load, hw), d0=hw.d0_s, d1=hw.d1_s_per_token,
-                          capacity=float(hw.capacity_tokens))
+        return FluidTypes(
+            prefill=np.asarray(self.prefill, float),
+            decode=np.asarray(self.decode),
+            rates=self.rates(load, hw),
+            d0=hw.d0_s,
+            d1=hw.d1_s_per_token,
+            capacity=float(hw.capacity_tokens),
+        )
 
 
 EXPERIMENTS: dict[str, KVExperiment] = {
     "e1": KVExperiment(
-        "e1", "WAIT, low demand", "Fig. 7", prefill=(10, 10), decode=(10, 20),
+        "e1",
+        "WAIT, low demand",
+        "Fig. 7",
+        prefill=(10, 10),
+        decode=(10, 20),
         rate_ratio=(1.0, 1.0),
         claim="WAIT throughput > vLLM, Sarathi at all rates; latency within acceptable limits",
-        num_requests=10_000, quick_requests=2_000, capacities=("mstar",),
+        num_requests=10_000,
+        quick_requests=2_000,
+        capacities=("mstar",),
         # Thousands of requests/s of 11-21 stages: the fluid batch holds ~550 requests at
         # rho = 0.5 and ~4,900 at 0.9, so the limits that bind without overloading are larger.
-        batch_limits=(None, 4096, 1024), quick_batch_limits=(None, 1024)),
+        batch_limits=(None, 4096, 1024),
+        quick_batch_limits=(None, 1024),
+    ),
     "e2": KVExperiment(
-        "e2", "WAIT, high demand", "Fig. 8", prefill=(20, 20, 20), decode=(100, 200, 300),
+        "e2",
+        "WAIT, high demand",
+        "Fig. 8",
+        prefill=(20, 20, 20),
+        decode=(100, 200, 300),
         rate_ratio=(6.0, 4.0, 2.0),
         claim="WAIT throughput > vLLM, Sarathi at all rates; latency within acceptable limits",
-        num_requests=5_000, quick_requests=400),
+        num_requests=5_000,
+        quick_requests=400,
+    ),
     "e3": KVExperiment(
-        "e3", "Nested WAIT, synthetic", "Fig. 11", prefill=(10, 10, 10, 10),
-        decode=(20, 40, 80, 160), rate_ratio=(20.0, 40.0, 80.0, 160.0),
+        "e3",
+        "Nested WAIT, synthetic",
+        "Fig. 11",
+        prefill=(10, 10, 10, 10),
+        decode=(20, 40, 80, 160),
+        rate_ratio=(20.0, 40.0, 80.0, 160.0),
         claim="Nested WAIT: better throughput AND latency than vLLM, Sarathi",
-        num_requests=10_000, quick_requests=1_000, featured="nested_wait"),
+        num_requests=10_000,
+        quick_requests=1_000,
+        featured="nested_wait",
+    ),
     "e4": KVExperiment(
-        "e4", "Nested WAIT, clustered real lengths", "Figs. 12-13", prefill=(60,) * 10,
+        "e4",
+        "Nested WAIT, clustered real lengths",
+        "Figs. 12-13",
+        prefill=(60,) * 10,
         decode=tuple(range(50, 501, 50)),
         rate_ratio=(23.0, 11.0, 8.0, 7.0, 6.0, 4.0, 3.0, 2.0, 1.0, 1.0),
         claim="Nested WAIT beats the baselines in throughput and latency",
-        num_requests=5_000, quick_requests=500, featured="nested_wait", capacities=("mstar",)),
+        num_requests=5_000,
+        quick_requests=500,
+        featured="nested_wait",
+        capacities=("mstar",),
+    ),
 }
 
 
@@ -162,8 +203,7 @@ EXPERIMENTS: dict[str, KVExperiment] = {
 CAPACITY_RULES = {name: entry.doc for name, entry in CAPACITY_RULE_REGISTRY.items()}
 
 
-def capacity_for(exp: KVExperiment, load: float, rule: str,
-                 hw: Hardware = HARDWARE) -> tuple[int, str]:
+def capacity_for(exp: KVExperiment, load: float, rule: str, hw: Hardware = HARDWARE) -> tuple[int, str]:
     """(C in tokens, its description) at `load` under `rule` (a key of CAPACITY_RULES), at
     least one request's footprint. "mpi" falls back to nothing: when the featured policy has
     no thresholds meeting its memory condition at any C, it raises ConfigError."""
@@ -177,8 +217,12 @@ def capacity_for(exp: KVExperiment, load: float, rule: str,
         c, what = exp.capacity_factor * equilibrium(unbounded).memory, f"{exp.capacity_factor:g} M*"
     else:
         th, verdict = thresholds_for(exp, exp.featured, unbounded)
-        require(th is not None, "capacity rule", f"a rule other than 'mpi' ({exp.featured} has "
-                f"no thresholds here: {verdict})", rule)
+        require(
+            th is not None,
+            "capacity rule",
+            f"a rule other than 'mpi' ({exp.featured} has no thresholds here: {verdict})",
+            rule,
+        )
         c, what = fluid_memory(exp, exp.featured, unbounded, th), f"M^pi({exp.featured})"
     footprint = max(p + d for p, d in zip(exp.prefill, exp.decode))
     return max(int(math.ceil(c * (1 - 1e-12))), footprint), what
@@ -193,10 +237,12 @@ def fluid_memory(exp: KVExperiment, policy: str, types: FluidTypes, thresholds) 
 
 # --------------------------------------------------------------------------- steady state
 
+
 @dataclass(frozen=True)
 class SteadyPlan:
     """How long a steady-state row runs: relax_s (s), the relaxation time; burn_in K requests
     left out at each end; window requests measured; num_requests N = window + 2 K."""
+
     relax_s: float
     burn_in: int
     window: int
@@ -206,8 +252,14 @@ class SteadyPlan:
         return self.window + 2 * self.burn_in
 
 
-def steady_plan(exp: KVExperiment, load: float, min_window: int, hw: Hardware = HARDWARE,
-                burn_in_relax: float | None = None, window_relax: float | None = None) -> SteadyPlan:
+def steady_plan(
+    exp: KVExperiment,
+    load: float,
+    min_window: int,
+    hw: Hardware = HARDWARE,
+    burn_in_relax: float | None = None,
+    window_relax: float | None = None,
+) -> SteadyPlan:
     """Run length of a steady-state row at `load`, derived from the load (assumed constants:
     exp.burn_in_relax, exp.window_relax). The relaxation time is the fluid lifetime of a
     request (the arrival-weighted l'_j + 1 iterations of dT*) over 1 - rho: the time a queue
@@ -226,6 +278,7 @@ def steady_plan(exp: KVExperiment, load: float, min_window: int, hw: Hardware = 
 
 
 # --------------------------------------------------------------------------- thresholds
+
 
 def _scales(lo: float, hi: float, n: int = 200) -> np.ndarray:
     """Candidate scales c (s) from lo to hi, geometric; just lo when hi <= lo."""
@@ -264,7 +317,7 @@ def nested_rule(types: FluidTypes, slack: float, margin: float) -> tuple[np.ndar
     and ratios n_{i+1} / n_i > p_i) with M^pi <= C. None ("infeasible", with what fails at
     c = (1 + slack) c_min) when no such c exists. Returns ((L,) int64 or None, verdict)."""
     seg = nested_segments(types)
-    base = nested_thresholds(seg, margin=margin)       # c_min * shape
+    base = nested_thresholds(seg, margin=margin)  # c_min * shape
     first = None
     for f in _scales(1.0 + slack, 100.0):
         n = np.maximum(np.ceil(base * f * (1 - 1e-12)), 1).astype(np.int64)
@@ -275,13 +328,19 @@ def nested_rule(types: FluidTypes, slack: float, margin: float) -> tuple[np.ndar
         if chk.first_strict and chk.ratios.all():
             return n, "(10) strict"
     n, chk = first
-    fails = [what for what, ok in (("M^pi > C", chk.fits), ("first line", chk.first_strict),
-                                   ("ratios not strict", chk.ratios.all())) if not ok]
+    fails = [
+        what
+        for what, ok in (
+            ("M^pi > C", chk.fits),
+            ("first line", chk.first_strict),
+            ("ratios not strict", chk.ratios.all()),
+        )
+        if not ok
+    ]
     return None, "infeasible: (10) fails within C (" + ", ".join(fails or ["not strict"]) + ")"
 
 
-def thresholds_for(exp: KVExperiment, policy: str,
-                   types: FluidTypes) -> tuple[tuple[int, ...] | None, str]:
+def thresholds_for(exp: KVExperiment, policy: str, types: FluidTypes) -> tuple[tuple[int, ...] | None, str]:
     """(thresholds or None, description of the rule / verdict) for one policy."""
     if policy == "wait":
         n, v = wait_rule(types, exp.wait_slack)
