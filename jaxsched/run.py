@@ -15,6 +15,11 @@ changes again (the protocol of `jaxsched.engine`).
   divides evenly.
 - Steps run in jitted blocks of `block_steps` (`lax.scan`); after each block the runner reports
   progress and stops the chunk early once `engine.done` holds for every run in it.
+- With `lanes=True`, runs go through lanes that refill instead of chunks, when there are more
+  runs than one chunk and nothing is recorded: after each (shorter) block, a lane whose run has
+  ended hands its final state over and takes the next waiting run, so no lane waits for the
+  slowest run of a chunk. Each run takes the same steps as in a chunk, so its metrics are
+  bitwise the same.
 - The programs are compiled before the first block runs, as a phase of their own: a progress
   reporter with a `phase` method (`jaxsched.progress.Progress`) shows it and leaves it out of
   the ETA, and `Results.compile_s` says how long it took.
@@ -199,6 +204,113 @@ def _run_chunk(
     return engine.finalize(config, params, state), traj
 
 
+LANE_BLOCK = 128
+
+
+def _lane_block(block: int) -> int:
+    """Steps per block in lanes: the largest divisor of the chunks' `block` up to LANE_BLOCK, or
+    `block` itself when that divisor is below LANE_BLOCK / 4 (too many host round trips)."""
+    sub = max(d for d in range(1, min(block, LANE_BLOCK) + 1) if block % d == 0)
+    return sub if sub >= LANE_BLOCK // 4 else block
+
+
+def _use_lanes(engine: Engine, record: bool, n_runs: int, chunk: int, lanes: bool | None) -> bool:
+    """Whether runs go through lanes that refill (`_run_lanes`) instead of chunks: when asked
+    (`lanes=True`; None means False: see `benchmarks/bench_lanes.py` for when they pay), not
+    recording, with more runs than one chunk holds."""
+    return bool(lanes) and not record and n_runs > chunk
+
+
+@functools.lru_cache(maxsize=64)
+def _merge_fn():
+    """Jitted (state, incoming, take) -> state with lane i replaced by incoming[i] where
+    take[i] (bool[L]); the old state is donated, so the merge writes in place."""
+
+    def merge(state, incoming, take):
+        def leaf(old, new):
+            mask = take.reshape(take.shape + (1,) * (old.ndim - 1))
+            return jnp.where(mask, new, old)
+
+        return jax.tree_util.tree_map(leaf, state, incoming)
+
+    return jax.jit(merge, donate_argnums=0)
+
+
+def _run_lanes(
+    engine: Engine,
+    config: Any,
+    params: Any,
+    seeds: np.ndarray,
+    index: np.ndarray | None,
+    lanes: int,
+    fns,
+    n_blocks: int,
+    shard: bool,
+    on_block: Callable[[int], None],
+) -> dict[str, np.ndarray]:
+    """Every run of `seeds` (with params point index[i] of the stacked `params`, or the shared
+    `params` when index is None) through `lanes` lanes of one compiled block program: after each
+    block, a lane whose run has ended (`engine.done`, or its `n_blocks` blocks used, as a chunk
+    would) hands its final state over and takes the next waiting run, so the lanes never wait
+    for the slowest run of a chunk. A run's steps are those of its chunk run (every lane is
+    independent), so its metrics are bitwise the same. Runs start in seed order, initialized
+    `lanes` at a time. Returns the metrics of every run, in seed order. on_block(n) counts
+    run-blocks: n_blocks per run in all."""
+    init, run_block = fns
+    n = len(seeds)
+    merge = _merge_fn()
+
+    def point(runs: np.ndarray):
+        return params if index is None else jax.tree_util.tree_map(lambda a: a[index[runs]], params)
+
+    def fresh(first: int):
+        """Initial states of runs first .. first + lanes - 1 (the last run repeated past n)."""
+        runs = np.minimum(np.arange(first, first + lanes), n - 1)
+        return runs, _init_state(init, seeds[runs], point(runs), shard)
+
+    held, state = fresh(0)  # the run in each lane (-1: none)
+    lane_params = point(held)
+    blocks = np.zeros(lanes, np.int64)  # blocks each lane's run has taken
+    queued, ready = fresh(lanes)  # the next `lanes` runs, initialized
+    ready_next, nxt = 0, lanes  # next unused entry of `queued`; next run to start
+    finals: list[Any] = [None] * n
+    while True:
+        state, _ = run_block(state, lane_params)
+        blocks += 1
+        live = held >= 0
+        ended = live & (np.asarray(engine.done(config, state)) | (blocks >= n_blocks))
+        on_block(int((live & ~ended).sum()) + int((n_blocks - blocks[ended] + 1).sum()))
+        if not ended.any():
+            continue
+        host = jax.tree_util.tree_map(np.asarray, state)
+        for lane in np.flatnonzero(ended):
+            finals[held[lane]] = jax.tree_util.tree_map(lambda a: a[lane], host)
+        held[ended] = -1
+        free = list(np.flatnonzero(ended))
+        while free and nxt < n:
+            if ready_next == lanes:  # every initialized run has started: initialize the next ones
+                queued, ready = fresh(nxt)
+                ready_next = 0
+            # One merge per batch of initialized runs (`source` indexes this `ready`).
+            k = min(len(free), lanes - ready_next, n - nxt)
+            take = np.zeros(lanes, bool)
+            source = np.zeros(lanes, np.int32)
+            for lane in free[:k]:
+                take[lane], source[lane] = True, ready_next
+                held[lane], blocks[lane] = queued[ready_next], 0
+                ready_next += 1
+                nxt += 1
+            free = free[k:]
+            incoming = jax.tree_util.tree_map(lambda a: a[source], ready)
+            state = merge(state, incoming, jnp.asarray(take))
+        if index is not None:
+            lane_params = point(np.maximum(held, 0))
+        if (held < 0).all():
+            break
+    stacked = jax.tree_util.tree_map(lambda *xs: np.stack(xs), *finals)
+    return engine.finalize(config, point(np.arange(n)), stacked)
+
+
 def simulate(
     config: Any,
     params: Any = None,
@@ -211,6 +323,7 @@ def simulate(
     progress: Callable[[int, int], None] | bool | None = None,
     shard: bool = True,
     warn: bool = True,
+    lanes: bool | None = None,
 ) -> Results:
     """Run `config` with `params` for every seed; see the module docstring.
 
@@ -222,6 +335,11 @@ def simulate(
     the first block and after every block.
     shard: split each chunk over all local devices (when it divides evenly).
     warn: issue `engine.check`'s warnings as RuntimeWarning.
+    lanes: run the seeds through lanes that refill when a run ends instead of chunks that wait
+    for their slowest run (when not recording and there are more seeds than one chunk); the
+    metrics are bitwise the same. They pay a little when run lengths spread widely (offline on
+    the `mix` workload, longest run 4x the mean: 1.05-1.12x at 1024 seeds) and cost 5-20% when
+    they do not (README, "Lanes that refill"), so they are off by default (None).
     """
     # Every argument is checked here, before anything compiles: a wrong type would otherwise
     # surface as an AttributeError from inside a traced step.
@@ -250,6 +368,7 @@ def simulate(
     require_bool(record, "record")
     require_bool(shard, "shard")
     require_bool(warn, "warn")
+    require(lanes is None or isinstance(lanes, bool), "lanes", "None, True or False", lanes)
     require(
         progress is None or isinstance(progress, bool) or callable(progress),
         "progress",
@@ -258,7 +377,7 @@ def simulate(
     )
     seeds = check_seeds(seeds)
     merged, traj, wall, compile_s = _simulate_runs(
-        engine, config, params, seeds, None, record, seed_chunk, block_steps, progress, shard
+        engine, config, params, seeds, None, record, seed_chunk, block_steps, progress, shard, lanes
     )
     if warn:
         for msg in engine.check(config, merged):
@@ -277,9 +396,11 @@ def _simulate_runs(
     block_steps,
     progress,
     shard: bool,
+    lanes: bool | None = None,
 ):
     """Runs seeds[i] (with params point points[i] of the stacked `params` when points is not
-    None, else the shared `params`) in vmapped chunks; (metrics, trajectories, wall_s)."""
+    None, else the shared `params`) in vmapped chunks, or in lanes that refill
+    (`_use_lanes`); (metrics, trajectories, wall_s, compile_s)."""
     n_runs = len(seeds)
     per_run = points is not None
     chunk = (
@@ -297,7 +418,15 @@ def _simulate_runs(
     fns = _compiled(engine, config, block, bool(record), per_run)
     report = _progress_callback(progress, engine, config)
     n_blocks = -(-K // block)
-    total, done = n_blocks * (len(padded) // chunk), [0]
+    use_lanes = _use_lanes(engine, bool(record), n_runs, chunk, lanes)
+    if use_lanes:
+        # Shorter blocks, so a lane idles little between its run's end and its refill; they
+        # divide the chunks' blocks, so a run cut at the step bound takes the same steps.
+        sub = _lane_block(block)
+        n_blocks, block = n_blocks * (block // sub), sub
+        fns = _compiled(engine, config, block, False, per_run)
+    # Progress units: blocks of a chunk, or blocks of a run through the lanes.
+    total, done = n_blocks * (n_runs if use_lanes else len(padded) // chunk), [0]
 
     def on_block(n: int) -> None:
         done[0] += n
@@ -319,10 +448,16 @@ def _simulate_runs(
     compile_s = time.perf_counter() - t0
     if phase is not None:
         phase(None)
-    parts = [
-        _run_chunk(engine, config, chunk_params(c0), padded[c0 : c0 + chunk], fns, n_blocks, record, shard, on_block)
-        for c0 in range(0, len(padded), chunk)
-    ]
+    if use_lanes:
+        index = np.arange(n_runs) if per_run else None
+        parts = [(_run_lanes(engine, config, params, seeds, index, chunk, fns, n_blocks, shard, on_block), None)]
+    else:
+        parts = [
+            _run_chunk(
+                engine, config, chunk_params(c0), padded[c0 : c0 + chunk], fns, n_blocks, record, shard, on_block
+            )
+            for c0 in range(0, len(padded), chunk)
+        ]
     wall = time.perf_counter() - t0
     if isinstance(report, Progress):
         report.close(f"done in {wall:.1f} s")
@@ -346,12 +481,13 @@ def simulate_points(
     progress: Callable[[int, int], None] | bool | None = None,
     shard: bool = True,
     warn: bool = True,
+    lanes: bool | None = None,
 ) -> list[Results]:
     """Run every (params point, seed) pair of one static `config` in the same vmapped chunks:
     a grid of arrival rates or budgets costs one compilation and fills the vector lanes even
     with few seeds. Returns one `Results` per point, each equal to `simulate(config, point,
     seeds)` (runs are independent, so the grouping changes no result; wall_s is the shared
-    wall time). seed_chunk counts (point, seed) runs."""
+    wall time). seed_chunk counts (point, seed) runs; lanes as in `simulate`."""
     if engine is None:
         engine = engine_of(config)
     require(
@@ -375,6 +511,7 @@ def simulate_points(
         )
     for flag, name in ((record, "record"), (shard, "shard"), (warn, "warn")):
         require_bool(flag, name)
+    require(lanes is None or isinstance(lanes, bool), "lanes", "None, True or False", lanes)
     require(
         progress is None or isinstance(progress, bool) or callable(progress),
         "progress",
@@ -391,7 +528,7 @@ def simulate_points(
         ) from None
     points = np.repeat(np.arange(P), S)
     merged, traj, wall, compile_s = _simulate_runs(
-        engine, config, stacked, np.tile(seeds, P), points, record, seed_chunk, block_steps, progress, shard
+        engine, config, stacked, np.tile(seeds, P), points, record, seed_chunk, block_steps, progress, shard, lanes
     )
     out = []
     for i in range(P):

@@ -54,6 +54,14 @@ a = js.run.simulate(c, seeds=range(4), shard=False)
 b = js.run.simulate(bc, bp, seeds=range(4), shard=True)
 for k in a.metrics:
     out[f"padded:{k}"] = a.metrics[k].tobytes() == b.metrics[k].tobytes()
+# Lanes that refill, sharded over the devices: bitwise the chunked runs on one device, and one
+# block program however often lanes are refilled.
+blocks.clear()
+a = js.run.simulate(ncfg, seeds=range(7), seed_chunk=2, lanes=True, shard=True, block_steps=64)
+out["lanes: one block program"] = len(blocks) == 1
+b = js.run.simulate(ncfg, seeds=range(7), seed_chunk=2, lanes=False, shard=False, block_steps=64)
+for k in a.metrics:
+    out[f"lanes:{k}"] = a.metrics[k].tobytes() == b.metrics[k].tobytes()
 bad = [k for k, v in out.items() if not v]
 print("MISMATCH", bad) if bad else print("OK", len(out))
 """
