@@ -88,3 +88,9 @@ PARAMS_FIELDS = (
     "recompute_b1_s_per_token2",
     "recompute_b2_s",
 )
+
+# `jaxsched budget run --lengths`: the law of each request's prefill and decode tokens around
+# --prompt / --decode (`jaxsched.workload` length laws).
+LENGTH_LAWS = Registry("budget", "length law")
+builtin(LENGTH_LAWS, "constant", "jaxsched.workload:Constant", "every request exactly --prompt / --decode tokens")
+builtin(LENGTH_LAWS, "poisson", "jaxsched.workload:Poisson", "Poisson tokens with means --prompt / --decode")

@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from ..budget.registry import EXPERIMENTS as BUDGET_EXPERIMENTS
+from ..budget.registry import LENGTH_LAWS
 from ..budget.registry import POLICIES as BUDGET_POLICIES
 from ..errors import require_float, require_int
 from ..outputs import check_file
@@ -28,11 +29,11 @@ def cmd_budget_run(a: argparse.Namespace) -> int:
     """One configuration over several seeds: each metric's mean and 95% CI; --out writes one
     CSV row per seed."""
     from ..budget import BudgetConfig, make_params, rates_for_load, simulate
-    from ..workload import Constant, Independent, Poisson
+    from ..workload import Constant, Independent
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
-    law = Constant if a.lengths == "constant" else Poisson
+    law = LENGTH_LAWS[a.lengths].fn
     prompt = require_float(a.prompt, "--prompt", lo=1.0, hi=2.0**20)
     decode = require_float(a.decode, "--decode", lo=1.0, hi=2.0**20)
     if law is Constant:
@@ -107,8 +108,8 @@ def add_parsers(sub) -> None:
     r.add_argument(
         "--lengths",
         default="constant",
-        choices=("constant", "poisson"),
-        help="request lengths: constant, or Poisson around --prompt / --decode",
+        choices=LENGTH_LAWS.names(),
+        help="request lengths: " + "; ".join(f"{e.name}: {e.doc}" for e in LENGTH_LAWS.values()),
     )
     r.add_argument("--prompt", type=float, default=129, help="prefill tokens (mean)")
     r.add_argument("--decode", type=float, default=112, help="decode tokens (mean)")

@@ -18,13 +18,13 @@ from pathlib import Path
 from ..dp.registry import KERNELS as BFIO_KERNELS
 from ..dp.registry import POLICIES as DP_POLICIES
 from ..dp.registry import PREDICTORS as DP_PREDICTORS
+from ..dp.registry import REPRODUCTIONS
 from ..dp.registry import SEMANTICS as DP_SEMANTICS
 from ..dp.registry import WORKLOADS as DP_WORKLOADS
 from ..errors import ConfigError, require_int
 from ..outputs import check_dir, check_file, save
 from .base import command, config_path, require_what, write_resolved
 
-REPRODUCIBLE = ("table1", "fig4", "noise")
 CHECKS = ("theorems", "stability")
 
 
@@ -121,7 +121,7 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(a: argparse.Namespace) -> int:
-    what = require_what(a.what, "reproduce: the experiment", REPRODUCIBLE)
+    what = require_what(a.what, "reproduce: the experiment", REPRODUCTIONS.names())
     seeds = require_int(a.seeds, "--seeds", lo=1, hi=4096)
     out = check_dir(a.out, "--out")
     png = None if what == "table1" else check_file(a.plot or out / f"{what}.png", "--plot", image=True)
@@ -330,8 +330,7 @@ def _add_commands(sub, group: bool) -> None:
     q.add_argument(
         "what",
         nargs="?",
-        help=f"one of {', '.join(REPRODUCIBLE)}: Table 1, Fig. 4 "
-        "(imbalance against H), BF-IO(H) under prediction errors",
+        help=f"one of {', '.join(REPRODUCTIONS)}: " + "; ".join(f"{e.name}: {e.doc}" for e in REPRODUCTIONS.values()),
     )
     q.add_argument("--trace", help="table1: path to burstgpt_8000.csv")
     q.add_argument("--seeds", type=int, default=8, help="seeds (fig4, noise)")

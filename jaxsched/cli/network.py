@@ -13,6 +13,7 @@ from ..errors import require_float, require_int
 from ..network.registry import EXPERIMENTS as NETWORK_EXPERIMENTS
 from ..network.registry import POLICIES as NETWORK_POLICIES
 from ..network.registry import ROUTERS as NETWORK_ROUTERS
+from ..network.registry import RS_PRIORITIES, RUN_TOPOLOGIES
 from ..outputs import check_file
 from .base import (
     command,
@@ -121,9 +122,8 @@ def add_parsers(sub) -> None:
     r.add_argument(
         "--topology",
         default="parallel",
-        choices=("parallel", "rs"),
-        help="parallel: K engines behind --router; rs: the Rybko-Stolyar network "
-        "(b = 768, one slot per batch; --load per agent)",
+        choices=RUN_TOPOLOGIES.names(),
+        help="; ".join(f"{e.name}: {e.doc}" for e in RUN_TOPOLOGIES.values()),
     )
     r.add_argument("--agents", type=int, default=2, help="engines K (parallel)")
     r.add_argument(
@@ -132,8 +132,8 @@ def add_parsers(sub) -> None:
     r.add_argument(
         "--priority",
         default="unstable",
-        choices=("unstable", "stable"),
-        help="rs: priority to the long exiting class (unstable) or the swap",
+        choices=RS_PRIORITIES.names(),
+        help="rs: " + "; ".join(f"{e.name}: {e.doc}" for e in RS_PRIORITIES.values()),
     )
     r.add_argument(
         "--policy", default="sarathi", choices=NETWORK_POLICIES, help="each engine's batch policy (parallel)"

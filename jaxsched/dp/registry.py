@@ -115,3 +115,14 @@ PARAMS_FIELDS = (
 # new one. `horizon` was BF-IO's lookahead H in decode steps (not the simulated seconds of the
 # other engines' `horizon_s`).
 RENAMED = {"horizon": "lookahead_steps"}
+
+# `jaxsched reproduce NAME`: the BF-IO paper's table and figures (`jaxsched.dp.experiments`).
+REPRODUCTIONS = Registry("dp", "reproduction")
+builtin(
+    REPRODUCTIONS,
+    "table1",
+    "jaxsched.dp.experiments:table1_rows",
+    "Table 1 on the BurstGPT sample (--trace burstgpt_8000.csv), one run",
+)
+builtin(REPRODUCTIONS, "fig4", "jaxsched.dp.experiments:fig4_sweep", "Fig. 4: imbalance against the lookahead H")
+builtin(REPRODUCTIONS, "noise", "jaxsched.dp.experiments:noise_sweep", "BF-IO(H) under prediction errors")

@@ -83,3 +83,25 @@ PARAMS_FIELDS = (
     "b0",
     "period_s",
 )
+
+# `jaxsched network run --topology`: the two networks the command builds (NetworkConfig's own
+# topologies are parallel, routes and fork_join; rs is a `routes` network).
+RUN_TOPOLOGIES = Registry("network", "run topology")
+builtin(RUN_TOPOLOGIES, "parallel", "jaxsched.network.config:NetworkConfig", "K engines behind --router")
+builtin(
+    RUN_TOPOLOGIES,
+    "rs",
+    "jaxsched.network.experiments:rs_config",
+    "the Rybko-Stolyar network of Fig. 8 (b = 768, one slot per batch; --load per agent)",
+)
+
+# `jaxsched network run --priority` (rs): the agents' type priorities
+# (`jaxsched.network.experiments.RS_ORDERS`).
+RS_PRIORITIES = Registry("network", "rs priority")
+builtin(
+    RS_PRIORITIES,
+    "unstable",
+    "jaxsched.network.experiments:RS_ORDERS",
+    "priority to the long exiting class at both agents (the unstable order)",
+)
+builtin(RS_PRIORITIES, "stable", "jaxsched.network.experiments:RS_ORDERS", "the swapped priorities (stable)")

@@ -534,3 +534,25 @@ def test_flags_are_named_by_their_fields(path, engine):
             assert action.dest == hit[0], (path, action.option_strings, action.dest)
             assert action.option_strings[0] == "--" + hit[0].replace("_", "-"), action.option_strings
     assert named >= 1
+
+
+def test_command_choice_registries_are_the_live_names():
+    # The choices of `reproduce`, `budget run --lengths` and `network run --topology/--priority`
+    # come from the registries, whose entries resolve to what the commands run.
+    from jaxsched.budget.registry import LENGTH_LAWS
+    from jaxsched.dp.registry import REPRODUCTIONS
+    from jaxsched.network.experiments import RS_ORDERS
+    from jaxsched.network.registry import RS_PRIORITIES, RUN_TOPOLOGIES
+    from jaxsched.workload import Constant, Poisson
+
+    assert all(callable(e.fn) for e in REPRODUCTIONS.values())
+    assert REPRODUCTIONS.names() == ("table1", "fig4", "noise")
+    assert [e.fn for e in LENGTH_LAWS.values()] == [Constant, Poisson]
+    assert set(RS_PRIORITIES.names()) == set(RS_ORDERS) and RS_PRIORITIES["stable"].fn is RS_ORDERS
+    assert all(callable(e.fn) for e in RUN_TOPOLOGIES.values())
+    root = build_parser()
+    net = _subcommands(_subcommands(root)["network"])["run"]
+    assert tuple(_option(net, "--topology").choices) == RUN_TOPOLOGIES.names()
+    assert tuple(_option(net, "--priority").choices) == RS_PRIORITIES.names()
+    bud = _subcommands(_subcommands(root)["budget"])["run"]
+    assert tuple(_option(bud, "--lengths").choices) == LENGTH_LAWS.names()
