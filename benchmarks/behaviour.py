@@ -21,7 +21,10 @@ them (so that a run padded into a size bucket rounds as the unpadded run does; s
 `jaxsched.dp.engine._admission_stats`): only the queueing-delay columns changed, in the eighth
 significant digit. The `max_epochs` column of `sweep_kv` was renamed `max_steps` in the record
 with the kv Config field, and the `horizon` column of `run`, `sweep_dp` and `table1`
-`lookahead_steps` with the dp one; no number changed.) A refactoring that
+`lookahead_steps` with the dp one; no number changed. `kv_e1`'s `relax_s` and
+`fluid_memory_tokens` columns, the fluid model's closed-form values, were re-recorded when
+their float evaluation order moved their last digit (0.64 recorded as 0.6399999999999999);
+every simulated number stayed bit for bit equal.) A refactoring that
 changes no behaviour leaves every number equal to the bit (CSV cells are written with
 `repr(float)`); columns that hold wall-clock times, paths or resume keys are not compared.
 `benchmarks/results/behaviour/` holds the recording this repository is checked against
