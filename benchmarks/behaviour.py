@@ -24,7 +24,8 @@ with the kv Config field, and the `horizon` column of `run`, `sweep_dp` and `tab
 `lookahead_steps` with the dp one; no number changed. `kv_e1`'s `relax_s` and
 `fluid_memory_tokens` columns, the fluid model's closed-form values, were re-recorded when
 their float evaluation order moved their last digit (0.64 recorded as 0.6399999999999999);
-every simulated number stayed bit for bit equal.) A refactoring that
+every simulated number stayed bit for bit equal. `theorems` was re-recorded when the theorem
+check began to run its points in size buckets, which appends the same rows in another order.) A refactoring that
 changes no behaviour leaves every number equal to the bit (CSV cells are written with
 `repr(float)`); columns that hold wall-clock times, paths or resume keys are not compared.
 `benchmarks/results/behaviour/` holds the recording this repository is checked against
