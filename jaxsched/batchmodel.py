@@ -278,3 +278,15 @@ def trajectory_length(metrics) -> int:
     """Rows of recorded trajectories: the longest run over the seeds (its makespan), which
     does not depend on the chunking or the block size."""
     return max(1, int(np.max(metrics["makespan_steps"])))
+
+
+# The runner hints the batch engines (offline, interval) share: runs of one chunk end at
+# different steps (a step costs O(n)), and size buckets over n, the number of jobs.
+ENGINE_HINTS = dict(
+    skip_done_in_block=True,
+    trajectory_length=lambda config, metrics: trajectory_length(metrics),
+    size_fields=("num_requests",),
+    pad_check=pad_check,
+    pad_into=pad_into,
+    size_free=size_free,
+)

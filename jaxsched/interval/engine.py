@@ -277,14 +277,8 @@ ENGINE: Engine[IntervalConfig, OfflineParams, IntervalState] = Engine(
     max_steps=max_steps,
     working_set_bytes=working_set_bytes,
     peak_bytes=peak_bytes,
-    # Runs of one chunk end at different steps; a step costs O(n) per candidate.
-    skip_done_in_block=True,
-    trajectory_length=lambda config, metrics: batchmodel.trajectory_length(metrics),
     example=example,
     check=check,
     describe=describe,
-    size_fields=("num_requests",),
-    pad_check=batchmodel.pad_check,
-    pad_into=batchmodel.pad_into,
-    size_free=batchmodel.size_free,
+    **batchmodel.ENGINE_HINTS,
 )
