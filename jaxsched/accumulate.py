@@ -33,6 +33,17 @@ class WideInt(eqx.Module):
         lo = self.lo + x
         return WideInt(self.hi + (lo >> _SHIFT), lo & _MASK)
 
+    def add_product(self, a: jnp.ndarray, b: jnp.ndarray) -> "WideInt":
+        """Add the exact product a * b of int32 0 <= a < 2^24 and 0 <= b < 2^30 (a sum of
+        many equal terms at once, e.g. an arithmetic series), by 12-bit limbs: every partial
+        product stays below 2^25, so no int32 overflows while the total is below 2^54."""
+        a1, a0 = a >> 12, a & 0xFFF
+        b2, b1, b0 = b >> 24, (b >> 12) & 0xFFF, b & 0xFFF
+        mid = a1 * b0 + a0 * b1  # weight 2^12, < 2^25
+        lo = self.lo + a0 * b0 + ((mid & 0xFFF) << 12)
+        hi = self.hi + (mid >> 12) + a1 * b1 + a0 * b2 + ((a1 * b2) << 12)
+        return WideInt(hi + (lo >> _SHIFT), lo & _MASK)
+
     def minus(self, other: "WideInt") -> jnp.ndarray:
         """self - other as float32 (exact while |difference| < 2^24, else 1 ulp)."""
         return (self.hi - other.hi).astype(jnp.float32) * np.float32(2.0**_SHIFT) + (self.lo - other.lo).astype(

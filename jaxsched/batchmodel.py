@@ -111,17 +111,22 @@ def run_requests(params: OfflineParams) -> jnp.ndarray | None:
 # --------------------------------------------------------------------------- the step clock
 
 
-def step_clock(params: OfflineParams, now: DF, finish: DF, ends, decoding, prefill, memory) -> tuple[DF, DF]:
-    """(clock at the end of this step, finish times [n] with the jobs in `ends` (bool[n])
-    stamped) under the step-time model: duration = step_const_s + per_decode_s * decoding +
-    per_prefill_token_s * prefill + per_kv_token_s * memory (int32 counts of this step), s."""
-    dt = (
+def step_duration(params: OfflineParams, decoding, prefill, memory) -> jnp.ndarray:
+    """float32 seconds of one step under the step-time model: step_const_s + per_decode_s *
+    decoding + per_prefill_token_s * prefill + per_kv_token_s * memory (int32 counts of the
+    step)."""
+    return (
         params.step_const_s
         + params.per_decode_s * decoding.astype(jnp.float32)
-        + params.per_prefill_token_s * prefill.astype(jnp.float32)
+        + params.per_prefill_token_s * jnp.asarray(prefill).astype(jnp.float32)
         + params.per_kv_token_s * memory.astype(jnp.float32)
     )
-    now = clock.add_f32(now, dt)
+
+
+def step_clock(params: OfflineParams, now: DF, finish: DF, ends, decoding, prefill, memory) -> tuple[DF, DF]:
+    """(clock at the end of this step, finish times [n] with the jobs in `ends` (bool[n])
+    stamped) under the step-time model (`step_duration`)."""
+    now = clock.add_f32(now, step_duration(params, decoding, prefill, memory))
     return now, DF(jnp.where(ends, now.hi, finish.hi), jnp.where(ends, now.lo, finish.lo))
 
 
@@ -225,6 +230,69 @@ class OwnSize:
 
     def __init__(self, n: int):
         self.n = n
+
+
+# --------------------------------------------------------------------------- explicit instances
+
+
+class Instance(eqx.Module):
+    """The Params of one run of an explicit instance (`instance_engine`): the engine's params
+    and the instance's per-job arrays (int32[n] each: offline (s, o, order), interval (s, o,
+    low, high))."""
+
+    params: OfflineParams
+    jobs: tuple
+
+
+def instance_engine(engine, start: Callable, extra: Callable | None = None):
+    """`engine` with every run's instance given in its Params (an `Instance`) instead of drawn
+    from its seed: init is start(config, instance, seed). Its runs go through the shared
+    runner (`run_instances`) like any other: seed chunks, device sharding, progress, lanes.
+    extra(state) -> {name: array [..., n]}: per-job results added to the metrics."""
+
+    def finalize(config, inst: Instance, state):
+        out = engine.finalize(config, inst.params, state)
+        return {**out, **({} if extra is None else extra(state))}
+
+    return replace(
+        engine,
+        name=f"{engine.name}_instances",
+        Params=Instance,
+        make_params=lambda config: None,
+        init=start,
+        step=lambda config, inst, state, record: engine.step(config, inst.params, state, record),
+        finalize=finalize,
+        size_fields=(),
+        pad_check=None,
+        pad_into=None,
+    )
+
+
+def run_instances(
+    engine, config, params: OfflineParams, jobs, seeds, *, record=False, progress=None, lanes=None, seed_chunk=None
+) -> tuple[dict, dict | None]:
+    """(metrics {name: float64[S] or per-job [S, n]}, trajectories or None) of `engine` (from
+    `instance_engine`) on the explicit instances jobs (int arrays [S, n], validated by the
+    caller) with `params` shared and seeds uint32[S], through the shared runner."""
+    from .run import simulate_runs
+
+    S = len(seeds)
+    shared = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (S,) + jnp.shape(a)), params)
+    stacked = Instance(shared, tuple(jnp.asarray(a, jnp.int32) for a in jobs))
+    merged, traj, _, _ = simulate_runs(
+        engine,
+        config,
+        stacked,
+        np.asarray(seeds, np.uint32),
+        np.arange(S),
+        record,
+        seed_chunk,
+        None,
+        progress,
+        True,
+        lanes,
+    )
+    return merged, traj
 
 
 # --------------------------------------------------------------------------- size buckets

@@ -126,6 +126,11 @@ class Engine(Generic[C, P, S]):
       describe(config) -> {column: value}: the config's columns in result rows (default the
         policy).
       sweep_hidden: Config fields a sweep does not vary (dp's policy_set: sweep the policy).
+      regrow(config, metrics) -> (config, bool[S]) | None: tables sized to the run. When
+        some runs outgrew a table the config sizes (they stop and say so in metrics whose names
+        start with "_", which the runner drops from results), the config with larger tables
+        and which runs to repeat with it; None when none did. The runner repeats them until
+        none outgrows, so a table's size never changes a result.
 
     Size buckets and policy sets (optional; `jaxsched.buckets`):
       size_fields: Config fields a run may take as traced values inside a larger config, so a
@@ -169,6 +174,7 @@ class Engine(Generic[C, P, S]):
     check: Callable[[C, Mapping[str, np.ndarray]], list[str]] = _no_warnings
     describe: Callable[[C], dict[str, Any]] = _policy_column
     sweep_hidden: tuple[str, ...] = ()
+    regrow: Callable[[C, Mapping[str, np.ndarray]], tuple[C, np.ndarray] | None] | None = None
     size_fields: tuple[str, ...] = ()
     pad_into: Callable[[C, P, dict[str, int]], tuple[C, P]] | None = None
     pad_check: Callable[[C], None] | None = None

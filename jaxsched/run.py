@@ -114,6 +114,19 @@ def _compiled(engine: Engine, config: Any, block: int, record: bool, per_run: bo
         out = jax.eval_shape(step, state, params)[1]
         return state, jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), out)
 
+    def run_block_until_done(state, params):
+        # Without a record the block is a loop that stops once every run is done: a scan would
+        # go on through idle steps, and each one copies the chunk's state out of a `cond`.
+        def cond(carry):
+            i, s = carry
+            return (i < block) & ~jnp.all(engine.done(config, s))
+
+        _, state = jax.lax.while_loop(cond, lambda c: (c[0] + 1, step(c[1], params)[0]), (jnp.int32(0), state))
+        return state, None
+
+    if not record:
+        return init, jax.jit(run_block_until_done, donate_argnums=0)
+
     def run_block_skipping(state, params):
         def body(s, _):
             return jax.lax.cond(
@@ -149,7 +162,7 @@ def _init_state(init, seeds: np.ndarray, params, shard: bool):
     return state
 
 
-def _fit_rows(a: np.ndarray, K: int) -> np.ndarray:
+def fit_rows(a: np.ndarray, K: int) -> np.ndarray:
     """A trajectory [S, k, ...] cut or zero-padded to K rows (rows after a run ended are zeros)."""
     if a.shape[1] >= K:
         return a[:, :K]
@@ -376,7 +389,7 @@ def simulate(
         progress,
     )
     seeds = check_seeds(seeds)
-    merged, traj, wall, compile_s = _simulate_runs(
+    merged, traj, wall, compile_s = simulate_runs(
         engine, config, params, seeds, None, record, seed_chunk, block_steps, progress, shard, lanes
     )
     if warn:
@@ -385,7 +398,7 @@ def simulate(
     return Results(engine.name, config, seeds, merged, traj, wall, compile_s)
 
 
-def _simulate_runs(
+def simulate_runs(
     engine: Engine,
     config: Any,
     params: Any,
@@ -410,6 +423,7 @@ def _simulate_runs(
     )
     pad = -n_runs % chunk
     padded = np.concatenate([seeds, np.repeat(seeds[-1:], pad)])
+    stacked_params = params
     if per_run:
         index = np.concatenate([points, np.repeat(points[-1:], pad)])
         params = jax.tree_util.tree_map(lambda a: a[index], params)
@@ -465,7 +479,34 @@ def _simulate_runs(
     traj = None
     if record:
         K_out = engine.trajectory_length(config, merged)
-        traj = {k: np.concatenate([_fit_rows(t[k], K_out) for _, t in parts])[:n_runs] for k in parts[0][1]}
+        traj = {k: np.concatenate([fit_rows(t[k], K_out) for _, t in parts])[:n_runs] for k in parts[0][1]}
+    grown = None if engine.regrow is None else engine.regrow(config, merged)
+    if grown is not None:
+        # Runs that outgrew a table run again with larger tables; their results replace the
+        # stopped runs' (a table's size never changes a finished run's result).
+        bigger, again = grown
+        sub, sub_traj, sub_wall, sub_compile = simulate_runs(
+            engine,
+            bigger,
+            stacked_params,
+            seeds[again],
+            None if points is None else points[again],
+            record,
+            seed_chunk,
+            block_steps,
+            progress,
+            shard,
+            lanes,
+        )
+        for k in sub:
+            merged[k][again] = sub[k]
+        if record:
+            K_out = max(traj[next(iter(traj))].shape[1], sub_traj[next(iter(sub_traj))].shape[1])
+            traj = {k: fit_rows(v, K_out) for k, v in traj.items()}
+            for k in traj:
+                traj[k][again] = fit_rows(sub_traj[k], K_out)
+        wall, compile_s = wall + sub_wall, compile_s + sub_compile
+    merged = {k: v for k, v in merged.items() if not k.startswith("_")}
     return merged, traj, wall, compile_s
 
 
@@ -527,7 +568,7 @@ def simulate_points(
             "params_list must share every array shape (the same number of types and rate periods)"
         ) from None
     points = np.repeat(np.arange(P), S)
-    merged, traj, wall, compile_s = _simulate_runs(
+    merged, traj, wall, compile_s = simulate_runs(
         engine, config, stacked, np.tile(seeds, P), points, record, seed_chunk, block_steps, progress, shard, lanes
     )
     out = []

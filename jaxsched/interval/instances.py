@@ -8,25 +8,24 @@ benchmarks need the engine on given arrays instead:
     jobs = execute(..., per_job=True)["jobs"]     # c, evictions, wasted: int[S, n]
     rows = execute(..., record_steps=K)["steps"]  # memory, evicted, ...: [S, K]
 
-`execute` runs the engine's own `step` (one `lax.while_loop` per batch of instances, `vmap`ped;
-`lax.scan` over K steps when recording), so its metrics equal `simulate`'s for the same instance.
+`execute` runs the engine's own `step` through the shared runner (`batchmodel.run_instances`:
+the instances are the runs' params), so its metrics equal `simulate`'s for the same instance.
 """
 
 from __future__ import annotations
 
-import functools
+from dataclasses import replace
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from ..batchmodel import INT_LIMIT, OfflineParams
-from ..errors import require
+from ..batchmodel import INT_LIMIT, Instance, OfflineParams, instance_engine, run_instances
+from ..errors import require, require_int
+from ..run import fit_rows
 from ..workload import Batch, Constant, Independent, UniformInt
 from .config import IntervalConfig, check_capacity
-from .engine import done, start, step
+from .engine import ENGINE, start
 from .intervals import check_instance
-from .metrics import finalize
+from .state import IntervalState
 
 
 def policy_config(policy: str, n: int, max_upper: int = 1, **options) -> IntervalConfig:
@@ -38,19 +37,16 @@ def policy_config(policy: str, n: int, max_upper: int = 1, **options) -> Interva
     )
 
 
-@functools.partial(jax.jit, static_argnums=(0, 7))
-def _execute(config, params, s, o, low, high, seeds, record_steps, max_steps):
-    def one(s, o, low, high, seed):
-        st = start(s, o, low, high, seed, config.policy)
-        if record_steps:
-            return jax.lax.scan(lambda st, _: step(config, params, st, True), st, None, length=record_steps)
+def _start(config: IntervalConfig, inst: Instance, seed) -> IntervalState:
+    return start(*inst.jobs, seed, config.policy)
 
-        def cond(st):
-            return ~done(config, st) & (st.t < max_steps)
 
-        return jax.lax.while_loop(cond, lambda st: step(config, params, st, False)[0], st), None
+def _per_job(state: IntervalState) -> dict:
+    return {f"jobs.{k}": np.asarray(getattr(state, k)) for k in ("c", "evictions", "wasted", "est")}
 
-    return jax.vmap(one)(s, o, low, high, seeds)
+
+# The engine on given instances: init takes (s, o, low, high) from the run's params.
+INSTANCES = instance_engine(ENGINE, _start, _per_job)
 
 
 def execute(
@@ -67,6 +63,8 @@ def execute(
     per_job: bool = False,
     record_steps: int = 0,
     max_steps: int | None = None,
+    progress=None,
+    lanes: bool | None = None,
 ) -> dict:
     """Run `policy` on each instance (s, o, low, high: int[S, n] or int[n], tokens; validated:
     0 <= s, 1 <= l <= o <= u, s + u <= M); seeds (uint32[S] or one) drive its random
@@ -75,7 +73,9 @@ def execute(
     Returns the engine's METRICS (float64[S] each); with per_job, also "jobs": {c, evictions,
     wasted, est} int[S, n]; with record_steps = K > 0 (runs K steps, no early stop), also
     "steps": {memory, decoding, prefill_tokens, evicted, live} [S, K]. max_steps (default
-    4 n u_max + 64) cuts a run; `done` says which finished.
+    4 n u_max + 64, u_max the largest u rounded up to a power of two) cuts a run; `done` says
+    which finished. The runs go through the shared runner (`batchmodel.run_instances`): seed
+    chunks, device sharding, `progress` and `lanes` as in `jaxsched.simulate`.
     """
     M = int(params.capacity_tokens)
     s, o, low, high = (np.atleast_2d(a) for a in check_instance(s, o, low, high, M))
@@ -97,14 +97,18 @@ def execute(
         "an int in [0, 2^20]",
         record_steps,
     )
-    if max_steps is None:
-        max_steps = int(min(INT_LIMIT, 4 * n * int(high.max()) + 64))
-    seeds = jnp.asarray(np.broadcast_to(seeds, (S,)))
-    args = (jnp.asarray(a, jnp.int32) for a in (s, o, low, high))
-    state, rows = _execute(config, params, *args, seeds, record_steps, jnp.int32(max_steps))
-    out = finalize(config, params, state)
-    if per_job:
-        out["jobs"] = {k: np.asarray(getattr(state, k)) for k in ("c", "evictions", "wasted", "est")}
+    if max_steps is not None:
+        max_steps = require_int(max_steps, "max_steps", lo=1, hi=INT_LIMIT)
     if record_steps:
-        out["steps"] = {k: np.asarray(v) for k, v in rows.items() if k != "time_s"}
+        max_steps = record_steps
+    config = replace(config, max_steps=max_steps)
+    seeds = np.broadcast_to(seeds, (S,))
+    out, rows = run_instances(
+        INSTANCES, config, params, (s, o, low, high), seeds, record=bool(record_steps), progress=progress, lanes=lanes
+    )
+    jobs = {k.split(".", 1)[1]: out.pop(k) for k in list(out) if k.startswith("jobs.")}
+    if per_job:
+        out["jobs"] = jobs
+    if record_steps:
+        out["steps"] = {k: fit_rows(v, record_steps) for k, v in rows.items() if k != "time_s"}
     return out

@@ -9,7 +9,7 @@ engine (`jaxsched.batchmodel`), re-exported here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -67,6 +67,10 @@ class OfflineConfig:
     quantile, sample_fraction: quantile greedy's (`sorted_f_quantile`) thresholds are the
       `quantile`-quantiles of s + o and of o over a random sample of max(1, floor(
       sample_fraction |I|)) remaining requests (the paper's 0.3 and 0.5).
+    slots: rows of the table of running requests (`state.ActiveTable`), whose size sets the
+      cost of every admission check (default `engine.DEFAULT_SLOTS`, at most n). A run that
+      needs more stops and runs again with twice the rows (`engine.regrow`), so the value never
+      changes a result, only the speed; it is not part of a results key.
     """
 
     workload: Any
@@ -78,6 +82,7 @@ class OfflineConfig:
     scale_b: int = 100
     quantile: float = 0.3
     sample_fraction: float = 0.5
+    slots: int | None = field(default=None, metadata={"identity": False})
 
     def __post_init__(self):
         w = resolve_batch(self.workload, self.num_requests, lambda name, n: named(name, n)[0])
@@ -99,6 +104,8 @@ class OfflineConfig:
         require_choice(self.policy, "policy", tuple(POLICIES))
         if self.max_steps is not None:
             require_int(self.max_steps, "max_steps", lo=1, hi=INT_LIMIT)
+        if self.slots is not None:
+            require_int(self.slots, "slots", lo=1, hi=1 << 20)
         require_int(self.dp_width, "dp_width", lo=2, hi=1 << 20)
         require_float(self.epsilon, "epsilon", lo=1e-3, hi=1.0)
         require_int(self.scale_b, "scale_b", lo=1, hi=100_000)

@@ -1,7 +1,6 @@
 """The offline engine: n requests present at t = 0, one worker, KV limit M (papers 002, 003).
 
-One scan step is one unit time step t = 1, 2, ... of the shared Phase-2 executor of
-notes/002.md §2.1:
+Time runs in unit steps t = 1, 2, ... of the shared Phase-2 executor of notes/002.md §2.1:
 1. requests with c_i < t have completed and left (their memory is free);
 2. in the policy's order, starting at the head, a candidate r is admitted with p_r = t - 1 if
    the admitted set with r still fits at every future completion time:
@@ -11,6 +10,13 @@ notes/002.md §2.1:
 3. every active request generates one token; the step's time comes from the step-time model.
 Checking a candidate costs O(n): `peak[j]` holds M(X, c_j) for the admitted set, and adding r
 raises it by s_r + c_j - p_r wherever c_j <= c_r.
+
+Event skipping: one scan step runs unit step t and then every following step that provably
+changes nothing but the clock and the memory (`quiet_until`: until the next completion, or
+the first step at which the blocked candidate could fit), pricing each of them as a unit step
+would, so the metrics are bitwise those of unit stepping (tests/offline/test_events.py). A
+recorded run (record=True) takes exactly one unit step per scan step, so its trajectories
+have one row per unit step.
 """
 
 from __future__ import annotations
@@ -19,10 +25,11 @@ from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from .. import batchmodel
+from .. import batchmodel, clock
 from ..accumulate import WideInt
-from ..batchmodel import INT_LIMIT, OfflineParams, run_requests, step_clock
+from ..batchmodel import INT_LIMIT, OfflineParams, run_requests, step_duration
 from ..clock import DF
 from ..engine import Engine
 from ..kernels import admit_check
@@ -30,7 +37,7 @@ from .config import OfflineConfig, make_params
 from .metrics import METRICS, finalize
 from .policies import Jobs
 from .registry import POLICIES
-from .state import OfflineState
+from .state import ActiveTable, OfflineState
 
 
 def jobs(config: OfflineConfig, seed) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -65,20 +72,38 @@ def init(config: OfflineConfig, params: OfflineParams, seed) -> OfflineState:
     if n is not None:
         # The padding never fits, so `start` counts only the run's own requests as servable.
         s, o = pad_jobs(s, o, n)
-    return start(s, o, POLICIES[config.policy].fn(config, params, Jobs(s, o, seed, M, n)), params)
+    order = POLICIES[config.policy].fn(config, params, Jobs(s, o, seed, M, n))
+    return start(s, o, order, params, table_rows(config))
 
 
-def start(s: jnp.ndarray, o: jnp.ndarray, order: jnp.ndarray, params: OfflineParams) -> OfflineState:
+# Rows of the table of running requests by default: paper 002's real mix at M = 16,492 runs
+# about 35 requests at once (at most 66 in 32 runs of n = 200 and 1000), so runs seldom outgrow
+# 128 rows; a run that does runs again with twice the rows.
+DEFAULT_SLOTS = 128
+
+
+def table_rows(config: OfflineConfig) -> int:
+    """A, the rows of the table of running requests: config.slots, or DEFAULT_SLOTS, at most
+    n. A run that needs more stops with `overflow` and runs again with twice the rows
+    (`regrow`), so A never changes a result."""
+    return min(config.n, config.slots or DEFAULT_SLOTS)
+
+
+def start(s, o, order, params: OfflineParams, rows: int | None = None) -> OfflineState:
     """The state at t = 0 of the instance (s, o) (int32[n], tokens) admitted in `order` (a
-    permutation of 0..n-1). Requests that cannot fit even alone (s + o > M) are moved behind
-    the others, keeping both groups' relative order, and never admitted (`num_dropped`)."""
+    permutation of 0..n-1), with a table of `rows` running requests (default n: never
+    overflows). Requests that cannot fit even alone (s + o > M) are moved behind the others,
+    keeping both groups' relative order, and never admitted (`num_dropped`)."""
     s, o, order = (jnp.asarray(x, jnp.int32) for x in (s, o, order))
     fits = (s + o <= params.capacity_tokens)[order]
     order = order[jnp.argsort(~fits, stable=True)]
     n = s.shape[0]
+    A = n if rows is None else rows
     none = jnp.full((n,), -1, jnp.int32)
     zf = jnp.zeros((n,), jnp.float32)
     z = jnp.int32(0)
+    empty = jnp.full((A,), -1, jnp.int32)
+    table = ActiveTable(empty, jnp.zeros((A,), jnp.int32), empty, empty, jnp.zeros((A,), jnp.int32))
     return OfflineState(
         s,
         o,
@@ -87,20 +112,58 @@ def start(s: jnp.ndarray, o: jnp.ndarray, order: jnp.ndarray, params: OfflinePar
         z,
         none,
         none,
-        jnp.zeros((n,), jnp.int32),
+        table,
         DF(zf, zf),
         z,
         z,
         DF.zeros(),
         z,
         WideInt.zeros(),
+        z,
+        jnp.bool_(False),
     )
 
 
-def _fits(state: OfflineState, M, r, t) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
-    """(fits, new peak[n], r's own peak) for candidate r starting at p_r = t - 1."""
-    active = (state.p >= 0) & (state.c >= t)
-    return admit_check(state.s, state.p, state.c, active, state.peak, state.s[r], t - 1, t - 1 + state.o[r], M)
+def _candidate(st: OfflineState, M, t):
+    """The next candidate r = order[head] tried at step t (p_r = t - 1): (whether there is one,
+    r, s_r, o_r, c_r, the running rows bool[A], admit_check's (fits, raised, own), the first
+    free row, whether a row is free)."""
+    tab = st.table
+    running = tab.c >= t
+    blocked = st.head < st.live
+    r = st.order[jnp.minimum(st.head, st.s.shape[0] - 1)]
+    s_r, o_r = st.s[r], st.o[r]
+    c_r = t - 1 + o_r
+    check = admit_check(tab.s, tab.p, tab.c, running, tab.peak, s_r, t - 1, c_r, M)
+    row = jnp.argmin(running)
+    return blocked, r, s_r, o_r, c_r, running, check, row, ~running[row]
+
+
+def _take(st: OfflineState, admit, r, s_r, c_r, t, raised, own, row) -> OfflineState:
+    """st with r admitted at step t into table row `row` where `admit` (a scalar)."""
+    tab = st.table
+    put = lambda a, v: a.at[row].set(jnp.where(admit, v, a[row]))
+    table = ActiveTable(
+        put(tab.id, r),
+        put(tab.s, s_r),
+        put(tab.p, t - 1),
+        put(tab.c, c_r),
+        jnp.where(admit, raised.at[row].set(own), tab.peak),
+    )
+    return replace(
+        st,
+        head=st.head + admit.astype(jnp.int32),
+        p=st.p.at[r].set(jnp.where(admit, t - 1, st.p[r])),
+        c=st.c.at[r].set(jnp.where(admit, c_r, st.c[r])),
+        table=table,
+        last=jnp.where(admit, jnp.maximum(st.last, c_r), st.last),
+    )
+
+
+def _stamp(finish: DF, table: ActiveTable, ends, now: DF) -> DF:
+    """finish with the requests of the table rows `ends` (bool[A]) stamped with `now`."""
+    at = jnp.where(ends, table.id, finish.hi.shape[0])  # rows not ending write out of range
+    return DF(finish.hi.at[at].set(now.hi, mode="drop"), finish.lo.at[at].set(now.lo, mode="drop"))
 
 
 def _admit(state: OfflineState, params: OfflineParams, t) -> tuple[OfflineState, jnp.ndarray]:
@@ -110,41 +173,51 @@ def _admit(state: OfflineState, params: OfflineParams, t) -> tuple[OfflineState,
 
     def cond(carry):
         st, _, go = carry
-        return go & (st.head < st.live)
+        return go & (st.head < st.live) & ~st.overflow
 
     def body(carry):
         st, prefill, _ = carry
-        r = st.order[st.head]
-        ok, raised, own = _fits(st, M, r, t)
-        new = replace(
-            st,
-            head=st.head + 1,
-            p=st.p.at[r].set(t - 1),
-            c=st.c.at[r].set(t - 1 + st.o[r]),
-            peak=raised.at[r].set(own),
-            last=jnp.maximum(st.last, t - 1 + st.o[r]),
-        )
-        st = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, st)
-        return st, prefill + jnp.where(ok, st.s[r], 0), ok
+        _, r, s_r, _, c_r, _, (ok, raised, own), row, room = _candidate(st, M, t)
+        st = _take(st, ok & room, r, s_r, c_r, t, raised, own, row)
+        st = replace(st, overflow=ok & ~room)
+        return st, prefill + jnp.where(ok & room, s_r, 0), ok & room
 
     state, prefill, _ = jax.lax.while_loop(cond, body, (state, jnp.int32(0), jnp.bool_(True)))
     return state, prefill
 
 
 def done(config: OfflineConfig, state: OfflineState) -> jnp.ndarray:
-    """Every servable request admitted and completed."""
-    return (state.head >= state.live) & (state.t >= state.last)
+    """Every servable request admitted and completed, or the table overflowed (the run stops
+    and runs again with more rows: `regrow`)."""
+    return (state.head >= state.live) & (state.t >= state.last) | state.overflow
 
 
 def step(config: OfflineConfig, params: OfflineParams, state: OfflineState, record: bool):
-    """One unit step t = state.t + 1 (see the module docstring); a no-op once `done`."""
-    finished = done(config, state)
+    """One event (see the module docstring), or with record=True one unit step; a no-op once
+    `done` or at t = config.steps."""
+    return advance(params, state, record, config.steps)
+
+
+def advance(params: OfflineParams, state: OfflineState, record: bool, cap):
+    """`step` with the step bound `cap` (int32 scalar: state.t never passes it) as a value:
+    explicit instances (`instances.execute`) give their own. record=True: unit step t =
+    state.t + 1 (`unit_step`), one trajectory row. Else one event (`event_step`)."""
+    if record:
+        return unit_step(params, state, cap)
+    return event_step(params, state, cap), None
+
+
+def unit_step(params: OfflineParams, state: OfflineState, cap):
+    """Unit step t = state.t + 1: every admission that fits, then one token for every active
+    request. Returns (state, the step's trajectory row)."""
+    finished = done(None, state) | (state.t >= cap)
     t = state.t + 1
     st, prefill = _admit(state, params, t)
-    active = (st.p >= 0) & (st.c >= t)
-    decoding = jnp.sum(active).astype(jnp.int32)
-    memory = jnp.sum(jnp.where(active, st.s + t - st.p, 0)).astype(jnp.int32)
-    now, finish = step_clock(params, st.clock, st.finish, st.c == t, decoding, prefill, memory)
+    running = st.table.c >= t
+    decoding = jnp.sum(running).astype(jnp.int32)
+    memory = jnp.sum(jnp.where(running, st.table.s + t - st.table.p, 0)).astype(jnp.int32)
+    now = clock.add_f32(st.clock, step_duration(params, decoding, prefill, memory))
+    finish = _stamp(st.finish, st.table, st.table.c == t, now)
     new = replace(
         st,
         t=t,
@@ -154,17 +227,130 @@ def step(config: OfflineConfig, params: OfflineParams, state: OfflineState, reco
         memory_sum=st.memory_sum.add(memory),
     )
     new = jax.tree_util.tree_map(lambda a, b: jnp.where(finished, a, b), state, new)
-    out = None
-    if record:
-        live = ~finished
-        out = {
-            "memory": jnp.where(live, memory, 0),
-            "decoding": jnp.where(live, decoding, 0),
-            "prefill_tokens": jnp.where(live, prefill, 0),
-            "time_s": now.hi,
-            "live": live,
-        }
+    live = ~finished
+    out = {
+        "memory": jnp.where(live, memory, 0),
+        "decoding": jnp.where(live, decoding, 0),
+        "prefill_tokens": jnp.where(live, prefill, 0),
+        "time_s": now.hi,
+        "live": live,
+    }
     return new, out
+
+
+def event_step(params: OfflineParams, state: OfflineState, cap) -> OfflineState:
+    """One event of unit step t = state.t + 1: the next candidate r = order[head] is admitted
+    if it fits (t does not move: the step's admissions go on at the next call; its prompt
+    tokens add to `state.prefill`); otherwise the step's admissions are over and the step
+    closes together with the quiet steps after it (`quiet_until`), each priced by the
+    step-time model as a unit step would be. Every call costs O(A) once, whatever it does,
+    so vmapped runs never wait for one that admits many requests in one step. A candidate that
+    fits when every table row is taken sets `overflow` (the run stops; `regrow`)."""
+    finished = done(None, state) | (state.t >= cap)
+    st, tab = state, state.table
+    t = st.t + 1
+    M = params.capacity_tokens
+    blocked, r, s_r, o_r, c_r, running, (fits, raised, own), row, room = _candidate(st, M, t)
+    admit = blocked & fits & room & ~finished
+    overflow = blocked & fits & ~room & ~finished
+    close = ~(blocked & fits) & ~finished
+    # Closing: steps t .. last hold the running set, the first one prefilling st.prefill tokens.
+    decoding = jnp.sum(running).astype(jnp.int32)
+    memory = jnp.sum(jnp.where(running, tab.s + t - tab.p, 0)).astype(jnp.int32)
+    last = quiet_until(tab, M, t, running, blocked, c_r, o_r, raised, own)
+    last, exact = _quiet_window(params, st.clock, t, jnp.minimum(last, cap))
+    k = last - t + 1
+    now = _quiet_clock(params, st.clock, exact, k, decoding, st.prefill, memory)
+    top = memory + decoding * (last - t)  # the memory of step `last`, the largest of the window
+    st = _take(st, admit, r, s_r, c_r, t, raised, own, row)
+    return replace(
+        st,
+        prefill=jnp.where(admit, st.prefill + s_r, jnp.where(close, 0, st.prefill)),
+        t=jnp.where(close, last, st.t),
+        clock=_where(close, now, st.clock),
+        finish=_stamp(st.finish, tab, close & (tab.c == last), now),
+        peak_memory=jnp.where(close, jnp.maximum(st.peak_memory, top), st.peak_memory),
+        memory_sum=_where(close, _memory_sum(st.memory_sum, k, decoding, memory), st.memory_sum),
+        overflow=st.overflow | overflow,
+    )
+
+
+def _where(cond, a, b):
+    return jax.tree_util.tree_map(lambda x, y: jnp.where(cond, x, y), a, b)
+
+
+def quiet_until(tab: ActiveTable, M, t, active, blocked, c_r, o_r, raised, own) -> jnp.ndarray:
+    """int32 T >= t: the last step of the window t .. T in which nothing changes after step
+    t's admissions but the clock and the memory: the running set X (the table rows `active`,
+    bool[A]) stays (T
+    <= c_min, the earliest completion in X: its request leaves after step c_min) and the
+    candidate r = order[head], when `blocked` (it did not fit at step t: `admit_check` gave
+    `raised` and `own` for p_r = t - 1, c_r = p_r + o_r), cannot fit at any step t + 1 .. T.
+
+    Why r cannot fit: each of its terms that failed at step t stays failed for a while as the
+    step tau grows with X fixed:
+    - a member j with c_j <= c_r: its term raised_j = peak_j + s_r + c_j - (tau - 1) falls by
+      one per step (j stays covered, since c_r grows), so it holds again from
+      tau = t + raised_j - M;
+    - r's own peak M(X, e) + s_r + o_r at e = c_r: M(X, e) = sum_{c_j >= e} (s_j + e - p_j)
+      only grows with e until e passes the next member completion c* >= e, which takes until
+      tau = c* + 2 - o_r (with no such member the term holds: s_r + o_r <= M).
+    r can fit only once all of its failed terms hold, so not before the largest of their
+    bounds. With every request admitted there is no candidate, and the window runs to c_min.
+    (benchmarks/numpy_offline.py skips with the same rule.)
+    """
+    big = jnp.int32(INT_LIMIT)
+    c_min = jnp.min(jnp.where(active, tab.c, big))
+    member_bound = jnp.where(active & (tab.c <= c_r) & (raised > M), t + raised - M, t + 1)
+    c_star = jnp.min(jnp.where(active & (tab.c >= c_r), tab.c, big))
+    own_bound = jnp.where(own > M, c_star + 2 - o_r, t + 1)
+    fit_from = jnp.where(blocked, jnp.maximum(jnp.max(member_bound), own_bound), big)
+    return jnp.where(jnp.any(active), jnp.minimum(c_min, fit_from - 1), t)
+
+
+# Steps one scan step may price one at a time (`_quiet_clock`) when the clock has no closed
+# form: a vmapped loop runs as long as its longest lane, so an unbounded window would make every
+# lane wait for the longest quiet stretch of the batch.
+QUIET_LOOP = 32
+# Float32 integers are exact up to here: a clock of whole seconds below it adds exactly.
+_EXACT = 2.0**24
+
+
+def _quiet_window(params: OfflineParams, now: DF, t, last):
+    """(last step of this scan step, whether the clock takes the closed form): the window t ..
+    last, cut to QUIET_LOOP steps unless every step lasts the same whole number of seconds
+    (the papers' unit steps: no per-request, per-token or per-KV cost) and the clock stays a
+    float32 integer, where k steps add k times the duration exactly."""
+    d = params.step_const_s
+    flat = (params.per_decode_s == 0) & (params.per_prefill_token_s == 0) & (params.per_kv_token_s == 0)
+    k = (last - t + 1).astype(jnp.float32)
+    exact = flat & (d == jnp.floor(d)) & (now.lo == 0) & (now.hi + d * k <= _EXACT)
+    return jnp.where(exact, last, jnp.minimum(last, t + QUIET_LOOP - 1)), exact
+
+
+def _quiet_clock(params: OfflineParams, now: DF, exact, k, decoding, prefill, memory) -> DF:
+    """The clock after k >= 1 unit steps holding `decoding` requests, the first one prefilling
+    `prefill` tokens, with `memory` KV tokens at the first step and `decoding` more at each
+    next one: durations added one step at a time, as unit stepping adds them (`step_clock`), so
+    the double-float clock is bitwise the same; or, where `exact` (`_quiet_window`), k times
+    the constant duration at once, which is the same sum without rounding."""
+
+    def body(carry):
+        i, now = carry
+        dt = step_duration(params, decoding, jnp.where(i == 0, prefill, 0), memory + decoding * i)
+        return i + 1, clock.add_f32(now, dt)
+
+    _, looped = jax.lax.while_loop(lambda c: c[0] < jnp.where(exact, 0, k), body, (jnp.int32(0), now))
+    at_once = clock.add_f32(now, params.step_const_s * k.astype(jnp.float32))
+    return DF(jnp.where(exact, at_once.hi, looped.hi), jnp.where(exact, at_once.lo, looped.lo))
+
+
+def _memory_sum(total: WideInt, k, decoding, memory) -> WideInt:
+    """total + sum_{i < k} (memory + decoding i), exactly: k (first + last) / 2 with whichever
+    factor is even halved (first + last = 2 memory + decoding (k - 1) is even when k is odd)."""
+    pair = 2 * memory + decoding * (k - 1)  # <= 2 M: every step of the window fits in M
+    even = k % 2 == 0
+    return total.add_product(jnp.where(even, k // 2, k), jnp.where(even, pair, pair // 2))
 
 
 # --------------------------------------------------------------------------- runner hints
@@ -177,7 +363,9 @@ def example() -> OfflineConfig:
 
 
 def max_steps(config: OfflineConfig) -> int:
-    return config.steps
+    """Scan steps that finish any run: each event admits one of the n requests or moves t
+    forward (never past config.steps)."""
+    return config.steps + config.n
 
 
 def working_set_bytes(config: OfflineConfig) -> int:
@@ -189,6 +377,15 @@ def peak_bytes(config: OfflineConfig, record: bool) -> int:
     if record:
         per_seed += 20 * min(config.steps, 1 << 20)
     return per_seed
+
+
+def regrow(config: OfflineConfig, metrics) -> tuple[OfflineConfig, np.ndarray] | None:
+    """(config with twice the table rows, the runs whose table overflowed) or None: the runner
+    repeats those runs with it (`Engine.regrow`)."""
+    again = np.asarray(metrics["_overflow"]) > 0
+    if not again.any():
+        return None
+    return replace(config, slots=min(config.n, 2 * table_rows(config))), again
 
 
 def check(config: OfflineConfig, metrics) -> list[str]:
@@ -226,6 +423,7 @@ ENGINE: Engine[OfflineConfig, OfflineParams, OfflineState] = Engine(
     working_set_bytes=working_set_bytes,
     peak_bytes=peak_bytes,
     example=example,
+    regrow=regrow,
     check=check,
     describe=describe,
     **batchmodel.ENGINE_HINTS,

@@ -9,8 +9,9 @@ families, `families.py`) need the executor on given arrays instead. These functi
     order = orders(config, params, s, o, seeds)    # int32[S, n], any JAX policy
     metrics = execute(params, s, o, order)         # {name: float64[S]}, the engine's METRICS
 
-`execute` runs the same `step` as the runner (one `lax.while_loop` per batch of instances,
-`vmap`ped), so its metrics equal `simulate`'s for the same instance and order.
+`execute` runs the engine's own `step` through the shared runner (`batchmodel.run_instances`:
+the instances are the runs' params), so its metrics equal `simulate`'s for the same instance
+and order, and it chunks, shards and reports progress like `simulate`.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import ConfigError, require
+from ..batchmodel import Instance, instance_engine, run_instances
+from ..errors import ConfigError, require, require_int
 from .config import INT_LIMIT, OfflineConfig, OfflineParams
-from .engine import done, jobs, start, step
-from .metrics import finalize
+from .engine import ENGINE, jobs, start, table_rows
 from .policies import Jobs
 from .registry import POLICIES
+from .state import OfflineState
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -83,21 +85,23 @@ def _order_args(config, params, s, o, seeds):
     return config, params, jnp.asarray(s), jnp.asarray(o), seeds
 
 
-@jax.jit
-def _execute(params: OfflineParams, s, o, order, max_steps):
-    def one(s, o, order):
-        def cond(st):
-            return ~done(None, st) & (st.t < max_steps)
-
-        return jax.lax.while_loop(cond, lambda st: step(None, params, st, False)[0], start(s, o, order, params))
-
-    return jax.vmap(one)(s, o, order)
+def _start(config: OfflineConfig, inst: Instance, seed) -> OfflineState:
+    return start(*inst.jobs, inst.params, table_rows(config))
 
 
-def execute(params: OfflineParams, s, o, order, *, max_steps: int | None = None) -> dict[str, np.ndarray]:
+# The engine on given instances: init takes (s, o, order) from the run's params.
+INSTANCES = instance_engine(ENGINE, _start)
+
+
+def execute(
+    params: OfflineParams, s, o, order, *, max_steps: int | None = None, progress=None, lanes: bool | None = None
+) -> dict[str, np.ndarray]:
     """The executor on each instance (s, o: int[S, n] tokens, s + o <= M) in its `order`
-    (int[S, n], a permutation per row). Returns the engine's METRICS, float64[S] each. max_steps (default:
-    sum of o, which bounds any makespan) cuts a run; `done` says which finished."""
+    (int[S, n], a permutation per row), through the shared runner (seed chunks, device
+    sharding, `progress` and `lanes` as in `jaxsched.simulate`). Returns the engine's METRICS,
+    float64[S] each. max_steps cuts a run at that step (`done` says which finished); by default
+    none is cut (the bound is sum(o), rounded up to a power of two so that instances of one
+    shape share a few compilations)."""
     s, o = _as_batch(s, o)
     order = np.asarray(order)
     require(
@@ -114,17 +118,12 @@ def execute(params: OfflineParams, s, o, order, *, max_steps: int | None = None)
             f"alone), got {int(s[row, i] + o[row, i])} for request {i} of row {row}"
         )
     if max_steps is None:
-        max_steps = int(min(INT_LIMIT, max(1, o.sum(axis=1).max())))
-    # max_steps is traced: instances of one shape share one compilation whatever their lengths.
-    state = _execute(params, jnp.asarray(s), jnp.asarray(o), jnp.asarray(order, jnp.int32), jnp.int32(max_steps))
-    return finalize(_Shape(s.shape[1]), params, state)
-
-
-class _Shape:
-    """The one Config attribute `finalize` reads (n) for instances without a workload."""
-
-    def __init__(self, n: int):
-        self.n = n
+        max_steps = min(INT_LIMIT, 1 << (max(1, int(o.sum(axis=1).max())) - 1).bit_length())
+    max_steps = require_int(max_steps, "max_steps", lo=1, hi=INT_LIMIT)
+    config = policy_config("fcfs", s.shape[1], max_steps=max_steps)
+    seeds = np.zeros(s.shape[0], np.uint32)  # unused: the order is given
+    metrics, _ = run_instances(INSTANCES, config, params, (s, o, order), seeds, progress=progress, lanes=lanes)
+    return metrics
 
 
 def _as_batch(s, o) -> tuple[np.ndarray, np.ndarray]:

@@ -43,4 +43,6 @@ def _finalize(config, params, state) -> dict[str, np.ndarray]:
         **batch_metrics(params, state.c, state.finish, state.clock, state.last, state.peak_memory, state.memory_sum),
         "num_dropped": (config.n - np.asarray(state.live)).astype(np.float64),
         "done": done.astype(np.float64),
+        # The runner's: runs whose table of running requests overflowed run again (`regrow`).
+        "_overflow": np.asarray(state.overflow).astype(np.float64),
     }

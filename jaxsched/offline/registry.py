@@ -93,5 +93,6 @@ CONFIG_FIELDS = (
     "scale_b",
     "quantile",
     "sample_fraction",
+    "slots",
 )
 PARAMS_FIELDS = ("capacity_tokens", "step_const_s", "per_decode_s", "per_prefill_token_s", "per_kv_token_s")

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import jaxsched as js
 from jaxsched import offline as off
 from jaxsched.errors import ConfigError
-from jaxsched.offline.engine import start, step
+from jaxsched.offline.engine import advance, start
 from jaxsched.offline.registry import POLICIES
 from jaxsched.workload import Batch, Independent, Trace, UniformInt
 from tests.reference import offline as ref
@@ -30,7 +30,7 @@ def _instance_cfg(s, o, policy="mcsf") -> off.OfflineConfig:
 def _run(s, o, order, params, steps: int, record: bool):
     """The engine's executor on one instance for `steps` steps (no workload: a fixed n)."""
     state = start(s, o, order, params)
-    return jax.lax.scan(lambda st, _: step(None, params, st, record), state, None, length=steps)
+    return jax.lax.scan(lambda st, _: advance(params, st, record, steps), state, None, length=steps)
 
 
 def _engine_schedule(s, o, order, M, **time_model):
