@@ -46,7 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT.parent / "shared" / "data" / "burstgpt_8000.csv"
 # Columns that legitimately differ between two runs of the same numbers.
-VOLATILE = ("wall_s", "cpu_s", "time_s", "point", "key", "version", "trace")
+VOLATILE = ("wall_s", "cpu_s", "time_s", "point", "key", "version", "trace", "row_sha")
 
 
 def _jaxsched() -> list[str]:

@@ -24,6 +24,7 @@ driver whose bar may be None (no reporting).
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from typing import TextIO
@@ -41,7 +42,8 @@ class Progress:
     """
 
     def __init__(self, label: str, total: float = 0.0, *, enabled: bool = True, stream: TextIO | None = None):
-        self.label, self.enabled, self.total = label, enabled, float(total)
+        self.label, self.enabled = label, enabled
+        self.total = float(total) if math.isfinite(float(total)) else 0.0  # as in set_total
         self.stream = stream if stream is not None else sys.stderr
         self.t0 = time.time()
         self.done = 0.0
@@ -64,7 +66,7 @@ class Progress:
         """The tqdm bar, made at the first report; its clock starts with this Progress."""
         if self._bar is None:
             self._bar = tqdm(
-                total=self.total or None,
+                total=self._tqdm_total(),
                 desc=self.label,
                 file=self.stream,
                 leave=True,
@@ -77,14 +79,23 @@ class Progress:
             self._bar.start_t = self._bar.last_print_t = self.t0
         return self._bar
 
+    def _tqdm_total(self) -> float | None:
+        """The total handed to tqdm: ours, but never below the count. tqdm drops a total that
+        the count passes by half a unit (or an infinite one) and then formats `{total:g}` from
+        None, a TypeError; a driver that counts past its total (a resumed sweep whose file
+        holds rows of other settings) grows the bar instead."""
+        if not self.total or not math.isfinite(self.total):
+            return None
+        return max(self.total, self.done)
+
     def set_total(self, total: float) -> None:
         """Declare the work: `total` units (0: unknown, no percentage or ETA). A driver calls
         it once, before its first unit (module docstring); the bar, if drawn, follows."""
         total = float(total)
-        self.total = total
+        self.total = total if math.isfinite(total) else 0.0  # an infinite total is no total
         if self._bar is not None:
-            self._bar.total = total or None
-            self._bar.bar_format = self._format(total)
+            self._bar.total = self._tqdm_total()
+            self._bar.bar_format = self._format(self.total)
 
     @property
     def elapsed_s(self) -> float:
@@ -141,6 +152,7 @@ class Progress:
         if not self.enabled:
             return
         bar = self.bar
+        bar.total = self._tqdm_total()
         bar.n = self.done
         post = self._postfix(detail)
         bar.postfix = post

@@ -3,18 +3,25 @@
 One format for every engine: a row per (configuration, seed) with the configuration's columns
 first and each metric in the unit its name says. Files are written atomically (temporary file
 and rename), so an interrupted run never leaves a half-written table.
+
+Resumable files (`ResultsFile`) also carry `row_sha`, a checksum of each row's other cells, so
+that a row damaged after it was written (cut short, NUL-filled, edited, pasted from a file with
+other columns) is found on resume, moved to a side file and computed again (`scan_rows`).
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import errno
 import hashlib
 import json
 import math
 import os
+import re
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -22,7 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .errors import ConfigError
-from .outputs import fallback_path, file_mode
+from .outputs import fallback_path, file_mode, special_kind
 
 
 @dataclass
@@ -39,12 +46,16 @@ class Report:
     plot: dict[str, Any] = field(default_factory=dict)
 
 
-def write_csv(path: str | Path, rows: Iterable[Mapping[str, object]]) -> Path:
-    """Write dict rows to CSV atomically; columns in first-seen order."""
+def write_csv(path: str | Path, rows: Iterable[Mapping[str, object]], *, columns: Sequence[str] = ()) -> Path:
+    """Write dict rows to CSV atomically; `columns` first (a header kept even without rows),
+    then the rows' other columns in first-seen order."""
     rows = list(rows)
     path = Path(path)
+    kind = special_kind(path)
+    if kind is not None:  # the rename would replace a device node or a FIFO with this file
+        raise OSError(errno.EEXIST, f"not a regular file but a {kind}", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    columns: list[str] = []
+    columns = list(columns)
     for r in rows:
         columns += [c for c in r if c not in columns]
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -71,6 +82,138 @@ def read_rows(path: str | Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+ROW_SHA = "row_sha"
+
+# Line ends as the csv module reads them (str.splitlines would also split on \x85, \u2028, ...).
+_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def cell_text(value: object) -> str:
+    """A value as its CSV cell reads back (what `write_csv` writes for it)."""
+    return "" if value is None else str(_fmt(value))
+
+
+def row_sha(row: Mapping[str, object]) -> str:
+    """The checksum of a results row: the first 16 hex digits of the SHA-256 of its non-empty
+    cells other than `row_sha`, as (column, text) pairs sorted by column. Empty cells are left
+    out, so that a column another row adds later (empty in this one) keeps it valid; the
+    column names are in, so that cells read under another header do not match."""
+    pairs = sorted((str(k), t) for k, v in row.items() if k != ROW_SHA and (t := cell_text(v)))
+    return hashlib.sha256(json.dumps(pairs).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Damage:
+    """A record of a results file that cannot be trusted: its first line (1-based), why, and
+    its text as it was in the file."""
+
+    line: int
+    reason: str
+    text: str
+
+
+def _record_problem(fields: list[str], raw: str, header: list[str], last: bool) -> str | None:
+    """Why one record cannot be trusted (None: it can)."""
+    if "\0" in raw:
+        return "NUL bytes"
+    if last and not raw.endswith(("\n", "\r")):
+        return "cut short at the end of the file"
+    if len(fields) != len(header):
+        return f"{len(fields)} cells under a header of {len(header)}"
+    if ROW_SHA in header:
+        stored = fields[header.index(ROW_SHA)]
+        if stored and stored != row_sha(dict(zip(header, fields))):
+            return "checksum mismatch"
+    return None
+
+
+def _header_problem(fields: list[str], raw: str) -> str | None:
+    """Why a header line cannot be a results header (None: it can)."""
+    if "\0" in raw:
+        return "NUL bytes in the header"
+    if not raw.endswith(("\n", "\r")):
+        return "header cut short"
+    if not fields or "" in fields or len(set(fields)) != len(fields):
+        return "empty or repeated column names in the header"
+    return None
+
+
+def scan_rows(text: str) -> tuple[list[str], list[dict], list[Damage]]:
+    """(header, trusted rows, damaged records) of a results file's text.
+
+    A row is trusted when it has exactly the header's cells, holds no NUL, ends with a line
+    end (the file's last row included: rows are written whole) and, where its `row_sha` cell
+    is filled, matches its checksum. Rows with an empty `row_sha` (files written before the
+    column existed) are trusted on the structural checks alone. Blank lines are skipped. A
+    header that cannot be one makes the whole text one damaged record."""
+    lines = _LINES.findall(text)
+    reader = csv.reader(iter(lines))
+    header: list[str] = []
+    rows: list[dict] = []
+    damaged: list[Damage] = []
+    seen = 0
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:  # the rest cannot be split into records
+            damaged.append(Damage(seen + 1, f"unreadable ({e})", "".join(lines[seen:])))
+            break
+        raw, start, seen = "".join(lines[seen : reader.line_num]), seen + 1, reader.line_num
+        if not header and not fields:  # blank lines before the header (a file with no columns)
+            continue
+        if not header:
+            problem = _header_problem(fields, raw)
+            if problem is not None:
+                return [], [], [Damage(1, problem, text)]
+            header = fields
+            continue
+        if not fields and raw.strip("\r\n") == "":
+            continue
+        problem = _record_problem(fields, raw, header, seen == len(lines))
+        if problem is None:
+            rows.append(dict(zip(header, fields)))
+        else:
+            damaged.append(Damage(start, problem, raw))
+    return header, rows, damaged
+
+
+def damaged_path(path: str | Path) -> Path:
+    """The side file that damaged rows of the results file `path` are moved to."""
+    path = Path(path)
+    return path.with_name(path.name + ".damaged")
+
+
+def _append_damage(side: Path, source: Path, header: list[str], damaged: list[Damage]) -> Path:
+    """Append the damaged records to `side` (never truncating it) under a comment line that
+    says where and when they came from; if it cannot be written, to a fallback file."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    text = f"# {stamp}: {len(damaged)} record(s) moved from {source.name}, header: {','.join(header)}\n"
+    text += "".join(d.text if d.text.endswith(("\n", "\r")) else d.text + "\n" for d in damaged)
+    data = text.encode("utf-8", "surrogateescape")  # the bytes as they were, even invalid UTF-8
+    for target in (side, fallback_path(side)):
+        if target.exists() and not target.is_file():  # never write into a FIFO or a device
+            continue
+        try:
+            with open(target, "ab") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            return target
+        except OSError:
+            continue
+    raise OSError(f"could not write the damaged rows of {source} anywhere")
+
+
+def _damage_summary(damaged: list[Damage]) -> str:
+    """'line 7: cut short ...; line 9: checksum mismatch' (the first three, then a count)."""
+    parts = [f"line {d.line}: {d.reason}" for d in damaged[:3]]
+    if len(damaged) > 3:
+        parts.append(f"{len(damaged) - 3} more")
+    return "; ".join(parts)
+
+
 class ResultsFile:
     """A resumable results file: one row per finished unit of work, keyed by a column.
 
@@ -80,14 +223,40 @@ class ResultsFile:
     leaves the old file or the new one, never a torn row. Temporaries of an interrupted write
     are removed when the file is opened. `writer=False` (other processes of a multi-host job)
     reads nothing and writes nothing.
+
+    Each appended row gets a `row_sha` checksum. Rows that fail `scan_rows` when the file is
+    opened are appended to the side file `damaged_path(path)`, named in one line on stderr, and
+    dropped from the file, so their work runs again.
     """
 
     def __init__(self, path: str | Path, key: str, *, writer: bool = True):
         self.path, self.key, self.writer = Path(path), key, writer
+        self.columns: list[str] = []
+        self.rows: list[dict] = []
         if writer:
             for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
                 stale.unlink()
-        self.rows: list[dict] = read_rows(self.path) if writer else []
+            self._load()
+
+    def _load(self) -> None:
+        """Read the trusted rows; move damaged ones aside (side file first, then the file is
+        rewritten without them, so a kill in between loses nothing)."""
+        if not self.path.is_file():
+            return
+        text = self.path.read_bytes().decode("utf-8", "surrogateescape")
+        self.columns, self.rows, damaged = scan_rows(text)
+        if not damaged:
+            return
+        side = _append_damage(damaged_path(self.path), self.path, self.columns, damaged)
+        try:
+            write_csv(self.path, self.rows, columns=self.columns)
+        except OSError:
+            pass  # the first append rewrites it, or moves the results to a fallback file
+        print(
+            f"jaxsched: warning: {self.path}: {len(damaged)} damaged row(s) ({_damage_summary(damaged)}) "
+            f"moved to {side}; their work runs again",
+            file=sys.stderr,
+        )
 
     @property
     def done(self) -> set[str]:
@@ -103,7 +272,8 @@ class ResultsFile:
         it there: finished work is never lost."""
         if self.key not in row:
             raise KeyError(f"results row lacks its key column {self.key!r}")
-        self.rows.append(dict(row))
+        row = {k: v for k, v in row.items() if k != ROW_SHA}
+        self.rows.append({**row, ROW_SHA: row_sha(row)})
         if not self.writer:
             return
         try:

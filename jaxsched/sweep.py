@@ -11,10 +11,11 @@ Each finished point becomes one row of a tidy CSV results file (the point's valu
 engine's configuration columns, n, and mean / std / 95% CI half-width of every metric), written
 atomically (a temporary file renamed over the old one). A sweep killed at any moment, even by
 SIGKILL, resumes where it stopped: points whose row exists are skipped, and no row is lost or
-duplicated. Rows are keyed by `key`, a hash of everything that changes their numbers (every
-Config and Params field, the workload's content, the full seed list, the package version:
-`results.run_key`), so rerunning with other settings into the same file adds rows and never
-returns old ones; `point` keeps the grid values readable.
+duplicated; a row damaged since it was written (its `row_sha` checksum, `results.ResultsFile`)
+is moved aside and its point runs again. Rows are keyed by `key`, a hash of everything that
+changes their numbers (every Config and Params field, the workload's content, the full seed
+list, the package version: `results.run_key`), so rerunning with other settings into the same
+file adds rows and never returns old ones; `point` keeps the grid values readable.
 
 Points share compiled programs: the points still to run are grouped into size buckets
 (`jaxsched.buckets`: equal configurations but for the sizes an engine can pad, sizes within

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, require_int
-from ..outputs import check_dir, save
+from ..outputs import check_dir, check_output_paths, save
 
 # Namespace entries that are plumbing, not options of a run; `quiet` may be set from a file
 # but is not written back (it changes no result).
@@ -182,6 +182,19 @@ def config_path(out: Path, folder: bool = False) -> Path:
     return out / "config.toml" if folder else out.with_name(out.stem + ".config.toml")
 
 
+def check_file_outputs(out: Path | None, plot: Path | None = None) -> None:
+    """`check_output_paths` for a command whose --out is one file (None: no file): the results,
+    the plot and the options file written beside the results."""
+    conf = None if out is None else config_path(out)
+    check_output_paths({"--out": out, "--plot": plot, "--out's options file": conf})
+
+
+def check_folder_outputs(out: Path, files: dict[str, str | None]) -> None:
+    """`check_output_paths` for the files a command writes into its --out folder: {what: file
+    name} (e.g. {"CSV": "fig4.csv"}), each named "--out's <what>" in an error."""
+    check_output_paths({f"--out's {what}": None if name is None else out / name for what, name in files.items()})
+
+
 def require_what(value: str | None, what: str, choices) -> str:
     """A positional argument that a --config file may also give: present and one of choices."""
     if value is None:
@@ -225,6 +238,8 @@ def run_experiment(a: argparse.Namespace, group: str, experiments, what: str | N
     what = what or require_what(a.what, f"{group} experiment: the experiment", experiments.names())
     seeds = None if a.seeds is None else require_int(a.seeds, "--seeds", lo=1, hi=100_000)
     out = check_dir(a.out, "--out")
+    names = ("CSV", "markdown", "plot", "options file")
+    check_folder_outputs(out, dict(zip(names, (f"{what}.csv", f"{what}.md", f"{what}.png", f"{what}.config.toml"))))
     conf = write_resolved(a, out / f"{what}.config.toml")
     from ..plots import plot_offline
     from ..progress import Progress

@@ -15,6 +15,7 @@ from ..budget.registry import POLICIES as BUDGET_POLICIES
 from ..errors import require_float, require_int
 from ..outputs import check_file
 from .base import (
+    check_file_outputs,
     command,
     config_path,
     experiment_options,
@@ -33,6 +34,7 @@ def cmd_budget_run(a: argparse.Namespace) -> int:
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
+    check_file_outputs(out)
     law = LENGTH_LAWS[a.lengths].fn
     prompt = require_float(a.prompt, "--prompt", lo=1.0, hi=2.0**20)
     decode = require_float(a.decode, "--decode", lo=1.0, hi=2.0**20)

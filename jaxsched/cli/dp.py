@@ -22,8 +22,8 @@ from ..dp.registry import REPRODUCTIONS
 from ..dp.registry import SEMANTICS as DP_SEMANTICS
 from ..dp.registry import WORKLOADS as DP_WORKLOADS
 from ..errors import ConfigError, require_int
-from ..outputs import check_dir, check_file, save
-from .base import command, config_path, require_what, write_resolved
+from ..outputs import check_dir, check_file, check_output_paths, save
+from .base import check_file_outputs, check_folder_outputs, command, config_path, require_what, write_resolved
 
 CHECKS = ("theorems", "stability")
 
@@ -86,6 +86,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     plot_steps = require_int(a.plot_steps, "--plot-steps", lo=1)
     out = check_file(a.out, "--out")
     png = None if a.plot == "none" else check_file(a.plot, "--plot", image=True)
+    check_file_outputs(out, png)
     params_kw = _predictor_params(a)
     workload = workload_from_args(a)
     base = DPConfig(
@@ -129,7 +130,9 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
         raise ConfigError("reproduce table1 needs --trace PATH (the BurstGPT sample, burstgpt_8000.csv)")
     if what != "table1" and a.trace:
         raise ConfigError(f"--trace applies to reproduce table1 only, got reproduce {what}")
-    conf = write_resolved(a, out / f"{what}.config.toml")
+    conf_path = out / f"{what}.config.toml"
+    check_output_paths({"--out's CSV": out / f"{what}.csv", "--plot": png, "--out's options file": conf_path})
+    conf = write_resolved(a, conf_path)
     if what == "fig4":
         rows, text, png = _reproduce_fig4(seeds, png, a.quiet)
     elif what == "noise":
@@ -242,6 +245,7 @@ def cmd_check(a: argparse.Namespace) -> int:
         ) from None
     measured = None if a.measured is None else require_int(a.measured, "--measured", lo=1, hi=100_000)
     out = check_dir(a.out, "--out")
+    check_folder_outputs(out, {"options file": config_path(out, folder=True).name})
     conf = write_resolved(a, config_path(out, folder=True))
     print(
         f"jaxsched check theorems: {'quick' if a.quick else 'full'} grid, {seeds} seeds, "

@@ -16,6 +16,7 @@ from ..interval.registry import POLICIES as INTERVAL_POLICIES
 from ..interval.registry import WORKLOADS as INTERVAL_WORKLOADS
 from ..outputs import check_file
 from .base import (
+    check_file_outputs,
     command,
     config_path,
     experiment_options,
@@ -45,6 +46,7 @@ def cmd_interval_run(a: argparse.Namespace) -> int:
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
+    check_file_outputs(out)
     spec = _intervals(a)
     cfg = IntervalConfig(
         a.workload,

@@ -16,7 +16,16 @@ from ..kv.registry import DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PE
 from ..kv.registry import EXPERIMENTS as KV_EXPERIMENTS
 from ..kv.registry import POLICIES as KV_POLICIES
 from ..outputs import check_dir, check_file, save
-from .base import command, config_path, print_metrics, require_what, save_seed_rows, write_resolved
+from .base import (
+    check_file_outputs,
+    check_folder_outputs,
+    command,
+    config_path,
+    print_metrics,
+    require_what,
+    save_seed_rows,
+    write_resolved,
+)
 
 
 def _kv_ints(text: str, flag: str) -> tuple[int, ...]:
@@ -63,6 +72,7 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=4096)
     out = None if a.out is None else check_file(a.out, "--out")
+    check_file_outputs(out)
     cfg = KVConfig(
         prefill_tokens=_kv_ints(a.prefill, "--prefill"),
         decode_tokens=_kv_ints(a.decode, "--decode"),
@@ -124,6 +134,9 @@ def cmd_kv_experiment(a: argparse.Namespace) -> int:
             "--policies, --prefill-price, --loads, --batch-limits and --capacity do not apply to 'scaling'"
         )
     out = check_dir(a.out, "--out")
+    stem = "scaling" if what == "scaling" else what
+    files = {"CSV": f"{stem}.csv", "plot": f"{stem}.png", "options file": f"{what}.config.toml"}
+    check_folder_outputs(out, {**files, "fits": "scaling_fits.csv" if what == "scaling" else None})
     conf = write_resolved(a, out / f"{what}.config.toml")
     from ..kv import experiments as kx
     from ..kv.plots import plot_kv_rates, plot_kv_scaling
@@ -183,6 +196,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
     if a.lam is not None and not (math.isfinite(a.lam) and a.lam >= 0):
         raise ConfigError(f"--lam must be a finite number >= 0, got {a.lam!r}")
     out = check_dir(a.out or f"results/tune_{experiment}", "--out")
+    check_folder_outputs(out, {"options file": config_path(out, folder=True).name})
     conf = write_resolved(a, config_path(out, folder=True))
     from ..kv.tuning import tune_experiment
     from ..progress import Progress

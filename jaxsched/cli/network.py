@@ -16,6 +16,7 @@ from ..network.registry import ROUTERS as NETWORK_ROUTERS
 from ..network.registry import RS_PRIORITIES, RUN_TOPOLOGIES
 from ..outputs import check_file
 from .base import (
+    check_file_outputs,
     command,
     config_path,
     experiment_options,
@@ -85,6 +86,7 @@ def cmd_network_run(a: argparse.Namespace) -> int:
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
+    check_file_outputs(out)
     cfg, params, what = (_rs if a.topology == "rs" else _parallel)(a)
     print(f"jaxsched network run: {what} horizon={a.horizon_s:g} seeds={n_seeds}", file=sys.stderr)
     conf = None if out is None else write_resolved(a, config_path(out))

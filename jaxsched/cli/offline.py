@@ -15,6 +15,7 @@ from ..offline.registry import STEP_MODELS as OFFLINE_STEP_MODELS
 from ..offline.registry import WORKLOADS as OFFLINE_WORKLOADS
 from ..outputs import check_file
 from .base import (
+    check_file_outputs,
     command,
     config_path,
     experiment_options,
@@ -33,6 +34,7 @@ def cmd_offline_run(a: argparse.Namespace) -> int:
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
+    check_file_outputs(out)
     try:
         workload, default_m = named(a.workload, a.num_requests, trace=a.trace)
     except FileNotFoundError as e:

@@ -12,7 +12,7 @@ from ..dp.registry import WORKLOADS as DP_WORKLOADS
 from ..errors import ConfigError, require_int
 from ..outputs import check_file
 from ..registry import ENGINES
-from .base import command, config_path, write_resolved
+from .base import check_file_outputs, command, config_path, write_resolved
 
 # Options that only the dp engine takes (kv sets its run length with --set max_steps=N).
 DP_ONLY = ("num_steps", "trace", "workload", "semantics")
@@ -118,6 +118,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     cfg, par = _settings(a.engine, a.set)
     axes = _axes(a.axis, set(cfg) | set(par), renamed_fields(a.engine))
     out = check_file(a.out, "--out")
+    check_file_outputs(out)
     if a.engine == "dp":
         base = _dp_base(a, cfg)
     else:

@@ -16,7 +16,8 @@ def test_results_file_resumes_by_key(tmp_path):
     (tmp_path / ".r.csv.123.tmp").write_text("torn")  # an interrupted write
     again = ResultsFile(path, "key")
     assert again.done == {"a", "b"} and not list(tmp_path.glob(".r.csv.*"))
-    assert again.rows[0] == {"key": "a", "x": "1.5", "n": "3"}  # floats as repr, exact
+    a = again.rows[0]
+    assert a == {"key": "a", "x": "1.5", "n": "3", "row_sha": a["row_sha"]}  # floats as repr, exact
     again.append({"key": "c", "x": 2.0})
     assert [r["key"] for r in read_rows(path)] == ["a", "b", "c"]
     with pytest.raises(KeyError, match="key column 'key'"):
