@@ -21,11 +21,11 @@ engine's TEL must equal the NumPy executor's on every instance both ran, and the
 executor's (p, c) must equal the plain-Python oracle's (`tests/reference/offline.py::execute`)
 on ORACLE_INSTANCES instances of n = ORACLE_N per order; the script exits 1 otherwise.
 Grid reductions (measured on a shared 2-core x86-64 machine, where the full run takes about
-11 minutes): 1024 instances only at n = 200 (the engine's cost per call grows as instances x n
-x the batch's LARGEST makespan, since a vmapped loop runs until its last instance is done, and
-makespan grows with n: 1024 instances of n = 200 already take about 40 s per call, of
-n = 1000 they would take several minutes); Sorted-F (Swap)'s Phase 1 costs about 3 s per instance at n = 1000
-and 30 s at n = 2000
+11 minutes, `--executor-only` about 4): 1024 instances at n = 200 and 1000 only (the engine
+skips events and checks only its table of running requests, so a call costs about instances x
+events x the table's rows; an event-free, dense executor took 40 s for 1024 instances of
+n = 200); Sorted-F (Swap)'s Phase 1 costs about 3 s per instance at n = 1000 and 30 s at
+n = 2000
 there, so only SWAP_DISTINCT[n] distinct instances get its order and a batch repeats them
 (column "distinct"; the executor's work per instance does not depend on the repetition, but
 copies share one makespan, so such a batch escapes the largest-makespan cost above and its
@@ -52,6 +52,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import platform
 import sys
 import time
@@ -76,7 +77,7 @@ REAL_M = PAPER_CAPACITY_TOKENS  # 16,492 tokens
 SMALL_M = 100  # EC.4.2's KV limit (tokens)
 
 # (a) Executor: instance counts per n (see the docstring for why 1024 only at n = 200).
-EXEC_GRID: dict[int, tuple[int, ...]] = {200: (1, 64, 1024), 1000: (1, 64), 2000: (1, 64)}
+EXEC_GRID: dict[int, tuple[int, ...]] = {200: (1, 64, 1024), 1000: (1, 64, 1024), 2000: (1, 64)}
 QUICK_EXEC_GRID: dict[int, tuple[int, ...]] = {200: (1, 64)}
 EXEC_ORDERS = ("fcfs", "mcsf", "sorted_f_swap")
 # Distinct instances given a Sorted-F (Swap) order per n (None: every instance); a batch
@@ -516,6 +517,11 @@ def main(argv: list[str] | None = None) -> int:
         help="small sizes (n = 200 with 1 and 64 instances; Phase 1 for n <= 50): a smoke test of every code path",
     )
     ap.add_argument(
+        "--executor-only",
+        action="store_true",
+        help="part (a) only: the executor against the NumPy executor (about 4 minutes)",
+    )
+    ap.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -534,9 +540,10 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     cache: dict = {}
     # Part (b) first: its Sorted-F (Swap) orders of the real mix are reused by part (a).
-    solver_rows, lp_note = bench_solvers(args.quick, cache)
+    solver_rows, lp_note = ([], "") if args.executor_only else bench_solvers(args.quick, cache)
     exec_rows, oracles = bench_executor(args.quick, cache)
     total_s = time.perf_counter() - t_start
+    env["loadavg_at_end"] = round(os.getloadavg()[0], 2)
 
     tel_ok = all(r.tel_equal for r in exec_rows)
     oracle_ok = all(c["equal"] for c in oracles)
@@ -548,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
             "",
             f"{env['date']}; jax {env['jax']} on {env['backend']} ({env['cpu_count']} CPUs, "
             f"{env['machine']}, {env['platform']}), load average at start "
-            f"{env['loadavg_at_start']}.",
+            f"{env['loadavg_at_start']}, at end {env['loadavg_at_end']}.",
             "",
             "## Executor: `instances.execute` against the one-instance NumPy executor",
             "",

@@ -139,7 +139,7 @@ def _lines_by_computation(text: str) -> dict[str, list[str]]:
     return out
 
 
-def step_cost(engine, config=None, seeds: int = 64, steps: int = 4) -> dict:
+def step_cost(engine, config=None, seeds: int = 64, steps: int = 4, params=None) -> dict:
     """Compile time (s) and operations per step of `engine`'s step over `seeds` runs of `config`
     (default: the engine's example), as the runner's blocks run it: a scan of `steps` steps of
     the vmapped step, its carry donated. ops_per_step counts the scan body's kernels (and the
@@ -148,7 +148,7 @@ def step_cost(engine, config=None, seeds: int = 64, steps: int = 4) -> dict:
     import jax.numpy as jnp
 
     config = engine.example() if config is None else config
-    params = engine.default_params(config)
+    params = engine.default_params(config) if params is None else params
     states = jax.vmap(lambda s: engine.init(config, params, s))(jnp.arange(seeds, dtype=jnp.uint32))
     one = jax.vmap(lambda st: engine.step(config, params, st, False)[0])
     block = jax.jit(lambda st: jax.lax.scan(lambda c, _: (one(c), None), st, None, length=steps)[0], donate_argnums=0)

@@ -113,10 +113,10 @@ class Engine(Generic[C, P, S]):
     Runner hints (optional):
       step_unit: what one scan step is: "step" (dp: a decode step), "epoch" (kv, budget: a
         decision epoch) or "event" (network).
-      skip_done_in_block: inside a block, skip the steps of a chunk whose runs are all done
-        (lax.cond around the vmapped step) instead of running them as no-ops. Worth it when a
-        step is expensive and runs end at very different times; the cond costs a reduction of
-        `done` and keeps the carry out of XLA's fusion across steps.
+      skip_done_in_block: a block ends as soon as every run of the chunk is done (a
+        while_loop over the vmapped step; recording: lax.cond around it) instead of running
+        the remaining steps as no-ops. Worth it when a step is expensive and runs end at very
+        different times; the check costs a reduction of `done` per step.
       trajectory_length(config, metrics) -> int: rows of recorded trajectories (later rows are
         cut, missing ones are zeros); default max_steps(config).
       example() -> Config: a small config whose runs take a second or two; the conformance kit

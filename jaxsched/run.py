@@ -94,8 +94,9 @@ def _compiled(engine: Engine, config: Any, block: int, record: bool, per_run: bo
     """Jitted vmapped init and block-of-steps functions for one static config.
 
     Two layouts, chosen by the engine (`Engine.skip_done_in_block`): a vmap of a plain scan
-    (seed-major outputs [S, block, ...]), or a scan whose body skips the vmapped step once every
-    run of the chunk is done (step-major outputs [block, S, ...]). per_run: params carry the
+    (seed-major outputs [S, block, ...]), or a loop over the vmapped step that ends once every
+    run of the chunk is done (recording: a scan whose body skips the step then, step-major
+    outputs [block, S, ...]). per_run: params carry the
     run axis too (one parameter point per run, `simulate_points`); else they are shared.
     """
     pa = 0 if per_run else None

@@ -78,8 +78,8 @@ def init(config: OfflineConfig, params: OfflineParams, seed) -> OfflineState:
 
 # Rows of the table of running requests by default: paper 002's real mix at M = 16,492 runs
 # about 35 requests at once (at most 66 in 32 runs of n = 200 and 1000), so runs seldom outgrow
-# 128 rows; a run that does runs again with twice the rows.
-DEFAULT_SLOTS = 128
+# 96 rows; a run that does runs again with twice the rows.
+DEFAULT_SLOTS = 96
 
 
 def table_rows(config: OfflineConfig) -> int:

@@ -1,0 +1,134 @@
+"""benchmarks/speed_table.py: one command gives every engine's runs/s against its reference, with
+the equality checks, the load average and the step cost in each row, and a later run (a GPU's)
+can reuse the reference rates of an earlier one instead of measuring them again."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from benchmarks import bench_offline, speed_table
+
+COLUMNS = {
+    "engine",
+    "case",
+    "run",
+    "size",
+    "engine_runs_per_s",
+    "engine_s",
+    "reference_runs_per_s",
+    "reference_runs",
+    "reference_s",
+    "reference_measured",
+    "reference_from",
+    "ratio",
+    "target_ratio",
+    "target_size",
+    "target_met",
+    "checked",
+    "equal_on",
+    "equal",
+    "ops_per_step",
+    "compile_s",
+    "loadavg_before",
+    "loadavg_after",
+    "setup",
+}
+
+
+def test_quick_table_then_reused_references(tmp_path, monkeypatch):
+    first = tmp_path / "first.json"
+    argv = "--engines offline budget --sizes 1 2 --quick --reference-s 0.3".split() + ["--out", str(first)]
+    assert speed_table.main(argv) == 0
+    data = json.loads(first.read_text())
+    rows = data["rows"]
+    want = [("offline", "fcfs n=200"), ("budget", "sarathi"), ("budget", "vllm")]
+    assert [(r["engine"], r["case"], r["size"]) for r in rows] == [(e, c, S) for e, c in want for S in (1, 2)]
+    for r in rows:
+        assert COLUMNS <= set(r)
+        assert r["equal"] is True and r["equal_on"] == min(r["size"], r["reference_runs"]) >= 1
+        assert r["ratio"] > 0 and math.isfinite(r["ratio"])
+        assert r["ratio"] == pytest.approx(r["engine_runs_per_s"] / r["reference_runs_per_s"])
+        assert isinstance(r["loadavg_before"], float) and isinstance(r["loadavg_after"], float)
+        assert r["reference_measured"] is True and r["reference_from"] is None
+        assert r["ops_per_step"] > 0 and r["compile_s"] > 0
+        assert r["target_met"] is None  # S = 1024 was not run
+    assert {"platform", "cpu_count", "jax", "backend", "device_kind"} <= set(data["environment"])
+    md = first.with_suffix(".md").read_text()
+    assert "| engine | case | one run | reference runs/s | ratio @1 | ratio @2 |" in md
+
+    # The reused reference must not run: the NumPy executor now fails if called.
+    def no_reference(*args, **kwargs):
+        raise AssertionError("the reference ran again")
+
+    monkeypatch.setattr(bench_offline, "bench_numpy", no_reference)
+    second = tmp_path / "second.json"
+    argv = ["--engines", "offline", "--sizes", "2", "--quick", "--out", str(second), "--reference-json", str(first)]
+    assert speed_table.main(argv) == 0
+    (again,) = json.loads(second.read_text())["rows"]
+    (before,) = [r for r in rows if r["engine"] == "offline" and r["size"] == 2]
+    assert again["reference_measured"] is False and again["reference_from"] == str(first)
+    assert again["reference_s"] == before["reference_s"] and again["reference_runs"] == before["reference_runs"]
+    assert again["reference_runs_per_s"] == before["reference_runs_per_s"] and again["equal"] is True
+    assert str(first) in second.with_suffix(".md").read_text()
+
+
+def _row(engine: str, case: str, S: int, ratio: float, equal: bool = True) -> dict:
+    """A JSON row as measure_case writes it, with made-up numbers."""
+    return dict(
+        engine=engine,
+        case=case,
+        run="1 seed x 1 s",
+        size=S,
+        engine_runs_per_s=10.0 * ratio,
+        engine_s=0.5,
+        reference_runs_per_s=10.0,
+        reference_measured=True,
+        reference_from=None,
+        reference_machine="cpu",
+        ratio=ratio,
+        target_ratio=30.0,
+        target_size=1024,
+        target_met=(ratio >= 30) if S == 1024 else None,
+        equal_on=min(S, 5),
+        equal=equal,
+        ops_per_step=100,
+        compile_s=1.5,
+        loadavg_before=0.5,
+        loadavg_after=2.0,
+    )
+
+
+def test_markdown_summary_and_warnings():
+    rows = [_row("kv", "wait", S, r) for S, r in ((1, 2.0), (64, 20.0), (1024, 40.0))]
+    rows += [_row("budget", "vllm", S, r, equal=S != 64) for S, r in ((1, 1.0), (64, 5.0), (1024, 10.0))]
+    env = dict(date="d", jax="0", backend="cpu", device_kind="cpu", cpu_count=2, machine="x", loadavg_at_start=[0])
+    md = speed_table.markdown(rows, env, dict(mode="full", sizes=[1, 64, 1024], reference_s=10.0, wall_s=3.0))
+    lines = md.splitlines()
+    kv = next(line for line in lines if line.startswith("| kv | wait | 1 seed"))
+    assert "| 2x | 20x | 40x | 100 | 1.50 | >= 30x @1024 | yes | yes | 0.5 / 2 |" in kv
+    budget = next(line for line in lines if line.startswith("| budget | vllm | 1 seed"))
+    assert "| 10x | 100 | 1.50 | >= 30x @1024 | NO | NO |" in budget
+    assert sum("WARNING: load average above 1.5" in line for line in lines) == 2
+    assert "| budget | vllm | 64 | 50 | 0.5 | 10 | 5x | NO (5) |" in md
+
+
+def test_reused_reference_must_match_the_setup():
+    case = speed_table.Case("kv", "wait", "r", ("x",), {"horizon_s": 1.0}, None, None, None)
+    rec = {"setup": {"horizon_s": 0.25}, "runs": 1, "seconds": 1.0, "values": np.zeros((1, 1))}
+    assert speed_table.reused_reference(case, None) is None
+    with pytest.raises(SystemExit, match="measured on"):
+        speed_table.reused_reference(case, {"kv/wait": rec})
+    with pytest.raises(SystemExit, match="no reference"):
+        speed_table.reused_reference(case, {})
+    assert speed_table.reused_reference(case, {"kv/wait": dict(rec, setup={"horizon_s": 1.0})}) is not None
+
+
+def test_agree_is_exact_unless_a_tolerance_is_given():
+    a = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    assert speed_table.agree(a, a[:2], 0.0) == (2, True)
+    assert speed_table.agree(a * (1 + 1e-14), a, 0.0) == (3, False)
+    assert speed_table.agree(a * (1 + 1e-14), a, 1e-12) == (3, True)
