@@ -27,7 +27,8 @@ their float evaluation order moved their last digit (0.64 recorded as 0.63999999
 every simulated number stayed bit for bit equal. `theorems` was re-recorded when the theorem
 check began to run its points in size buckets, which appends the same rows in another order.) A refactoring that
 changes no behaviour leaves every number equal to the bit (CSV cells are written with
-`repr(float)`); columns that hold wall-clock times, paths or resume keys are not compared.
+`repr(float)`); columns that hold wall-clock times, paths, resume keys or the code revision are not
+compared.
 `benchmarks/results/behaviour/` holds the recording this repository is checked against
 (`tests/core/test_behaviour.py` records the quick commands afresh and compares; the whole set
 is marked slow).
@@ -45,8 +46,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT.parent / "shared" / "data" / "burstgpt_8000.csv"
-# Columns that legitimately differ between two runs of the same numbers.
-VOLATILE = ("wall_s", "cpu_s", "time_s", "point", "key", "version", "trace", "row_sha")
+# Columns that legitimately differ between two runs of the same numbers (`code` is the hash of
+# the package's source, which every refactoring changes; the key hashes it too).
+VOLATILE = ("wall_s", "cpu_s", "time_s", "point", "key", "version", "code", "trace", "row_sha")
 
 
 def _jaxsched() -> list[str]:

@@ -7,6 +7,10 @@ and rename), so an interrupted run never leaves a half-written table.
 Resumable files (`ResultsFile`) also carry `row_sha`, a checksum of each row's other cells, so
 that a row damaged after it was written (cut short, NUL-filled, edited, pasted from a file with
 other columns) is found on resume, moved to a side file and computed again (`scan_rows`).
+
+A row's resume key (`run_key`) hashes every setting that changes its numbers, the package's
+source among them (`code_sha`), and `key_columns` writes each of those settings into the row
+in readable form, so that two rows with different keys also differ in a column a reader sees.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import errno
+import functools
 import hashlib
 import json
 import math
@@ -372,11 +377,34 @@ def user_policy_code(engine: str, config: Any) -> dict[str, str]:
     return out
 
 
+def source_sha(root: str | Path) -> str:
+    """The first 16 hex digits of the SHA-256 of every `*.py` file under `root`: its path
+    relative to `root` and its bytes, in order of path (so neither the file system's listing
+    order nor the checkout's location enters it)."""
+    root = Path(root)
+    h = hashlib.sha256()
+    for rel, path in sorted((p.relative_to(root).as_posix(), p) for p in root.rglob("*.py")):
+        data = path.read_bytes()
+        h.update(f"{rel}\0{len(data)}\0".encode())  # lengths keep file boundaries unambiguous
+        h.update(data)
+    return h.hexdigest()[:16]
+
+
+@functools.cache
+def code_sha() -> str:
+    """The package's code revision: `source_sha` of the `jaxsched` package beside this module.
+
+    Computed once per process, from the files themselves, so it needs no git and names an
+    installed wheel's code as well as a checkout's; a version number alone cannot tell an
+    edited checkout from the release it started from."""
+    return source_sha(Path(__file__).resolve().parent)
+
+
 def run_key(engine: str, config: Any, params: Any, seeds: Sequence[int], **extra: Any) -> str:
     """The resume key of a results row: SHA-256 of everything that changes its numbers (the
     engine, every Config and Params field, the workload's content, the full seed list, the
-    package version and any `extra` settings). Two rows share a key only if rerunning one
-    would reproduce the other bit for bit."""
+    package version, the package's code revision (`code_sha`) and any `extra` settings). Two
+    rows share a key only if rerunning one would reproduce the other bit for bit."""
     from . import __version__
 
     doc = {
@@ -385,12 +413,117 @@ def run_key(engine: str, config: Any, params: Any, seeds: Sequence[int], **extra
         "params": identity(params),
         "seeds": [int(s) for s in seeds],
         "version": __version__,
+        "code": code_sha(),
         "extra": identity(dict(extra)),
     }
     user = user_policy_code(engine, config)
     if user:  # only then, so that the keys of built-in policies stay put
         doc["user_policies"] = user
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
+
+
+# Arrays of at most this many elements are written out in a row's `config` and `params`
+# cells; longer ones (a trace's lengths) by dtype, shape and a short hash of their bytes.
+READABLE_ELEMENTS = 64
+
+
+def readable(value: Any) -> Any:
+    """A JSON-able form of a configuration value for a results cell: what `identity` hashes,
+    but with numbers as JSON numbers (each float as its own dtype's shortest text: a float32
+    0.03 reads 0.03) and short arrays as their values; non-finite floats are the strings
+    'nan', 'inf', '-inf'."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = [f for f in dataclasses.fields(value) if f.metadata.get("identity", True)]
+        return {"type": type(value).__qualname__, **{f.name: readable(getattr(value, f.name)) for f in fields}}
+    if isinstance(value, Mapping):
+        return {str(k): readable(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, (list, tuple)):
+        return [readable(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        x = float(str(value))  # str: the shortest text that reads back as the same float32
+        return x if math.isfinite(x) else str(x)
+    if isinstance(value, str) or value is None:
+        return value
+    if hasattr(value, "__array__"):
+        a = np.asarray(value)
+        if a.ndim == 0:
+            return readable(a[()])
+        if a.size <= READABLE_ELEMENTS:
+            return [readable(x) for x in a]
+        b = np.ascontiguousarray(a).tobytes()
+        return {"dtype": str(a.dtype), "shape": list(a.shape), "sha256": hashlib.sha256(b).hexdigest()[:16]}
+    return identity(value)
+
+
+def compact_json(value: Any) -> str:
+    """`value` as one line of JSON without spaces (a results cell)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _traces(value: Any) -> Iterable[Any]:
+    """Every `jaxsched.workload.Trace` inside a configuration value, in field order."""
+    from .workload.traces import Trace
+
+    if isinstance(value, Trace):
+        yield value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            if f.metadata.get("identity", True):
+                yield from _traces(getattr(value, f.name))
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _traces(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _traces(v)
+
+
+def trace_sha(*values: Any) -> str:
+    """The content of the traces a run reads: the first 16 hex digits of the SHA-256 of the
+    lengths (and arrival times) of every Trace inside `values`, '' when there is none. A
+    trace's name is its file's stem, so a file rewritten under the same name changes this
+    and nothing else that a reader sees."""
+    found = [[identity(t.prompt), identity(t.output), identity(t.arrival_s)] for v in values for t in _traces(v)]
+    if not found:
+        return ""
+    return hashlib.sha256(json.dumps(found).encode()).hexdigest()[:16]
+
+
+def seeds_sha(seeds: Sequence[int]) -> str:
+    """The first 16 hex digits of the SHA-256 of a seed list (as a JSON list of integers):
+    lists with the same ends and count still differ here."""
+    return hashlib.sha256(json.dumps([int(x) for x in seeds]).encode()).hexdigest()[:16]
+
+
+def key_columns(engine: str, config: Any, params: Any, seeds: Sequence[int], **extra: Any) -> dict[str, object]:
+    """A results row's `key` (`run_key`) and the columns that show what it hashes: `version`,
+    `code` (`code_sha`), `config` and `params` (compact JSON of `readable`: every field, not
+    only the ones a table shows), `trace_sha` (`trace_sha`, empty without a trace), `num_seeds`
+    and `seeds_sha`; `user_policies` ({name: short source hash}) and `extra` only where the key
+    has them. Rows of different keys thus differ in a column too."""
+    from . import __version__
+
+    seed_list = [int(x) for x in seeds]
+    cols: dict[str, object] = {
+        "key": run_key(engine, config, params, seed_list, **extra),
+        "version": __version__,
+        "code": code_sha(),
+        "config": compact_json(readable(config)),
+        "params": compact_json(readable(params)),
+        "trace_sha": trace_sha(config, params),
+        "num_seeds": len(seed_list),
+        "seeds_sha": seeds_sha(seed_list),
+    }
+    user = user_policy_code(engine, config)
+    if user:
+        cols["user_policies"] = compact_json({k: v[:16] for k, v in user.items()})
+    if extra:
+        cols["extra"] = compact_json(readable(dict(extra)))
+    return cols
 
 
 def _fmt(v: object) -> object:

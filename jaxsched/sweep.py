@@ -14,8 +14,11 @@ SIGKILL, resumes where it stopped: points whose row exists are skipped, and no r
 duplicated; a row damaged since it was written (its `row_sha` checksum, `results.ResultsFile`)
 is moved aside and its point runs again. Rows are keyed by `key`, a hash of everything that
 changes their numbers (every Config and Params field, the workload's content, the full seed
-list, the package version: `results.run_key`), so rerunning with other settings into the same
-file adds rows and never returns old ones; `point` keeps the grid values readable.
+list, the package version and its code revision: `results.run_key`), so rerunning with other
+settings or other code into the same file adds rows and never returns old ones. `point` keeps
+the grid values readable, and the columns of `results.key_columns` show every setting the key
+hashes (`config`, `params`, `trace_sha`, `seeds_sha`, `num_seeds`, `code`), so that rows of
+different keys never look alike.
 
 Points share compiled programs: the points still to run are grouped into size buckets
 (`jaxsched.buckets`: equal configurations but for the sizes an engine can pad, sizes within
@@ -35,14 +38,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from . import __version__
 from .buckets import DEFAULT_MAX_WASTE, check_max_waste, plan_buckets
 from .engine import Engine, engine_of
 from .errors import ConfigError, require_float
 from .multihost import broadcast_from_writer, is_writer, simulate_multihost
 from .outputs import check_file
 from .progress import Progress, Share
-from .results import ResultsFile, run_key
+from .results import ResultsFile, key_columns
 from .rng import check_seeds
 from .run import seeds_for_budget, simulate_points
 from .stats import mean_ci
@@ -93,20 +95,23 @@ def _jsonable(v: Any) -> Any:
 
 
 def _prepare(engine: Engine, base: Any, points: list[dict], params: Mapping, seeds: list[int]):
-    """(point, config, params, key) per point, every one validated before anything compiles."""
+    """([(point, config, params, key)] per point, {key: its columns}): every point validated
+    before anything compiles; the columns (`results.key_columns`) show what each key hashes."""
     cfg_f, _ = sweep_fields(engine)
-    out = []
+    out, described = [], {}
     for p in points:
         cfg = dataclasses.replace(base, **{k: v for k, v in p.items() if k in cfg_f})
         par_kw = {**params, **{k: v for k, v in p.items() if k not in cfg_f}}
         par = engine.make_params(cfg, **par_kw)
-        out.append((p, cfg, par, run_key(engine.name, cfg, par, seeds)))
-    return out
+        cols = key_columns(engine.name, cfg, par, seeds)
+        out.append((p, cfg, par, cols["key"]))
+        described[cols["key"]] = cols
+    return out, described
 
 
 def _row(
     engine: Engine,
-    key: str,
+    cols: Mapping[str, object],
     point: dict,
     cfg: Any,
     seeds: list[int],
@@ -114,20 +119,30 @@ def _row(
     wall_s: float,
     metrics: Sequence[str],
 ) -> dict:
+    """A point's row: its key, grid values, configuration, seeds, code and statistics; the
+    long JSON cells (`config`, `params`) come last, after the metrics, so that tables stay
+    readable."""
+    cols = dict(cols)
+    long = {k: cols.pop(k) for k in ("config", "params", "user_policies", "extra") if k in cols}
     row = {
-        "key": key,
+        "key": cols.pop("key"),
         "point": point_label(engine, point),
         **{k: _cell(v) for k, v in point.items()},
         **engine.describe(cfg),
         "n": len(seeds),
         "seed_first": seeds[0],
         "seed_last": seeds[-1],
-        "version": __version__,
+        "num_seeds": cols.pop("num_seeds"),
+        "seeds_sha": cols.pop("seeds_sha"),
+        "trace_sha": cols.pop("trace_sha"),
+        "version": cols.pop("version"),
+        **cols,
         "wall_s": wall_s,
     }
     for m in metrics:
         mean, std, half, _ = mean_ci(values[m])
         row.update({f"{m}_mean": mean, f"{m}_std": std, f"{m}_ci95": half})
+    row.update(long)
     return row
 
 
@@ -183,7 +198,7 @@ def run_sweep(
     for k in params or {}:
         if k not in par_f:
             raise ConfigError(f"params key {k!r} must be a {engine.name} make_params keyword: {sorted(par_f)}")
-    prepared = _prepare(engine, base, grid_points(engine, axes), dict(params or {}), seeds)
+    prepared, described = _prepare(engine, base, grid_points(engine, axes), dict(params or {}), seeds)
     if is_writer():
         check_file(out, "out")
     results = ResultsFile(out, "key", writer=is_writer())
@@ -204,7 +219,7 @@ def run_sweep(
             engine, bucket, members, seeds, memory_budget_mb, bar, start, detail
         ):
             n += 1
-            row = _row(engine, key, p, cfg, seeds, values, wall_s, metrics)
+            row = _row(engine, described[key], p, cfg, seeds, values, wall_s, metrics)
             results.append(row)
             if on_point is not None:
                 on_point(n, row)

@@ -210,8 +210,8 @@ def add_parsers(sub) -> None:
     w.add_argument(
         "--out",
         default="results/sweep.csv",
-        help="CSV file, one row per point (resumed if it exists: rows whose settings "
-        "and seeds match are kept, others added)",
+        help="CSV file, one row per point (resumed if it exists: rows whose settings, "
+        "seeds and code revision match are kept, others added)",
     )
     w.add_argument("--quiet", action="store_true", help="no progress output")
     w.set_defaults(func=cmd_sweep)

@@ -11,7 +11,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import jaxsched as js
 from jaxsched import offline as off
@@ -19,6 +18,7 @@ from jaxsched.errors import ConfigError
 from jaxsched.offline.engine import advance, start
 from jaxsched.offline.registry import POLICIES
 from jaxsched.workload import Batch, Independent, Trace, UniformInt
+from tests.offline import strategies
 from tests.reference import offline as ref
 
 
@@ -41,14 +41,7 @@ def _engine_schedule(s, o, order, M, **time_model):
     return state, jax.tree_util.tree_map(np.asarray, rows)
 
 
-instances = st.integers(1, 8).flatmap(
-    lambda n: st.tuples(
-        st.lists(st.integers(1, 12), min_size=n, max_size=n),
-        st.lists(st.integers(1, 12), min_size=n, max_size=n),
-        st.integers(0, 20),
-        st.permutations(list(range(n))),
-    )
-)
+instances = strategies.instances(8, 12, s_min=1)
 
 
 @settings(max_examples=120, deadline=None)

@@ -9,24 +9,15 @@ import random
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from benchmarks.numpy_offline import execute_numpy, execute_numpy_steps
 from jaxsched.offline import instances as offline_instances
 from jaxsched.offline import workloads
 from jaxsched.offline.config import PAPER_CAPACITY_TOKENS, OfflineConfig
+from tests.offline import strategies
 from tests.reference import offline as ref
 
-# Small lengths and a tight M give many ties of completion times and many rejections, which is
-# where the two peak computations could differ (c_j <= c_r against c_l >= c_j).
-instances = st.integers(1, 10).flatmap(
-    lambda n: st.tuples(
-        st.lists(st.integers(0, 12), min_size=n, max_size=n),
-        st.lists(st.integers(1, 12), min_size=n, max_size=n),
-        st.integers(0, 20),
-        st.permutations(list(range(n))),
-    )
-)
+instances = strategies.instances(10, 12)
 
 
 @settings(max_examples=200, deadline=None)
@@ -41,14 +32,7 @@ def test_numpy_executor_matches_the_reference(inst):
 
 # Wider lengths than `instances`: long outputs make long blocked stretches for the skip to cross,
 # and the spread of completion times makes the own term's bound (c* + 2 - o_r) matter.
-wide_instances = st.integers(1, 12).flatmap(
-    lambda n: st.tuples(
-        st.lists(st.integers(0, 20), min_size=n, max_size=n),
-        st.lists(st.integers(1, 20), min_size=n, max_size=n),
-        st.integers(0, 30),
-        st.permutations(list(range(n))),
-    )
-)
+wide_instances = strategies.instances(12, 20, max_extra=30)
 
 
 @settings(max_examples=300, deadline=None)
