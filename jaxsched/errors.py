@@ -1,4 +1,8 @@
-"""The one error type jaxsched raises for bad input."""
+"""The one error type jaxsched raises for bad input, and the checks that raise it."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 
 class ConfigError(ValueError):
@@ -71,3 +75,92 @@ def require_bool(value, field: str) -> bool:
         ok = isinstance(value, bool)
     require(ok, field, "True or False", value)
     return bool(value)
+
+
+# ---------------------------------------------------------------------------------- ignored options
+
+
+class Reads(NamedTuple):
+    """Where an option is read: only while the setting `setting` (e.g. "policy") has one of
+    `values`. An option may need several (e.g. --noise: policy bfio and predictor noisy)."""
+
+    setting: str
+    values: tuple[str, ...]
+
+
+def reads_from(entries: Mapping[str, Any], setting: str, rename: Mapping[str, str] | None = None) -> dict:
+    """{option: (Reads(setting, names of the entries that read it),)} from registry entries
+    (name -> an entry with `.options`, e.g. a policy `Registry`); `rename` maps an entry's option
+    name to the caller's (a field to the flag dest that sets it)."""
+    out: dict[str, list[str]] = {}
+    for name, entry in entries.items():
+        for option in getattr(entry, "options", ()):
+            names = out.setdefault((rename or {}).get(option, option), [])
+            if name not in names:  # two options renamed to one flag
+                names.append(name)
+    return {option: (Reads(setting, tuple(names)),) for option, names in out.items()}
+
+
+def merge_reads(*tables: Mapping[str, tuple[Reads, ...]]) -> dict[str, tuple[Reads, ...]]:
+    """One table of several: an option in more than one needs every condition (the earlier
+    tables' first, so an error names the outermost setting that ignores the option)."""
+    out: dict[str, tuple[Reads, ...]] = {}
+    for table in tables:
+        for option, conditions in table.items():
+            out[option] = out.get(option, ()) + tuple(conditions)
+    return out
+
+
+def refuse_ignored(
+    given: Iterable[str],
+    chosen: Mapping[str, Any],
+    reads: Mapping[str, tuple[Reads, ...]],
+    exclusive: Iterable[tuple[str, str, str]] = (),
+    label: Callable[[str], str] = str,
+) -> None:
+    """One ConfigError for the first option of `given` that the chosen settings ignore, or the
+    first pair of `exclusive` options given together; the one check of every command and
+    config for options that would change nothing.
+
+    given: the options set by the user (a command line's flags, a config's non-default fields).
+    chosen: {setting: its value, or a sequence of values (several policies run)}.
+    reads: {option: conditions, all of which must hold for the option to be read}.
+    exclusive: (a, b, why) triples: a and b must not both be given (why says which wins).
+    label: the option's name in the message (a flag for the command line).
+    """
+    given = list(given)
+    for a, b, why in exclusive:
+        if a in given and b in given:
+            raise ConfigError(f"{label(a)} and {label(b)} are exclusive ({why}): give one or the other")
+    for option in given:
+        for setting, values in reads.get(option, ()):
+            value = chosen[setting]
+            now = (value,) if isinstance(value, str) or value is None else tuple(value)
+            if not any(v in values for v in now):
+                raise ConfigError(
+                    f"{label(option)} is read only by {setting} {', '.join(values)}; "
+                    f"{_plural(setting) if len(now) > 1 else setting} {', '.join(map(str, now))} "
+                    f"ignore{'' if len(now) > 1 else 's'} it"
+                )
+
+
+def _plural(word: str) -> str:
+    """'policy' -> 'policies', 'workload' -> 'workloads' (the settings' names)."""
+    return word[:-1] + "ies" if word.endswith("y") and not word.endswith("ey") else word + "s"
+
+
+def changed_fields(obj: Any, names: Iterable[str]) -> list[str]:
+    """The fields among `names` of the dataclass `obj` whose values differ from their defaults:
+    what a Python caller set (the API's counterpart of the flags given on a command line)."""
+    import dataclasses
+
+    defaults = {f.name: f.default for f in dataclasses.fields(obj)}
+    return [n for n in names if not _same(getattr(obj, n), defaults[n])]
+
+
+def _same(value: Any, default: Any) -> bool:
+    """value == default, False where the comparison is not a plain bool (arrays)."""
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):
+        return False

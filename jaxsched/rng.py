@@ -98,10 +98,15 @@ def normal_pair(seed, index, stream: int, sub: int = 0) -> tuple[jnp.ndarray, jn
 
 
 def check_seeds(seeds) -> np.ndarray:
-    """The seeds of a run as uint32[S]; one ConfigError for anything else (before compiling)."""
+    """The seeds of a run as uint32[S]; one ConfigError for anything else (before compiling),
+    a repeated seed included: it would be one run counted twice in every mean and CI."""
     seeds = np.asarray(seeds)
     if seeds.ndim != 1 or seeds.size == 0 or seeds.dtype.kind not in "iu":
         raise ConfigError(f"seeds must be a non-empty 1-d sequence of integers, got {seeds!r}")
     if (seeds < 0).any() or (seeds >= 2**32).any():
         raise ConfigError("seeds must be integers in [0, 2^32 - 1]")
+    values, counts = np.unique(seeds, return_counts=True)
+    if (counts > 1).any():
+        i = int(np.argmax(counts > 1))
+        raise ConfigError(f"seeds must be distinct, got seed {int(values[i])} {int(counts[i])} times")
     return seeds.astype(np.uint32)

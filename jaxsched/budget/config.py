@@ -21,7 +21,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..clock import split12
-from ..errors import ConfigError, require, require_bool, require_choice, require_float, require_int
+from ..errors import (
+    ConfigError,
+    changed_fields,
+    reads_from,
+    refuse_ignored,
+    require,
+    require_bool,
+    require_choice,
+    require_float,
+    require_int,
+)
 from ..histogram import bit_num_bins
 from ..workload import BivariateNormal, BurstGPTLike, Constant, Independent, Trace
 from ..workload.arrivals import check_rates, trace_gaps_s, trace_max_arrivals
@@ -170,6 +180,11 @@ class BudgetConfig:
         require_choice(self.phase_first, "phase_first", PHASES)
         require_choice(self.inner_order, "inner_order", INNER_ORDERS)
         self._check_type_order()
+        # A policy's option set for another policy would change nothing (POLICIES' options);
+        # the identity order is type_order's default.
+        options = changed_fields(self, ("phase_first", "inner_order"))
+        options += ["type_order"] if self.type_order != tuple(range(self.m)) else []
+        refuse_ignored(options, {"policy": self.policy}, reads_from(POLICIES, "policy"))
         require(
             not (self.trace and self.initial_requests is not None),
             "initial_requests",
@@ -199,13 +214,12 @@ class BudgetConfig:
         if self.type_order is None:
             object.__setattr__(self, "type_order", tuple(range(m)))
         order = self.type_order
-        require(
-            isinstance(order, (tuple, list)) and sorted(order) == list(range(m)),
-            "type_order",
-            f"a permutation of the types 0..{m - 1}",
-            order,
-        )
-        object.__setattr__(self, "type_order", tuple(int(j) for j in order))
+        allowed = f"a permutation of the types 0..{m - 1}"
+        require(isinstance(order, (tuple, list)), "type_order", allowed, order)
+        # Integers only: 1.0 or True would pass the permutation test and be cut to an int.
+        order = tuple(require_int(j, f"type_order[{i}]") for i, j in enumerate(order))
+        require(sorted(order) == list(range(m)), "type_order", allowed, self.type_order)
+        object.__setattr__(self, "type_order", order)
 
     @property
     def m(self) -> int:

@@ -7,22 +7,27 @@
   `plot-steps`), its values replace the defaults, and flags on the command line still win.
 - `write_resolved(args, path)` writes the options a command ran with as TOML beside its
   results, so `--config` repeats the run.
+- `check_options(args, reads, chosen, exclusive)` refuses an option the chosen settings ignore
+  (`--epsilon` with a policy that reads no epsilon) or two that exclude each other (`--rate`
+  and `--load`): every command declares what reads its options and calls it once.
+- `split_list(text, flag)` reads a comma-separated option, refusing empty and repeated entries.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, require_int
+from ..errors import ConfigError, Reads, refuse_ignored, require_int
 from ..outputs import check_dir, check_output_paths, save
 
 # Namespace entries that are plumbing, not options of a run; `quiet` may be set from a file
 # but is not written back (it changes no result).
-_INTERNAL = {"func", "command", "config", "_parser", "help", "version"}
+_INTERNAL = {"func", "command", "config", "_parser", "_given", "help", "version"}
 _NOT_WRITTEN = _INTERNAL | {"quiet"}
 
 
@@ -114,8 +119,11 @@ def _config_value(action: argparse.Action, value: Any, key: str, path: str) -> A
     """A TOML value as the option would have parsed it (type, choices, lists for repeatables)."""
     where = f"--config {path!r}: {key}"
     if isinstance(action, argparse._AppendAction):
-        items = value if isinstance(value, list) else [value]
-        return [_typed(action, v, where) for v in items]
+        # A repeatable option is a list of its values, one per flag: a lone string would be
+        # read as one entry although it looks like the whole list.
+        if not isinstance(value, list):
+            raise ConfigError(f"{where} must be a list of values, one per {action.option_strings[0]}, got {value!r}")
+        return [_typed(action, v, where) for v in value]
     if isinstance(action, argparse._StoreTrueAction):
         if not isinstance(value, bool):
             raise ConfigError(f"{where} must be true or false, got {value!r}")
@@ -126,8 +134,17 @@ def _config_value(action: argparse.Action, value: Any, key: str, path: str) -> A
 
 
 def _typed(action: argparse.Action, value: Any, where: str) -> Any:
+    """A TOML value of one option, of the option's own type: an integer option takes only a
+    TOML integer (512.5 would be cut to 512), a number option a finite number (TOML's inf
+    and nan are not), and no number is given as a string."""
     if isinstance(value, bool):
         raise ConfigError(f"{where} must be a {getattr(action.type, '__name__', 'string')}, got {value!r}")
+    if action.type in (int, float) and isinstance(value, str):
+        raise ConfigError(f"{where} must be a {action.type.__name__}, got {value!r} (a string: write the number bare)")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where} must be a finite number, got {value!r}")
+    if action.type is int and isinstance(value, float):
+        raise ConfigError(f"{where} must be an integer, got {value!r}")
     try:
         value = action.type(value) if action.type is not None else str(value)
     except (TypeError, ValueError):
@@ -138,14 +155,86 @@ def _typed(action: argparse.Action, value: Any, where: str) -> Any:
 
 
 def resolve(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
-    """Parse `argv`; with `--config FILE`, parse again with the file's values as defaults."""
+    """Parse `argv`; with `--config FILE`, parse again with the file's values as defaults.
+
+    `args._given` is the set of options the user set: those on the command line, and those of
+    the file whose values are not the defaults (a written options file lists every option, the
+    ignored ones at their defaults, and must repeat its run)."""
     args = parser.parse_args(argv)
+    sub = getattr(args, "_parser", None)
+    if sub is None:
+        return args
+    given = _given_on_command_line(parser, sub, argv)
     path = getattr(args, "config", None)
     if path:
-        sub = args._parser
-        sub.set_defaults(**load_config(path, sub))
+        defaults = {a.dest: a.default for a in sub._actions}
+        file = load_config(path, sub)
+        sub.set_defaults(**file)
         args = parser.parse_args(argv)
+        given |= {k for k, v in file.items() if v != defaults.get(k)}
+    args._given = frozenset(given - _INTERNAL)
     return args
+
+
+class _Unset(list):
+    """The default every option gets while `_given_on_command_line` parses: a list, so that an
+    appending option copies it (to a new object) instead of failing."""
+
+
+def _given_on_command_line(parser: argparse.ArgumentParser, sub: argparse.ArgumentParser, argv) -> set[str]:
+    """The dests of `sub`'s options that `argv` sets: parsed once more with every default
+    replaced by a marker, which only the options not given keep."""
+    unset = _Unset()
+    saved = [(a, a.default) for a in sub._actions]
+    try:
+        for a, _ in saved:
+            a.default = unset
+        ns = parser.parse_args(argv)
+    finally:
+        for a, default in saved:
+            a.default = default
+    return {a.dest for a, _ in saved if getattr(ns, a.dest, unset) is not unset}
+
+
+def option_flag(args: argparse.Namespace, dest: str) -> str:
+    """The flag that sets `dest` in the command of `args` (its first long name, e.g. `--num-steps`
+    for num_steps), or `dest` itself."""
+    for a in getattr(args, "_parser", argparse.ArgumentParser())._actions:
+        if a.dest == dest:
+            longs = [s for s in a.option_strings if s.startswith("--")]
+            return longs[0] if longs else dest
+    return dest
+
+
+def check_options(
+    args: argparse.Namespace,
+    reads: dict[str, tuple[Reads, ...]],
+    chosen: dict[str, Any],
+    exclusive: tuple[tuple[str, str, str], ...] = (),
+    also: tuple[str, ...] | list[str] = (),
+) -> None:
+    """Refuse, with one line naming the flag, an option given to the command of `args` that the
+    chosen settings ignore, or two options that exclude each other (`errors.refuse_ignored`).
+    reads: {dest: conditions}; chosen: {setting: value(s)}; exclusive: (dest, dest, why).
+    also: settings given otherwise, named as they are (`--set num_steps`, for a sweep whose
+    --set may set what a flag sets too)."""
+    given = [a.dest for a in args._parser._actions if a.dest in getattr(args, "_given", ())]
+    refuse_ignored(given + list(also), chosen, reads, exclusive, label=lambda d: option_flag(args, d))
+
+
+def split_list(text: str, flag: str, *, unique: bool = True) -> list[str]:
+    """The entries of a comma-separated option ('fcfs,bfio'), stripped; one ConfigError for an
+    empty entry ('fcfs,,bfio', a trailing comma) and, with unique, for a repeated one."""
+    items = [x.strip() for x in text.split(",")]
+    if not text.strip() or any(not x for x in items):
+        raise ConfigError(f"{flag} must be a comma-separated list without empty entries, got {text!r}")
+    if unique:
+        seen = set()
+        for x in items:
+            if x in seen:
+                raise ConfigError(f"{flag} must not repeat an entry, got {x!r} twice in {text!r}")
+            seen.add(x)
+    return items
 
 
 def resolved_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -12,10 +12,11 @@ import sys
 from ..budget.registry import EXPERIMENTS as BUDGET_EXPERIMENTS
 from ..budget.registry import LENGTH_LAWS
 from ..budget.registry import POLICIES as BUDGET_POLICIES
-from ..errors import require_float, require_int
+from ..errors import reads_from, require_float, require_int
 from ..outputs import check_file
 from .base import (
     check_file_outputs,
+    check_options,
     command,
     config_path,
     experiment_options,
@@ -25,10 +26,14 @@ from .base import (
     write_resolved,
 )
 
+# Options that exclude each other, (dest, dest, why): `budget run` and `network run`.
+RATE_EXCLUSIVE = (("rate", "load", "--load sets the arrival rate that offers this load"),)
+
 
 def cmd_budget_run(a: argparse.Namespace) -> int:
     """One configuration over several seeds: each metric's mean and 95% CI; --out writes one
     CSV row per seed."""
+    check_options(a, reads_from(BUDGET_POLICIES, "policy"), {"policy": a.policy}, RATE_EXCLUSIVE)
     from ..budget import BudgetConfig, make_params, rates_for_load, simulate
     from ..workload import Constant, Independent
 

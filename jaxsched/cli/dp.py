@@ -21,35 +21,75 @@ from ..dp.registry import PREDICTORS as DP_PREDICTORS
 from ..dp.registry import REPRODUCTIONS
 from ..dp.registry import SEMANTICS as DP_SEMANTICS
 from ..dp.registry import WORKLOADS as DP_WORKLOADS
-from ..errors import ConfigError, require_int
+from ..errors import ConfigError, Reads, merge_reads, reads_from, require_int
 from ..outputs import check_dir, check_file, check_output_paths, save
-from .base import check_file_outputs, check_folder_outputs, command, config_path, require_what, write_resolved
+from .base import (
+    check_file_outputs,
+    check_folder_outputs,
+    check_options,
+    command,
+    config_path,
+    require_what,
+    split_list,
+    write_resolved,
+)
 
 CHECKS = ("theorems", "stability")
+
+# Options that exclude each other, (dest, dest, why): `run` and `sweep` (dp).
+WORKLOAD_EXCLUSIVE = (("workload", "trace", "--trace replaces the synthetic workload"),)
+# `reproduce`: what reads each option (table1 is one run on the trace, without a plot).
+REPRODUCE_READS = {
+    "trace": (Reads("reproduce", ("table1",)),),
+    "seeds": (Reads("reproduce", ("fig4", "noise")),),
+    "plot": (Reads("reproduce", ("fig4", "noise")),),
+}
+# `check`: the theorem checks' own options (`check stability` runs the budget experiment).
+CHECK_READS = {
+    d: (Reads("check", ("theorems",)),) for d in ("kernel", "t1_kernel", "measured", "bucket_waste", "no_buckets")
+}
+
+
+def run_reads() -> dict[str, tuple[Reads, ...]]:
+    """What reads each option of `run`: the policies' registry options first (BF-IO reads the
+    predictor and its error rates; --noise sets noise_lo and noise_hi), then the predictor's
+    and the trace's."""
+    return merge_reads(
+        reads_from(DP_POLICIES, "policy", rename={"noise_lo": "noise", "noise_hi": "noise"}),
+        {
+            "noise": (Reads("predictor", ("noisy",)),),
+            "fp_rate": (Reads("predictor", ("classifier",)),),
+            "fn_rate": (Reads("predictor", ("classifier",)),),
+            "trace_columns": (Reads("--trace", ("FILE",)),),
+        },
+    )
 
 
 def workload_from_args(a: argparse.Namespace):
     """The request lengths of `run`/`sweep`: a trace, or a named synthetic workload."""
     from ..workload import read_trace
 
-    if a.trace and a.workload:
-        raise ConfigError(
-            "--workload and --trace are exclusive: --trace replaces the synthetic "
-            f"workload (got --workload {a.workload} --trace {a.trace})"
-        )
+    check_options(a, {}, {}, WORKLOAD_EXCLUSIVE)
     if a.trace:
-        return read_trace(a.trace, order="resample")
+        columns = getattr(a, "trace_columns", None)
+        cols = None if columns is None else tuple(split_list(columns, "--trace-columns"))
+        if cols is not None and len(cols) != 2:
+            raise ConfigError(f"--trace-columns must name two columns, PROMPT,OUTPUT, got {columns!r}")
+        return read_trace(a.trace, order="resample", columns=cols)
     return DP_WORKLOADS[a.workload or "burstgpt_like"].fn()
 
 
+def _run_policies(a: argparse.Namespace) -> tuple[str, ...]:
+    """The policy names of `run --policies` (no empty or repeated entries), checked before JAX
+    is imported; their lookaheads are parsed with the configs."""
+    names = tuple(item.partition(":")[0] for item in split_list(a.policies, "--policies"))
+    for n in names:
+        DP_POLICIES.require(n, "--policies entry")
+    return names
+
+
 def _predictor_params(a: argparse.Namespace) -> dict:
-    """make_params keywords of the predictor flags; flags that the predictor ignores are errors."""
-    if a.noise and a.predictor != "noisy":
-        raise ConfigError(f"--noise applies to --predictor noisy only, got --predictor {a.predictor}")
-    if (a.fp_rate or a.fn_rate) and a.predictor != "classifier":
-        raise ConfigError(
-            f"--fp-rate and --fn-rate apply to --predictor classifier only, got --predictor {a.predictor}"
-        )
+    """make_params keywords of the predictor flags (`run_reads` refuses the ones ignored)."""
     return dict(noise_lo=a.noise, noise_hi=a.noise, fp_rate=a.fp_rate, fn_rate=a.fn_rate)
 
 
@@ -76,11 +116,23 @@ def _plot_run(base, specs, seed: int, steps: int, path: Path, params_kw: dict, p
 
 
 def cmd_run(a: argparse.Namespace) -> int:
+    """`jaxsched run`: every policy of --policies on one configuration over the seeds."""
+    names = _run_policies(a)
+    chosen = {
+        "policy": names,
+        "predictor": a.predictor,
+        "--trace": "FILE" if a.trace else "none",
+    }
+    check_options(a, run_reads(), chosen, WORKLOAD_EXCLUSIVE)
     from ..dp.config import DPConfig, make_params
     from ..dp.experiments import parse_policies, result_rows, run_policies, summary_table
     from ..results import write_csv
 
     specs = parse_policies(a.policies)
+    runs = [(s.name, s.lookahead_steps) for s in specs]
+    twice = next((s for i, s in enumerate(specs) if (s.name, s.lookahead_steps) in runs[:i]), None)
+    if twice is not None:
+        raise ConfigError(f"--policies must not repeat a run, got {twice.label} twice in {a.policies!r}")
     seeds_n = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     require_int(a.seed_start, "--seed-start", lo=0, hi=2**32 - seeds_n)
     plot_steps = require_int(a.plot_steps, "--plot-steps", lo=1)
@@ -123,13 +175,12 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 def cmd_reproduce(a: argparse.Namespace) -> int:
     what = require_what(a.what, "reproduce: the experiment", REPRODUCTIONS.names())
+    check_options(a, REPRODUCE_READS, {"reproduce": what})
     seeds = require_int(a.seeds, "--seeds", lo=1, hi=4096)
     out = check_dir(a.out, "--out")
     png = None if what == "table1" else check_file(a.plot or out / f"{what}.png", "--plot", image=True)
     if what == "table1" and not a.trace:
         raise ConfigError("reproduce table1 needs --trace PATH (the BurstGPT sample, burstgpt_8000.csv)")
-    if what != "table1" and a.trace:
-        raise ConfigError(f"--trace applies to reproduce table1 only, got reproduce {what}")
     conf_path = out / f"{what}.config.toml"
     check_output_paths({"--out's CSV": out / f"{what}.csv", "--plot": png, "--out's options file": conf_path})
     conf = write_resolved(a, conf_path)
@@ -222,6 +273,7 @@ def cmd_dp_check(a: argparse.Namespace) -> int:
 
 def cmd_check(a: argparse.Namespace) -> int:
     what = require_what(a.what, "check: the check", CHECKS)
+    check_options(a, CHECK_READS, {"check": what})
     if what == "stability":  # paper 004's check, run by the budget engine's experiment
         from ..budget.registry import EXPERIMENTS as BUDGET_EXPERIMENTS
         from .base import run_experiment
@@ -309,6 +361,13 @@ def _add_commands(sub, group: bool) -> None:
     r.add_argument("--num-steps", "--steps", type=int, default=3000, help="decode steps per run")
     r.add_argument(
         "--trace", help="CSV trace to resample per seed (BurstGPT, Azure or two columns); replaces --workload"
+    )
+    r.add_argument(
+        "--trace-columns",
+        metavar="PROMPT,OUTPUT",
+        default=None,
+        help="--trace: the header names of its prompt and output columns (default: a known layout, "
+        "or two columns with known names)",
     )
     r.add_argument(
         "--workload", choices=DP_WORKLOADS, default=None, help="synthetic request lengths (default burstgpt_like)"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import require_int
+from ..errors import Reads, merge_reads, reads_from, require_int
 from ..interval.registry import AMAX_ORDERS, EVICTION_KEYS, INTERVAL_KINDS, STEP_MODELS
 from ..interval.registry import EXPERIMENTS as INTERVAL_EXPERIMENTS
 from ..interval.registry import POLICIES as INTERVAL_POLICIES
@@ -17,6 +17,7 @@ from ..interval.registry import WORKLOADS as INTERVAL_WORKLOADS
 from ..outputs import check_file
 from .base import (
     check_file_outputs,
+    check_options,
     command,
     config_path,
     experiment_options,
@@ -25,6 +26,15 @@ from .base import (
     save_seed_rows,
     write_resolved,
 )
+
+# `interval run`: the flags of each interval predictor (--intervals).
+INTERVAL_READS = {
+    "low": (Reads("intervals", ("shared",)),),
+    "high": (Reads("intervals", ("shared",)),),
+    "bucket_width": (Reads("intervals", ("buckets",)),),
+    "buckets": (Reads("intervals", ("buckets",)),),
+    "x": (Reads("intervals", ("relative",)),),
+}
 
 
 def _intervals(a: argparse.Namespace):
@@ -42,6 +52,8 @@ def _intervals(a: argparse.Namespace):
 def cmd_interval_run(a: argparse.Namespace) -> int:
     """One configuration over several seeds: each metric's mean and 95% CI; --out writes one
     CSV row per seed."""
+    reads = merge_reads(reads_from(INTERVAL_POLICIES, "policy"), INTERVAL_READS)
+    check_options(a, reads, {"policy": a.policy, "intervals": a.intervals})
     from ..interval import IntervalConfig, make_params, simulate
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)

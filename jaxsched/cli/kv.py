@@ -10,7 +10,7 @@ import math
 import sys
 import time
 
-from ..errors import ConfigError, require_int
+from ..errors import ConfigError, Reads, reads_from, require_int
 from ..kv.registry import CAPACITY_RULES as KV_CAPACITY_RULES
 from ..kv.registry import DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN
 from ..kv.registry import EXPERIMENTS as KV_EXPERIMENTS
@@ -19,42 +19,56 @@ from ..outputs import check_dir, check_file, save
 from .base import (
     check_file_outputs,
     check_folder_outputs,
+    check_options,
     command,
     config_path,
     print_metrics,
     require_what,
     save_seed_rows,
+    split_list,
     write_resolved,
 )
 
+# `kv experiment`: the options of E1-E4 that Theorem 1's scaling run does not read.
+EXPERIMENT_READS = {
+    d: (Reads("experiment", tuple(n for n in KV_EXPERIMENTS if n != "scaling")),)
+    for d in ("policies", "prefill_price", "loads", "batch_limits", "capacity")
+}
+
 
 def _kv_ints(text: str, flag: str) -> tuple[int, ...]:
-    """'10,20' -> (10, 20); ConfigError naming the flag otherwise."""
+    """'10,20' -> (10, 20) (one value per type: repeats allowed); ConfigError naming the flag
+    otherwise."""
+    items = split_list(text, flag, unique=False)
     try:
-        return tuple(int(v) for v in text.split(","))
+        return tuple(int(v) for v in items)
     except ValueError:
         raise ConfigError(f"{flag} must be comma-separated integers, got {text!r}") from None
 
 
-def _floats(text: str | None, flag: str) -> tuple[float, ...] | None:
-    """'0.5,0.9' -> (0.5, 0.9); None stays None; ConfigError naming the flag otherwise."""
+def _floats(text: str | None, flag: str, unique: bool = False) -> tuple[float, ...] | None:
+    """'0.5,0.9' -> (0.5, 0.9); None stays None; ConfigError naming the flag otherwise (an
+    empty entry, or with unique a repeated value: a grid point would run twice)."""
     if text is None:
         return None
+    items = split_list(text, flag, unique=False)
     try:
-        values = tuple(float(x) for x in text.split(",") if x.strip())
+        values = tuple(float(x) for x in items)
     except ValueError:
         raise ConfigError(f"{flag} must be comma-separated numbers, got {text!r}") from None
     if not values or not all(math.isfinite(v) for v in values):
         raise ConfigError(f"{flag} must be comma-separated finite numbers, got {text!r}")
+    if unique and len(set(values)) < len(values):
+        raise ConfigError(f"{flag} must not repeat a value, got {text!r}")
     return values
 
 
 def _limits(text: str | None) -> tuple[int | None, ...] | None:
-    """'none,512,128' -> (None, 512, 128) for --batch-limits."""
+    """'none,512,128' -> (None, 512, 128) for --batch-limits (no empty or repeated entry)."""
     if text is None:
         return None
     out = []
-    for x in (x.strip() for x in text.split(",") if x.strip()):
+    for x in split_list(text, "--batch-limits"):
         if x.lower() == "none":
             out.append(None)
             continue
@@ -62,12 +76,15 @@ def _limits(text: str | None) -> tuple[int | None, ...] | None:
             out.append(int(x))
         except ValueError:
             raise ConfigError(f"--batch-limits must be 'none' or integers >= 1, got {x!r}") from None
+    if len(set(out)) < len(out):
+        raise ConfigError(f"--batch-limits must not repeat a limit, got {text!r}")
     return tuple(out)
 
 
 def cmd_kv_run(a: argparse.Namespace) -> int:
     """One kv configuration over several seeds: prints each metric's mean and 95% CI and, with
     --out, writes one CSV row per seed."""
+    check_options(a, reads_from(KV_POLICIES, "policy"), {"policy": a.policy})
     from ..kv import KVConfig, make_params, simulate
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=4096)
@@ -115,24 +132,19 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
 def cmd_kv_experiment(a: argparse.Namespace) -> int:
     """E1-E4 (notes/001.md §4) or Theorem 1's scaling: markdown table, CSV and PNG in --out."""
     what = require_what(a.what, "kv experiment: the experiment", KV_EXPERIMENTS.names())
+    check_options(a, EXPERIMENT_READS, {"experiment": what})
     seeds = None if a.seeds is None else require_int(a.seeds, "--seeds", lo=2 if what == "scaling" else 1, hi=4096)
-    pols = None if a.policies is None else [p for p in a.policies.split(",") if p]
+    pols = None if a.policies is None else split_list(a.policies, "--policies")
     for p in pols or ():
         if p not in KV_POLICIES:
             raise ConfigError(f"--policies must be a comma-separated subset of {', '.join(KV_POLICIES)}, got {p!r}")
-    loads, limits = _floats(a.loads, "--loads"), _limits(a.batch_limits)
-    caps = None if a.capacity is None else [c for c in a.capacity.split(",") if c]
+    loads, limits = _floats(a.loads, "--loads", unique=True), _limits(a.batch_limits)
+    caps = None if a.capacity is None else split_list(a.capacity, "--capacity")
     for c in caps or ():
         if c not in KV_CAPACITY_RULES:
             raise ConfigError(
                 f"--capacity must be comma-separated rules among {', '.join(KV_CAPACITY_RULES)}, got {c!r}"
             )
-    if what == "scaling" and (
-        pols is not None or a.prefill_price is not None or loads is not None or limits is not None or caps is not None
-    ):
-        raise ConfigError(
-            "--policies, --prefill-price, --loads, --batch-limits and --capacity do not apply to 'scaling'"
-        )
     out = check_dir(a.out, "--out")
     stem = "scaling" if what == "scaling" else what
     files = {"CSV": f"{stem}.csv", "plot": f"{stem}.png", "options file": f"{what}.config.toml"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import require_float, require_int
+from ..errors import Reads, require_float, require_int
 from ..network.registry import EXPERIMENTS as NETWORK_EXPERIMENTS
 from ..network.registry import POLICIES as NETWORK_POLICIES
 from ..network.registry import ROUTERS as NETWORK_ROUTERS
@@ -17,6 +17,7 @@ from ..network.registry import RS_PRIORITIES, RUN_TOPOLOGIES
 from ..outputs import check_file
 from .base import (
     check_file_outputs,
+    check_options,
     command,
     config_path,
     experiment_options,
@@ -25,6 +26,15 @@ from .base import (
     save_seed_rows,
     write_resolved,
 )
+from .budget import RATE_EXCLUSIVE
+
+# `network run`: the options of each topology (rs runs Fig. 8's fixed agents: b = 768, one
+# slot per batch).
+_PARALLEL = ("agents", "router", "policy", "prompt", "decode", "rate", "budget", "max_requests", "c_ms", "a_ms", "b0")
+TOPOLOGY_READS = {
+    **{d: (Reads("topology", ("parallel",)),) for d in _PARALLEL},
+    "priority": (Reads("topology", ("rs",)),),
+}
 
 
 def _parallel(a: argparse.Namespace):
@@ -82,6 +92,7 @@ def _rs(a: argparse.Namespace):
 def cmd_network_run(a: argparse.Namespace) -> int:
     """One network configuration over several seeds: each metric's mean and 95% CI; --out
     writes one CSV row per seed."""
+    check_options(a, TOPOLOGY_READS, {"topology": a.topology}, RATE_EXCLUSIVE)
     from ..run import simulate
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)

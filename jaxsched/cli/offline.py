@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import ConfigError, require_int
+from ..errors import ConfigError, Reads, merge_reads, reads_from, require_int
 from ..offline.registry import EXPERIMENTS as OFFLINE_EXPERIMENTS
 from ..offline.registry import POLICIES as OFFLINE_POLICIES
 from ..offline.registry import STEP_MODELS as OFFLINE_STEP_MODELS
@@ -16,6 +16,7 @@ from ..offline.registry import WORKLOADS as OFFLINE_WORKLOADS
 from ..outputs import check_file
 from .base import (
     check_file_outputs,
+    check_options,
     command,
     config_path,
     experiment_options,
@@ -26,9 +27,16 @@ from .base import (
 )
 
 
+def run_reads() -> dict[str, tuple[Reads, ...]]:
+    """What reads each option of `offline run`: the policies' solver options (the registry's)
+    and --trace (the file of the azure mix)."""
+    return merge_reads(reads_from(OFFLINE_POLICIES, "policy"), {"trace": (Reads("workload", ("azure",)),)})
+
+
 def cmd_offline_run(a: argparse.Namespace) -> int:
     """One configuration over several seeds: each metric's mean and 95% CI; --out writes one
     CSV row per seed."""
+    check_options(a, run_reads(), {"policy": a.policy, "workload": a.workload})
     from ..offline import OfflineConfig, make_params, simulate
     from ..offline.workloads import named
 

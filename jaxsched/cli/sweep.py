@@ -9,13 +9,19 @@ from typing import Any
 
 from ..dp.registry import SEMANTICS as DP_SEMANTICS
 from ..dp.registry import WORKLOADS as DP_WORKLOADS
-from ..errors import ConfigError, require_int
+from ..errors import ConfigError, Reads, require_int
 from ..outputs import check_file
 from ..registry import ENGINES
-from .base import check_file_outputs, command, config_path, write_resolved
+from .base import check_file_outputs, check_options, command, config_path, write_resolved
 
 # Options that only the dp engine takes (kv sets its run length with --set max_steps=N).
 DP_ONLY = ("num_steps", "trace", "workload", "semantics")
+SWEEP_READS = {o: (Reads("engine", ("dp",)),) for o in DP_ONLY}
+# The dp flags that set a Config field, {dest: field}: the field must not also be in --set or --axis.
+FLAG_FIELDS = {"num_steps": "num_steps", "semantics": "semantics", "workload": "workload", "trace": "workload"}
+SET_TWICE = tuple(
+    (dest, f"{how} {field}", f"both set {field}") for dest, field in FLAG_FIELDS.items() for how in ("--set", "--axis")
+)
 
 
 def renamed_fields(engine: str) -> dict[str, str]:
@@ -117,16 +123,13 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     require_int(a.seed_start, "--seed-start", lo=0, hi=2**32 - n_seeds)
     cfg, par = _settings(a.engine, a.set)
     axes = _axes(a.axis, set(cfg) | set(par), renamed_fields(a.engine))
+    fields = [f"--set {k}" for k in cfg] + [f"--axis {k}" for k in axes]
+    check_options(a, SWEEP_READS, {"engine": a.engine}, SET_TWICE, also=fields)
     out = check_file(a.out, "--out")
     check_file_outputs(out)
     if a.engine == "dp":
         base = _dp_base(a, cfg)
     else:
-        given = [f"--{o.replace('_', '-')}" for o in DP_ONLY if getattr(a, o) is not None]
-        if given:
-            raise ConfigError(
-                f"{', '.join(given)} apply to the dp engine only (set any Config field with --set name=value)"
-            )
         from ..engine import get_engine
 
         base = get_engine(a.engine).Config(**cfg)

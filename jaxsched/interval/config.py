@@ -22,7 +22,7 @@ from ..batchmodel import (
     instance_params,
     resolve_batch,
 )
-from ..errors import ConfigError, require, require_choice, require_int
+from ..errors import ConfigError, changed_fields, reads_from, refuse_ignored, require, require_choice, require_int
 from .intervals import Buckets, Exact, Relative, Shared, output_support, parse
 from .registry import AMAX_ORDERS, EVICTION_KEYS, POLICIES
 from .workloads import named
@@ -77,6 +77,9 @@ class IntervalConfig:
         require_choice(self.policy, "policy", tuple(POLICIES))
         require_choice(self.eviction_key, "eviction_key", EVICTION_KEYS)
         require_choice(self.amax_order, "amax_order", AMAX_ORDERS)
+        # A policy's option set for another policy would change nothing (POLICIES' options).
+        options = changed_fields(self, ("eviction_key", "amax_order"))
+        refuse_ignored(options, {"policy": self.policy}, reads_from(POLICIES, "policy"))
         if self.intervals is None:
             object.__setattr__(self, "intervals", Shared(1, int(w.max_output)))
         elif isinstance(self.intervals, str):

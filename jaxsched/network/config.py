@@ -40,10 +40,21 @@ from ..budget.config import (
 )
 from ..budget.config import make_params as budget_params
 from ..budget.core import BatchOptions
-from ..errors import ConfigError, require, require_choice, require_float, require_int
+from ..errors import (
+    ConfigError,
+    Reads,
+    changed_fields,
+    merge_reads,
+    reads_from,
+    refuse_ignored,
+    require,
+    require_choice,
+    require_float,
+    require_int,
+)
 from ..histogram import bit_num_bins
 from ..workload.arrivals import check_rates
-from .registry import POLICIES, ROUTERS
+from .registry import POLICIES, ROUTERS, TOPOLOGY_OPTIONS
 
 TOPOLOGIES = ("parallel", "routes", "fork_join")
 # The fork-join network of paper 004 §4.3 (Conjecture 1): agent 0, then agents 1 and 2 in
@@ -120,6 +131,7 @@ class NetworkConfig:
         require_choice(self.inner_order, "inner_order", INNER_ORDERS)
         self._check_routes(K)
         self._check_type_orders(K)
+        self._check_ignored()
         h = require_float(self.horizon_s, "horizon_s", lo=0.0, hi=1e7, lo_open=True)
         object.__setattr__(self, "horizon_s", h)
         burn = require_float(self.burn_in_s, "burn_in_s", lo=0.0)
@@ -168,7 +180,7 @@ class NetworkConfig:
             ok = (
                 isinstance(route, (tuple, list))
                 and len(route) == len(self.workload[z])
-                and all(isinstance(k, (int, np.integer)) and 0 <= k < K for k in route)
+                and all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) and 0 <= k < K for k in route)
             )
             require(
                 ok,
@@ -180,6 +192,16 @@ class NetworkConfig:
         object.__setattr__(self, "routes", tuple(routes))
         unused = sorted(set(range(K)) - {k for route in routes for k in route})
         require(not unused, "agents", f"visited by some route (agents {unused} are not)", K)
+
+    def _check_ignored(self) -> None:
+        """Refuse an option at a non-default value that the policy or the topology ignores
+        (POLICIES' and TOPOLOGY_OPTIONS' readers); identity orders are type_orders' default."""
+        options = changed_fields(self, ("router", "phase_first", "inner_order"))
+        identity = tuple(range(self.m))
+        options += ["type_orders"] if any(o != identity for o in self.type_orders or ()) else []
+        topology = {o: (Reads("topology", tops),) for o, tops in TOPOLOGY_OPTIONS.items()}
+        reads = merge_reads(topology, reads_from(POLICIES, "policy"))
+        refuse_ignored(options, {"policy": self.policy, "topology": self.topology}, reads)
 
     def _check_type_orders(self, K: int) -> None:
         m = self.m
@@ -194,14 +216,15 @@ class NetworkConfig:
             f"None or a tuple of K = {K} permutations of the types 0..{m - 1}",
             orders,
         )
+        checked = []
         for k, o in enumerate(orders):
-            require(
-                isinstance(o, (tuple, list)) and sorted(o) == list(range(m)),
-                f"type_orders[{k}]",
-                f"a permutation of the types 0..{m - 1}",
-                o,
-            )
-        object.__setattr__(self, "type_orders", tuple(tuple(int(j) for j in o) for o in orders))
+            allowed = f"a permutation of the types 0..{m - 1}"
+            require(isinstance(o, (tuple, list)), f"type_orders[{k}]", allowed, o)
+            # Integers only: 1.0 or True would pass the permutation test and be cut to an int.
+            ints = tuple(require_int(j, f"type_orders[{k}][{i}]") for i, j in enumerate(o))
+            require(sorted(ints) == list(range(m)), f"type_orders[{k}]", allowed, o)
+            checked.append(ints)
+        object.__setattr__(self, "type_orders", tuple(checked))
 
     @property
     def m(self) -> int:

@@ -20,6 +20,10 @@ POLICIES = Registry("network", "policy")
 for _name, _entry in BUDGET_POLICIES.items():
     builtin(POLICIES, _name, _entry.target, _entry.doc, tuple(OPTION_NAMES.get(o, o) for o in _entry.options))
 
+# Options read by some topologies only (NetworkConfig refuses them at a non-default value
+# elsewhere): the router picks the agent of an arrival in the parallel topology.
+TOPOLOGY_OPTIONS = {"router": ("parallel",)}
+
 ROUTERS = Registry("network", "router")
 _R = "jaxsched.network.routers:"
 builtin(ROUTERS, "random", _R + "random", "a uniformly random agent per request")

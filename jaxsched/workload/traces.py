@@ -166,9 +166,76 @@ _COLUMN_SETS = (
 # Arrival-time columns (read with times=True): Azure's TIMESTAMP (date-times), BurstGPT's
 # Timestamp (seconds).
 _TIME_COLUMNS = ("TIMESTAMP", "Timestamp")
+# The header names a plain two-column file may give its (prompt, output) columns, compared by
+# `_column_key`. Any other name is an error unless `columns` names it: a file headed
+# `input_tokens,foo` must not have `foo` read as output lengths.
+_PROMPT_NAMES = (
+    "prompt",
+    "prompt_tokens",
+    "prompt_length",
+    "prompt_len",
+    "input",
+    "input_tokens",
+    "input_length",
+    "input_len",
+    "request_tokens",
+    "context_tokens",
+    "contexttokens",
+    "prefill",
+    "prefill_tokens",
+)
+_OUTPUT_NAMES = (
+    "output",
+    "output_tokens",
+    "output_length",
+    "output_len",
+    "response_tokens",
+    "response_length",
+    "generated_tokens",
+    "generatedtokens",
+    "completion_tokens",
+    "decode",
+    "decode_tokens",
+)
 
 
-def read_trace(path: str | Path, order: str = "resample", times: bool = False) -> Trace:
+def _column_key(name: str) -> str:
+    """A header name compared case-insensitively, spaces and hyphens read as underscores."""
+    return name.strip().lower().replace(" ", "_").replace("-", "_")
+
+
+def _check_columns(columns) -> tuple[str, str] | None:
+    """`read_trace`'s columns: None, or the header names of two distinct columns."""
+    if columns is None:
+        return None
+    ok = (
+        isinstance(columns, (tuple, list))
+        and len(columns) == 2
+        and all(isinstance(c, str) and c.strip() for c in columns)
+        and columns[0].strip() != columns[1].strip()
+    )
+    if not ok:
+        raise ConfigError(
+            f"columns must be None or the names of two distinct columns (prompt, output), got {columns!r}"
+        )
+    return columns[0].strip(), columns[1].strip()
+
+
+def _plain_columns(path: Path, header: list[str]) -> None:
+    """A plain two-column header must name its columns by known names (`_PROMPT_NAMES`,
+    `_OUTPUT_NAMES`); one ConfigError naming the first unknown one."""
+    for name, known, what in ((header[0], _PROMPT_NAMES, "prompt"), (header[1], _OUTPUT_NAMES, "output")):
+        if _column_key(name) not in known:
+            raise ConfigError(
+                f"trace file {str(path)!r}: column {name!r} is not a known {what} column name "
+                f"(one of {', '.join(known)}); name the columns with columns=(PROMPT, OUTPUT) "
+                "(--trace-columns on the command line)"
+            )
+
+
+def read_trace(
+    path: str | Path, order: str = "resample", times: bool = False, columns: tuple[str, str] | None = None
+) -> Trace:
     """Read a request-length trace from CSV.
 
     Recognized layouts: BurstGPT (`Request tokens`, `Response tokens` columns), the BurstGPT
@@ -183,12 +250,16 @@ def read_trace(path: str | Path, order: str = "resample", times: bool = False) -
     column holding ISO date-times ("2023-11-16 18:15:46.6805900") or numbers (seconds). A
     file without such a column, an unparsable time, or rows out of time order raise one
     ConfigError naming the file and line.
+
+    columns: the header names of the (prompt, output) columns, for a layout not recognized
+    (None: a recognized layout, or two columns with known names such as prompt, output).
     """
     if order not in ("resample", "sequential"):
         # Checked before the file is read, so a bad order is named even on a bad file.
         raise ConfigError(f"Trace.order must be 'resample' or 'sequential', got {order!r}")
     if not isinstance(times, (bool, np.bool_)):
         raise ConfigError(f"times must be True or False, got {times!r}")
+    columns = _check_columns(columns)
     path = _trace_path(path)
     text = _read_text(path)
     # (line number, fields) of the non-blank lines, so errors name the file's own lines.
@@ -207,12 +278,15 @@ def read_trace(path: str | Path, order: str = "resample", times: bool = False) -
         raise ConfigError(f"trace file {str(path)!r} is empty")
     header = [c.strip() for c in rows[0]]
     pi = oi = None
-    for _, pc, oc in _COLUMN_SETS:
+    named = () if columns is None else (("columns", *columns),)
+    for _, pc, oc in named or _COLUMN_SETS:
         if pc in header and oc in header:
             pi, oi = header.index(pc), header.index(oc)
             body = rows[1:]
             break
     else:
+        if columns is not None:
+            raise ConfigError(f"trace file {str(path)!r}: columns={columns!r} must name columns of its header {header}")
         if _is_number(header[0]) if header else False:
             body = rows  # headerless
         else:
@@ -224,6 +298,8 @@ def read_trace(path: str | Path, order: str = "resample", times: bool = False) -
                 f"trace file {str(path)!r}: missing columns: expected one of [{known}] "
                 f"or exactly two columns (prompt, output), got header {header}"
             )
+        if body is not rows:
+            _plain_columns(path, header)
         pi, oi = 0, 1
     if not body:
         raise ConfigError(f"trace file {str(path)!r} has a header but no data rows")

@@ -51,7 +51,42 @@ FILES = {
     "zero": b"10,2\n20,0\n",
     "non_numeric": b"prompt,output\n10,abc\n",
     "three_columns": b"a,b,c\n1,2,3\n",
+    "headerless": b"10,2\n20,3\n",
+    # Two columns, one of them not a known prompt / output name: not read as lengths.
+    "unknown_output": b"input_tokens,foo\n10,2\n",
+    "unknown_prompt": b"foo,output\n10,2\n",
+    "unknown_both": b"a,b\n10,2\n",
     "blocker": b"a regular file where a folder is expected\n",
+}
+
+
+# --config files, {name: text} (formatted with the paths above), each `{name}_toml` in `paths`.
+TOMLS = {
+    "noise": "noise = 0.3\n",
+    "workload_trace": 'workload = "bivariate_normal"\ntrace = "{good}"\n',
+    "epsilon": 'policy = "mcsf"\nepsilon = 0.2\n',
+    "rate_load": "rate = 10\nload = 0.5\n",
+    "seeds_fraction": "seeds = 2.9\n",
+    "steps_inf": "steps = inf\n",
+    "steps_nan": "steps = nan\n",
+    "g_float": "G = 4.0\n",
+    "seeds_string": 'seeds = "3"\n',
+    "noise_inf": "noise = inf\n",
+    "noise_string": 'noise = "0.3"\n',
+    "policies_list": 'policies = ["fcfs"]\n',
+    "seed_start_bool": "seed_start = true\n",
+    "budget_fraction": "budget = 512.5\n",
+    "load_nan": "load = nan\n",
+    "horizon_inf": "horizon_s = inf\n",
+    "axis_string": 'axis = "num_workers=4"\n',
+    "set_string": 'axis = ["policy=fcfs"]\nset = "num_steps=50"\n',
+    "memory_inf": 'axis = ["policy=fcfs"]\nmemory_mb = inf\n',
+    "capacity_float": "capacity_tokens = 1e5\n",
+    "n_fraction": "num_requests = 50.5\n",
+    "low_bool": "low = true\n",
+    "x_nan": 'intervals = "relative"\nx = nan\n',
+    "agents_fraction": "agents = 2.5\n",
+    "measured_fraction": "measured = 10.5\n",
 }
 
 
@@ -72,12 +107,18 @@ def paths(tmp_path_factory) -> dict[str, str]:
     out["unwritable_png"] = str(root / "blocker.csv" / "sub" / "plot.png")
     out["unwritable_dir"] = str(root / "blocker.csv" / "sub")
     out["not_image"] = str(root / "plot.txt")
+    for name, text in TOMLS.items():  # after the CSVs: a file may name one
+        p = root / f"{name}.toml"
+        p.write_text(text.format(**out))
+        out[f"{name}_toml"] = str(p)
     return out
 
 
 # ------------------------------------------------------------------------------ command line
 
 BOTH = r"(?=.*--workload)(?=.*--trace)"  # the line names both flags, in any order
+IGN = r"--predictor is read only by policy bfio; policy \w+ ignores it"
+RATE_LOAD = r"--rate and --load are exclusive"
 
 CLI_CASES = [
     # (id, argv with {placeholders} from `paths`, regex the error line must match)
@@ -204,7 +245,7 @@ CLI_CASES = [
     (
         "sweep-kv-steps-flag",
         ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--steps", "10"],
-        r"--num-steps apply to the dp engine only",
+        r"--num-steps is read only by engine dp",
     ),
     ("sweep-kv-memory-zero", ["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--memory-mb", "0"], r"--memory-mb"),
     # --- jaxsched kv run
@@ -247,11 +288,15 @@ CLI_CASES = [
     ("offline-run-n-huge", ["offline", "run", "--n", "100000"], r"\bn\b"),
     ("offline-run-capacity-one", ["offline", "run", "--capacity", "1"], r"capacity"),
     ("offline-run-dp-width-below-m", ["offline", "run", "--policy", "sorted_f_dp", "--capacity", "300"], r"dp_width"),
-    ("offline-run-dp-width-one", ["offline", "run", "--dp-width", "1"], r"dp_width"),
-    ("offline-run-epsilon-zero", ["offline", "run", "--epsilon", "0"], r"epsilon"),
-    ("offline-run-scale-b-zero", ["offline", "run", "--scale-b", "0"], r"scale_b"),
-    ("offline-run-quantile-two", ["offline", "run", "--quantile", "2"], r"quantile"),
-    ("offline-run-sample-fraction-zero", ["offline", "run", "--sample-fraction", "0"], r"sample_fraction"),
+    ("offline-run-dp-width-one", ["offline", "run", "--policy", "sorted_f_dp", "--dp-width", "1"], r"dp_width"),
+    ("offline-run-epsilon-zero", ["offline", "run", "--policy", "sorted_f_scaled", "--epsilon", "0"], r"epsilon"),
+    ("offline-run-scale-b-zero", ["offline", "run", "--policy", "sorted_f_scaled", "--scale-b", "0"], r"scale_b"),
+    ("offline-run-quantile-two", ["offline", "run", "--policy", "sorted_f_quantile", "--quantile", "2"], r"quantile"),
+    (
+        "offline-run-sample-fraction-zero",
+        ["offline", "run", "--policy", "sorted_f_quantile", "--sample-fraction", "0"],
+        r"sample_fraction",
+    ),
     ("offline-run-seeds-zero", ["offline", "run", "--seeds", "0"], r"--seeds"),
     ("offline-run-step-model-unknown", ["offline", "run", "--step-model", "vidur"], r"--step-model"),
     (
@@ -343,6 +388,424 @@ CLI_CASES = [
     ("tune-lam-negative", ["tune", "e3", "--lam", "-1"], r"lam"),
     ("tune-lam-nan", ["tune", "e3", "--lam", "nan"], r"lam"),
     ("tune-out-is-a-file", ["tune", "e3", "--out", "{good}"], r"--out|out_dir"),
+    # ============================================================ issue 33: ignored options
+    # Each option names what reads it (a registry entry's options, a predictor, a topology,
+    # an experiment); given while the chosen settings ignore it, it is one error line.
+    # --- run (dp): BF-IO reads the predictor and its errors; each predictor its own rate
+    ("run-predictor-without-bfio", ["run", "--predictor", "noisy", "--noise", "0.3", "--policies", "fcfs"], IGN),
+    ("run-predictor-classifier-jsq", ["run", "--predictor", "classifier", "--policies", "jsq_tokens"], IGN),
+    (
+        "run-noise-two-policies-without-bfio",
+        ["run", "--noise", "0.3", "--policies", "fcfs,jsq_tokens"],
+        r"--noise is read only by policy bfio; policies fcfs, jsq_tokens ignore it",
+    ),
+    ("run-fp-rate-with-noisy", ["run", "--predictor", "noisy", "--fp-rate", "0.1"], r"--fp-rate.*predictor noisy"),
+    ("run-fn-rate-with-oracle", ["run", "--fn-rate", "0.2"], r"--fn-rate.*predictor oracle ignores it"),
+    ("run-noise-with-classifier", ["run", "--predictor", "classifier", "--noise", "0.1"], r"--noise.*classifier"),
+    ("run-noise-at-its-default", ["run", "--noise", "0"], r"--noise is read only by predictor noisy"),
+    ("run-fp-rate-round-robin", ["run", "--fp-rate", "0.1", "--policies", "round_robin"], r"--fp-rate.*round_robin"),
+    ("run-fn-rate-power-of-two", ["run", "--fn-rate", "0.1", "--policies", "power_of_two"], r"--fn-rate"),
+    ("run-trace-columns-without-trace", ["run", "--trace-columns", "a,b"], r"--trace-columns is read only by --trace"),
+    ("run-config-noise-oracle", ["run", "--config", "{noise_toml}"], r"--noise is read only by predictor noisy"),
+    ("run-config-workload-and-trace", ["run", "--config", "{workload_trace_toml}"], BOTH),
+    ("dp-run-predictor-fcfs", ["dp", "run", "--predictor", "noisy", "--policies", "fcfs"], IGN),
+    (
+        "sweep-workload-and-trace",
+        ["sweep", "--axis", "policy=fcfs", "--workload", "bivariate_normal", "--trace", "{good}"],
+        BOTH,
+    ),
+    # --- reproduce: table1 is one run on its trace, fig4 and noise draw their own requests
+    (
+        "reproduce-table1-plot",
+        ["reproduce", "table1", "--trace", "{good}", "--plot", "t.png"],
+        r"--plot is read only by reproduce fig4, noise; reproduce table1 ignores it",
+    ),
+    (
+        "reproduce-table1-seeds",
+        ["reproduce", "table1", "--trace", "{good}", "--seeds", "4"],
+        r"--seeds.*reproduce table1",
+    ),
+    (
+        "reproduce-fig4-trace",
+        ["reproduce", "fig4", "--trace", "{good}"],
+        r"--trace is read only by reproduce table1; reproduce fig4",
+    ),
+    ("reproduce-noise-trace", ["reproduce", "noise", "--trace", "{good}"], r"--trace.*reproduce noise"),
+    ("dp-reproduce-table1-plot", ["dp", "reproduce", "table1", "--trace", "{good}", "--plot", "t.png"], r"--plot"),
+    # --- check stability runs the budget experiment: the theorem options do not reach it
+    (
+        "check-stability-kernel",
+        ["check", "stability", "--kernel", "vf"],
+        r"--kernel is read only by check theorems; check stability ignores it",
+    ),
+    ("check-stability-t1-kernel", ["check", "stability", "--t1-kernel", "window"], r"--t1-kernel"),
+    ("check-stability-measured", ["check", "stability", "--measured", "10"], r"--measured"),
+    ("check-stability-bucket-waste", ["check", "stability", "--bucket-waste", "3"], r"--bucket-waste"),
+    ("check-stability-no-buckets", ["check", "stability", "--no-buckets"], r"--no-buckets"),
+    # --- kv: thresholds are WAIT's and Nested WAIT's; scaling reads no grid options
+    (
+        "kv-run-thresholds-fcfs",
+        ["kv", "run", "--policy", "fcfs", "--thresholds", "1,2"],
+        r"--thresholds is read only by policy wait, nested_wait; policy fcfs ignores it",
+    ),
+    ("kv-run-thresholds-vllm", ["kv", "run", "--policy", "vllm", "--thresholds", "1,2"], r"--thresholds.*vllm"),
+    (
+        "kv-run-thresholds-sarathi",
+        ["kv", "run", "--policy", "sarathi", "--thresholds", "1,2"],
+        r"--thresholds.*sarathi",
+    ),
+    (
+        "kv-exp-scaling-loads",
+        ["kv", "experiment", "scaling", "--loads", "0.5"],
+        r"--loads is read only by experiment e1, e2, e3, e4",
+    ),
+    (
+        "kv-exp-scaling-batch-limits",
+        ["kv", "experiment", "scaling", "--batch-limits", "64"],
+        r"--batch-limits.*scaling",
+    ),
+    ("kv-exp-scaling-capacity", ["kv", "experiment", "scaling", "--capacity", "mstar"], r"--capacity.*scaling"),
+    ("kv-exp-scaling-prefill-price", ["kv", "experiment", "scaling", "--prefill-price", "2"], r"--prefill-price"),
+    # --- offline: each Sorted-F solver's options (the registry's), the azure trace
+    (
+        "offline-run-epsilon-fcfs",
+        ["offline", "run", "--policy", "fcfs", "--epsilon", "0.2"],
+        r"--epsilon is read only by policy sorted_f_scaled; policy fcfs ignores it",
+    ),
+    ("offline-run-epsilon-at-its-default", ["offline", "run", "--policy", "fcfs", "--epsilon", "0.1"], r"--epsilon"),
+    (
+        "offline-run-dp-width-mcsf",
+        ["offline", "run", "--policy", "mcsf", "--dp-width", "512"],
+        r"--dp-width is read only by policy sorted_f_dp",
+    ),
+    ("offline-run-scale-b-swap", ["offline", "run", "--scale-b", "50"], r"--scale-b.*policy sorted_f_swap ignores it"),
+    (
+        "offline-run-quantile-dp",
+        ["offline", "run", "--policy", "sorted_f_dp", "--quantile", "0.5"],
+        r"--quantile is read only by policy sorted_f_quantile",
+    ),
+    (
+        "offline-run-sample-fraction-scaled",
+        ["offline", "run", "--policy", "sorted_f_scaled", "--sample-fraction", "0.3"],
+        r"--sample-fraction",
+    ),
+    (
+        "offline-run-epsilon-quantile",
+        ["offline", "run", "--policy", "sorted_f_quantile", "--epsilon", "0.2"],
+        r"--epsilon",
+    ),
+    (
+        "offline-run-trace-uniform",
+        ["offline", "run", "--workload", "uniform", "--trace", "{good}"],
+        r"--trace is read only by workload azure; workload uniform ignores it",
+    ),
+    (
+        "offline-run-trace-lmsys",
+        ["offline", "run", "--workload", "lmsys", "--trace", "{good}"],
+        r"--trace.*workload lmsys",
+    ),
+    ("offline-run-config-epsilon-mcsf", ["offline", "run", "--config", "{epsilon_toml}"], r"--epsilon.*policy mcsf"),
+    # --- interval: A_min's eviction key, A_max's order, each predictor's parameters
+    (
+        "interval-run-eviction-key-hsf",
+        ["interval", "run", "--policy", "hsf", "--eviction-key", "live"],
+        r"--eviction-key is read only by policy amin; policy hsf ignores it",
+    ),
+    (
+        "interval-run-eviction-key-amax",
+        ["interval", "run", "--policy", "amax", "--eviction-key", "live"],
+        r"--eviction-key",
+    ),
+    (
+        "interval-run-amax-order-amin",
+        ["interval", "run", "--amax-order", "random"],
+        r"--amax-order is read only by policy amax; policy amin",
+    ),
+    ("interval-run-amax-order-al", ["interval", "run", "--policy", "al", "--amax-order", "random"], r"--amax-order"),
+    (
+        "interval-run-low-relative",
+        ["interval", "run", "--intervals", "relative", "--low", "3"],
+        r"--low is read only by intervals shared; intervals relative ignores it",
+    ),
+    ("interval-run-high-buckets", ["interval", "run", "--intervals", "buckets", "--high", "900"], r"--high.*buckets"),
+    (
+        "interval-run-x-shared",
+        ["interval", "run", "--x", "0.3"],
+        r"--x is read only by intervals relative; intervals shared",
+    ),
+    (
+        "interval-run-bucket-width-shared",
+        ["interval", "run", "--bucket-width", "50"],
+        r"--bucket-width.*intervals buckets",
+    ),
+    ("interval-run-buckets-exact", ["interval", "run", "--intervals", "exact", "--buckets", "5"], r"--buckets.*exact"),
+    ("interval-run-x-exact", ["interval", "run", "--intervals", "exact", "--x", "0.2"], r"--x.*exact"),
+    # --- budget: vllm's and ft's prefill cap; a rate and a load
+    ("budget-run-rate-and-load", ["budget", "run", "--rate", "10", "--load", "0.5"], RATE_LOAD),
+    (
+        "budget-run-prefill-cap-sarathi",
+        ["budget", "run", "--prefill-cap", "600"],
+        r"--prefill-cap is read only by policy vllm, ft; policy sarathi ignores it",
+    ),
+    ("budget-run-prefill-cap-wc", ["budget", "run", "--policy", "wc", "--prefill-cap", "600"], r"--prefill-cap.*wc"),
+    (
+        "budget-run-prefill-cap-orca",
+        ["budget", "run", "--policy", "orca", "--prefill-cap", "600"],
+        r"--prefill-cap.*orca",
+    ),
+    ("budget-run-config-rate-and-load", ["budget", "run", "--config", "{rate_load_toml}"], RATE_LOAD),
+    # --- network: rs runs Fig. 8's fixed agents; parallel has no priorities
+    (
+        "network-rs-router",
+        ["network", "run", "--topology", "rs", "--router", "random"],
+        r"--router is read only by topology parallel; topology rs ignores it",
+    ),
+    ("network-rs-agents", ["network", "run", "--topology", "rs", "--agents", "3"], r"--agents"),
+    ("network-rs-policy", ["network", "run", "--topology", "rs", "--policy", "orca"], r"--policy"),
+    ("network-rs-rate", ["network", "run", "--topology", "rs", "--rate", "5"], r"--rate"),
+    ("network-rs-budget", ["network", "run", "--topology", "rs", "--budget", "256"], r"--budget"),
+    ("network-rs-prompt", ["network", "run", "--topology", "rs", "--prompt", "10"], r"--prompt"),
+    ("network-rs-decode", ["network", "run", "--topology", "rs", "--decode", "10"], r"--decode"),
+    ("network-rs-max-requests", ["network", "run", "--topology", "rs", "--max-requests", "8"], r"--max-requests"),
+    ("network-rs-c-ms", ["network", "run", "--topology", "rs", "--c-ms", "10"], r"--c-ms"),
+    ("network-rs-a-ms", ["network", "run", "--topology", "rs", "--a-ms", "0.1"], r"--a-ms"),
+    ("network-rs-b0", ["network", "run", "--topology", "rs", "--b0", "0"], r"--b0"),
+    (
+        "network-parallel-priority",
+        ["network", "run", "--priority", "stable"],
+        r"--priority is read only by topology rs; topology parallel",
+    ),
+    ("network-run-rate-and-load", ["network", "run", "--rate", "5", "--load", "0.5"], RATE_LOAD),
+    ("network-run-config-rate-and-load", ["network", "run", "--config", "{rate_load_toml}"], RATE_LOAD),
+    # ============================================================ issue 33: strict values
+    # --- TOML: integers are integers, numbers are finite, numbers are not strings
+    ("run-config-seeds-fraction", ["run", "--config", "{seeds_fraction_toml}"], r"seeds must be an integer, got 2\.9"),
+    ("run-config-steps-inf", ["run", "--config", "{steps_inf_toml}"], r"steps must be a finite number, got inf"),
+    ("run-config-steps-nan", ["run", "--config", "{steps_nan_toml}"], r"steps must be a finite number, got nan"),
+    ("run-config-G-integral-float", ["run", "--config", "{g_float_toml}"], r"G must be an integer, got 4\.0"),
+    ("run-config-seeds-string", ["run", "--config", "{seeds_string_toml}"], r"seeds must be a int, got '3'"),
+    ("run-config-noise-inf", ["run", "--config", "{noise_inf_toml}"], r"noise must be a finite number"),
+    ("run-config-noise-string", ["run", "--config", "{noise_string_toml}"], r"noise must be a float"),
+    ("run-config-policies-list", ["run", "--config", "{policies_list_toml}"], r"policies must be a single value"),
+    (
+        "run-config-seed-start-bool",
+        ["run", "--config", "{seed_start_bool_toml}"],
+        r"seed_start must be a int, got True",
+    ),
+    (
+        "budget-run-config-budget-fraction",
+        ["budget", "run", "--config", "{budget_fraction_toml}"],
+        r"budget must be an integer, got 512\.5",
+    ),
+    ("budget-run-config-load-nan", ["budget", "run", "--config", "{load_nan_toml}"], r"load must be a finite number"),
+    (
+        "budget-run-config-horizon-inf",
+        ["budget", "run", "--config", "{horizon_inf_toml}"],
+        r"horizon_s must be a finite number",
+    ),
+    (
+        "sweep-config-axis-string",
+        ["sweep", "--config", "{axis_string_toml}"],
+        r"axis must be a list of values, one per --axis",
+    ),
+    ("sweep-config-set-string", ["sweep", "--config", "{set_string_toml}"], r"set must be a list"),
+    ("sweep-config-memory-inf", ["sweep", "--config", "{memory_inf_toml}"], r"memory_mb must be a finite number"),
+    ("sweep-config-seeds-fraction", ["sweep", "--config", "{seeds_fraction_toml}"], r"seeds must be an integer"),
+    (
+        "kv-run-config-capacity-float",
+        ["kv", "run", "--config", "{capacity_float_toml}"],
+        r"capacity_tokens must be an integer",
+    ),
+    (
+        "kv-exp-config-seeds-fraction",
+        ["kv", "experiment", "e1", "--config", "{seeds_fraction_toml}"],
+        r"seeds must be an integer",
+    ),
+    (
+        "offline-run-config-n-fraction",
+        ["offline", "run", "--config", "{n_fraction_toml}"],
+        r"num_requests must be an integer",
+    ),
+    (
+        "interval-run-config-low-bool",
+        ["interval", "run", "--config", "{low_bool_toml}"],
+        r"low must be a int, got True",
+    ),
+    ("interval-run-config-x-nan", ["interval", "run", "--config", "{x_nan_toml}"], r"x must be a finite number"),
+    (
+        "network-run-config-agents-fraction",
+        ["network", "run", "--config", "{agents_fraction_toml}"],
+        r"agents must be an integer",
+    ),
+    ("tune-config-steps-inf", ["tune", "e3", "--config", "{steps_inf_toml}"], r"steps must be a finite number"),
+    (
+        "check-config-measured-fraction",
+        ["check", "theorems", "--config", "{measured_fraction_toml}"],
+        r"measured must be an integer",
+    ),
+    (
+        "reproduce-config-seeds-fraction",
+        ["reproduce", "fig4", "--config", "{seeds_fraction_toml}"],
+        r"seeds must be an integer",
+    ),
+    (
+        "budget-exp-config-seeds-string",
+        ["budget", "experiment", "stability", "--config", "{seeds_string_toml}"],
+        r"seeds must be a int",
+    ),
+    # --- inf and NaN on the command line: one line naming the flag or the field it sets
+    ("budget-run-load-inf", ["budget", "run", "--load", "inf"], r"--load must be a finite number"),
+    ("budget-run-c-ms-inf", ["budget", "run", "--c-ms", "inf"], r"c_s must be a finite number"),
+    ("budget-run-a-ms-nan", ["budget", "run", "--a-ms", "nan"], r"a_s_per_token must be a finite number"),
+    ("budget-run-horizon-inf", ["budget", "run", "--horizon", "inf"], r"horizon_s must be a finite number"),
+    ("budget-run-burn-in-nan", ["budget", "run", "--burn-in", "nan"], r"burn_in_s must be a finite number"),
+    ("budget-run-prompt-inf", ["budget", "run", "--prompt", "inf"], r"--prompt must be a finite number"),
+    ("network-run-prompt-nan", ["network", "run", "--prompt", "nan"], r"--prompt must be a finite number"),
+    ("network-run-c-ms-inf", ["network", "run", "--c-ms", "inf"], r"agent 0: c_s must be a finite number"),
+    ("network-run-horizon-nan", ["network", "run", "--horizon", "nan"], r"horizon_s must be a finite number"),
+    ("network-run-rate-inf", ["network", "run", "--rate", "inf"], r"--rate must be a finite number"),
+    ("kv-run-d0-inf", ["kv", "run", "--d0", "inf"], r"d0_s must be a finite number"),
+    ("kv-run-d1-nan", ["kv", "run", "--d1", "nan"], r"d1_s_per_token must be a finite number"),
+    ("kv-run-rates-inf", ["kv", "run", "--rates", "1000,inf"], r"--rates must be comma-separated finite numbers"),
+    (
+        "kv-exp-loads-nan",
+        ["kv", "experiment", "e1", "--loads", "nan"],
+        r"--loads must be comma-separated finite numbers",
+    ),
+    (
+        "kv-exp-prefill-price-inf",
+        ["kv", "experiment", "e1", "--prefill-price", "inf"],
+        r"prefill_price must be a finite number",
+    ),
+    (
+        "interval-run-x-inf",
+        ["interval", "run", "--intervals", "relative", "--x", "inf"],
+        r"intervals.x must be a finite number",
+    ),
+    (
+        "offline-run-epsilon-nan",
+        ["offline", "run", "--policy", "sorted_f_scaled", "--epsilon", "nan"],
+        r"epsilon must be a finite number",
+    ),
+    (
+        "offline-run-quantile-inf",
+        ["offline", "run", "--policy", "sorted_f_quantile", "--quantile", "inf"],
+        r"quantile must be a finite number",
+    ),
+    (
+        "offline-run-sample-fraction-nan",
+        ["offline", "run", "--policy", "sorted_f_quantile", "--sample-fraction", "nan"],
+        r"sample_fraction must be a finite number",
+    ),
+    ("run-noise-inf", ["run", "--predictor", "noisy", "--noise", "inf"], r"noise_lo must be a finite number"),
+    ("run-fp-rate-nan", ["run", "--predictor", "classifier", "--fp-rate", "nan"], r"fp_rate must be a finite number"),
+    ("run-fn-rate-inf", ["run", "--predictor", "classifier", "--fn-rate", "inf"], r"fn_rate must be a finite number"),
+    (
+        "check-bucket-waste-inf",
+        ["check", "theorems", "--bucket-waste", "inf"],
+        r"--bucket-waste must be a number in \[1, 1e6\]",
+    ),
+    ("check-bucket-waste-nan", ["check", "theorems", "--bucket-waste", "nan"], r"--bucket-waste"),
+    ("sweep-bucket-waste-inf", ["sweep", "--axis", "policy=fcfs", "--bucket-waste", "inf"], r"--bucket-waste"),
+    (
+        "sweep-memory-inf",
+        ["sweep", "--axis", "policy=fcfs", "--memory-mb", "inf"],
+        r"--memory-mb must be a finite number",
+    ),
+    ("tune-lam-inf", ["tune", "e3", "--lam", "inf"], r"--lam must be a finite number"),
+    (
+        "sweep-set-const-inf",
+        ["sweep", "--axis", "policy=fcfs", "--set", "step_const_s=inf"],
+        r"step_const_s must be a finite number",
+    ),
+    ("sweep-axis-const-nan", ["sweep", "--axis", "step_const_s=nan"], r"step_const_s must be a finite number"),
+    (
+        "sweep-set-decay-nan",
+        ["sweep", "--axis", "policy=fcfs", "--set", "lookahead_decay=nan"],
+        r"lookahead_decay must be a finite number",
+    ),
+    # --- list options: no empty entries; a policy, load or rule once
+    (
+        "run-policies-empty-entry",
+        ["run", "--policies", "fcfs,,bfio"],
+        r"--policies must be a comma-separated list without empty entries",
+    ),
+    ("run-policies-trailing-comma", ["run", "--policies", "fcfs,"], r"--policies.*empty"),
+    ("run-policies-blank-entry", ["run", "--policies", "fcfs, ,bfio"], r"--policies.*empty"),
+    ("run-policies-repeated", ["run", "--policies", "fcfs,fcfs"], r"--policies must not repeat an entry, got 'fcfs'"),
+    (
+        "run-policies-same-run",
+        ["run", "--policies", "bfio,bfio:0"],
+        r"--policies must not repeat a run, got bfio\(H=0\)",
+    ),
+    ("run-policies-entry-unknown", ["run", "--policies", "fcfs,nope"], r"--policies entry must be one of"),
+    ("dp-run-policies-repeated", ["dp", "run", "--policies", "jsq_tokens,jsq_tokens"], r"--policies must not repeat"),
+    (
+        "kv-run-rates-empty-entry",
+        ["kv", "run", "--rates", "1000,,1000"],
+        r"--rates must be a comma-separated list without empty entries",
+    ),
+    ("kv-run-prefill-trailing-comma", ["kv", "run", "--prefill", "10,10,"], r"--prefill.*empty"),
+    ("kv-run-decode-empty-entry", ["kv", "run", "--decode", ",20"], r"--decode.*empty"),
+    ("kv-run-thresholds-empty-entry", ["kv", "run", "--thresholds", "1,,2"], r"--thresholds.*empty"),
+    ("kv-exp-loads-repeated", ["kv", "experiment", "e1", "--loads", "0.5,0.5"], r"--loads must not repeat"),
+    ("kv-exp-loads-trailing-comma", ["kv", "experiment", "e1", "--loads", "0.5,"], r"--loads.*empty"),
+    ("kv-exp-policies-repeated", ["kv", "experiment", "e1", "--policies", "wait,wait"], r"--policies must not repeat"),
+    ("kv-exp-policies-empty-entry", ["kv", "experiment", "e1", "--policies", "wait,,fcfs"], r"--policies.*empty"),
+    (
+        "kv-exp-batch-limits-repeated",
+        ["kv", "experiment", "e1", "--batch-limits", "512,512"],
+        r"--batch-limits must not repeat",
+    ),
+    ("kv-exp-batch-limits-none-twice", ["kv", "experiment", "e1", "--batch-limits", "none,none"], r"--batch-limits"),
+    (
+        "kv-exp-capacity-repeated",
+        ["kv", "experiment", "e1", "--capacity", "mstar,mstar"],
+        r"--capacity must not repeat",
+    ),
+    ("kv-exp-capacity-trailing-comma", ["kv", "experiment", "e1", "--capacity", "mstar,"], r"--capacity.*empty"),
+    # --- traces: columns by known names, or named by --trace-columns
+    (
+        "run-trace-unknown-output-column",
+        ["run", "--trace", "{unknown_output}"],
+        r"column 'foo' is not a known output column name",
+    ),
+    (
+        "run-trace-unknown-prompt-column",
+        ["run", "--trace", "{unknown_prompt}"],
+        r"column 'foo' is not a known prompt column name",
+    ),
+    ("run-trace-unknown-columns", ["run", "--trace", "{unknown_both}"], r"column 'a' is not a known prompt"),
+    (
+        "run-trace-columns-one-name",
+        ["run", "--trace", "{good}", "--trace-columns", "prompt"],
+        r"--trace-columns must name two columns",
+    ),
+    (
+        "run-trace-columns-repeated",
+        ["run", "--trace", "{good}", "--trace-columns", "prompt,prompt"],
+        r"--trace-columns must not repeat",
+    ),
+    (
+        "run-trace-columns-not-in-header",
+        ["run", "--trace", "{good}", "--trace-columns", "a,b"],
+        r"columns=\('a', 'b'\) must name columns of its header",
+    ),
+    (
+        "sweep-trace-unknown-output-column",
+        ["sweep", "--axis", "policy=fcfs", "--trace", "{unknown_output}"],
+        r"'foo' is not a known output column",
+    ),
+    (
+        "reproduce-table1-unknown-column",
+        ["reproduce", "table1", "--trace", "{unknown_output}"],
+        r"'foo' is not a known output column",
+    ),
+    (
+        "offline-run-azure-unknown-column",
+        ["offline", "run", "--workload", "azure", "--trace", "{unknown_output}"],
+        r"'foo'",
+    ),
 ]
 
 
@@ -366,7 +829,7 @@ def test_cli_rejects_with_one_line(argv, needle, paths, no_compile, capsys, tmp_
 
 
 def test_cli_corpus_is_large_enough():
-    assert len(CLI_CASES) >= 80 and len({i for i, _, _ in CLI_CASES}) == len(CLI_CASES)
+    assert len(CLI_CASES) >= 300 and len({i for i, _, _ in CLI_CASES}) == len(CLI_CASES)
 
 
 # ------------------------------------------------------------------------------ Python API
@@ -515,6 +978,24 @@ def _bd_params(cfg_kw=None, **kw):
     from jaxsched.budget import BudgetConfig, make_params
 
     return make_params(BudgetConfig(horizon_s=10.0, **(cfg_kw or {})), **kw)
+
+
+def _bd_config(**kw):
+    from jaxsched.budget import BudgetConfig
+
+    return BudgetConfig(**{"horizon_s": 10.0, **kw})
+
+
+def _off_named_n(name, n):
+    from jaxsched.offline import OfflineConfig
+
+    return OfflineConfig(name, num_requests=n)
+
+
+def _iv_relative(x):
+    from jaxsched.interval import Relative
+
+    return Relative(x)
 
 
 def _bd_cfg():
@@ -858,6 +1339,173 @@ API_CASES = [
     ("theorems-measured-zero", lambda c: _theorems(c, measured=0), r"measured"),
     ("theorems-kernel-unknown", lambda c: _theorems(c, kernel="nope"), r"kernel"),
     ("theorems-out-is-a-file", lambda c: _theorems(c, out_dir=c["good"]), r"out_dir"),
+    # ============================================================ issue 33: ignored options
+    # --- interval: eviction_key is A_min's, amax_order A_max's (the policies' registry options)
+    (
+        "interval-eviction-key-hsf",
+        lambda c: _iv_cfg(policy="hsf", eviction_key="live"),
+        r"eviction_key is read only by policy amin; policy hsf ignores it",
+    ),
+    ("interval-eviction-key-amax", lambda c: _iv_cfg(policy="amax", eviction_key="live"), r"eviction_key.*amax"),
+    ("interval-eviction-key-al", lambda c: _iv_cfg(policy="al", eviction_key="live"), r"eviction_key.*al"),
+    (
+        "interval-amax-order-amin",
+        lambda c: _iv_cfg(amax_order="random"),
+        r"amax_order is read only by policy amax; policy amin ignores it",
+    ),
+    ("interval-amax-order-al", lambda c: _iv_cfg(policy="al", amax_order="random"), r"amax_order"),
+    ("interval-amax-order-arandom", lambda c: _iv_cfg(policy="arandom", amax_order="random"), r"amax_order"),
+    ("interval-amax-order-hsf", lambda c: _iv_cfg(policy="hsf", amax_order="random"), r"amax_order.*hsf"),
+    # --- budget: phase_first and inner_order are wc's, type_order priority's
+    (
+        "budget-inner-order-sarathi",
+        lambda c: _bd_config(inner_order="srpt"),
+        r"inner_order is read only by policy wc; policy sarathi ignores it",
+    ),
+    ("budget-phase-first-orca", lambda c: _bd_config(policy="orca", phase_first="prefill"), r"phase_first.*orca"),
+    (
+        "budget-inner-order-priority",
+        lambda c: _bd_config(policy="priority", inner_order="srpt"),
+        r"inner_order.*priority",
+    ),
+    (
+        "budget-type-order-vllm",
+        lambda c: _bd_config(policy="vllm", workload=(_LAW, _LAW), type_order=(1, 0)),
+        r"type_order is read only by policy priority; policy vllm ignores it",
+    ),
+    (
+        "budget-type-order-wc",
+        lambda c: _bd_config(policy="wc", workload=(_LAW, _LAW), type_order=(1, 0)),
+        r"type_order.*wc",
+    ),
+    # --- network: router reads the parallel topology; the agents' policy options as budget's
+    (
+        "network-router-routes",
+        lambda c: _nw_cfg(topology="routes", workload=((_LAW, _LAW),), routes=((0, 1),), router="random"),
+        r"router is read only by topology parallel; topology routes ignores it",
+    ),
+    (
+        "network-router-fork-join",
+        lambda c: _nw_cfg(topology="fork_join", agents=4, workload=((_LAW,) * 4,), router="random"),
+        r"router.*fork_join",
+    ),
+    (
+        "network-phase-first-sarathi",
+        lambda c: _nw_cfg(phase_first="prefill"),
+        r"phase_first is read only by policy wc; policy sarathi ignores it",
+    ),
+    ("network-inner-order-ft", lambda c: _nw_cfg(policy="ft", inner_order="srpt"), r"inner_order.*ft"),
+    (
+        "network-type-orders-sarathi",
+        lambda c: _nw_cfg(workload=(_LAW, _LAW), type_orders=((1, 0), (0, 1))),
+        r"type_orders is read only by policy priority",
+    ),
+    # ============================================================ issue 33: strict values
+    # --- integer fields take integers only: 512.5, 2.9, True are errors, never cut
+    ("budget-params-budget-fraction", lambda c: _bd_params(budget=512.5), r"budget must be an integer"),
+    ("budget-params-max-requests-bool", lambda c: _bd_params(max_requests=True), r"max_requests"),
+    ("budget-params-b0-float", lambda c: _bd_params(b0=64.0), r"b0"),
+    ("budget-params-prefill-cap-fraction", lambda c: _bd_params(prefill_cap=600.5), r"prefill_cap"),
+    (
+        "budget-type-order-float",
+        lambda c: _bd_config(policy="priority", workload=(_LAW, _LAW), type_order=(1.0, 0)),
+        r"type_order\[0\] must be an integer",
+    ),
+    (
+        "budget-type-order-bool",
+        lambda c: _bd_config(policy="priority", workload=(_LAW, _LAW), type_order=(True, False)),
+        r"type_order\[0\]",
+    ),
+    ("budget-initial-requests-float", lambda c: _bd_config(initial_requests=(2.0,)), r"initial_requests\[0\]"),
+    ("budget-table-size-fraction", lambda c: _bd_config(table_size=2.9), r"table_size"),
+    ("network-params-budget-fraction", lambda c: _nw_params(budget=512.5), r"budget"),
+    ("network-agents-fraction", lambda c: _nw_cfg(agents=2.9), r"agents"),
+    (
+        "network-type-orders-float",
+        lambda c: _nw_cfg(policy="priority", workload=(_LAW, _LAW), type_orders=((1.0, 0), (0, 1))),
+        r"type_orders\[0\]\[0\] must be an integer",
+    ),
+    (
+        "network-type-orders-bool",
+        lambda c: _nw_cfg(policy="priority", workload=(_LAW, _LAW), type_orders=((1, 0), (False, True))),
+        r"type_orders\[1\]\[0\]",
+    ),
+    (
+        "network-route-bool",
+        lambda c: _nw_cfg(topology="routes", workload=((_LAW, _LAW),), routes=((False, True),)),
+        r"routes\[0\]",
+    ),
+    ("dp-steps-fraction", lambda c: _dp_cfg(num_steps=2.9), r"num_steps"),
+    ("dp-pool-bool", lambda c: _dp_cfg(pool_size=True), r"pool_size"),
+    ("dp-lookahead-float", lambda c: _dp_cfg(lookahead_steps=2.0), r"lookahead_steps"),
+    ("dp-drift-float", lambda c: _dp_cfg(semantics="theory", drift=(1.0, 2)), r"drift lo"),
+    ("kv-num-requests-fraction", lambda c: _kv_cfg(num_requests=512.5), r"num_requests"),
+    ("kv-table-size-float", lambda c: _kv_cfg(table_size=16.0), r"table_size"),
+    ("kv-thresholds-fraction", lambda c: _kv_params(thresholds=(1.5, 2)), r"thresholds"),
+    ("kv-thresholds-bool", lambda c: _kv_params(thresholds=(True, 2)), r"thresholds"),
+    ("kv-prefill-float", lambda c: _kv_cfg(prefill_tokens=(10.0, 10)), r"prefill_tokens\[0\]"),
+    ("offline-capacity-fraction", lambda c: _off_params(capacity_tokens=100.5), r"capacity_tokens"),
+    ("offline-scale-b-bool", lambda c: _off_cfg(scale_b=True), r"scale_b"),
+    ("offline-num-requests-fraction", lambda c: _off_named_n("uniform", 2.9), r"n \(requests\)"),
+    ("interval-num-requests-fraction", lambda c: _iv_cfg(num_requests=2.9), r"num_requests"),
+    ("interval-max-steps-bool", lambda c: _iv_cfg(max_steps=True), r"max_steps"),
+    ("experiment-seeds-fraction", lambda c: _experiment(seeds=2.9), r"seeds"),
+    ("workload-batch-n-fraction", lambda c: _workload("Batch", base=_LAW, num_requests=2.9), r"num_requests"),
+    ("workload-constant-fraction", lambda c: _workload("Constant", value=4.5), r"Constant.value"),
+    # --- inf and NaN: one line naming the field
+    ("dp-steps-inf", lambda c: _dp_cfg(num_steps=INF), r"num_steps"),
+    ("dp-params-step-const-nan", lambda c: _dp_params(step_const_s=NAN), r"step_const_s"),
+    ("budget-horizon-inf", lambda c: _bd_config(horizon_s=INF), r"horizon_s"),
+    ("budget-params-c-nan", lambda c: _bd_params(c_s=NAN), r"c_s"),
+    ("network-horizon-nan", lambda c: _nw_cfg(horizon_s=NAN), r"horizon_s"),
+    ("kv-horizon-nan", lambda c: _kv_cfg(horizon_s=NAN), r"horizon_s"),
+    ("kv-d0-inf", lambda c: _kv_params(d0_s=INF), r"d0_s"),
+    ("offline-epsilon-inf", lambda c: _off_cfg(policy="sorted_f_scaled", epsilon=INF), r"epsilon"),
+    ("offline-quantile-nan", lambda c: _off_cfg(policy="sorted_f_quantile", quantile=NAN), r"quantile"),
+    ("interval-relative-nan", lambda c: _iv_cfg(intervals=_iv_relative(NAN)), r"x"),
+    # --- seeds: a repeated seed would be one run counted twice
+    ("simulate-seeds-repeated", lambda c: _simulate(seeds=[0, 0]), r"seeds must be distinct, got seed 0 2 times"),
+    (
+        "simulate-seeds-repeated-numpy",
+        lambda c: _simulate(seeds=np.array([5, 1, 5])),
+        r"seeds must be distinct, got seed 5",
+    ),
+    ("simulate-seeds-bool", lambda c: _simulate(seeds=[True]), r"seeds"),
+    ("simulate-seeds-scalar", lambda c: _simulate(seeds=3), r"seeds"),
+    ("sweep-seeds-repeated", lambda c: _sweep(c, seeds=[1, 2, 1]), r"seeds must be distinct"),
+    ("tune-seeds-repeated", lambda c: _tune(c, seeds=[3, 3]), r"seeds must be distinct"),
+    ("check-seeds-repeated", lambda c: __import__("jaxsched.rng").rng.check_seeds([7, 7]), r"seeds must be distinct"),
+    (
+        "multihost-seeds-repeated",
+        lambda c: __import__("jaxsched.multihost").multihost.simulate_multihost(_dp_cfg(), _dp_params(), [0, 0]),
+        r"seeds must be distinct",
+    ),
+    # --- traces: columns by known names, or named
+    (
+        "read-unknown-output-column",
+        lambda c: _read(c, "unknown_output"),
+        r"column 'foo' is not a known output column name",
+    ),
+    (
+        "read-unknown-prompt-column",
+        lambda c: _read(c, "unknown_prompt"),
+        r"column 'foo' is not a known prompt column name",
+    ),
+    ("read-unknown-columns", lambda c: _read(c, "unknown_both"), r"column 'a'"),
+    ("read-columns-not-in-header", lambda c: _read(c, "good", columns=("a", "b")), r"must name columns of its header"),
+    (
+        "read-columns-one-name",
+        lambda c: _read(c, "good", columns=("prompt",)),
+        r"columns must be None or the names of two",
+    ),
+    ("read-columns-same-twice", lambda c: _read(c, "good", columns=("prompt", "prompt")), r"columns must be"),
+    ("read-columns-string", lambda c: _read(c, "good", columns="prompt,output"), r"columns must be"),
+    ("read-columns-not-strings", lambda c: _read(c, "good", columns=(0, 1)), r"columns must be"),
+    (
+        "read-columns-headerless",
+        lambda c: _read(c, "headerless", columns=("prompt", "output")),
+        r"must name columns of its header",
+    ),
 ]
 
 
@@ -870,7 +1518,18 @@ def test_api_rejects_with_config_error(fn, needle, paths, no_compile, tmp_path):
 
 
 def test_api_corpus_is_large_enough():
-    assert len(API_CASES) >= 60 and len({i for i, _, _ in API_CASES}) == len(API_CASES)
+    assert len(API_CASES) >= 240 and len({i for i, _, _ in API_CASES}) == len(API_CASES)
+
+
+def test_corpus_covers_every_engine():
+    # At least 400 cases in all, and every engine's commands (or its API) among them.
+    assert len(CLI_CASES) + len(API_CASES) >= 400
+    ids = [i for i, _, _ in CLI_CASES + API_CASES]
+    argvs = [a for _, a, _ in CLI_CASES]
+    for engine in ("kv", "offline", "interval", "budget", "network"):
+        assert sum(a[0] == engine for a in argvs) >= 10, engine
+        assert sum(i.startswith(engine) for i in ids) >= 10, engine
+    assert sum(a[0] in ("run", "dp", "reproduce", "check", "sweep") for a in argvs) >= 60
 
 
 # ------------------------------------------------------------------------------ byte-order marks

@@ -174,7 +174,7 @@ def test_cli_sweep_kv(tmp_path, capsys):
     )
     assert [r["policy"] for r in _rows(out)] == ["fcfs", "wait"]
     assert main(["sweep", "--engine", "kv", "--axis", "policy=fcfs", "--steps", "9", "--out", str(out)]) == 2
-    assert "--num-steps apply to the dp engine only" in capsys.readouterr().err
+    assert "--num-steps is read only by engine dp" in capsys.readouterr().err
 
 
 def test_cli_sweep_takes_old_field_names(tmp_path, capsys):
