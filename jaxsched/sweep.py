@@ -304,7 +304,10 @@ def parse_axis(text: str) -> tuple[str, list]:
     name, sep, vals = text.partition("=")
     if not sep or not name.strip() or not vals.strip():
         raise ConfigError(f"--axis must look like name=v1,v2,..., got {text!r}")
-    return name.strip(), [parse_value(v) for v in _split_top(vals)]
+    try:
+        return name.strip(), [parse_value(v) for v in _split_top(vals)]
+    except ConfigError as e:
+        raise ConfigError(f"--axis {name.strip()}: {e}") from None
 
 
 def parse_value(text: str) -> Any:
@@ -321,7 +324,9 @@ def parse_value(text: str) -> Any:
 
 
 def _split_top(text: str) -> list[str]:
-    """Split on commas outside brackets, dropping empty items."""
+    """Split on commas outside brackets; '' (as in '[]') is no items, and an empty item among
+    others ('2,,3', a trailing comma) is one ConfigError: dropped silently, it would hide a
+    value the user meant to give."""
     parts, depth, cur = [], 0, ""
     for ch in text:
         depth += (ch == "[") - (ch == "]")
@@ -331,4 +336,9 @@ def _split_top(text: str) -> list[str]:
         else:
             cur += ch
     parts.append(cur)
-    return [p.strip() for p in parts if p.strip()]
+    parts = [p.strip() for p in parts]
+    if parts == [""]:
+        return []
+    if not all(parts):
+        raise ConfigError(f"a list of values must not have an empty entry, got {text!r}")
+    return parts

@@ -8,7 +8,9 @@ no engine (and so no JAX): `--help` and `--version` answer at once, and a comman
 what it runs when it runs; before it does, `devices` asks XLA for one CPU device per core, so
 seeds shard over every core, and `compile_cache` turns on JAX's persistent compilation cache, so
 a program compiled by one command loads in the next (`--no-compile-cache` turns it off). Every
-invalid input prints one `jaxsched: error: ...` line naming the field and exits with 2.
+invalid input prints one `jaxsched: error: ...` line naming the field and exits with 2; Ctrl-C
+prints one `jaxsched: interrupted: ...` line saying what finished and where it was kept, and
+exits with 130.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sys
 from .. import __version__
 from ..errors import ConfigError
 from . import budget, dp, interval, kv, names, network, offline, sweep
-from .base import HelpFormatter, Parser, resolve
+from .base import HelpFormatter, Interrupted, Parser, resolve
 from .compile_cache import use_compile_cache
 from .devices import use_every_core
 
@@ -64,6 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"jaxsched: error: {e}", file=sys.stderr)
         return 2
+    except (Interrupted, KeyboardInterrupt) as e:
+        # Ctrl-C: one line (on a line of its own below a progress bar), what finished and where
+        # it is; the command saved it before raising Interrupted. 130 = 128 + SIGINT.
+        what = str(e) if isinstance(e, Interrupted) else "nothing had finished; nothing was written"
+        print(f"{chr(10) if sys.stderr.isatty() else ''}jaxsched: interrupted: {what}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -11,16 +11,24 @@
   (`--epsilon` with a policy that reads no epsilon) or two that exclude each other (`--rate`
   and `--load`): every command declares what reads its options and calls it once.
 - `split_list(text, flag)` reads a comma-separated option, refusing empty and repeated entries.
+- `fresh_names(args, groups)` keeps a run from replacing an earlier run's files: a path left at
+  its default that is taken moves to the next free numbered name, a taken path the user named is
+  refused, and `--overwrite` (`add_overwrite`) replaces. Commands that resume (`sweep`,
+  `check theorems`) continue the file they find instead.
+- `Interrupted` is how a command ends on Ctrl-C after saving what was finished: `main` prints
+  its message as one line and exits with 130.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import tomllib
+from itertools import count
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError, Reads, refuse_ignored, require_int
 from ..outputs import check_dir, check_output_paths, save
@@ -28,7 +36,7 @@ from ..outputs import check_dir, check_output_paths, save
 # Namespace entries that are plumbing, not options of a run; `quiet` may be set from a file
 # but is not written back (it changes no result).
 _INTERNAL = {"func", "command", "config", "_parser", "_given", "help", "version"}
-_NOT_WRITTEN = _INTERNAL | {"quiet"}
+_NOT_WRITTEN = _INTERNAL | {"quiet", "overwrite"}
 
 
 class Parser(argparse.ArgumentParser):
@@ -84,6 +92,7 @@ def experiment_options(
     p.add_argument("--seeds", type=int, default=None, help=seeds)
     p.add_argument("--out", default=out, help="folder for the CSV, MD, PNG and options files")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    add_overwrite(p)
 
 
 def load_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
@@ -257,12 +266,22 @@ def write_resolved(args: argparse.Namespace, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     group = next((v for k, v in vars(args).items() if k.endswith("_command") and v), None)
+    name = f"jaxsched {args.command}{' ' + group if group else ''}"
     text = (
-        f"# jaxsched {args.command}{' ' + group if group else ''}"
-        f": rerun with --config {path.name}\n" + tomli_w.dumps(resolved_options(args))
+        f"# The options of one `{name}` run in {os.getcwd()}; rerun it from there with\n"
+        f"#   {name} --config {_as_typed(path)}\n"
+        "# (relative paths below are relative to that folder; add --overwrite to replace this run's files)\n"
+        + tomli_w.dumps(resolved_options(args))
     )
     path.write_text(text)
     return path
+
+
+def _as_typed(path: Path) -> str:
+    """`path` as the user would type it from the current folder: relative when it lies below
+    it, absolute otherwise."""
+    rel = os.path.relpath(path.absolute())
+    return str(path.absolute()) if rel.startswith("..") else rel
 
 
 def config_path(out: Path, folder: bool = False) -> Path:
@@ -284,6 +303,35 @@ def check_folder_outputs(out: Path, files: dict[str, str | None]) -> None:
     check_output_paths({f"--out's {what}": None if name is None else out / name for what, name in files.items()})
 
 
+def file_outputs(
+    args: argparse.Namespace, out: Path | None, plot: Path | None = None
+) -> tuple[Path | None, Path | None, Path | None]:
+    """(results, plot, options file) of a command whose --out is one file (None: not
+    written): checked (`check_file_outputs`), then moved to fresh names where an earlier run's
+    files are (`fresh_names`)."""
+    check_file_outputs(out, plot)
+    if out is None and plot is None and "overwrite" in getattr(args, "_given", ()):
+        raise ConfigError("--overwrite is read only with --out (it replaces the files there); this run writes none")
+    conf = None if out is None else config_path(out)
+    sfx = fresh_names(args, {"--out": ("out", [out, conf]), "--plot": ("plot", [plot])})
+    out, conf, plot = numbered(out, sfx["--out"]), numbered(conf, sfx["--out"]), numbered(plot, sfx["--plot"])
+    check_file_outputs(out, plot)
+    return out, plot, conf
+
+
+def folder_outputs(args: argparse.Namespace, out: Path, files: dict[str, str | None]) -> dict[str, Path | None]:
+    """{what: path} of the files a command writes into its --out folder ({what: file name},
+    None: not written): checked (`check_folder_outputs`), then numbered together where an
+    earlier run's files are (`fresh_names`: fig4.csv and fig4.png become fig4-2.csv and
+    fig4-2.png)."""
+    check_folder_outputs(out, files)
+    paths = {what: None if name is None else out / name for what, name in files.items()}
+    sfx = fresh_names(args, {"--out": ("out", list(paths.values()))})["--out"]
+    paths = {what: numbered(p, sfx) for what, p in paths.items()}
+    check_output_paths({f"--out's {what}": p for what, p in paths.items()})
+    return paths
+
+
 def require_what(value: str | None, what: str, choices) -> str:
     """A positional argument that a --config file may also give: present and one of choices."""
     if value is None:
@@ -293,14 +341,22 @@ def require_what(value: str | None, what: str, choices) -> str:
     return value.lower()
 
 
-def save_seed_rows(res, columns: dict, out, conf) -> int:
-    """Write one CSV row per seed of `res` (the run's `columns` first) to `out`, print where the
-    results and options went; the exit status (1 if the file had to go elsewhere)."""
+def save_seed_rows(args: argparse.Namespace, res, columns: dict, out: Path, conf: Path) -> int:
+    """Write one CSV row per seed of `res` (the run's `columns` first) to `out` and then the
+    options to `conf`, print where they went; the exit status (1 if a file had to go
+    elsewhere)."""
     from ..results import seed_rows, write_csv
 
     written, ok = save(lambda p: write_csv(p, seed_rows(res, columns)), out, "--out")
+    conf, conf_ok = save_resolved(args, conf)
     print(f"\nresults: {written}\noptions: {conf}")
-    return 0 if ok else 1
+    return 0 if ok and conf_ok else 1
+
+
+def save_resolved(args: argparse.Namespace, path: Path) -> tuple[Path, bool]:
+    """`write_resolved` through `outputs.save`: written once the results are, so that an options
+    file always has its results beside it; (path written, whether it is `path`)."""
+    return save(lambda p: write_resolved(args, p), path, "--out's options file")
 
 
 def print_metrics(res, n_seeds: int) -> None:
@@ -327,9 +383,8 @@ def run_experiment(a: argparse.Namespace, group: str, experiments, what: str | N
     what = what or require_what(a.what, f"{group} experiment: the experiment", experiments.names())
     seeds = None if a.seeds is None else require_int(a.seeds, "--seeds", lo=1, hi=100_000)
     out = check_dir(a.out, "--out")
-    names = ("CSV", "markdown", "plot", "options file")
-    check_folder_outputs(out, dict(zip(names, (f"{what}.csv", f"{what}.md", f"{what}.png", f"{what}.config.toml"))))
-    conf = write_resolved(a, out / f"{what}.config.toml")
+    names = {"CSV": ".csv", "markdown": ".md", "plot": ".png", "options file": ".config.toml"}
+    files = folder_outputs(a, out, {k: what + suffix for k, suffix in names.items()})
     from ..plots import plot_offline
     from ..progress import Progress
     from ..results import write_csv
@@ -340,9 +395,10 @@ def run_experiment(a: argparse.Namespace, group: str, experiments, what: str | N
     rep = experiments[what].fn(quick=a.quick, seeds=seeds, progress=bar)
     bar.close()
     print(f"{rep.title}\n\n{rep.markdown}\n")
-    csv, ok = save(lambda p: write_csv(p, rep.rows), out / f"{what}.csv", "--out")
-    save(lambda p: _write_text(p, f"# {rep.title}\n\n{rep.markdown}\n"), out / f"{what}.md", "--out")
-    png = plot_offline(rep, out / f"{what}.png") if rep.plot else None
+    csv, ok = save(lambda p: write_csv(p, rep.rows), files["CSV"], "--out")
+    save(lambda p: _write_text(p, f"# {rep.title}\n\n{rep.markdown}\n"), files["markdown"], "--out")
+    png = plot_offline(rep, files["plot"]) if rep.plot else None
+    conf, _ = save_resolved(a, files["options file"])
     print(
         f"results: {csv}" + (f"\nplot: {png}" if png else "") + f"\noptions: {conf}\n"
         f"wall time: {time.perf_counter() - t0:.1f} s"
@@ -351,6 +407,62 @@ def run_experiment(a: argparse.Namespace, group: str, experiments, what: str | N
         print(f"{group} experiment {what}: the check FAILED (see the table)", file=sys.stderr)
         return 1
     return 0 if ok else 1
+
+
+class Interrupted(Exception):
+    """Ctrl-C, after the command saved what had finished; the message says what and where."""
+
+
+def add_overwrite(p: argparse.ArgumentParser) -> None:
+    """The `--overwrite` flag of a command that writes results it does not resume."""
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the files of an earlier run at the same paths; without it, a default path "
+        "that is taken moves to the next free name (results/run-2.csv, ...) and a path you named "
+        "that is taken is refused",
+    )
+
+
+def numbered(path: Path | None, suffix: str) -> Path | None:
+    """`path` with `suffix` before the first dot of its name: results/run.config.toml with '-2'
+    -> results/run-2.config.toml (a results file and its options file stay a pair)."""
+    if path is None or not suffix:
+        return path
+    head, dot, tail = path.name.partition(".")
+    return path.with_name(head + suffix + dot + tail)
+
+
+def _taken(path: Path | None) -> bool:
+    return path is not None and (path.exists() or path.is_symlink())
+
+
+def fresh_names(args: argparse.Namespace, groups: Mapping[str, tuple[str, Sequence[Path | None]]]) -> dict[str, str]:
+    """The suffix each group of output paths takes so that no run replaces another's files
+    silently. groups: {flag: (the dest of the option that sets the paths, the paths)}, e.g.
+    {"--out": ("out", [csv, options file]), "--plot": ("plot", [png])}. Returns {flag: suffix}:
+
+    - '' for every group when none of the paths exists, or with `--overwrite`;
+    - a taken path of a group whose option the user set (`args._given`): one ConfigError naming
+      the flag and the path, with the two ways on (--overwrite, another path);
+    - the groups left at their defaults share the first '-k' (k = 2, 3, ...) under which none of
+      their paths exists (the command prints where its files went)."""
+    if getattr(args, "overwrite", False):
+        return {flag: "" for flag in groups}
+    given = getattr(args, "_given", frozenset())
+    for flag, (dest, paths) in groups.items():
+        if dest in given:
+            taken = next((p for p in paths if _taken(p)), None)
+            if taken is not None:
+                raise ConfigError(
+                    f"{flag} would replace {str(taken)!r} of an earlier run: "
+                    "pass --overwrite to replace it, or name another path"
+                )
+    free = [paths for dest, paths in groups.values() if dest not in given]
+    suffix = ""
+    if any(_taken(p) for paths in free for p in paths):
+        suffix = next(f"-{k}" for k in count(2) if not any(_taken(numbered(p, f"-{k}")) for ps in free for p in ps))
+    return {flag: "" if dest in given else suffix for flag, (dest, _) in groups.items()}
 
 
 def _write_text(path, text: str):

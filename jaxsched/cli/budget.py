@@ -15,15 +15,14 @@ from ..budget.registry import POLICIES as BUDGET_POLICIES
 from ..errors import reads_from, require_float, require_int
 from ..outputs import check_file
 from .base import (
-    check_file_outputs,
+    add_overwrite,
     check_options,
     command,
-    config_path,
     experiment_options,
+    file_outputs,
     print_metrics,
     run_experiment,
     save_seed_rows,
-    write_resolved,
 )
 
 # Options that exclude each other, (dest, dest, why): `budget run` and `network run`.
@@ -39,7 +38,7 @@ def cmd_budget_run(a: argparse.Namespace) -> int:
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
-    check_file_outputs(out)
+    out, _, conf = file_outputs(a, out)
     law = LENGTH_LAWS[a.lengths].fn
     prompt = require_float(a.prompt, "--prompt", lo=1.0, hi=2.0**20)
     decode = require_float(a.decode, "--decode", lo=1.0, hi=2.0**20)
@@ -68,7 +67,6 @@ def cmd_budget_run(a: argparse.Namespace) -> int:
         f"b={a.budget} M={a.max_requests} horizon={a.horizon_s:g} s seeds={n_seeds}",
         file=sys.stderr,
     )
-    conf = None if out is None else write_resolved(a, config_path(out))
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
     print_metrics(res, n_seeds)
     if out is None:
@@ -81,7 +79,7 @@ def cmd_budget_run(a: argparse.Namespace) -> int:
         "max_requests": a.max_requests,
         "horizon_s": a.horizon_s,
     }
-    return save_seed_rows(res, columns, out, conf)
+    return save_seed_rows(a, res, columns, out, conf)
 
 
 def cmd_budget_experiment(a: argparse.Namespace) -> int:
@@ -143,6 +141,7 @@ def add_parsers(sub) -> None:
         "--out", default=None, help="CSV file, one row per seed (default: none; the resolved options go beside it)"
     )
     r.add_argument("--quiet", action="store_true", help="no progress output")
+    add_overwrite(r)
     r.set_defaults(func=cmd_budget_run)
     e = command(ksub, "experiment", help="a check or experiment of paper 004")
     e.add_argument("what", nargs="?", help=f"one of {', '.join(BUDGET_EXPERIMENTS)}")

@@ -24,14 +24,18 @@ from ..dp.registry import WORKLOADS as DP_WORKLOADS
 from ..errors import ConfigError, Reads, merge_reads, reads_from, require_int
 from ..outputs import check_dir, check_file, check_output_paths, save
 from .base import (
-    check_file_outputs,
+    Interrupted,
+    add_overwrite,
     check_folder_outputs,
     check_options,
     command,
     config_path,
+    file_outputs,
+    fresh_names,
+    numbered,
     require_what,
+    save_resolved,
     split_list,
-    write_resolved,
 )
 
 CHECKS = ("theorems", "stability")
@@ -46,7 +50,9 @@ REPRODUCE_READS = {
 }
 # `check`: the theorem checks' own options (`check stability` runs the budget experiment).
 CHECK_READS = {
-    d: (Reads("check", ("theorems",)),) for d in ("kernel", "t1_kernel", "measured", "bucket_waste", "no_buckets")
+    **{d: (Reads("check", ("theorems",)),) for d in ("kernel", "t1_kernel", "measured", "bucket_waste", "no_buckets")},
+    # check theorems resumes its folder's results; only the stability check writes anew.
+    "overwrite": (Reads("check", ("stability",)),),
 }
 
 
@@ -138,7 +144,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     plot_steps = require_int(a.plot_steps, "--plot-steps", lo=1)
     out = check_file(a.out, "--out")
     png = None if a.plot == "none" else check_file(a.plot, "--plot", image=True)
-    check_file_outputs(out, png)
+    out, png, conf = file_outputs(a, out, png)
     params_kw = _predictor_params(a)
     workload = workload_from_args(a)
     base = DPConfig(
@@ -159,10 +165,21 @@ def cmd_run(a: argparse.Namespace) -> int:
         f"policies={a.policies}",
         file=sys.stderr,
     )
-    conf = write_resolved(a, config_path(out))
-    results = run_policies(base, specs, seeds, params_kw=params_kw, progress=not a.quiet)
+    results = []
+    try:
+        run_policies(base, specs, seeds, params_kw=params_kw, progress=not a.quiet, into=results)
+    except KeyboardInterrupt:
+        if not results:
+            raise
+        written, _ = save(lambda p: write_csv(p, result_rows(results, seeds)), out, "--out")
+        save_resolved(a, conf)
+        raise Interrupted(
+            f"{len(results)} of {len(specs)} policies had finished; their rows are in {written}"
+        ) from None
     print(summary_table(results))
     written, ok = save(lambda p: write_csv(p, result_rows(results, seeds)), out, "--out")
+    conf, conf_ok = save_resolved(a, conf)
+    ok = ok and conf_ok
     print(f"\nresults: {written}\noptions: {conf}")
     if png is not None:
         try:
@@ -181,9 +198,14 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     png = None if what == "table1" else check_file(a.plot or out / f"{what}.png", "--plot", image=True)
     if what == "table1" and not a.trace:
         raise ConfigError("reproduce table1 needs --trace PATH (the BurstGPT sample, burstgpt_8000.csv)")
-    conf_path = out / f"{what}.config.toml"
-    check_output_paths({"--out's CSV": out / f"{what}.csv", "--plot": png, "--out's options file": conf_path})
-    conf = write_resolved(a, conf_path)
+    csv, conf_path = out / f"{what}.csv", out / f"{what}.config.toml"
+    check_output_paths({"--out's CSV": csv, "--plot": png, "--out's options file": conf_path})
+    # A plot left at its default lies in --out and is numbered with the CSV.
+    plot_group = ("out", [csv, conf_path, png]) if a.plot is None else ("out", [csv, conf_path])
+    sfx = fresh_names(a, {"--out": plot_group, "--plot": ("plot", [png] if a.plot is not None else [])})
+    csv, conf_path = numbered(csv, sfx["--out"]), numbered(conf_path, sfx["--out"])
+    png = numbered(png, sfx["--out"] if a.plot is None else sfx["--plot"])
+    check_output_paths({"--out's CSV": csv, "--plot": png, "--out's options file": conf_path})
     if what == "fig4":
         rows, text, png = _reproduce_fig4(seeds, png, a.quiet)
     elif what == "noise":
@@ -193,7 +215,9 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     print(text)
     from ..results import write_csv
 
-    written, ok = save(lambda p: write_csv(p, rows), out / f"{what}.csv", "--out")
+    written, ok = save(lambda p: write_csv(p, rows), csv, "--out")
+    conf, conf_ok = save_resolved(a, conf_path)
+    ok = ok and conf_ok
     print(f"\nresults: {written}" + (f"\nplot: {png}" if png else "") + f"\noptions: {conf}")
     return 0 if ok else 1
 
@@ -298,7 +322,6 @@ def cmd_check(a: argparse.Namespace) -> int:
     measured = None if a.measured is None else require_int(a.measured, "--measured", lo=1, hi=100_000)
     out = check_dir(a.out, "--out")
     check_folder_outputs(out, {"options file": config_path(out, folder=True).name})
-    conf = write_resolved(a, config_path(out, folder=True))
     print(
         f"jaxsched check theorems: {'quick' if a.quick else 'full'} grid, {seeds} seeds, "
         f"BF-IO kernels {a.kernel} (Theorems 2, 3) and {a.t1_kernel} (Theorem 1), results in {out}",
@@ -306,20 +329,26 @@ def cmd_check(a: argparse.Namespace) -> int:
     )
     from ..dp.theorems import check_theorems
 
-    ok, checks, report = check_theorems(
-        out,
-        quick=a.quick,
-        kernel=a.kernel,
-        t1_kernel=a.t1_kernel,
-        seeds=seeds,
-        measured=measured,
-        progress=not a.quiet,
-        bucket_waste=waste,
-    )
+    try:
+        ok, checks, report = check_theorems(
+            out,
+            quick=a.quick,
+            kernel=a.kernel,
+            t1_kernel=a.t1_kernel,
+            seeds=seeds,
+            measured=measured,
+            progress=not a.quiet,
+            bucket_waste=waste,
+        )
+    except KeyboardInterrupt:
+        # Each finished run is a row of the folder's results file already.
+        save_resolved(a, config_path(out, folder=True))
+        raise Interrupted(f"the finished runs are in {out}; the same command resumes from there") from None
+    conf, conf_ok = save_resolved(a, config_path(out, folder=True))
     for c in checks:
         print(f"{c.status:4s}  {c.name}: {c.detail}")
     print(f"\nreport: {report}\noptions: {conf}")
-    return 0 if ok else 1
+    return 0 if ok and conf_ok else 1
 
 
 def add_shape_args(p: argparse.ArgumentParser) -> None:
@@ -383,6 +412,7 @@ def _add_commands(sub, group: bool) -> None:
     )
     r.add_argument("--plot-steps", type=int, default=2000, help="steps shown in the plot")
     r.add_argument("--quiet", action="store_true", help="no progress output")
+    add_overwrite(r)
     r.set_defaults(func=cmd_run)
 
     q = command(
@@ -402,6 +432,7 @@ def _add_commands(sub, group: bool) -> None:
     )
     q.add_argument("--plot", help="image file (fig4, noise; default <out>/<what>.png)")
     q.add_argument("--quiet", action="store_true", help="no progress output")
+    add_overwrite(q)
     q.set_defaults(func=cmd_reproduce)
 
     c = command(
@@ -472,4 +503,6 @@ def _add_commands(sub, group: bool) -> None:
         "--no-buckets", action="store_true", help="theorems: compile each run on its own (same rows, slower)"
     )
     c.add_argument("--quiet", action="store_true", help="no progress output")
+    if not group:  # the stability check writes anew; check theorems resumes its folder
+        add_overwrite(c)
     c.set_defaults(func=cmd_dp_check if group else cmd_check)

@@ -16,15 +16,14 @@ from ..interval.registry import POLICIES as INTERVAL_POLICIES
 from ..interval.registry import WORKLOADS as INTERVAL_WORKLOADS
 from ..outputs import check_file
 from .base import (
-    check_file_outputs,
+    add_overwrite,
     check_options,
     command,
-    config_path,
     experiment_options,
+    file_outputs,
     print_metrics,
     run_experiment,
     save_seed_rows,
-    write_resolved,
 )
 
 # `interval run`: the flags of each interval predictor (--intervals).
@@ -58,7 +57,7 @@ def cmd_interval_run(a: argparse.Namespace) -> int:
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
-    check_file_outputs(out)
+    out, _, conf = file_outputs(a, out)
     spec = _intervals(a)
     cfg = IntervalConfig(
         a.workload,
@@ -74,7 +73,6 @@ def cmd_interval_run(a: argparse.Namespace) -> int:
         f"intervals={spec.name} M={a.capacity_tokens} step model={a.step_model} seeds={n_seeds}",
         file=sys.stderr,
     )
-    conf = None if out is None else write_resolved(a, config_path(out))
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
     print_metrics(res, n_seeds)
     if out is None:
@@ -89,7 +87,7 @@ def cmd_interval_run(a: argparse.Namespace) -> int:
         "eviction_key": a.eviction_key,
         "amax_order": a.amax_order,
     }
-    return save_seed_rows(res, columns, out, conf)
+    return save_seed_rows(a, res, columns, out, conf)
 
 
 def cmd_interval_experiment(a: argparse.Namespace) -> int:
@@ -158,6 +156,7 @@ def add_parsers(sub) -> None:
         "--out", default=None, help="CSV file, one row per seed (default: none; the resolved options go beside it)"
     )
     r.add_argument("--quiet", action="store_true", help="no progress output")
+    add_overwrite(r)
     r.set_defaults(func=cmd_interval_run)
     e = command(ksub, "experiment", help="a check or experiment of paper 003")
     e.add_argument("what", nargs="?", help=f"one of {', '.join(INTERVAL_EXPERIMENTS)}")

@@ -9,6 +9,7 @@ import argparse
 import math
 import sys
 import time
+from pathlib import Path
 
 from ..errors import ConfigError, Reads, reads_from, require_int
 from ..kv.registry import CAPACITY_RULES as KV_CAPACITY_RULES
@@ -17,16 +18,20 @@ from ..kv.registry import EXPERIMENTS as KV_EXPERIMENTS
 from ..kv.registry import POLICIES as KV_POLICIES
 from ..outputs import check_dir, check_file, save
 from .base import (
-    check_file_outputs,
+    add_overwrite,
     check_folder_outputs,
     check_options,
     command,
     config_path,
+    file_outputs,
+    folder_outputs,
+    fresh_names,
+    numbered,
     print_metrics,
     require_what,
+    save_resolved,
     save_seed_rows,
     split_list,
-    write_resolved,
 )
 
 # `kv experiment`: the options of E1-E4 that Theorem 1's scaling run does not read.
@@ -89,7 +94,7 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=4096)
     out = None if a.out is None else check_file(a.out, "--out")
-    check_file_outputs(out)
+    out, _, conf = file_outputs(a, out)
     cfg = KVConfig(
         prefill_tokens=_kv_ints(a.prefill, "--prefill"),
         decode_tokens=_kv_ints(a.decode, "--decode"),
@@ -109,7 +114,6 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
         f"N={a.num_requests} Q={a.table_size} seeds={n_seeds}",
         file=sys.stderr,
     )
-    conf = None if out is None else write_resolved(a, config_path(out))
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
     print_metrics(res, n_seeds)
     if out is None:
@@ -126,7 +130,7 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
         "num_requests": a.num_requests,
         "table_size": a.table_size,
     }
-    return save_seed_rows(res, columns, out, conf)
+    return save_seed_rows(a, res, columns, out, conf)
 
 
 def cmd_kv_experiment(a: argparse.Namespace) -> int:
@@ -148,8 +152,7 @@ def cmd_kv_experiment(a: argparse.Namespace) -> int:
     out = check_dir(a.out, "--out")
     stem = "scaling" if what == "scaling" else what
     files = {"CSV": f"{stem}.csv", "plot": f"{stem}.png", "options file": f"{what}.config.toml"}
-    check_folder_outputs(out, {**files, "fits": "scaling_fits.csv" if what == "scaling" else None})
-    conf = write_resolved(a, out / f"{what}.config.toml")
+    files = folder_outputs(a, out, {**files, "fits": "scaling_fits.csv" if what == "scaling" else None})
     from ..kv import experiments as kx
     from ..kv.plots import plot_kv_rates, plot_kv_scaling
     from ..progress import Progress
@@ -161,9 +164,9 @@ def cmd_kv_experiment(a: argparse.Namespace) -> int:
         rows, fits = kx.run_scaling(quick=a.quick, seeds=seeds, progress=bar)
         bar.close()
         print(kx.scaling_tables(rows, fits))
-        csv, ok = save(lambda p: write_csv(p, rows), out / "scaling.csv", "--out")
-        save(lambda p: write_csv(p, fits), out / "scaling_fits.csv", "--out")
-        png = plot_kv_scaling(rows, fits, out / "scaling.png")
+        csv, ok = save(lambda p: write_csv(p, rows), files["CSV"], "--out")
+        save(lambda p: write_csv(p, fits), files["fits"], "--out")
+        png = plot_kv_scaling(rows, fits, files["plot"])
     else:
         exp = kx.EXPERIMENTS[what]
         rows = kx.run_experiment(
@@ -184,8 +187,9 @@ def cmd_kv_experiment(a: argparse.Namespace) -> int:
             "mean over seeds of each seed's 99th percentile\n"
         )
         print(kx.experiment_table(rows))
-        csv, ok = save(lambda p: write_csv(p, rows), out / f"{what}.csv", "--out")
-        png = plot_kv_rates(rows, out / f"{what}.png", title=f"{what.upper()}: {exp.title} (paper {exp.figure})")
+        csv, ok = save(lambda p: write_csv(p, rows), files["CSV"], "--out")
+        png = plot_kv_rates(rows, files["plot"], title=f"{what.upper()}: {exp.title} (paper {exp.figure})")
+    conf, _ = save_resolved(a, files["options file"])
     print(f"\nresults: {csv}\nplot: {png}\noptions: {conf}\nwall time: {time.perf_counter() - t0:.1f} s")
     bad = [r for r in rows if r.get("status") == "invalid" or r.get("dropped_arrivals", 0) > 0]
     if bad:
@@ -207,9 +211,12 @@ def cmd_tune(a: argparse.Namespace) -> int:
     steps = require_int(a.steps, "--steps", lo=1, hi=1_000_000)
     if a.lam is not None and not (math.isfinite(a.lam) and a.lam >= 0):
         raise ConfigError(f"--lam must be a finite number >= 0, got {a.lam!r}")
-    out = check_dir(a.out or f"results/tune_{experiment}", "--out")
+    out = Path(a.out or f"results/tune_{experiment}")
+    # The tuner writes fixed names into its folder: a run gets a folder of its own.
+    earlier = out if out.is_dir() and any(out.iterdir()) else None
+    out = numbered(out, fresh_names(a, {"--out": ("out", [earlier])})["--out"])
+    out = check_dir(out, "--out")
     check_folder_outputs(out, {"options file": config_path(out, folder=True).name})
-    conf = write_resolved(a, config_path(out, folder=True))
     from ..kv.tuning import tune_experiment
     from ..progress import Progress
 
@@ -218,6 +225,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
         experiment, steps=steps, lam=a.lam, seeds=seeds, out_dir=out, log=bar if not a.quiet else None
     )
     bar.close()
+    conf, _ = save_resolved(a, config_path(out, folder=True))
     print(run["markdown"])
     print(f"files in {out}\noptions: {conf}")
     if not run["valid"]:
@@ -263,6 +271,7 @@ def add_parsers(sub) -> None:
         "--out", default=None, help="CSV file, one row per seed (default: none; the resolved options go beside it)"
     )
     r.add_argument("--quiet", action="store_true", help="no progress output")
+    add_overwrite(r)
     r.set_defaults(func=cmd_kv_run)
     e = command(ksub, "experiment", help="E1-E4 of the WAIT paper, or Theorem 1's scaling")
     e.add_argument("what", nargs="?", help=f"one of {', '.join(KV_EXPERIMENTS)}")
@@ -293,6 +302,7 @@ def add_parsers(sub) -> None:
     )
     e.add_argument("--out", default="results/kv", help="folder for the CSV, PNG and options files")
     e.add_argument("--quiet", action="store_true", help="no progress output")
+    add_overwrite(e)
     e.set_defaults(func=cmd_kv_experiment)
 
     _add_tune(ksub)
@@ -324,4 +334,5 @@ def _add_tune(sub, alias: bool = False) -> None:
         "comparison, plot and options (default results/tune_<experiment>)",
     )
     t.add_argument("--quiet", action="store_true", help="no progress output")
+    add_overwrite(t)
     t.set_defaults(func=cmd_tune)

@@ -16,15 +16,14 @@ from ..network.registry import ROUTERS as NETWORK_ROUTERS
 from ..network.registry import RS_PRIORITIES, RUN_TOPOLOGIES
 from ..outputs import check_file
 from .base import (
-    check_file_outputs,
+    add_overwrite,
     check_options,
     command,
-    config_path,
     experiment_options,
+    file_outputs,
     print_metrics,
     run_experiment,
     save_seed_rows,
-    write_resolved,
 )
 from .budget import RATE_EXCLUSIVE
 
@@ -97,10 +96,9 @@ def cmd_network_run(a: argparse.Namespace) -> int:
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
-    check_file_outputs(out)
+    out, _, conf = file_outputs(a, out)
     cfg, params, what = (_rs if a.topology == "rs" else _parallel)(a)
     print(f"jaxsched network run: {what} horizon={a.horizon_s:g} seeds={n_seeds}", file=sys.stderr)
-    conf = None if out is None else write_resolved(a, config_path(out))
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
     print_metrics(res, n_seeds)
     if out is None:
@@ -113,7 +111,7 @@ def cmd_network_run(a: argparse.Namespace) -> int:
         "load": a.load,
         "horizon_s": a.horizon_s,
     }
-    return save_seed_rows(res, columns, out, conf)
+    return save_seed_rows(a, res, columns, out, conf)
 
 
 def cmd_network_experiment(a: argparse.Namespace) -> int:
@@ -172,6 +170,7 @@ def add_parsers(sub) -> None:
         "--out", default=None, help="CSV file, one row per seed (default: none; the resolved options go beside it)"
     )
     r.add_argument("--quiet", action="store_true", help="no progress output")
+    add_overwrite(r)
     r.set_defaults(func=cmd_network_run)
     e = command(ksub, "experiment", help="a check or experiment of paper 004 §4")
     e.add_argument("what", nargs="?", help=f"one of {', '.join(NETWORK_EXPERIMENTS)}")

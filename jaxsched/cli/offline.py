@@ -15,15 +15,14 @@ from ..offline.registry import STEP_MODELS as OFFLINE_STEP_MODELS
 from ..offline.registry import WORKLOADS as OFFLINE_WORKLOADS
 from ..outputs import check_file
 from .base import (
-    check_file_outputs,
+    add_overwrite,
     check_options,
     command,
-    config_path,
     experiment_options,
+    file_outputs,
     print_metrics,
     run_experiment,
     save_seed_rows,
-    write_resolved,
 )
 
 
@@ -42,7 +41,7 @@ def cmd_offline_run(a: argparse.Namespace) -> int:
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
-    check_file_outputs(out)
+    out, _, conf = file_outputs(a, out)
     try:
         workload, default_m = named(a.workload, a.num_requests, trace=a.trace)
     except FileNotFoundError as e:
@@ -63,13 +62,12 @@ def cmd_offline_run(a: argparse.Namespace) -> int:
         f"step model={a.step_model} seeds={n_seeds}",
         file=sys.stderr,
     )
-    conf = None if out is None else write_resolved(a, config_path(out))
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
     print_metrics(res, n_seeds)
     if out is None:
         return 0
     columns = {"policy": a.policy, "workload": a.workload, "n": cfg.n, "capacity_tokens": M, "step_model": a.step_model}
-    return save_seed_rows(res, columns, out, conf)
+    return save_seed_rows(a, res, columns, out, conf)
 
 
 def cmd_offline_experiment(a: argparse.Namespace) -> int:
@@ -134,6 +132,7 @@ def add_parsers(sub) -> None:
         "--out", default=None, help="CSV file, one row per seed (default: none; the resolved options go beside it)"
     )
     r.add_argument("--quiet", action="store_true", help="no progress output")
+    add_overwrite(r)
     r.set_defaults(func=cmd_offline_run)
     e = command(ksub, "experiment", help="a reproduction of paper 002")
     e.add_argument("what", nargs="?", help=f"one of {', '.join(OFFLINE_EXPERIMENTS)}")

@@ -12,7 +12,7 @@ from ..dp.registry import WORKLOADS as DP_WORKLOADS
 from ..errors import ConfigError, Reads, require_int
 from ..outputs import check_file
 from ..registry import ENGINES
-from .base import check_file_outputs, check_options, command, config_path, write_resolved
+from .base import Interrupted, check_file_outputs, check_options, command, config_path, save_resolved
 
 # Options that only the dp engine takes (kv sets its run length with --set max_steps=N).
 DP_ONLY = ("num_steps", "trace", "workload", "semantics")
@@ -69,7 +69,10 @@ def _settings(engine: str, items: list[str]) -> tuple[dict[str, Any], dict[str, 
             )
         if name in cfg or name in par:
             raise ConfigError(f"--set {name!r} is given twice; give each name once")
-        (cfg if name in cfg_f else par)[name] = parse_value(value)
+        try:
+            (cfg if name in cfg_f else par)[name] = parse_value(value)
+        except ConfigError as e:
+            raise ConfigError(f"--set {name}: {e}") from None
     return cfg, par
 
 
@@ -136,21 +139,29 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     from ..sweep import run_sweep
 
     seeds = range(a.seed_start, a.seed_start + n_seeds)
-    conf = write_resolved(a, config_path(out))
-    out = run_sweep(
-        base,
-        axes,
-        seeds,
-        out,
-        params=par,
-        memory_budget_mb=a.memory_mb,
-        progress=not a.quiet,
-        buckets=not a.no_buckets,
-        bucket_waste=a.bucket_waste,
-        switch_policies=a.switch_policies,
-    )
+    try:
+        out = run_sweep(
+            base,
+            axes,
+            seeds,
+            out,
+            params=par,
+            memory_budget_mb=a.memory_mb,
+            progress=not a.quiet,
+            buckets=not a.no_buckets,
+            bucket_waste=a.bucket_waste,
+            switch_policies=a.switch_policies,
+        )
+    except KeyboardInterrupt:
+        # Every finished point is a row of the file already (written as it finishes).
+        if not out.exists():
+            raise Interrupted("no point had finished; nothing was written") from None
+        save_resolved(a, config_path(out))
+        raise Interrupted(f"the finished points are in {out}; the same command resumes from there") from None
+    # Written with the results, so that a command refused by validation leaves no options file.
+    conf, ok = save_resolved(a, config_path(out))
     print(f"results: {out}\noptions: {conf}")
-    return 0
+    return 0 if ok else 1
 
 
 def sweep_fields() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:

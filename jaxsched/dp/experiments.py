@@ -75,9 +75,13 @@ def run_policies(
     params_kw: dict | None = None,
     progress: bool = True,
     block_steps: int | None = None,
+    into: list | None = None,
 ) -> list[tuple[PolicySpec, DPConfig, dict]]:
-    """Run every policy on the same workload and seeds; returns (spec, config, metrics)."""
-    out = []
+    """Run every policy on the same workload and seeds; returns (spec, config, metrics).
+
+    into: a list the (spec, config, metrics) of each policy is appended to as it finishes, so
+    that a caller interrupted mid-run still holds the finished ones (default: a new list)."""
+    out = [] if into is None else into
     for n, spec in enumerate(specs, 1):
         cfg = dataclasses.replace(base, policy=spec.name, lookahead_steps=spec.lookahead_steps)
         params = make_params(cfg, **(params_kw or {}))

@@ -118,6 +118,11 @@ def test_parse_axis_values_and_sequences():
     assert parse_axis("rates=[1000,500],[2000,1000.5]") == ("rates", [(1000, 500), (2000, 1000.5)])
     with pytest.raises(ConfigError, match="--axis must look like"):
         parse_axis("num_workers")
+    assert parse_axis("routes=[]") == ("routes", [()])
+    # An empty entry is an error, not a value dropped in silence.
+    for text in ("num_workers=8,,16", "num_workers=8,16,", "rates=[1000,],[2000,1000]", "rates=[1,2],,[3,4]"):
+        with pytest.raises(ConfigError, match=r"^--axis (num_workers|rates): .*must not have an empty entry"):
+            parse_axis(text)
 
 
 KV_BASE = kv.KVConfig(num_requests=60, table_size=64)
