@@ -9,7 +9,8 @@ Engines, one package each, all behind one protocol (`jaxsched.engine`):
 
 Shared by the engines: `simulate` (the runner: seed chunks, devices, progress, early stop),
 `simulate_points` (a grid of parameter points in one vmapped run) and its `Results`,
-`run_sweep` (grids x seeds, resumable), `multihost`, request workloads (`workload`), the
+`run_sweep` (grids x seeds, resumable), `tune` (evolution strategies over any engine's Params,
+a population x seeds per generation in one vmapped run), `multihost`, request workloads (`workload`), the
 array `kernels`, the double-float `clock` and iteration `timing`, `stats`, `histogram`,
 `results` files and the report figure (`plots`). What one engine alone uses lives in its
 package: `kv.fluid` and `kv.tune` (the WAIT fluid model and the optax tuner),
@@ -49,6 +50,7 @@ _LAZY = {
     "simulate": ("jaxsched.run", "simulate"),
     "simulate_points": ("jaxsched.run", "simulate_points"),
     "run_sweep": ("jaxsched.sweep", "run_sweep"),
+    "tune": ("jaxsched.tune", None),
     **{
         name: ("jaxsched.workload", name)
         for name in (

@@ -317,7 +317,14 @@ def _add_tune(sub, alias: bool = False) -> None:
         help="tune Nested WAIT thresholds on a differentiable relaxation "
         "and compare them with the fluid ones in the exact engine" + (" (= `jaxsched kv tune`)" if alias else ""),
     )
-    t.add_argument("experiment", nargs="?", metavar="EXPERIMENT", help="operating point, e3 or e4 (jaxsched.kv.tuning)")
+    what = "operating point, e3 or e4 (jaxsched.kv.tuning)"
+    if alias:
+        what = (
+            "e3 or e4: Nested WAIT thresholds by gradient (jaxsched.kv.tuning); or an engine name "
+            "(dp, kv, offline, interval, budget, network): evolution strategies over its Params "
+            "(jaxsched.tune; the options marked 'engine tuner')"
+        )
+    t.add_argument("experiment", nargs="?", metavar="WHAT", help=what)
     t.add_argument("--steps", type=int, default=200, help="optimizer steps")
     t.add_argument(
         "--lam",
@@ -326,6 +333,10 @@ def _add_tune(sub, alias: bool = False) -> None:
         help="latency price, tokens/s per s (default 0.1 throughput* / fluid latency)",
     )
     t.add_argument("--seeds", type=int, default=32, help="held-out seeds")
+    if alias:
+        from .tune import add_engine_options
+
+        add_engine_options(t)
     t.add_argument("--seed-start", type=int, default=1000, help="first held-out seed")
     t.add_argument(
         "--out",
@@ -335,4 +346,14 @@ def _add_tune(sub, alias: bool = False) -> None:
     )
     t.add_argument("--quiet", action="store_true", help="no progress output")
     add_overwrite(t)
-    t.set_defaults(func=cmd_tune)
+    t.set_defaults(func=_tune_any if alias else cmd_tune)
+
+
+def _tune_any(a: argparse.Namespace) -> int:
+    """`jaxsched tune WHAT`: kv's gradient tuner for e3 and e4, the engine tuner otherwise."""
+    from .tune import KV_TUNERS, TUNE_READS, cmd_tune_engine
+
+    if a.experiment is None or a.experiment.lower() in KV_TUNERS:
+        check_options(a, TUNE_READS, {"tuner": (a.experiment or "e3").lower()})
+        return cmd_tune(a)
+    return cmd_tune_engine(a)
