@@ -2,6 +2,7 @@
 against the plain-Python reference in the same run.
 
     python -m benchmarks.bench_interval [--quick] [--out benchmarks/results/interval_speed.json]
+    python -m benchmarks.bench_interval --events   # event skipping against unit steps
 
 Instances: the LMSYS-like jobs of paper 003's section 6 (`jaxsched.interval.workloads.LMSYS`),
 n = N_JOBS per instance, instance k from seed k, M = CAPACITY tokens, Experiment 2's bucket
@@ -18,6 +19,9 @@ exits 1 otherwise. Writes JSON to --out and the markdown table next to it (.md).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import os
 import sys
 import time
 from pathlib import Path
@@ -92,9 +96,62 @@ def bench_reference(policy: str, inst, target_s: float) -> dict:
     )
 
 
+@contextlib.contextmanager
+def unit_stepping():
+    """`execute` runs one unit step per scan step inside this context (the engine's
+    `unit_step`, as before event skipping), for the events-against-unit-steps comparison."""
+    import jaxsched.interval.instances as ii
+    from jaxsched.interval.engine import step_bound, unit_step
+
+    def step(config, inst, state, record):
+        new, row = unit_step(config, inst.params, state, step_bound(config, inst.params))
+        return new, (row if record else None)
+
+    saved = ii.INSTANCES
+    ii.INSTANCES = dataclasses.replace(saved, name="interval_instances_unit", step=step)
+    try:
+        yield
+    finally:
+        ii.INSTANCES = saved
+
+
+def events_against_unit_steps(S: int = 64, rounds: int = 3) -> list[dict]:
+    """Per policy: instances/s of `execute` with event skipping and with unit steps on the same
+    S instances, timed alternately `rounds` times after a warm-up call of each (best of the
+    rounds); TEL and evictions must be equal."""
+    inst, rows = instances(S), []
+    for policy in POLICIES:
+        ev, un = bench_engine(policy, inst, S), None
+        with unit_stepping():
+            un = bench_engine(policy, inst, S)
+        best_ev, best_un = ev["seconds"], un["seconds"]
+        for _ in range(rounds - 1):
+            best_ev = min(best_ev, bench_engine(policy, inst, S)["seconds"])
+            with unit_stepping():
+                best_un = min(best_un, bench_engine(policy, inst, S)["seconds"])
+        equal = bool((ev["tel"] == un["tel"]).all() and (ev["evictions"] == un["evictions"]).all())
+        rows.append(
+            dict(
+                policy=policy,
+                instances=S,
+                events_per_s=S / best_ev,
+                unit_per_s=S / best_un,
+                ratio=best_un / best_ev,
+                equal=equal,
+            )
+        )
+        log(f"{policy}: events {S / best_ev:.3g}/s, unit steps {S / best_un:.3g}/s, ratio {best_un / best_ev:.3g}")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_interval", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="batches 1 and 16, a short reference")
+    ap.add_argument(
+        "--events",
+        action="store_true",
+        help="only event skipping against unit stepping (64 instances, alternated, best of 3)",
+    )
     ap.add_argument(
         "--out",
         type=Path,
@@ -102,6 +159,27 @@ def main(argv: list[str] | None = None) -> int:
         help="JSON output (default benchmarks/results/interval_speed[_quick].json); markdown beside it (.md)",
     )
     a = ap.parse_args(argv)
+    if a.events:
+        load = os.getloadavg()[0]
+        rows = events_against_unit_steps()
+        print(
+            markdown_table(
+                ["policy", "instances", "events /s", "unit steps /s", "ratio", "equal"],
+                [
+                    [
+                        r["policy"],
+                        str(r["instances"]),
+                        f"{r['events_per_s']:.3g}",
+                        f"{r['unit_per_s']:.3g}",
+                        f"{r['ratio']:.2f}x",
+                        str(r["equal"]),
+                    ]
+                    for r in rows
+                ],
+            )
+            + f"\n\nload average {load:.2f} before, {os.getloadavg()[0]:.2f} after"
+        )
+        return 0 if all(r["equal"] for r in rows) else 1
     out = a.out or _HERE / "results" / ("interval_speed_quick.json" if a.quick else "interval_speed.json")
     batches = QUICK_BATCHES if a.quick else BATCHES
     env = environment()

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import clock
+from .accumulate import WideInt
 from .clock import DF
 from .errors import ConfigError, require, require_float, require_int
 from .workload import Finite
@@ -131,6 +132,55 @@ def step_clock(params: OfflineParams, now: DF, finish: DF, ends, decoding, prefi
 
 
 # --------------------------------------------------------------------------- the workload
+
+
+# ------------------------------------------------- quiet windows (event-skipping engines)
+# The offline and interval engines skip the unit steps in which only the clock and the memory
+# move; these price such a window exactly as unit stepping would.
+
+# Steps one scan step may price one at a time (`quiet_clock`) when the clock has no closed
+# form: a vmapped loop runs as long as its longest lane, so an unbounded window would make every
+# lane wait for the longest quiet stretch of the batch.
+QUIET_LOOP = 32
+# Float32 integers are exact up to here: a clock of whole seconds below it adds exactly.
+_EXACT_F32 = 2.0**24
+
+
+def quiet_window(params: OfflineParams, now: DF, t, last):
+    """(last step of this scan step, whether the clock takes the closed form): the window t ..
+    last, cut to QUIET_LOOP steps unless every step lasts the same whole number of seconds
+    (the papers' unit steps: no per-request, per-token or per-KV cost) and the clock stays a
+    float32 integer, where k steps add k times the duration exactly."""
+    d = params.step_const_s
+    flat = (params.per_decode_s == 0) & (params.per_prefill_token_s == 0) & (params.per_kv_token_s == 0)
+    k = (last - t + 1).astype(jnp.float32)
+    exact = flat & (d == jnp.floor(d)) & (now.lo == 0) & (now.hi + d * k <= _EXACT_F32)
+    return jnp.where(exact, last, jnp.minimum(last, t + QUIET_LOOP - 1)), exact
+
+
+def quiet_clock(params: OfflineParams, now: DF, exact, k, decoding, prefill, memory) -> DF:
+    """The clock after k >= 1 unit steps holding `decoding` requests, the first one prefilling
+    `prefill` tokens, with `memory` KV tokens at the first step and `decoding` more at each
+    next one: durations added one step at a time, as unit stepping adds them (`step_clock`), so
+    the double-float clock is bitwise the same; or, where `exact` (`quiet_window`), k times
+    the constant duration at once, which is the same sum without rounding."""
+
+    def body(carry):
+        i, now = carry
+        dt = step_duration(params, decoding, jnp.where(i == 0, prefill, 0), memory + decoding * i)
+        return i + 1, clock.add_f32(now, dt)
+
+    _, looped = jax.lax.while_loop(lambda c: c[0] < jnp.where(exact, 0, k), body, (jnp.int32(0), now))
+    at_once = clock.add_f32(now, params.step_const_s * k.astype(jnp.float32))
+    return DF(jnp.where(exact, at_once.hi, looped.hi), jnp.where(exact, at_once.lo, looped.lo))
+
+
+def quiet_memory_sum(total: WideInt, k, decoding, memory) -> WideInt:
+    """total + sum_{i < k} (memory + decoding i), exactly: k (first + last) / 2 with whichever
+    factor is even halved (first + last = 2 memory + decoding (k - 1) is even when k is odd)."""
+    pair = 2 * memory + decoding * (k - 1)  # <= 2 M: every step of the window fits in M
+    even = k % 2 == 0
+    return total.add_product(jnp.where(even, k // 2, k), jnp.where(even, pair, pair // 2))
 
 
 def resolve_batch(workload: Any, num_requests: int | None, named: Callable[[str, int | None], Any]) -> Any:

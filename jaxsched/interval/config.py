@@ -55,7 +55,7 @@ class IntervalConfig:
       literal reading; default) or "live" (max(o~, tokens generated)) (notes §5.3).
     amax_order: A_max's waiting order with per-job intervals: "sorted" (ascending u_i, random
       ties; default, notes §5.6) or "random" (Algorithm 1's uniform sample).
-    max_steps: scan steps after which a run is cut (default: 4 n u_max + 64; `done` and the
+    max_steps: the step after which a run is cut (default: 4 n u_max + 64; `done` and the
       runner's check report a cut run).
     """
 

@@ -29,7 +29,15 @@ import numpy as np
 
 from .. import batchmodel, clock
 from ..accumulate import WideInt
-from ..batchmodel import INT_LIMIT, OfflineParams, run_requests, step_duration
+from ..batchmodel import (
+    INT_LIMIT,
+    OfflineParams,
+    quiet_clock,
+    quiet_memory_sum,
+    quiet_window,
+    run_requests,
+    step_duration,
+)
 from ..clock import DF
 from ..engine import Engine
 from ..kernels import admit_check
@@ -258,9 +266,9 @@ def event_step(params: OfflineParams, state: OfflineState, cap) -> OfflineState:
     decoding = jnp.sum(running).astype(jnp.int32)
     memory = jnp.sum(jnp.where(running, tab.s + t - tab.p, 0)).astype(jnp.int32)
     last = quiet_until(tab, M, t, running, blocked, c_r, o_r, raised, own)
-    last, exact = _quiet_window(params, st.clock, t, jnp.minimum(last, cap))
+    last, exact = quiet_window(params, st.clock, t, jnp.minimum(last, cap))
     k = last - t + 1
-    now = _quiet_clock(params, st.clock, exact, k, decoding, st.prefill, memory)
+    now = quiet_clock(params, st.clock, exact, k, decoding, st.prefill, memory)
     top = memory + decoding * (last - t)  # the memory of step `last`, the largest of the window
     st = _take(st, admit, r, s_r, c_r, t, raised, own, row)
     return replace(
@@ -270,7 +278,7 @@ def event_step(params: OfflineParams, state: OfflineState, cap) -> OfflineState:
         clock=_where(close, now, st.clock),
         finish=_stamp(st.finish, tab, close & (tab.c == last), now),
         peak_memory=jnp.where(close, jnp.maximum(st.peak_memory, top), st.peak_memory),
-        memory_sum=_where(close, _memory_sum(st.memory_sum, k, decoding, memory), st.memory_sum),
+        memory_sum=_where(close, quiet_memory_sum(st.memory_sum, k, decoding, memory), st.memory_sum),
         overflow=st.overflow | overflow,
     )
 
@@ -306,51 +314,6 @@ def quiet_until(tab: ActiveTable, M, t, active, blocked, c_r, o_r, raised, own) 
     own_bound = jnp.where(own > M, c_star + 2 - o_r, t + 1)
     fit_from = jnp.where(blocked, jnp.maximum(jnp.max(member_bound), own_bound), big)
     return jnp.where(jnp.any(active), jnp.minimum(c_min, fit_from - 1), t)
-
-
-# Steps one scan step may price one at a time (`_quiet_clock`) when the clock has no closed
-# form: a vmapped loop runs as long as its longest lane, so an unbounded window would make every
-# lane wait for the longest quiet stretch of the batch.
-QUIET_LOOP = 32
-# Float32 integers are exact up to here: a clock of whole seconds below it adds exactly.
-_EXACT = 2.0**24
-
-
-def _quiet_window(params: OfflineParams, now: DF, t, last):
-    """(last step of this scan step, whether the clock takes the closed form): the window t ..
-    last, cut to QUIET_LOOP steps unless every step lasts the same whole number of seconds
-    (the papers' unit steps: no per-request, per-token or per-KV cost) and the clock stays a
-    float32 integer, where k steps add k times the duration exactly."""
-    d = params.step_const_s
-    flat = (params.per_decode_s == 0) & (params.per_prefill_token_s == 0) & (params.per_kv_token_s == 0)
-    k = (last - t + 1).astype(jnp.float32)
-    exact = flat & (d == jnp.floor(d)) & (now.lo == 0) & (now.hi + d * k <= _EXACT)
-    return jnp.where(exact, last, jnp.minimum(last, t + QUIET_LOOP - 1)), exact
-
-
-def _quiet_clock(params: OfflineParams, now: DF, exact, k, decoding, prefill, memory) -> DF:
-    """The clock after k >= 1 unit steps holding `decoding` requests, the first one prefilling
-    `prefill` tokens, with `memory` KV tokens at the first step and `decoding` more at each
-    next one: durations added one step at a time, as unit stepping adds them (`step_clock`), so
-    the double-float clock is bitwise the same; or, where `exact` (`_quiet_window`), k times
-    the constant duration at once, which is the same sum without rounding."""
-
-    def body(carry):
-        i, now = carry
-        dt = step_duration(params, decoding, jnp.where(i == 0, prefill, 0), memory + decoding * i)
-        return i + 1, clock.add_f32(now, dt)
-
-    _, looped = jax.lax.while_loop(lambda c: c[0] < jnp.where(exact, 0, k), body, (jnp.int32(0), now))
-    at_once = clock.add_f32(now, params.step_const_s * k.astype(jnp.float32))
-    return DF(jnp.where(exact, at_once.hi, looped.hi), jnp.where(exact, at_once.lo, looped.lo))
-
-
-def _memory_sum(total: WideInt, k, decoding, memory) -> WideInt:
-    """total + sum_{i < k} (memory + decoding i), exactly: k (first + last) / 2 with whichever
-    factor is even halved (first + last = 2 memory + decoding (k - 1) is even when k is odd)."""
-    pair = 2 * memory + decoding * (k - 1)  # <= 2 M: every step of the window fits in M
-    even = k % 2 == 0
-    return total.add_product(jnp.where(even, k // 2, k), jnp.where(even, pair, pair // 2))
 
 
 # --------------------------------------------------------------------------- runner hints

@@ -15,10 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxsched.accumulate import WideInt
-from jaxsched.batchmodel import LINEAR_STEP_MODEL, instance_params
+from jaxsched.batchmodel import (
+    LINEAR_STEP_MODEL,
+    QUIET_LOOP,
+    instance_params,
+    quiet_clock,
+    quiet_memory_sum,
+    quiet_window,
+)
 from jaxsched.clock import DF
 from jaxsched.offline import engine
-from jaxsched.offline.engine import QUIET_LOOP, _quiet_clock, _quiet_window, done, event_step, start, unit_step
+from jaxsched.offline.engine import done, event_step, start, unit_step
 from jaxsched.offline.metrics import _finalize
 from tests.reference.offline import execute as reference_execute
 
@@ -113,7 +120,7 @@ def test_a_step_time_model_prices_quiet_steps_in_loops_of_quiet_loop():
 def test_the_clock_takes_the_closed_form_only_where_it_is_exact():
     unit = instance_params(100)
     t = jnp.int32(1)
-    ok = _quiet_window(unit, DF(jnp.float32(1000.0), jnp.float32(0.0)), t, jnp.int32(500))
+    ok = quiet_window(unit, DF(jnp.float32(1000.0), jnp.float32(0.0)), t, jnp.int32(500))
     assert int(ok[0]) == 500 and bool(ok[1])
     # A clock with a low word, a clock past 2^24 and a fractional duration loop instead.
     for now, params in [
@@ -121,12 +128,12 @@ def test_the_clock_takes_the_closed_form_only_where_it_is_exact():
         (DF(jnp.float32(2.0**24 - 100), jnp.float32(0.0)), unit),
         (DF(jnp.float32(1000.0), jnp.float32(0.0)), instance_params(100, step_const_s=0.5)),
     ]:
-        last, exact = _quiet_window(params, now, t, jnp.int32(500))
+        last, exact = quiet_window(params, now, t, jnp.int32(500))
         assert not bool(exact) and int(last) == QUIET_LOOP
     # The closed form equals the step-by-step sum where it is taken.
     now = DF(jnp.float32(12345.0), jnp.float32(0.0))
-    looped = _quiet_clock(unit, now, jnp.bool_(False), jnp.int32(77), jnp.int32(3), jnp.int32(5), jnp.int32(40))
-    at_once = _quiet_clock(unit, now, jnp.bool_(True), jnp.int32(77), jnp.int32(3), jnp.int32(5), jnp.int32(40))
+    looped = quiet_clock(unit, now, jnp.bool_(False), jnp.int32(77), jnp.int32(3), jnp.int32(5), jnp.int32(40))
+    at_once = quiet_clock(unit, now, jnp.bool_(True), jnp.int32(77), jnp.int32(3), jnp.int32(5), jnp.int32(40))
     _assert_same_state(looped, at_once)
     assert float(at_once.hi) == 12345.0 + 77
 
@@ -136,7 +143,7 @@ def test_memory_sum_of_a_window_is_exact():
     for _ in range(200):
         k, d = int(rng.integers(1, 5000)), int(rng.integers(0, 200))
         m = int(rng.integers(0, 2**20))
-        got = engine._memory_sum(WideInt.zeros(), jnp.int32(k), jnp.int32(d), jnp.int32(m)).to_numpy()
+        got = quiet_memory_sum(WideInt.zeros(), jnp.int32(k), jnp.int32(d), jnp.int32(m)).to_numpy()
         assert got == sum(m + d * i for i in range(k))
 
 
