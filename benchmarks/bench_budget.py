@@ -26,6 +26,7 @@ import numpy as np
 
 from benchmarks.bench_dp import environment, environment_line, write_report
 from jaxsched.budget import BudgetConfig, make_params, request_stream, simulate
+from jaxsched.budget.config import keywords_read_by
 from jaxsched.budget.experiments import FIG1
 from jaxsched.results import markdown_table
 from tests.reference import budget as ref
@@ -53,7 +54,7 @@ def _config(policy: str, horizon: float) -> BudgetConfig:
 
 def bench_engine(policy: str, S: int, horizon: float) -> dict:
     cfg = _config(policy, horizon)
-    p = make_params(cfg, rates=[RATE], **FIG1)
+    p = make_params(cfg, rates=[RATE], **keywords_read_by(policy, FIG1))
     simulate(cfg, p, range(S), warn=False)
     t0 = time.perf_counter()
     res = simulate(cfg, p, range(S), warn=False)
@@ -65,7 +66,7 @@ def bench_engine(policy: str, S: int, horizon: float) -> dict:
 
 def bench_reference(policy: str, horizon: float, target_s: float) -> dict:
     cfg = _config(policy, horizon)
-    p = make_params(cfg, rates=[RATE], **FIG1)
+    p = make_params(cfg, rates=[RATE], **keywords_read_by(policy, FIG1))
     counts, departed, spent = [], [], 0.0
     while not counts or spent < target_s:
         seed = len(counts)

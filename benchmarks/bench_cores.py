@@ -45,10 +45,11 @@ def make_case(name: str, size) -> tuple:
     if name == "kv":
         return js.kv.KVConfig(num_requests=int(size)), None
     from benchmarks.bench_budget import RATE, _config
+    from jaxsched.budget.config import keywords_read_by
     from jaxsched.budget.experiments import FIG1
 
     cfg = _config("sarathi", float(size))
-    return cfg, js.budget.make_params(cfg, rates=[RATE], **FIG1)
+    return cfg, js.budget.make_params(cfg, rates=[RATE], **keywords_read_by(cfg.policy, FIG1))
 
 
 def child(name: str, quick: bool) -> None:

@@ -349,10 +349,11 @@ def budget_cases(mode: Mode, rows: int) -> list[Case]:
 
 def _budget_case(bench_budget: Any, policy: str, horizon: float) -> Case:
     from jaxsched.budget import make_params, simulate
+    from jaxsched.budget.config import keywords_read_by
     from jaxsched.budget.experiments import FIG1
 
     cfg = bench_budget._config(policy, horizon)
-    p = make_params(cfg, rates=[bench_budget.RATE], **FIG1)
+    p = make_params(cfg, rates=[bench_budget.RATE], **keywords_read_by(policy, FIG1))
     checked = ("num_batches", "num_departed")
 
     def engine_call(S: int) -> np.ndarray:

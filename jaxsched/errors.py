@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, NamedTuple
+import contextlib
+import contextvars
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
 
 class ConfigError(ValueError):
@@ -127,21 +129,41 @@ def refuse_ignored(
     reads: {option: conditions, all of which must hold for the option to be read}.
     exclusive: (a, b, why) triples: a and b must not both be given (why says which wins).
     label: the option's name in the message (a flag for the command line).
+    Inside `as_one_grid` an ignored option is noted instead (the grid refuses it on leaving if
+    no point reads it); exclusive options are refused at once everywhere.
     """
     given = list(given)
     for a, b, why in exclusive:
         if a in given and b in given:
             raise ConfigError(f"{label(a)} and {label(b)} are exclusive ({why}): give one or the other")
+    grid = _GRID.get()
     for option in given:
-        for setting, values in reads.get(option, ()):
-            value = chosen[setting]
-            now = (value,) if isinstance(value, str) or value is None else tuple(value)
-            if not any(v in values for v in now):
-                raise ConfigError(
-                    f"{label(option)} is read only by {setting} {', '.join(values)}; "
-                    f"{_plural(setting) if len(now) > 1 else setting} {', '.join(map(str, now))} "
-                    f"ignore{'' if len(now) > 1 else 's'} it"
-                )
+        conditions = _conditions(option, chosen, reads)
+        why = next(((s, v, n) for s, v, n in conditions if not any(x in v for x in n)), None)
+        if grid is None:
+            if why is not None:
+                raise ConfigError(_ignored_message(label(option), *why))
+        elif why is None:
+            grid[label(option)] = None  # read by a point of the grid: kept
+        elif grid.get(label(option), []) is not None:
+            grid.setdefault(label(option), []).append((conditions, why))
+
+
+def _conditions(option: str, chosen: Mapping[str, Any], reads: Mapping[str, tuple[Reads, ...]]) -> list:
+    """[(setting, its readers, the chosen values)] of each condition of `option`."""
+    out = []
+    for setting, values in reads.get(option, ()):
+        value = chosen[setting]
+        out.append((setting, tuple(values), (value,) if isinstance(value, str) or value is None else tuple(value)))
+    return out
+
+
+def _ignored_message(name: str, setting: str, values: tuple, now: tuple) -> str:
+    many = len(now) > 1
+    return (
+        f"{name} is read only by {setting} {', '.join(values)}; "
+        f"{_plural(setting) if many else setting} {', '.join(map(str, now))} ignore{'' if many else 's'} it"
+    )
 
 
 def _plural(word: str) -> str:
@@ -156,6 +178,66 @@ def changed_fields(obj: Any, names: Iterable[str]) -> list[str]:
 
     defaults = {f.name: f.default for f in dataclasses.fields(obj)}
     return [n for n in names if not _same(getattr(obj, n), defaults[n])]
+
+
+def changed_keywords(fn: Callable, values: Mapping[str, Any]) -> list[str]:
+    """The keywords of `values` ({name: the value a call of `fn` got}) whose values differ from
+    `fn`'s defaults for them: what a caller of a make_params set (`changed_fields` for
+    keyword arguments)."""
+    import inspect
+
+    defaults = inspect.signature(fn).parameters
+    return [n for n, v in values.items() if not _same(v, defaults[n].default)]
+
+
+# -------------------------------------------------------------------------------- grids of points
+
+# The ignored options noted inside `as_one_grid`: {option: None (a point reads it) or, for
+# each point that ignores it, its conditions and the first one failed (`refuse_ignored`)};
+# None outside a grid.
+_GRID: contextvars.ContextVar[dict[str, list | None] | None] = contextvars.ContextVar("jaxsched_grid", default=None)
+
+
+@contextlib.contextmanager
+def as_one_grid() -> Iterator[None]:
+    """Build the points of one grid, whose options are named once for all of them, inside this
+    block: a sweep's base config and params over a policy axis, a comparison of policies with
+    one set of make_params keywords.
+
+    A config or make_params refuses an option its settings ignore at once when called alone
+    (the caller named that combination); inside the block it notes the option instead, and on
+    leaving the block one ConfigError names the first option that no point built inside reads
+    (with the settings of the points that ignore it). An option some point reads is accepted
+    for every point: the others run as they would without it. Build the points inside, run
+    them after. A block inside another joins the outer one; exclusive options and bad values
+    are refused at once, inside or not.
+    """
+    if _GRID.get() is not None:
+        yield
+        return
+    noted: dict[str, list | None] = {}
+    token = _GRID.set(noted)
+    try:
+        yield
+    finally:
+        _GRID.reset(token)
+    for name, points in noted.items():
+        if points:
+            raise ConfigError(_grid_message(name, points))
+
+
+def _grid_message(name: str, points: list) -> str:
+    """Why no point of a grid reads option `name`, as the command line says it for several
+    policies: the first condition that the settings of all the points together fail (with all
+    their values), else (each setting has a reader somewhere, never all at one point) the
+    first point's."""
+    for i, (setting, values, _) in enumerate(points[0][0]):
+        now: list = []
+        for conditions, _ in points:
+            now += [x for x in conditions[i][2] if x not in now]
+        if not any(x in values for x in now):
+            return _ignored_message(name, setting, values, tuple(now))
+    return _ignored_message(name, *points[0][1])
 
 
 def _same(value: Any, default: Any) -> bool:

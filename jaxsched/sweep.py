@@ -40,7 +40,7 @@ import numpy as np
 
 from .buckets import DEFAULT_MAX_WASTE, check_max_waste, plan_buckets
 from .engine import Engine, engine_of
-from .errors import ConfigError, require_float
+from .errors import ConfigError, as_one_grid, require_float
 from .multihost import broadcast_from_writer, is_writer, simulate_multihost
 from .outputs import check_file
 from .progress import Progress, Share
@@ -96,16 +96,19 @@ def _jsonable(v: Any) -> Any:
 
 def _prepare(engine: Engine, base: Any, points: list[dict], params: Mapping, seeds: list[int]):
     """([(point, config, params, key)] per point, {key: its columns}): every point validated
-    before anything compiles; the columns (`results.key_columns`) show what each key hashes."""
+    before anything compiles; the columns (`results.key_columns`) show what each key hashes.
+    The points are one grid (`errors.as_one_grid`): an option the base config or `params` set
+    is refused only if no point reads it (a BF-IO option over a policy axis with FCFS is)."""
     cfg_f, _ = sweep_fields(engine)
     out, described = [], {}
-    for p in points:
-        cfg = dataclasses.replace(base, **{k: v for k, v in p.items() if k in cfg_f})
-        par_kw = {**params, **{k: v for k, v in p.items() if k not in cfg_f}}
-        par = engine.make_params(cfg, **par_kw)
-        cols = key_columns(engine.name, cfg, par, seeds)
-        out.append((p, cfg, par, cols["key"]))
-        described[cols["key"]] = cols
+    with as_one_grid():
+        for p in points:
+            cfg = dataclasses.replace(base, **{k: v for k, v in p.items() if k in cfg_f})
+            par_kw = {**params, **{k: v for k, v in p.items() if k not in cfg_f}}
+            par = engine.make_params(cfg, **par_kw)
+            cols = key_columns(engine.name, cfg, par, seeds)
+            out.append((p, cfg, par, cols["key"]))
+            described[cols["key"]] = cols
     return out, described
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -24,6 +25,7 @@ from ..clock import split12
 from ..errors import (
     ConfigError,
     changed_fields,
+    changed_keywords,
     reads_from,
     refuse_ignored,
     require,
@@ -480,6 +482,15 @@ def enough_steps(
     return dataclasses.replace(config, max_steps=need)
 
 
+def keywords_read_by(policy: str, keywords: Mapping[str, Any]) -> dict[str, Any]:
+    """The make_params `keywords` that a run of `policy` reads: the other policies' own
+    (`POLICIES`' options: prefill_cap of vllm and ft, K_p and K_d of wc) left out. For settings
+    written once for several policies on purpose (paper 004's Fig. 1 constants,
+    `experiments.FIG1`), which make_params refuses for a policy that ignores them."""
+    reads = reads_from(POLICIES, "policy")
+    return {k: v for k, v in keywords.items() if all(policy in r.values for r in reads.get(k, ()))}
+
+
 def make_params(
     config: BudgetConfig,
     *,
@@ -516,6 +527,12 @@ def make_params(
     config.memory_overhead is "swap" or "recompute" (None otherwise). swap_a1_s_per_token,
     swap_a2_s: o(x) = a1 x + a2 ("swap"); recompute_b1_s_per_token2, recompute_b2_s:
     o(x) = b1 x^2 + b2 ("recompute"); the other mode's coefficients must stay 0.
+
+    A policy's own keyword given for a policy that does not read it (prefill_cap with sarathi,
+    K_p with vllm; the readers are `POLICIES`' options) is refused here, with one ConfigError
+    naming it and its readers; the network engine's agents are checked the same way. Inside
+    `errors.as_one_grid` (a sweep's points) the grid refuses only a keyword that none of its
+    points reads; `keywords_read_by` hands each policy its own of one set of settings.
     """
     require(
         isinstance(config, BudgetConfig),
@@ -540,6 +557,9 @@ def make_params(
         )
     kp = INT_LIMIT if K_p is None else require_int(K_p, "K_p", lo=1, hi=INT_LIMIT)
     kd = INT_LIMIT if K_d is None else require_int(K_d, "K_d", lo=1, hi=INT_LIMIT)
+    reads = reads_from(POLICIES, "policy")
+    given = changed_keywords(make_params, dict(prefill_cap=prefill_cap, K_p=K_p, K_d=K_d))
+    refuse_ignored([k for k in given if k in reads], {"policy": config.policy}, reads)
     al = require_float(alpha, "alpha", lo=0.0)
     be = require_float(beta, "beta", lo=0.0)
     require(

@@ -39,6 +39,7 @@ from .config import (
     BudgetConfig,
     capacity_tokens_per_s,
     enough_steps,
+    keywords_read_by,
     make_params,
     mean_lengths,
     rates_for_load,
@@ -104,7 +105,7 @@ def stability(quick: bool = False, seeds: int | None = None, progress=None) -> R
         cfg = _fig1_config(policy, horizon, burn_in, Q, max(loads))
         work = float(mean_lengths(cfg).sum())
         rates = [rates_for_load(cfg, rho, **_time_kw()) for rho in loads]
-        params = [make_params(cfg, rates=r, **FIG1) for r in rates]
+        params = [make_params(cfg, rates=r, **keywords_read_by(policy, FIG1)) for r in rates]
         results = simulate_points(cfg, params, range(S), warn=False)
         series = ([], [], [])
         for rho, r, res in zip(loads, rates, results):
@@ -139,7 +140,7 @@ def stability(quick: bool = False, seeds: int | None = None, progress=None) -> R
             tick(progress, f"{policy} rho={rho}")
         growth_panel[policy] = series
         # Fig. 1: tokens in system over time at 14.3 qps, one seed.
-        p = make_params(cfg, rates=rates_for_load(cfg, FIG1_LOAD, **_time_kw()), **FIG1)
+        p = make_params(cfg, rates=rates_for_load(cfg, FIG1_LOAD, **_time_kw()), **keywords_read_by(policy, FIG1))
         b = batches(simulate(cfg, p, [0], record=True, warn=False), 0)
         keep = np.unique(np.linspace(0, len(b["start_s"]) - 1, 1500).astype(int))
         traj_panel[policy] = (b["start_s"][keep], b["tokens"][keep].astype(float), np.zeros(keep.size))
@@ -270,7 +271,7 @@ def two_type(quick: bool = False, seeds: int | None = None, progress=None) -> Re
         ml = mean_lengths(base)
         rates = [rates_for_load(base, rho, **_time_kw()) for rho in loads]
         cfg = enough_steps(base, rates[-1], FIG1["c_s"], FIG1["a_s_per_token"], FIG1["b0"])
-        kw = dict(FIG1, max_requests=FIG1["budget"], prefill_cap=1024)
+        kw = keywords_read_by(policy, dict(FIG1, max_requests=FIG1["budget"], prefill_cap=1024))
         results = simulate_points(cfg, [make_params(cfg, rates=r, **kw) for r in rates], range(S), warn=False)
         for rho, r, res in zip(loads, rates, results):
             m = res.metrics
@@ -318,7 +319,10 @@ def _two_type_steady(S: int, progress) -> list[dict]:
         r = rates_for_load(base, 0.9, **_time_kw())
         cfg = enough_steps(base, r, FIG1["c_s"], FIG1["a_s_per_token"], FIG1["b0"])
         m = simulate(
-            cfg, make_params(cfg, rates=r, **dict(FIG1, max_requests=FIG1["budget"])), range(S), warn=False
+            cfg,
+            make_params(cfg, rates=r, **keywords_read_by(cfg.policy, dict(FIG1, max_requests=FIG1["budget"]))),
+            range(S),
+            warn=False,
         ).metrics
         offered = float(np.dot(r, mean_lengths(cfg).sum(axis=1)))
         v, mean, half = verdict(m["token_growth_per_s"] / offered, m["overflowed"])

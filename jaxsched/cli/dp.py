@@ -21,7 +21,7 @@ from ..dp.registry import PREDICTORS as DP_PREDICTORS
 from ..dp.registry import REPRODUCTIONS
 from ..dp.registry import SEMANTICS as DP_SEMANTICS
 from ..dp.registry import WORKLOADS as DP_WORKLOADS
-from ..errors import ConfigError, Reads, merge_reads, reads_from, require_int
+from ..errors import ConfigError, Reads, as_one_grid, merge_reads, reads_from, require_int
 from ..outputs import check_dir, check_file, check_output_paths, save
 from .base import (
     Interrupted,
@@ -108,9 +108,14 @@ def _plot_run(base, specs, seed: int, steps: int, path: Path, params_kw: dict, p
     steps = min(steps, base.num_steps)
     bar = Progress("plot (seed %d, steps 1-%d)" % (seed, steps), len(specs), enabled=progress)
     loads = {}
-    for spec in specs:
-        cfg = dataclasses.replace(base, policy=spec.name, lookahead_steps=spec.lookahead_steps, num_steps=steps)
-        res = simulate(cfg, make_params(cfg, **params_kw), [seed], record=True)
+    with as_one_grid():  # the policies share the predictor keywords, as in `run_policies`
+        configs = [
+            dataclasses.replace(base, policy=spec.name, lookahead_steps=spec.lookahead_steps, num_steps=steps)
+            for spec in specs
+        ]
+        params = [make_params(cfg, **params_kw) for cfg in configs]
+    for spec, cfg, par in zip(specs, configs, params):
+        res = simulate(cfg, par, [seed], record=True)
         loads[spec.label] = res.trajectories["hist_loads"][0]
         bar.advance(1, spec.label)
     bar.close()
@@ -156,8 +161,11 @@ def cmd_run(a: argparse.Namespace) -> int:
         workload=workload,
         predictor=a.predictor,
     )
-    for s in specs:  # validate every policy's config and params before compiling anything
-        make_params(dataclasses.replace(base, policy=s.name, lookahead_steps=s.lookahead_steps), **params_kw)
+    # Validate every policy's config and params before compiling anything; the policies are one
+    # grid: an option is refused only if none of them reads it (`run_reads` already checked).
+    with as_one_grid():
+        for s in specs:
+            make_params(dataclasses.replace(base, policy=s.name, lookahead_steps=s.lookahead_steps), **params_kw)
     seeds = list(range(a.seed_start, a.seed_start + seeds_n))
     print(
         f"jaxsched run: G={a.num_workers} B={a.slots_per_worker} R={a.pool_size} steps={a.num_steps} seeds={seeds_n} "

@@ -8,12 +8,25 @@ range, when the object is built, before anything compiles.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import equinox as eqx
 import jax.numpy as jnp
 
-from ..errors import ConfigError, require, require_choice, require_float, require_int
+from ..errors import (
+    ConfigError,
+    Reads,
+    changed_fields,
+    changed_keywords,
+    merge_reads,
+    reads_from,
+    refuse_ignored,
+    require,
+    require_choice,
+    require_float,
+    require_int,
+)
 from ..workload import INT32_MAX, BurstGPTLike, Workload
 from .registry import POLICIES, PREDICTORS, SEMANTICS
 
@@ -37,6 +50,22 @@ def default_step_const_s(slots_per_worker: int) -> float:
 
 DEFAULT_PER_TOKEN_S = 1.5 * 2 * 576 * 61e-6 / 2**20
 """Per-token attention time t_l (s/token) of the BF-IO paper's experiments."""
+
+# What reads BF-IO's predictions' error parameters (make_params keywords): the predictor that
+# draws them. `jaxsched run` reads --noise, --fp-rate and --fn-rate under the same conditions.
+PREDICTOR_READS = {
+    "noise_lo": (Reads("predictor", ("noisy",)),),
+    "noise_hi": (Reads("predictor", ("noisy",)),),
+    "fp_rate": (Reads("predictor", ("classifier",)),),
+    "fn_rate": (Reads("predictor", ("classifier",)),),
+}
+
+
+def option_reads() -> dict[str, tuple[Reads, ...]]:
+    """What reads each DPConfig field and make_params keyword that not every run reads: the
+    policies' registry options first (BF-IO reads its kernel, lookahead, predictor and the
+    predictions' error rates; user policies' options too), then the predictor's."""
+    return merge_reads(reads_from(POLICIES, "policy"), PREDICTOR_READS)
 
 
 @dataclass(frozen=True)
@@ -256,12 +285,32 @@ def make_params(
     max_power_w: float = 400.0,
     power_exponent: float = 0.7,
 ) -> DPParams:
-    """Validated DPParams with the BF-IO paper's defaults (C depends on B)."""
+    """Validated DPParams with the BF-IO paper's defaults (C depends on B).
+
+    Options the run ignores are refused here (one ConfigError naming the option and what reads
+    it, `option_reads`): a DPConfig field set away from its default or a keyword given, where
+    neither the config's policies nor its predictor read it (noise_hi with policy fcfs or with
+    predictor oracle; lookahead_steps with policy jsq_tokens). Here and not in DPConfig, which
+    the engine rebuilds under each policy of a policy set (`DPEngine.switch`). Inside
+    `errors.as_one_grid` (a sweep's points, a comparison of policies sharing one base config
+    and these keywords) the grid refuses only an option that none of its points reads.
+    """
     require(
         isinstance(config, DPConfig),
         "config",
         "a DPConfig (dp.make_params builds the dp engine's params)",
         type(config).__name__,
+    )
+    keywords = dict(
+        step_const_s=step_const_s,
+        per_token_s=per_token_s,
+        noise_lo=noise_lo,
+        noise_hi=noise_hi,
+        fp_rate=fp_rate,
+        fn_rate=fn_rate,
+        idle_power_w=idle_power_w,
+        max_power_w=max_power_w,
+        power_exponent=power_exponent,
     )
     if step_const_s is None:
         step_const_s = default_step_const_s(config.slots_per_worker)
@@ -277,6 +326,10 @@ def make_params(
         power_exponent=require_float(power_exponent, "power_exponent", lo=0.0, lo_open=True),
     )
     require(vals["max_power_w"] >= vals["idle_power_w"], "max_power_w", ">= idle_power_w", vals["max_power_w"])
+    reads = option_reads()
+    given = changed_fields(config, [f.name for f in dataclasses.fields(config) if f.name in reads])
+    given += [k for k in changed_keywords(make_params, keywords) if k in reads]
+    refuse_ignored(given, {"policy": config.policies, "predictor": config.predictor}, reads)
     # Predicted lengths must stay in int32 range: o_max * (1 + noise_hi) < 2^24.
     if config.workload.max_output * (1 + vals["noise_hi"]) > 2**24:
         raise ConfigError(

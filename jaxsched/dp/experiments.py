@@ -10,7 +10,7 @@ from typing import Sequence
 import numpy as np
 
 from ..buckets import simulate_buckets
-from ..errors import ConfigError
+from ..errors import ConfigError, as_one_grid
 from ..progress import Progress
 from ..results import markdown_table, mean_ci_column, metric_value
 from ..run import simulate
@@ -79,12 +79,16 @@ def run_policies(
 ) -> list[tuple[PolicySpec, DPConfig, dict]]:
     """Run every policy on the same workload and seeds; returns (spec, config, metrics).
 
+    The policies' configs and params are built first, as one grid (`errors.as_one_grid`):
+    `base`'s BF-IO options and `params_kw` (a predictor and its noise) are refused only if no
+    policy of `specs` reads them.
     into: a list the (spec, config, metrics) of each policy is appended to as it finishes, so
     that a caller interrupted mid-run still holds the finished ones (default: a new list)."""
     out = [] if into is None else into
-    for n, spec in enumerate(specs, 1):
-        cfg = dataclasses.replace(base, policy=spec.name, lookahead_steps=spec.lookahead_steps)
-        params = make_params(cfg, **(params_kw or {}))
+    with as_one_grid():
+        configs = [dataclasses.replace(base, policy=s.name, lookahead_steps=s.lookahead_steps) for s in specs]
+        all_params = [make_params(cfg, **(params_kw or {})) for cfg in configs]
+    for n, (spec, cfg, params) in enumerate(zip(specs, configs, all_params), 1):
         bar = Progress(f"[{n}/{len(specs)}] {spec.label}", enabled=progress)
         res = simulate(cfg, params, seeds, progress=bar, block_steps=block_steps)
         out.append((spec, cfg, res.metrics))

@@ -17,7 +17,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..clock import split12
-from ..errors import ConfigError, require, require_bool, require_choice, require_float, require_int
+from ..errors import (
+    ConfigError,
+    changed_keywords,
+    reads_from,
+    refuse_ignored,
+    require,
+    require_bool,
+    require_choice,
+    require_float,
+    require_int,
+)
 from ..histogram import bit_num_bins
 from ..workload.arrivals import check_rates
 from .fluid import FluidTypes, Segments, equilibrium, nested_thresholds, span_work, stage_work
@@ -337,6 +347,12 @@ def make_params(
     vllm only), upstream Vidur's defaults; chunk_size (tokens): sarathi's prefill budget.
     check_stability: require d1 * A < 1 with A = sum_j lambda_j (l'_j + 1)(l_j + l'_j / 2) at the
     time-averaged rates (a finite burst may be run unstable with False).
+
+    A policy's limit given away from its default for a policy that does not read it
+    (chunk_size with vllm; the readers are `POLICIES`' options) is refused here, with one
+    ConfigError naming it and its readers (thresholds: None or empty unless the policy has
+    thresholds). Inside `errors.as_one_grid` (a sweep's points, a comparison of policies
+    sharing one set of keywords) the grid refuses only a limit that none of its points reads.
     """
     require(
         isinstance(config, KVConfig),
@@ -402,6 +418,17 @@ def make_params(
     p_hi, p_lo = split12(d1p)
     vl = _vllm_limits(config, C, batch_size_cap, max_tokens_in_batch, block_size, watermark)
     vl["chunk_size"] = require_int(chunk_size, "chunk_size", lo=1, hi=INT_LIMIT)
+    limits = dict(
+        batch_size_cap=batch_size_cap,
+        max_tokens_in_batch=max_tokens_in_batch,
+        block_size=block_size,
+        watermark=watermark,
+        chunk_size=chunk_size,
+    )
+    reads = reads_from(POLICIES, "policy")
+    # thresholds has its own check (_thresholds): an empty sequence stands for none too.
+    given = [k for k in changed_keywords(make_params, limits) if k in reads]
+    refuse_ignored(given, {"policy": config.policy}, reads)
     vl["batch_limit"] = (
         INT_LIMIT if batch_limit is None else require_int(batch_limit, "batch_limit", lo=1, hi=INT_LIMIT)
     )

@@ -9,6 +9,7 @@ engine (`jaxsched.batchmodel`), re-exported here.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +25,16 @@ from ..batchmodel import (
     instance_params,
     resolve_batch,
 )
-from ..errors import ConfigError, require, require_choice, require_float, require_int
+from ..errors import (
+    ConfigError,
+    changed_fields,
+    reads_from,
+    refuse_ignored,
+    require,
+    require_choice,
+    require_float,
+    require_int,
+)
 from .registry import POLICIES
 from .workloads import named
 
@@ -154,9 +164,20 @@ def make_params(
     """Validated params. capacity_tokens: the KV limit M (tokens); with a fixed instance every
     request must fit alone (s + o <= M); in drawn batches a request that cannot is dropped and
     counted (`num_dropped`). The step-time keywords: see `jaxsched.batchmodel` (defaults: unit
-    steps)."""
+    steps).
+
+    A solver option of the config set away from its default for a policy that does not read it
+    (epsilon with policy fcfs; the readers are `POLICIES`' options) is refused here, with one
+    ConfigError naming the option and its readers. Here and not in OfflineConfig: the
+    comparisons of `compare.evaluate` build one config per algorithm from one set of solver
+    options (each reads its own), and run them without make_params. Inside
+    `errors.as_one_grid` (a sweep's points) the grid refuses only an option that none of its
+    points reads."""
     if not isinstance(config, OfflineConfig):
         raise ConfigError(f"config must be an OfflineConfig, got {type(config).__name__}")
+    reads = reads_from(POLICIES, "policy")
+    options = changed_fields(config, [f.name for f in dataclasses.fields(config) if f.name in reads])
+    refuse_ignored(options, {"policy": config.policy}, reads)
     M = require_int(capacity_tokens, "capacity_tokens (M)", lo=2, hi=INT_LIMIT // 4)
     fixed = fixed_instance(config)
     if fixed is not None:

@@ -37,11 +37,12 @@ PARAMS = {
     "rates": [30.0, 20.0],
     "budget": 64,
     "max_requests": 16,
-    "prefill_cap": 96,
     "c_s": 0.01,
     "a_s_per_token": 0.0002,
     "b0": 8,
 }
+# vLLM's and FasterTransformer's whole-prompt cap (make_params refuses it for the others).
+PREFILL_CAP = {"vllm": 96, "ft": 96}
 
 
 def _config(Q: int, A: int, policy: str = "sarathi", **kw) -> BudgetConfig:
@@ -55,9 +56,13 @@ def _same_runs(configs: list[BudgetConfig], capacity: dict, seeds=(0, 1, 2), **p
     simulate_points call: metrics bitwise; trajectories bitwise once `ENGINE.trim` has cut
     them to the run's own steps (the runs of one call share the longest run's length) and,
     per slot, to its own Q slots."""
-    kw = {**PARAMS, **params_kw}
-    alone = [simulate(c, make_params(c, **kw), seeds, warn=False, record=True) for c in configs]
-    padded = [ENGINE.pad(c, make_params(c, **kw), capacity) for c in configs]
+    kw = lambda c: {
+        **PARAMS,
+        **({"prefill_cap": PREFILL_CAP[c.policy]} if c.policy in PREFILL_CAP else {}),
+        **params_kw,
+    }
+    alone = [simulate(c, make_params(c, **kw(c)), seeds, warn=False, record=True) for c in configs]
+    padded = [ENGINE.pad(c, make_params(c, **kw(c)), capacity) for c in configs]
     bucket = padded[0][0]
     assert all(b == bucket for b, _ in padded)
     together = simulate_points(bucket, [p for _, p in padded], seeds, warn=False, record=True)

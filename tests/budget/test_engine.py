@@ -212,7 +212,9 @@ def test_prefill_cap_must_fit_a_prompt():
     cfg = BudgetConfig(policy="vllm")
     with pytest.raises(ConfigError, match=re.escape("prefill_cap must be >= the largest prompt")):
         make_params(cfg, prefill_cap=100)
-    make_params(BudgetConfig(policy="sarathi"), prefill_cap=100)  # sarathi never uses it
+    # sarathi never reads it: given there, it is refused as an option the run ignores.
+    with pytest.raises(ConfigError, match=r"^prefill_cap is read only by policy vllm, ft; policy sarathi ignores it$"):
+        make_params(BudgetConfig(policy="sarathi"), prefill_cap=100)
 
 
 def test_max_steps_must_reach_the_horizon():

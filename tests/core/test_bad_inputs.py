@@ -936,6 +936,36 @@ def _dp_params(**kw):
     return dp.make_params(_dp_cfg(), **kw)
 
 
+def _dp_params_of(cfg_kw, **kw):
+    """dp.make_params of a small DPConfig with the fields `cfg_kw`."""
+    from jaxsched import dp
+
+    return dp.make_params(_dp_cfg(**cfg_kw), **kw)
+
+
+def _dp_grid(policies, cfg_kw=None, **kw):
+    """The params of one small DPConfig per policy, built as the points of one grid (the
+    make_params keywords and config fields `cfg_kw` shared by all)."""
+    from jaxsched.errors import as_one_grid
+
+    with as_one_grid():
+        return [_dp_params_of({**(cfg_kw or {}), "policy": p}, **kw) for p in policies]
+
+
+def _off_params_of(cfg_kw, **kw):
+    """offline.make_params of a small OfflineConfig with the fields `cfg_kw`."""
+    from jaxsched import offline
+
+    return offline.make_params(_off_cfg(**cfg_kw), **kw)
+
+
+def _kv_params_of(cfg_kw, **kw):
+    """kv.make_params of a small KVConfig with the fields `cfg_kw`."""
+    from jaxsched import kv
+
+    return kv.make_params(_kv_cfg(**cfg_kw), **kw)
+
+
 def _kv_cfg(**kw):
     from jaxsched.kv import KVConfig
 
@@ -953,6 +983,13 @@ def _simulate(**kw):
 
     params = kw.pop("params", None)
     return simulate(_dp_cfg(), _dp_params() if params is None else params, **{"seeds": [0], **kw})
+
+
+def _simulate_cfg(config):
+    """simulate with the engine's default params (`Engine.default_params`)."""
+    from jaxsched import simulate
+
+    return simulate(config, seeds=[0])
 
 
 def _workload(cls: str, **kw):
@@ -1399,6 +1436,122 @@ API_CASES = [
         "network-type-orders-sarathi",
         lambda c: _nw_cfg(workload=(_LAW, _LAW), type_orders=((1, 0), (0, 1))),
         r"type_orders is read only by policy priority",
+    ),
+    # --- dp.make_params: BF-IO's options (the registry's) and the predictor's error rates
+    (
+        "dp-params-noise-fcfs",
+        lambda c: _dp_params_of({"policy": "fcfs"}, noise_hi=0.3),
+        r"^noise_hi is read only by policy bfio; policy fcfs ignores it$",
+    ),
+    (
+        "dp-params-noise-oracle",
+        lambda c: _dp_params_of({}, noise_lo=0.2),
+        r"^noise_lo is read only by predictor noisy; predictor oracle ignores it$",
+    ),
+    (
+        "dp-params-fp-rate-noisy",
+        lambda c: _dp_params_of({"predictor": "noisy"}, fp_rate=0.1),
+        r"^fp_rate is read only by predictor classifier; predictor noisy ignores it$",
+    ),
+    ("dp-params-fn-rate-jsq", lambda c: _dp_params_of({"policy": "jsq_tokens"}, fn_rate=0.1), r"^fn_rate.*jsq_tokens"),
+    (
+        "dp-params-predictor-fcfs",
+        lambda c: _dp_params_of({"policy": "fcfs", "predictor": "noisy"}),
+        r"^predictor is read only by policy bfio; policy fcfs ignores it$",
+    ),
+    (
+        "dp-params-lookahead-jsq",
+        lambda c: _dp_params_of({"policy": "jsq_count", "lookahead_steps": 2}),
+        r"^lookahead_steps is read only by policy bfio; policy jsq_count ignores it$",
+    ),
+    (
+        "dp-params-kernel-round-robin",
+        lambda c: _dp_params_of({"policy": "round_robin", "bfio_kernel": "ms_ls"}),
+        r"^bfio_kernel.*round_robin",
+    ),
+    (
+        "dp-params-decay-power-of-two",
+        lambda c: _dp_params_of({"policy": "power_of_two", "lookahead_decay": 0.5}),
+        r"^lookahead_decay.*power_of_two",
+    ),
+    (
+        "dp-params-lookahead-policy-set",
+        lambda c: _dp_params_of({"policy": "fcfs", "policy_set": ("fcfs", "jsq_tokens"), "lookahead_steps": 1}),
+        r"^lookahead_steps is read only by policy bfio; policies fcfs, jsq_tokens ignore it$",
+    ),
+    (
+        "dp-simulate-default-params-predictor-fcfs",
+        lambda c: _simulate_cfg(_dp_cfg(policy="fcfs_alg2", predictor="classifier")),
+        r"^predictor.*fcfs_alg2",
+    ),
+    (
+        "dp-grid-noise-no-bfio",
+        lambda c: _dp_grid(["fcfs", "jsq_tokens"], noise_hi=0.3),
+        r"^noise_hi is read only by policy bfio; policies fcfs, jsq_tokens ignore it$",
+    ),
+    (
+        "dp-grid-fp-rate-noisy",
+        lambda c: _dp_grid(["fcfs", "bfio"], {"predictor": "noisy"}, fp_rate=0.2),
+        r"^fp_rate is read only by predictor classifier; predictor noisy ignores it$",
+    ),
+    # --- offline.make_params: Sorted-F's solver options (the registry's)
+    (
+        "offline-params-epsilon-fcfs",
+        lambda c: _off_params_of({"policy": "fcfs", "epsilon": 0.2}),
+        r"^epsilon is read only by policy sorted_f_scaled; policy fcfs ignores it$",
+    ),
+    ("offline-params-scale-b-mcsf", lambda c: _off_params_of({"scale_b": 50}), r"^scale_b.*policy mcsf ignores"),
+    (
+        "offline-params-dp-width-scaled",
+        lambda c: _off_params_of({"policy": "sorted_f_scaled", "dp_width": 128}),
+        r"^dp_width is read only by policy sorted_f_dp; policy sorted_f_scaled ignores it$",
+    ),
+    (
+        "offline-params-quantile-dp",
+        lambda c: _off_params_of({"policy": "sorted_f_dp", "quantile": 0.5}, capacity_tokens=100),
+        r"^quantile is read only by policy sorted_f_quantile",
+    ),
+    (
+        "offline-params-sample-fraction-swap",
+        lambda c: _off_params_of({"policy": "sorted_f_swap", "sample_fraction": 0.2}),
+        r"^sample_fraction.*sorted_f_swap",
+    ),
+    (
+        "offline-simulate-default-params-epsilon",
+        lambda c: _simulate_cfg(_off_cfg(policy="mcsf2", epsilon=0.5)),
+        r"^epsilon.*mcsf2",
+    ),
+    # --- kv.make_params: the vllm and sarathi limits (the registry's)
+    (
+        "kv-params-chunk-size-wait",
+        lambda c: _kv_params(chunk_size=64),
+        r"^chunk_size is read only by policy sarathi; policy wait ignores it$",
+    ),
+    (
+        "kv-params-max-tokens-sarathi",
+        lambda c: _kv_params_of({"policy": "sarathi"}, max_tokens_in_batch=8192),
+        r"^max_tokens_in_batch is read only by policy vllm; policy sarathi ignores it$",
+    ),
+    (
+        "kv-params-block-size-fcfs",
+        lambda c: _kv_params_of({"policy": "fcfs"}, block_size=32),
+        r"^block_size is read only by policy vllm, sarathi; policy fcfs ignores it$",
+    ),
+    ("kv-params-watermark-nested", lambda c: _kv_params_of({"policy": "nested_wait"}, watermark=0.1), r"^watermark"),
+    ("kv-params-batch-cap-wait", lambda c: _kv_params(batch_size_cap=8), r"^batch_size_cap.*policy wait"),
+    # --- budget.make_params: prefill_cap is vllm's and ft's, K_p and K_d wc's; network's agents
+    (
+        "budget-params-prefill-cap-sarathi",
+        lambda c: _bd_params(prefill_cap=600),
+        r"^prefill_cap is read only by policy vllm, ft; policy sarathi ignores it$",
+    ),
+    ("budget-params-k-p-vllm", lambda c: _bd_params({"policy": "vllm"}, K_p=4), r"^K_p is read only by policy wc"),
+    ("budget-params-k-d-priority", lambda c: _bd_params({"policy": "priority"}, K_d=2), r"^K_d.*priority"),
+    ("budget-params-prefill-cap-wc", lambda c: _bd_params({"policy": "wc"}, prefill_cap=512), r"^prefill_cap.*wc"),
+    (
+        "network-params-prefill-cap-sarathi",
+        lambda c: _nw_params(prefill_cap=64),
+        r"^agent 0: prefill_cap is read only by policy vllm, ft; policy sarathi ignores it$",
     ),
     # ============================================================ issue 33: strict values
     # --- integer fields take integers only: 512.5, 2.9, True are errors, never cut

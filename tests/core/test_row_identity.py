@@ -140,15 +140,20 @@ CHANGES = [
 ]
 
 
+# BF-IO's options: changed on a BF-IO config (make_params refuses them for FCFS, which ignores them).
+BFIO_OPTIONS = ("lookahead_decay", "bfio_kernel", "predictor")
+
+
 @pytest.mark.parametrize("what, name, value", CHANGES)
 def test_every_change_of_key_shows_in_a_column(what, name, value):
-    cfg, par, seeds = CFG, make_params(CFG), [0, 1]
+    start = dataclasses.replace(CFG, policy="bfio") if name in BFIO_OPTIONS else CFG
+    cfg, par, seeds = start, make_params(start), [0, 1]
     base = key_columns("dp", cfg, par, seeds)
     if what == "config":
-        cfg = dataclasses.replace(CFG, **{name: value})
+        cfg = dataclasses.replace(start, **{name: value})
         par = make_params(cfg)
     elif what == "params":
-        par = make_params(CFG, **{name: value})
+        par = make_params(start, **{name: value})
     else:
         seeds = value
     other = key_columns("dp", cfg, par, seeds)

@@ -87,13 +87,10 @@ def test_padded_lookahead_equals_unpadded(predictor):
         )
         for G, B, R, H in [(3, 5, 7, 3), (5, 9, 16, 1)]
     ]
+    # The predictor's error rates, where it draws them (make_params refuses ignored options).
+    errors = {"noisy": dict(noise_lo=0.2, noise_hi=0.4), "classifier": dict(fp_rate=0.1, fn_rate=0.2)}
     _same_runs(
-        configs,
-        dict(num_workers=6, slots_per_worker=11, pool_size=16, lookahead_steps=5),
-        noise_lo=0.2,
-        noise_hi=0.4,
-        fp_rate=0.1,
-        fn_rate=0.2,
+        configs, dict(num_workers=6, slots_per_worker=11, pool_size=16, lookahead_steps=5), **errors.get(predictor, {})
     )
 
 

@@ -352,13 +352,17 @@ def test_max_power_below_idle_power() -> None:
 
 
 def test_noise_hi_must_keep_predictions_in_range() -> None:
-    cfg = DPConfig(**{**SMALL, "workload": Independent(Constant(5), Constant(2**23)), "predictor": "noisy"})
+    # BF-IO with the noisy predictor: the one run that reads noise_hi (make_params refuses it elsewhere).
+    cfg = DPConfig(
+        **{**SMALL, "workload": Independent(Constant(5), Constant(2**23)), "policy": "bfio", "predictor": "noisy"}
+    )
     make_params(cfg, noise_hi=1.0)  # 2^23 * 2 = 2^24: allowed
     _raises(lambda: make_params(cfg, noise_hi=1.5), r"^noise_hi", r"2\^24", r"1\.5")
 
 
 def test_valid_params_are_float32_scalars() -> None:
-    p = make_params(DPConfig(**SMALL), step_const_s=0.5, per_token_s=0.0, fp_rate=1.0)
+    cfg = DPConfig(**{**SMALL, "policy": "bfio", "predictor": "classifier"})  # reads fp_rate
+    p = make_params(cfg, step_const_s=0.5, per_token_s=0.0, fp_rate=1.0)
     assert p.step_const_s.dtype == np.float32 and float(p.step_const_s) == 0.5
     assert float(p.per_token_s) == 0.0 and float(p.fp_rate) == 1.0
 

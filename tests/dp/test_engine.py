@@ -575,7 +575,9 @@ def _long_run(policy: str, lookahead_steps: int, predictor: str, semantics: str,
         burn_in_steps=num_steps // 10 if semantics == "theory" else 0,
         workload=js.BurstGPTLike(),
     )
-    params = js.dp.make_params(cfg, noise_lo=0.3, noise_hi=0.5, fp_rate=0.1, fn_rate=0.2)
+    # The predictor's error rates, where it draws them (make_params refuses ignored options).
+    errors = {"noisy": dict(noise_lo=0.3, noise_hi=0.5), "classifier": dict(fp_rate=0.1, fn_rate=0.2)}
+    params = js.dp.make_params(cfg, **errors.get(predictor, {}))
     res = simulate(cfg, params, [seed], record=True)
     ref = run_reference(cfg, params, seed)
     # Integer trajectories exactly, the long sums as above, the rest as in the short tests.

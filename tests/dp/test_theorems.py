@@ -296,3 +296,46 @@ def test_cli_check_rejects_bad_arguments(capsys):
     assert main(["check", "theorems", "--seeds", "1"]) == 2
     assert main(["check", "theorems", "--bucket-waste", "0.5"]) == 2
     assert "--bucket-waste must be a number in [1, 1e6]" in capsys.readouterr().err
+
+
+def test_grid_rows_describe_themselves_and_rows_of_other_code_or_config_are_not_reused(tmp_path, monkeypatch):
+    """Every row of results.csv carries a sweep row's describing columns (`results.key_columns`);
+    a row of other code, or of another config, is kept as it was and never stands in for a
+    run: the run is computed again and its row added beside it."""
+    import csv
+    import json
+
+    from jaxsched import results
+    from jaxsched.dp.theorems import run_grid
+    from jaxsched.results import code_sha, seeds_sha
+
+    pt = Point(2, 2, 4, 5, 0.5, bfio=False)  # one small FCFS run of Theorem 2's model, 20 steps
+    out = tmp_path / "results.csv"
+
+    def run(measured: int = 2) -> list[dict]:
+        return run_grid(
+            [pt], out, kernel="window", t1_kernel="round_lpt", measured=measured, seeds=[0, 1], progress=False
+        )
+
+    def stored() -> list[dict]:
+        with out.open(newline="") as f:
+            return list(csv.DictReader(f))
+
+    monkeypatch.setattr(results, "code_sha", lambda: "0123456789abcdef")
+    (other,) = run()
+    monkeypatch.undo()
+    (row,) = run()
+    assert other["code"] == "0123456789abcdef" and row["code"] == code_sha()
+    assert row["key"] != other["key"] and stored() == [other, row]
+    for column in ("config", "params", "seeds_sha", "num_seeds", "code", "version", "trace_sha", "extra"):
+        assert column in row, column
+    assert row["num_seeds"] == "2" and row["seeds_sha"] == seeds_sha([0, 1])
+    config = json.loads(row["config"])
+    assert (config["policy"], config["num_workers"], config["slots_per_worker"]) == ("fcfs", 2, 4)
+    assert config["bfio_kernel"] == "vf"  # FCFS reads no kernel: its config keeps the default
+    assert json.loads(row["params"])["step_const_s"] > 0
+    assert json.loads(row["extra"])["point"]["G"] == 2
+    assert run() == [row] and len(stored()) == 2  # the same code and settings: resumed
+    (longer,) = run(measured=3)  # another config (more steps): computed again, beside the others
+    assert json.loads(longer["config"])["num_steps"] > config["num_steps"]
+    assert longer["key"] not in (row["key"], other["key"]) and stored() == [other, row, longer]

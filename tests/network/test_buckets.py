@@ -30,7 +30,9 @@ from tests.sweep_checks import refuses_common_capacities, same_rows
 
 LAWS = (Independent(UniformInt(1, 12), Poisson(3.0), name="a"), Independent(Constant(5), UniformInt(1, 4), name="b"))
 # Per agent: budget 16 tokens in 50 ms + 10 ms/token batches.
-AGENT = {"budget": 16, "max_requests": 6, "prefill_cap": 24, "c_s": 0.05, "a_s_per_token": 0.01, "b0": 4}
+AGENT = {"budget": 16, "max_requests": 6, "c_s": 0.05, "a_s_per_token": 0.01, "b0": 4}
+# vLLM's and FasterTransformer's whole-prompt cap (make_params refuses it for the others).
+PREFILL_CAP = {"vllm": 24, "ft": 24}
 
 
 def _config(table_size: int = 8, agents: int = 2, **kw) -> NetworkConfig:
@@ -53,7 +55,8 @@ def _config(table_size: int = 8, agents: int = 2, **kw) -> NetworkConfig:
 def _params(cfg: NetworkConfig, **kw) -> dict:
     # About 1.5 requests/s per agent and type, 0.9 of an agent's tokens per second.
     per_agent = {"parallel": cfg.K, "fork_join": 0.5}.get(cfg.topology, 1.0)
-    return {**AGENT, "rates": [1.5 * per_agent] * cfg.m, **kw}
+    cap = {"prefill_cap": PREFILL_CAP[cfg.policy]} if cfg.policy in PREFILL_CAP else {}
+    return {**AGENT, **cap, "rates": [1.5 * per_agent] * cfg.m, **kw}
 
 
 def _same_runs(configs: list[NetworkConfig], capacity: dict, seeds=(0, 1, 2)) -> None:

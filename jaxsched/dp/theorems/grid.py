@@ -13,7 +13,10 @@ s ~ Uniform{1, ..., s_max}, imbalance and the max-min gap measured after admissi
 
 `run_grid` runs FCFS at every `Point` and BF-IO where its per-step work is affordable, one row
 per (point, policy) in results.csv, written atomically after every run; a rerun with the same
-settings resumes (rows already present are skipped). docs/theorems.md has the measured costs.
+settings resumes (rows already present are skipped). Each row carries the columns of a sweep's
+row that show what its key hashes (`results.key_columns`: code revision, config, params,
+seeds), so that rows of other code or settings are told apart and computed again.
+docs/theorems.md has the measured costs.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import numpy as np
 
 from ...buckets import DEFAULT_MAX_WASTE, Bucket, check_max_waste, plan_buckets
 from ...progress import Progress, Share
-from ...results import ResultsFile, read_rows, run_key
+from ...results import ResultsFile, key_columns, read_rows
 from ...run import seeds_for_budget, simulate, simulate_points
 from ...stats import mean_ci
 from ...workload import Constant, Geometric, Independent, UniformInt
@@ -113,7 +116,8 @@ class Point:
         return burn + math.ceil(measured / self.p), burn
 
     def config(self, policy: str, kernel: str, measured: int) -> DPConfig:
-        """The DPConfig of this point for `policy` ("fcfs" or "bfio")."""
+        """The DPConfig of this point for `policy` ("fcfs" or "bfio"); `kernel` is BF-IO's (FCFS
+        reads none: its config keeps the default, which make_params requires)."""
         out = Constant(self.out_len) if self.p is None else Geometric(self.p)
         K, burn = self.steps(measured)
         return DPConfig(
@@ -125,7 +129,7 @@ class Point:
             workload=Independent(UniformInt(1, self.s_max), out),
             num_steps=K,
             burn_in_steps=burn,
-            bfio_kernel=kernel,
+            bfio_kernel=kernel if policy == "bfio" else DPConfig.bfio_kernel,
             drift=self.drift,
         )
 
@@ -134,11 +138,19 @@ class Point:
         round's post-admission loads."""
         return self.theorem == 1 and policy == "bfio"
 
-    def key(self, policy: str, kernel: str, measured: int, seeds: Sequence[int]) -> str:
-        """Resume key of (point, policy, settings, seeds): `results.run_key` of the run's
-        Config, Params and full seed list, with the point's fields."""
+    def columns(self, policy: str, kernel: str, measured: int, seeds: Sequence[int]) -> dict[str, object]:
+        """Resume key of (point, policy, settings, seeds) and the columns that show what it
+        hashes, as a sweep's rows have them (`results.key_columns`: `key` is `results.run_key`
+        of the run's Config, Params and full seed list, with the point's fields; `code`,
+        `version`, `config`, `params`, `num_seeds`, `seeds_sha`, `trace_sha` and `extra`)."""
         cfg = self.config(policy, kernel, measured)
-        return run_key("dp", cfg, make_params(cfg), seeds, point=dataclasses.asdict(self), records=self.records(policy))
+        return key_columns(
+            "dp", cfg, make_params(cfg), seeds, point=dataclasses.asdict(self), records=self.records(policy)
+        )
+
+    def key(self, policy: str, kernel: str, measured: int, seeds: Sequence[int]) -> str:
+        """Resume key of (point, policy, settings, seeds): the `key` of `columns`."""
+        return str(self.columns(policy, kernel, measured, seeds)["key"])
 
 
 def _product(
@@ -325,6 +337,15 @@ def _run_bucket(
     return rows
 
 
+def _described_row(cols: dict[str, object], row: dict) -> dict:
+    """A run's results row with its key first and the columns that show what the key hashes
+    (`Point.columns`): the short ones after the row's own, the long JSON cells (`config`,
+    `params`, `extra`: the point's fields) last, as in a sweep's rows."""
+    cols = dict(cols)
+    long = {k: cols.pop(k) for k in ("config", "params", "user_policies", "extra") if k in cols}
+    return {"key": cols.pop("key"), **row, **cols, **long}
+
+
 def run_grid(
     points: Sequence[Point],
     out_csv: Path,
@@ -349,10 +370,11 @@ def run_grid(
     kern = lambda pt: t1_kernel if pt.theorem == 1 else kernel
     jobs = [(pt, pol) for pt in points for pol in (("fcfs", "bfio") if pt.bfio else ("fcfs",))]
     # Keying a job builds its configuration, so every one is validated before anything compiles.
-    keys = [pt.key(pol, kern(pt), measured, seeds) for pt, pol in jobs]
+    described = [pt.columns(pol, kern(pt), measured, seeds) for pt, pol in jobs]
+    keys = [str(cols["key"]) for cols in described]
     results = ResultsFile(out_csv, "key")
     todo = [(pt, pol, kern(pt)) for (pt, pol), key in zip(jobs, keys) if key not in results.done]
-    todo_keys = [key for key in keys if key not in results.done]
+    todo_cols = [cols for cols, key in zip(described, keys) if key not in results.done]
     configs = [pt.config(pol, k, measured) for pt, pol, k in todo]
     weights = [_eta_weight(pt, measured) for pt, _, _ in todo]
     plan = plan_grid(todo, measured, len(seeds), max_waste=bucket_waste)
@@ -367,7 +389,7 @@ def run_grid(
         )
         rows = _run_bucket(bucket, todo, configs, seeds, bar, done, w, detail)
         for i, row in zip(bucket.members, rows):
-            results.append({"key": todo_keys[i], **row})
+            results.append(_described_row(todo_cols[i], row))
         done += sum(w)
         ran += len(w)
         bar.update(done, f"{ran}/{len(jobs)} runs")
