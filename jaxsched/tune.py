@@ -19,7 +19,9 @@ above every feasible fitness that grows with the total relative violation (its r
 recorded in the history): the searchers use only the ranks of the fitnesses, so feasible
 candidates always rank first.
 
-The best feasible candidate of the search and the baseline (the `make_params` defaults, or
+The search starts at the baseline where it lies in the fields' ranges, which is then the first
+candidate of the first generation (a search that finds nothing better returns it). The best
+feasible candidate of the search and the baseline (the `make_params` defaults, or
 values given) then run on the held-out seeds, and `TuneResult.test` holds each one's mean
 objective with a 95% confidence interval and their paired difference, seed by seed.
 """
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -47,16 +50,19 @@ _INVALID = 1e27
 class Field:
     """One tuned make_params keyword. kind "real": uniform in [low, high]; "log": uniform in
     log between low > 0 and high; "int": an integer in [low, high] (the unit interval's value
-    rounded); "choice": one of `choices` (numbers or strings), low and high unused."""
+    rounded); "choice": one of `choices` (numbers or strings), low and high unused. size > 1:
+    a tuple of that many such values (per-type thresholds, rates), each its own dimension."""
 
     name: str
     low: float = 0.0
     high: float = 1.0
     kind: str = "real"
     choices: tuple = ()
+    size: int = 1
 
     def __post_init__(self):
         require(isinstance(self.name, str) and self.name.isidentifier(), "Field.name", "a keyword name", self.name)
+        require_int(self.size, f"field {self.name}: size", lo=1, hi=4096)
         require_choice(self.kind, f"field {self.name}: kind", ("real", "log", "int", "choice"))
         if self.kind == "choice":
             require(
@@ -80,6 +86,19 @@ class Field:
                 v = getattr(self, end)
                 require(float(v).is_integer(), f"field {self.name}: {end}", "an integer for an int field", v)
 
+    def unit(self, v: Any) -> float | None:
+        """The point of [0, 1] whose value is v (the inverse of `value`, the middle of a
+        choice's bin); None when v is not a value of this field (outside the range, not a
+        choice, not a number)."""
+        if self.kind == "choice":
+            k = len(self.choices)
+            return (self.choices.index(v) + 0.5) / k if v in self.choices else None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not self.low <= v <= self.high:
+            return None
+        if self.kind == "log":
+            return (math.log(v) - math.log(self.low)) / (math.log(self.high) - math.log(self.low))
+        return (v - self.low) / (self.high - self.low)
+
     def value(self, u: float) -> Any:
         """The field's value at u in [0, 1] (clipped)."""
         u = min(max(float(u), 0.0), 1.0)
@@ -92,25 +111,62 @@ class Field:
 
 
 def parse_field(text: str) -> Field:
-    """'budget=64:4096:int', 'alpha=1e-6:1e-3:log', 'c_s=0.01:0.1' (real) or
-    'prefill_cap=256|512|1024' (choice) -> Field; one ConfigError naming the text otherwise."""
+    """'budget=64:4096:int', 'alpha=1e-6:1e-3:log', 'c_s=0.01:0.1' (real),
+    'prefill_cap=256|512|1024' (choice) or 'thresholds[4]=1:64:int' (a tuple of 4) -> Field; one
+    ConfigError naming the text otherwise."""
     name, sep, spec = text.partition("=")
     name, spec = name.strip(), spec.strip()
-    usage = "name=low:high[:real|log|int] or name=v1|v2|..."
+    usage = "name=low:high[:real|log|int], name=v1|v2|... or name[size]=..."
     if not sep or not name or not spec:
         raise ConfigError(f"--field must look like {usage}, got {text!r}")
+    size = 1
+    if name.endswith("]") and "[" in name:
+        name, _, count = name[:-1].partition("[")
+        size = _number(count.strip())
+        if not isinstance(size, int) or size < 1:
+            raise ConfigError(f"--field {name}: the size in brackets must be an integer >= 1, got {text!r}")
+        name = name.strip()
+    return _parse_spec(name, spec, size, text, usage)
+
+
+def _parse_spec(name: str, spec: str, size: int, text: str, usage: str) -> Field:
     if "|" in spec:
         values = tuple(_number(v.strip()) for v in spec.split("|"))
         if any(v == "" for v in values):
             raise ConfigError(f"--field {name}: a choice must not be empty, got {text!r}")
-        return Field(name, kind="choice", choices=values)
+        return Field(name, kind="choice", choices=values, size=size)
     parts = spec.split(":")
     if len(parts) not in (2, 3):
         raise ConfigError(f"--field must look like {usage}, got {text!r}")
     low, high = (_number(p.strip()) for p in parts[:2])
     if not all(isinstance(v, (int, float)) for v in (low, high)):
         raise ConfigError(f"--field {name}: low and high must be numbers, got {text!r}")
-    return Field(name, float(low), float(high), parts[2].strip() if len(parts) == 3 else "real")
+    return Field(name, float(low), float(high), parts[2].strip() if len(parts) == 3 else "real", size=size)
+
+
+def encode(fields: Sequence[Field], values: Mapping[str, Any]) -> list[float] | None:
+    """The point of the unit cube of `values` ({field name: value}, a tuple for a field of
+    size k), or None when a value is missing or outside its field."""
+    out = []
+    for f in fields:
+        v = values.get(f.name)
+        vs = [v] if f.size == 1 else (list(v) if isinstance(v, (tuple, list)) and len(v) == f.size else [None])
+        us = [f.unit(x) for x in vs]
+        if any(u is None for u in us):
+            return None
+        out += us
+    return out
+
+
+def decode(fields: Sequence[Field], row: Sequence[float]) -> dict:
+    """{field name: value} of one point of the unit cube (a field of size k takes k
+    coordinates, in the order of `fields`)."""
+    out, i = {}, 0
+    for f in fields:
+        u = row[i : i + f.size]
+        out[f.name] = f.value(u[0]) if f.size == 1 else tuple(f.value(x) for x in u)
+        i += f.size
+    return out
 
 
 def _number(text: str) -> Any:
@@ -158,8 +214,10 @@ def parse_constraint(text: str) -> Constraint:
 
 @dataclass(frozen=True)
 class Objective:
-    """Minimise (goal "min") or maximise ("max") the mean over the seeds of `metric`,
-    subject to every constraint."""
+    """Minimise (goal "min") or maximise ("max") the mean over the seeds of `metric`, subject
+    to every constraint. `metric` is one metric's name or a linear combination of them,
+    'window_throughput_tokens_per_s - 36.5*latency_mean_s' (a price on one metric in the units
+    of another), evaluated seed by seed."""
 
     metric: str
     goal: str = "min"
@@ -167,18 +225,56 @@ class Objective:
 
     def __post_init__(self):
         require_choice(self.goal, "objective goal", ("min", "max"))
+        self.terms()  # one ConfigError for a malformed combination
+
+    def terms(self) -> list[tuple[float, str]]:
+        """[(coefficient, metric name)] of `metric`."""
+        return _linear_terms(self.metric)
+
+    def per_seed(self, metrics: Mapping[str, np.ndarray]) -> np.ndarray:
+        """float64[seeds]: the objective of each seed of a run's metrics."""
+        return sum(c * np.asarray(metrics[m], np.float64) for c, m in self.terms())
+
+    def metrics(self) -> list[str]:
+        """Every metric the objective and its constraints read, once each, in order."""
+        names = [m for _, m in self.terms()] + [c.metric for c in self.constraints]
+        return list(dict.fromkeys(names))
 
     def __str__(self) -> str:
         text = f"{self.goal} {self.metric}"
         return text + (" subject to " + ", ".join(map(str, self.constraints)) if self.constraints else "")
 
 
+_TERM = re.compile(r"([+-])?(?:((?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\*)?([A-Za-z_]\w*)")
+
+
+def _linear_terms(text: str) -> list[tuple[float, str]]:
+    """'a - 2.5*b + c' -> [(1.0, 'a'), (-2.5, 'b'), (1.0, 'c')]; ConfigError unless the whole
+    text is such terms (spaces ignored, a metric named once)."""
+    if re.search(r"[\w.]\s+[\w.]", str(text)):  # 'a b': two names, not one
+        raise ConfigError(f"objective metric must be a metric name or a sum like 'a - 2.5*b', got {text!r}")
+    flat = "".join(str(text).split())
+    terms, pos = [], 0
+    while pos < len(flat):
+        m = _TERM.match(flat, pos)
+        if m is None or m.end() == pos or (terms and m.group(1) is None):
+            raise ConfigError(f"objective metric must be a metric name or a sum like 'a - 2.5*b', got {text!r}")
+        sign = -1.0 if m.group(1) == "-" else 1.0
+        terms.append((sign * float(m.group(2) or 1.0), m.group(3)))
+        pos = m.end()
+    names = [n for _, n in terms]
+    if not terms or len(set(names)) != len(names):
+        raise ConfigError(f"objective metric must name each metric once, got {text!r}")
+    return terms
+
+
 def parse_objective(text: str, constraints: Sequence[str] = ()) -> Objective:
-    """'min latency_mean_s' / 'max throughput_tokens_per_s' and constraint texts -> Objective."""
-    words = text.split()
-    if len(words) != 2 or words[0] not in ("min", "max"):
-        raise ConfigError(f"--objective must look like 'min METRIC' or 'max METRIC', got {text!r}")
-    return Objective(words[1], words[0], tuple(parse_constraint(c) for c in constraints))
+    """'min latency_mean_s', 'max throughput_tokens_per_s - 30*latency_mean_s' and constraint
+    texts -> Objective."""
+    goal, _, metric = text.strip().partition(" ")
+    if goal not in ("min", "max") or not metric.strip():
+        raise ConfigError(f"--objective must look like 'min METRIC' or 'max METRIC - 2*OTHER', got {text!r}")
+    return Objective(metric.strip(), goal, tuple(parse_constraint(c) for c in constraints))
 
 
 @dataclass
@@ -275,14 +371,21 @@ def tune(
     base_params = engine.make_params(config, **fixed, **baseline)
 
     history: list[dict] = []
-    es, es_params, state, key = _searcher(searcher, len(fields), population, seed)
+    # The search starts at the baseline where it lies in the fields' ranges (the setting to
+    # beat is usually a good one), else at the centre of the cube.
+    start = encode(fields, baseline)
+    es, es_params, state, key = _searcher(searcher, sum(f.size for f in fields), population, seed, start)
     import jax
 
     for gen in range(generations):
         key, k_ask, k_tell = jax.random.split(key, 3)
         units, state = es.ask(k_ask, state, es_params)
-        units = np.asarray(units, dtype=np.float64)
-        cands = [{f.name: f.value(u) for f, u in zip(fields, row)} for row in units]
+        units = np.array(units, dtype=np.float64)
+        if gen == 0 and start is not None:
+            # The baseline is the first candidate: a search that finds nothing better returns
+            # it, rather than its best sample, which may be worse.
+            units[0] = start
+        cands = [decode(fields, row) for row in units]
         rows = _evaluate(engine, config, fixed, base_params, cands, train, objective)
         for i, r in enumerate(rows):
             history.append({"generation": gen, "index": i, **cands[i], **r})
@@ -346,7 +449,7 @@ def check_problem(config, fields, objective, fixed=None, baseline=None, train_se
     # Unset baseline fields are make_params' defaults, named so that reports show them.
     defaults = {p.name: p.default for p in inspect.signature(engine.make_params).parameters.values()}
     baseline = {n: baseline.get(n, defaults[n]) for n in names}
-    for c in (objective.metric, *(c.metric for c in objective.constraints)):
+    for c in objective.metrics():
         if c not in engine.METRICS:
             raise ConfigError(f"metric {c!r} must be a metric of engine {engine.name!r}: {', '.join(engine.METRICS)}")
     train, test = _seeds(train_seeds, "train_seeds"), _seeds(test_seeds, "test_seeds")
@@ -366,8 +469,9 @@ def _seeds(seeds, name: str) -> list[int]:
     return out
 
 
-def _searcher(name: str, dim: int, population: int, seed: int):
-    """(algorithm, its params, initial state at the cube's centre, key)."""
+def _searcher(name: str, dim: int, population: int, seed: int, start: Sequence[float] | None = None):
+    """(algorithm, its params, initial state with its mean at `start` (None: the cube's
+    centre), key)."""
     import jax
     import jax.numpy as jnp
 
@@ -384,7 +488,8 @@ def _searcher(name: str, dim: int, population: int, seed: int):
     params = algo.default_params.replace(std_init=0.25)
     key = jax.random.key(seed)
     key, k_init = jax.random.split(key)
-    state = algo.init(k_init, jnp.full(dim, 0.5, jnp.float32), params)
+    mean = jnp.full(dim, 0.5, jnp.float32) if start is None else jnp.asarray(start, jnp.float32)
+    state = algo.init(k_init, mean, params)
     return algo, params, state, key
 
 
@@ -408,8 +513,8 @@ def _evaluate(engine, config, fixed, base_params, cands, seeds, objective) -> li
 
 def _score(metrics: Mapping[str, np.ndarray], objective: Objective, refused: str = "") -> dict:
     """One candidate's row from its per-seed metrics."""
-    means = {m: float(np.mean(metrics[m])) for m in (objective.metric, *(c.metric for c in objective.constraints))}
-    value = means[objective.metric]
+    means = {m: float(np.mean(metrics[m])) for m in objective.metrics()}
+    value = float(np.mean(objective.per_seed(metrics)))
     if refused:
         return {"objective": math.nan, "fitness": _INVALID, "feasible": False, "reason": refused, **means}
     sign = 1.0 if objective.goal == "min" else -1.0
@@ -437,8 +542,7 @@ def held_out(engine, config, fixed, baseline, best, seeds, objective) -> dict:
 
     plist = [engine.make_params(config, **fixed, **baseline), engine.make_params(config, **fixed, **best)]
     base, tuned = simulate_points(config, plist, seeds, engine=engine, progress=False, warn=False)
-    m = objective.metric
-    a, b = np.asarray(base.metrics[m], np.float64), np.asarray(tuned.metrics[m], np.float64)
+    a, b = objective.per_seed(base.metrics), objective.per_seed(tuned.metrics)
     ci = lambda x: tuple(float(v) for v in np.asarray(mean_ci(x))[[0, 2]])  # noqa: E731 (mean, half-width)
     diff = ci(b - a)
     better = diff[0] < 0 if objective.goal == "min" else diff[0] > 0
@@ -530,6 +634,8 @@ __all__ = [
     "TuneResult",
     "best_so_far",
     "check_problem",
+    "decode",
+    "encode",
     "held_out",
     "parse_constraint",
     "parse_field",

@@ -195,10 +195,22 @@ class KVSizes(eqx.Module):
     id mod Q) and arrivals_per_step A <= config.arrivals_per_step (candidates examined per
     epoch). Slots q >= Q exist in the arrays but never hold a request (id -1) and enter no
     metric; the arrival buffers' rows a >= A are never filled. The run's metrics and
-    trajectories are bitwise those of the unpadded run (tests/kv/test_buckets.py)."""
+    trajectories are bitwise those of the unpadded run (tests/kv/test_buckets.py).
+
+    The run's bounds, which fix no shape, ride along so that runs differing in them share a
+    bucket (`jaxsched.kv.engine.pad_run`): num_requests N (int32; 2^31 - 1 when None, a
+    count no int32 counter of arrivals passes), the horizon T as the double-float horizon_hi
+    + horizon_lo the clock compares with (+inf, 0 when None), horizon_bits the float64 T's
+    two int32 words (the host divides the horizon's tokens by T itself), and max_steps, the
+    run's bound on epochs (<= config.max_steps, which sets the bucket's scan length)."""
 
     table_size: jnp.ndarray
     arrivals_per_step: jnp.ndarray
+    num_requests: jnp.ndarray
+    horizon_hi: jnp.ndarray
+    horizon_lo: jnp.ndarray
+    horizon_bits: jnp.ndarray
+    max_steps: jnp.ndarray
 
 
 class KVParams(eqx.Module):

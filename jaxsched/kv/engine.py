@@ -8,23 +8,27 @@ idle), a run is `lax.scan(step)`, seeds are `vmap`ped (jaxsched.run). The exact 
 
 from __future__ import annotations
 
-from dataclasses import replace
+import math
+from dataclasses import fields, replace
+from typing import Mapping, NamedTuple
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
 from .. import clock
+from ..buckets import DEFAULT_MAX_WASTE
 from ..clock import DF
 from ..engine import Engine
-from ..errors import ConfigError
+from ..errors import ConfigError, require, require_float, require_int
 from ..histogram import bit_bins
 from ..kernels import ordered_sum
 from ..run import Results, trajectory_rows
 from ..timing import iteration_time_s, priced_iteration_time_s
 from ..workload import arrivals
 from .config import INT_LIMIT, KVConfig, KVParams, KVSizes, make_params
-from .metrics import METRICS, finalize
+from .metrics import METRICS
+from .metrics import finalize as finalize_metrics
 from .policies import View, within_limits
 from .registry import POLICIES
 from .state import KVState, Table, Totals, Window
@@ -48,6 +52,64 @@ def ring_size(config: KVConfig, params: KVParams):
     return config.table_size if params.sizes is None else params.sizes.table_size
 
 
+# A padded run also carries its bounds (`KVSizes`): N, T and max_steps are then traced values
+# and the bucket config's are only the largest (they fix no shape; max_steps sets the scan
+# length). Its N of None is NO_REQUEST_BOUND, a count an int32 counter of arrivals never
+# passes, and its T of None is +inf, which every clock reading is below: both are then exactly
+# the unbounded run. The arrival stream (`workload.arrivals`) reads N and T from the config it
+# is given: a padded run gives it its own traced N and no horizon, and applies its T to the
+# stream itself (`_stream`): while a run is live its clock is below T, so a candidate due then
+# arrives before T, and T only decides whether the stream is exhausted after the last one.
+NO_REQUEST_BOUND = 2**31 - 1
+
+
+class _StreamBounds(NamedTuple):
+    """What `workload.arrivals` reads of a config, for a padded run: its own traced N and no
+    horizon (the run applies its T afterwards, `_stream`)."""
+
+    num_requests: jnp.ndarray
+    horizon_s: None = None
+
+
+def request_bound(config: KVConfig, params: KVParams):
+    """N of the run: the config's (an int, or None: no bound), or a padded run's traced int32
+    (NO_REQUEST_BOUND: none)."""
+    return config.num_requests if params.sizes is None else params.sizes.num_requests
+
+
+def horizon(config: KVConfig, params: KVParams) -> DF | None:
+    """T of the run as a double-float: the config's (None: no horizon), or a padded run's traced
+    one (+inf: none)."""
+    if params.sizes is None:
+        return None if config.horizon_s is None else DF.from_float64(config.horizon_s)
+    return DF(params.sizes.horizon_hi, params.sizes.horizon_lo)
+
+
+def step_bound(config: KVConfig, params: KVParams):
+    """The run's bound on epochs: config.max_steps, or a padded run's traced int32."""
+    return config.max_steps if params.sizes is None else params.sizes.max_steps
+
+
+def _stream_config(config: KVConfig, params: KVParams):
+    """The config the arrival stream reads (see `_StreamBounds`)."""
+    return config if params.sizes is None else _StreamBounds(params.sizes.num_requests)
+
+
+def _stream(config: KVConfig, params: KVParams, gen: arrivals.ArrivalState) -> arrivals.ArrivalState:
+    """The stream with a padded run's own horizon applied: exhausted once its next candidate
+    arrives after T, as `arrivals.candidate` marks it for a config with that horizon."""
+    if params.sizes is None:
+        return gen
+    late = ~clock.le(gen.time, horizon(config, params))
+    return replace(gen, exhausted=gen.exhausted | late)
+
+
+def horizon_s(sizes: KVSizes) -> np.ndarray:
+    """Host float64 T (s) of padded runs, from `KVSizes.horizon_bits` [..., 2] (inf: none)."""
+    bits = np.ascontiguousarray(np.asarray(sizes.horizon_bits, np.int32))
+    return bits.view(np.float64)[..., 0]
+
+
 def init(config: KVConfig, params: KVParams, seed) -> KVState:
     """Empty system at t = 0 of run `seed` (uint32 scalar), candidate 0 precomputed."""
     seed = jnp.asarray(seed, jnp.uint32)
@@ -61,7 +123,7 @@ def init(config: KVConfig, params: KVParams, seed) -> KVState:
         seed,
         DF.zeros(),
         jnp.bool_(False),
-        arrivals.first(config, params, seed),
+        _stream(config, params, arrivals.first(_stream_config(config, params), params, seed)),
         table,
         zm,
         zm,
@@ -87,8 +149,16 @@ def _insert(config, params, state: KVState, active):
     # A padded run examines its own A candidates and rings over its own Q slots.
     limit = None if params.sizes is None else params.sizes.arrivals_per_step
     gen, buf, more_due = arrivals.collect_due(
-        config, params, state.seed, state.gen, state.clock, active, config.arrivals_per_step, limit
+        _stream_config(config, params),
+        params,
+        state.seed,
+        state.gen,
+        state.clock,
+        active,
+        config.arrivals_per_step,
+        limit,
     )
+    gen = _stream(config, params, gen)
     held = state.table.id >= 0
     slot = buf["id"] % ring_size(config, params)
     put = buf["ok"] & ~held[slot]
@@ -122,11 +192,17 @@ def window_bounds(config: KVConfig, params: KVParams):
     window opens when request lo is inserted, passes its middle at request mid and closes at
     request hi (INT_LIMIT without N: never)."""
     k = params.burn_in_requests
-    if config.num_requests is None:
+    n = request_bound(config, params)
+    if n is None:
         big = jnp.int32(INT_LIMIT)
         return k, big, big
-    n = jnp.int32(config.num_requests)
-    return k, k + (n - 2 * k) // 2, n - k
+    n = jnp.int32(n)
+    mid, hi = k + (n - 2 * k) // 2, n - k
+    if params.sizes is None:
+        return k, mid, hi
+    # A padded run without N (k = 0 then) gets the marks of the unbounded run.
+    none = n == NO_REQUEST_BOUND
+    return k, jnp.where(none, INT_LIMIT, mid), jnp.where(none, INT_LIMIT, hi)
 
 
 def _window_insert(window: Window, bounds, prev, now, in_system, ids, t: DF) -> Window:
@@ -145,11 +221,14 @@ def _window_insert(window: Window, bounds, prev, now, in_system, ids, t: DF) -> 
     )
 
 
-def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, work, t_end: DF, on, in_window, bounds):
+def _apply_batch(
+    config, table: Table, totals: Totals, member, preempt, chunk, work, t_end: DF, on, in_window, bounds, T: DF | None
+):
     """Effects of a batch at its end time t_end (docs §5 step 6), applied where `on`. A member
     advances a stage when its chunk completes its work (always, except a partial chunk).
     Latency and TTFT count measured requests (ids in [bounds[0], bounds[2])) only; completed
-    tokens count in the window's when `in_window`."""
+    tokens count in the window's when `in_window`, in the horizon's when t_end <= T (the run's
+    `horizon`, None: always)."""
     member = member & on
     preempt = preempt & on
     decode = jnp.asarray(config.decode_tokens, jnp.int32)[table.type]
@@ -175,7 +254,7 @@ def _apply_batch(config, table: Table, totals: Totals, member, preempt, chunk, w
     n_done = jnp.sum(done, dtype=jnp.int32)
     tok = jnp.sum(jnp.where(done, decode + 1, 0), dtype=jnp.int32)
     dtok = jnp.sum(jnp.where(done, decode, 0), dtype=jnp.int32)
-    in_h = jnp.bool_(True) if config.horizon_s is None else clock.le(t_end, DF.from_float64(config.horizon_s))
+    in_h = jnp.bool_(True) if T is None else clock.le(t_end, T)
     in_h = in_h.astype(jnp.int32)
     totals = replace(
         totals,
@@ -233,7 +312,8 @@ class _Epoch(eqx.Module):
 def _decide(config: KVConfig, params: KVParams, state: KVState, gen, table, more_due, active, hit) -> _Epoch:
     """Steps 3-5 of an epoch: the drain flag, the policy's batch, and which case applies."""
     go = active & ~hit & ~more_due
-    all_in = jnp.bool_(False) if config.num_requests is None else gen.num_arrived >= config.num_requests
+    n = request_bound(config, params)
+    all_in = jnp.bool_(False) if n is None else gen.num_arrived >= n
     draining = all_in & (config.end_mode == "drain")
     valid = table.id >= 0
     work = jnp.where(valid, jnp.asarray(config.prefill_tokens, jnp.int32)[table.type] + table.stage, 0)
@@ -266,8 +346,9 @@ def step(config: KVConfig, params: KVParams, state: KVState, record: bool = Fals
     """One decision epoch (docs/kv-semantics.md §5). Returns (state, the epoch's trajectory
     row (docs §9) when `record`, else None)."""
     t0 = state.clock
-    active = ~state.done & (state.totals.epochs < config.max_steps)
-    hit = jnp.bool_(False) if config.horizon_s is None else clock.le(DF.from_float64(config.horizon_s), t0)
+    active = ~state.done & (state.totals.epochs < step_bound(config, params))
+    T = horizon(config, params)
+    hit = jnp.bool_(False) if T is None else clock.le(T, t0)
     gen, table, type_inserted, ovf, inserted, more_due, ids = _insert(config, params, state, active & ~hit)
     bounds = window_bounds(config, params)
     prev, now = state.gen.num_arrived, gen.num_arrived
@@ -312,6 +393,7 @@ def step(config: KVConfig, params: KVParams, state: KVState, record: bool = Fals
         batch,
         wbatch,
         bounds,
+        T,
     )
     type_completed = state.type_completed.at[pre.type].add(completes.astype(jnp.int32))
     n_in = jnp.sum(table.id >= 0, dtype=jnp.int32)
@@ -404,17 +486,140 @@ def max_steps(config: KVConfig) -> int:
 # configs whose type lists extend one another would gain, and the lengths would have to become
 # traced, changing the unpadded program.)
 SIZE_FIELDS = ("table_size", "arrivals_per_step")
+# The fields that end a run or bound its epochs: they fix no shape, so a padded run carries its
+# own (`KVSizes`) and a bucket holds the largest (`pad_run`, `pad_runs`). They are not
+# `SIZE_FIELDS`: `jaxsched.buckets` takes integer sizes only, and N and T may be None.
+BOUND_FIELDS = ("num_requests", "horizon_s", "max_steps")
+
+
+def _own_sizes(config: KVConfig) -> KVSizes:
+    """The run's own sizes and bounds as `KVSizes` (N None: NO_REQUEST_BOUND, T None: +inf)."""
+    T = math.inf if config.horizon_s is None else config.horizon_s
+    df = DF.from_float64(T) if math.isfinite(T) else DF(jnp.float32(np.inf), jnp.float32(0.0))
+    return KVSizes(
+        table_size=jnp.int32(config.table_size),
+        arrivals_per_step=jnp.int32(config.arrivals_per_step),
+        num_requests=jnp.int32(NO_REQUEST_BOUND if config.num_requests is None else config.num_requests),
+        horizon_hi=df.hi,
+        horizon_lo=df.lo,
+        horizon_bits=jnp.asarray(np.array(T, np.float64).reshape(1).view(np.int32)),
+        max_steps=jnp.int32(config.max_steps),
+    )
 
 
 def pad_into(config: KVConfig, params: KVParams, capacity) -> tuple[KVConfig, KVParams]:
     """(bucket config, params) running `config` inside the validated `capacity` (`Engine.pad`);
-    the params carry the run's own sizes (`KVSizes`)."""
+    the params carry the run's own sizes and bounds (`KVSizes`)."""
     try:
         bucket = replace(config, **capacity)
     except ConfigError as err:  # e.g. A > Q, or Q * max_len over the int32 headroom
         raise ConfigError(f"capacity {capacity} is not a valid bucket: {err}") from None
-    sizes = KVSizes(*(jnp.int32(getattr(config, f)) for f in SIZE_FIELDS))
-    return bucket, replace(params, sizes=sizes)
+    return bucket, replace(params, sizes=_own_sizes(config))
+
+
+def _bound_capacity(config: KVConfig, field: str, value):
+    """The validated capacity of one bound: at least the run's own; None (no bound) for N and T
+    is the largest, and the only one for a run without that bound."""
+    own = getattr(config, field)
+    what = f"capacity {field}"
+    if field == "max_steps":
+        return require_int(value, what, lo=own, hi=INT_LIMIT)
+    if value is None or own is None:
+        require(value is None, what, "None (no bound), as the run's own", value)
+        return None
+    if field == "num_requests":
+        return require_int(value, what, lo=own, hi=INT_LIMIT)
+    return require_float(value, what, lo=own)
+
+
+def pad_run(config: KVConfig, params: KVParams, capacity: Mapping) -> tuple[KVConfig, KVParams]:
+    """`ENGINE.pad` with the run's bounds too: (bucket config, params) running `config` inside
+    `capacity`, {field: value} over SIZE_FIELDS (integers >= the config's, as for `ENGINE.pad`)
+    and BOUND_FIELDS: num_requests and horizon_s None (no bound) or at least the config's (a
+    run without the bound needs None), max_steps an integer >= the config's. Fields left out
+    keep the config's value. The run's metrics and trajectories are bitwise its unpadded
+    run's. One ConfigError naming the field for a bad capacity, before anything compiles."""
+    require(isinstance(capacity, Mapping), "capacity", "a mapping {size or bound field: value}", capacity)
+    require(isinstance(config, KVConfig), "config", "a KVConfig", type(config).__name__)
+    bounds = {f: _bound_capacity(config, f, capacity[f]) for f in BOUND_FIELDS if f in capacity}
+    bucket, padded = ENGINE.pad(config, params, {f: v for f, v in capacity.items() if f not in BOUND_FIELDS})
+    try:
+        bucket = replace(bucket, **bounds)
+    except ConfigError as err:  # e.g. N and T both None
+        raise ConfigError(f"capacity {dict(capacity)} is not a valid bucket: {err}") from None
+    return bucket, padded
+
+
+def pad_runs(
+    runs, max_waste: float | None = DEFAULT_MAX_WASTE, max_steps: int | None = None
+) -> list[tuple[KVConfig, KVParams]]:
+    """Every (config, params) of `runs` as the (bucket config, params) of the bucket it shares,
+    for `jaxsched.buckets.simulate_buckets(..., max_waste=None)`, which then compiles one
+    program per distinct bucket config. Runs whose configs agree on everything but their sizes
+    and bounds (and on whether they have an N) form a group, whose tables are bucketed by
+    `jaxsched.buckets.plan_buckets` (`max_waste`; None: runs of different Q or A never share
+    a bucket).
+
+    A bucket's bounds do not depend on which runs it holds, so that calls that follow one
+    another (an experiment's rounds of runs) meet the same bucket configs and their compiled
+    programs: N is the largest a config takes (INT_LIMIT) and there is no horizon; for runs
+    without N (then with a horizon), no N and the largest horizon of the bucket's runs.
+    max_steps is the largest of the runs' and of `max_steps` (the caller's bound over all its
+    calls); a run cut by its own max_steps idles, in steps that change nothing, until the
+    bucket's. A run whose config is its bucket's runs unpadded."""
+    from ..buckets import plan_buckets
+
+    require(
+        isinstance(runs, (list, tuple)) and all(isinstance(r, tuple) and len(r) == 2 for r in runs),
+        "runs",
+        "a list of (KVConfig, KVParams) pairs",
+        runs,
+    )
+    floor = 1 if max_steps is None else require_int(max_steps, "max_steps", lo=1, hi=INT_LIMIT)
+    groups: dict[tuple, list[int]] = {}
+    for i, (c, _) in enumerate(runs):
+        require(isinstance(c, KVConfig), f"runs[{i}]", "a (KVConfig, KVParams) pair", type(c).__name__)
+        key = tuple((f.name, getattr(c, f.name)) for f in fields(c) if f.name not in SIZE_FIELDS + BOUND_FIELDS)
+        groups.setdefault(key + (c.num_requests is None,), []).append(i)
+    out: list = [None] * len(runs)
+    for idx in groups.values():
+        configs = [runs[i][0] for i in idx]
+        # The plan compares sizes: every config of the group at the same (its first's) bounds.
+        same = {f: getattr(configs[0], f) for f in BOUND_FIELDS}
+        for bucket in plan_buckets(ENGINE, [replace(c, **same) for c in configs], max_waste):
+            members = [idx[j] for j in bucket.members]
+            own = [runs[i][0] for i in members]
+            with_n = own[0].num_requests is not None
+            cap = {f: getattr(bucket.config, f) for f in SIZE_FIELDS}
+            cap.update(
+                num_requests=INT_LIMIT if with_n else None,
+                horizon_s=None if with_n else max(c.horizon_s for c in own),
+                max_steps=max([floor] + [c.max_steps for c in own]),
+            )
+            alone = all(c == replace(bucket.config, **cap) for c in own)
+            for i in members:
+                out[i] = runs[i] if alone else pad_run(*runs[i], cap)
+    return out
+
+
+def finalize(config: KVConfig, params: KVParams, state: KVState) -> dict[str, np.ndarray]:
+    """`jaxsched.kv.metrics.finalize`, with a padded run's throughputs over its own horizon T:
+    the bucket's T is the largest, or None when some run has none (then the metric's T-free
+    formula is every run's without a horizon)."""
+    out = finalize_metrics(config, params, state)
+    if params.sizes is None:
+        return out
+    T = horizon_s(params.sizes)
+    own = np.isfinite(T)
+    if own.any():
+        T = np.where(own, T, 1.0)
+        t = state.totals
+        for key, tokens in (
+            ("throughput_tokens_per_s", t.horizon_tokens),
+            ("decode_throughput_tokens_per_s", t.horizon_decode_tokens),
+        ):
+            out[key] = np.where(own, tokens.to_numpy() / T, out[key])
+    return out
 
 
 def trajectory_length(config: KVConfig, metrics) -> int:

@@ -541,3 +541,58 @@ def _write_experiment(out: Path, run: dict, seeds: list[int]) -> None:
         ),
     )
     (out / "comparison.md").write_text(run["markdown"])
+
+
+def es_experiment(
+    name: str,
+    *,
+    population: int = 12,
+    generations: int = 8,
+    train_seeds: Sequence[int] = range(8),
+    seeds: Sequence[int] = range(1000, 1032),
+    searcher: str = "cma_es",
+    key: int = 0,
+    others: dict[str, Sequence[int]] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
+    """The thresholds of `name` searched by an evolution strategy on the exact engine
+    (`jaxsched.tune`), with the gradient tuner's objective: the window throughput - lam * the
+    window's mean latency (`exact_objective`), each integer threshold in [1, 3 max(fluid)], the
+    fluid thresholds as the baseline; then `exact_comparison` of the ES thresholds ("tuned")
+    against the fluid and practical ones and `others` (label -> thresholds, e.g. the gradient
+    tuner's) on the held-out `seeds`. Returns {"search": the TuneResult, "tuned", plus
+    exact_comparison's entries}."""
+    from ..tune import Field, Objective, tune
+
+    require(isinstance(name, str) and name in _POINTS, "name", f"one of {TUNE_SETUPS}", name)
+    setup = tune_setup(name)
+    base = fluid_baselines(setup)
+    fluid = [int(x) for x in base["fluid"]]
+    fixed = dict(
+        rates=setup.rates,
+        d0_s=setup.d0_s,
+        d1_s_per_token=setup.d1_s_per_token,
+        capacity_tokens=setup.capacity_tokens,
+        burn_in_requests=setup.burn_in,
+    )
+    objective = Objective(f"window_throughput_tokens_per_s - {setup.lam!r}*latency_mean_s", "max")
+    res = tune(
+        setup.config,
+        [Field("thresholds", 1, 3 * max(fluid), "int", size=len(fluid))],
+        objective,
+        fixed=fixed,
+        baseline={"thresholds": tuple(fluid)},
+        train_seeds=train_seeds,
+        test_seeds=seeds,
+        searcher=searcher,
+        population=population,
+        generations=generations,
+        seed=key,
+        progress=progress,
+    )
+    if res.best is None:
+        return {"search": res, "tuned": None}
+    tuned = np.asarray(res.best["thresholds"], np.int64)
+    candidates = {"tuned": tuned, **base, **{k: np.asarray(v, np.int64) for k, v in (others or {}).items()}}
+    cmp = exact_comparison(setup, candidates, [int(s) for s in seeds])
+    return {"search": res, "tuned": tuned, "setup": setup, **cmp}

@@ -60,8 +60,16 @@ def test_parse_objective_and_constraints():
         "max",
         (T.Constraint("ttft_p99_s", "<=", 2.5), T.Constraint("num_departed", ">=", 10.0)),
     )
-    for bad in ("throughput", "best x", "min a b"):
+    for bad in ("throughput", "best x", "min", "max  "):
         with pytest.raises(ConfigError, match="--objective must look like"):
+            T.parse_objective(bad)
+    # A linear combination of metrics, evaluated seed by seed.
+    o = T.parse_objective("max a - 36.5*b + 2e-3 * c")
+    assert o.terms() == [(1.0, "a"), (-36.5, "b"), (0.002, "c")] and o.metrics() == ["a", "b", "c"]
+    m = {"a": np.array([1.0, 2.0]), "b": np.array([0.5, 0.25]), "c": np.array([1000.0, 0.0])}
+    assert o.per_seed(m).tolist() == [1.0 - 36.5 * 0.5 + 2.0, 2.0 - 36.5 * 0.25]
+    for bad in ("min a b", "min a -", "min 2*", "min a+a", "min *a", "min a--b", "min 3"):
+        with pytest.raises(ConfigError, match="objective metric must"):
             T.parse_objective(bad)
     for bad in ("ttft<2", "ttft<=x", "<=2", "ttft<=nan"):
         with pytest.raises(ConfigError, match="--constraint must look like"):
@@ -221,3 +229,51 @@ def test_the_command_line(tmp_path, capsys):
         assert main(bad) == 2, bad
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0], (bad, err)
+
+
+def test_encode_is_the_inverse_of_decode_and_the_search_starts_at_the_baseline(monkeypatch):
+    fields = [T.parse_field(t) for t in ("budget=64:1024:int", "th[3]=1:64:int", "c=1|2|4", "a=0.001:0.1:log")]
+    values = {"budget": 100, "th": (1, 32, 64), "c": 4, "a": 0.001}
+    back = T.decode(fields, T.encode(fields, values))
+    assert math.isclose(back.pop("a"), 0.001, rel_tol=1e-12) and back == {k: v for k, v in values.items() if k != "a"}
+    for bad in ({"budget": 2000}, {"th": (1, 2)}, {"c": 3}, {"a": None}):
+        assert T.encode(fields, {**values, **bad}) is None
+    starts = []
+    real = T._searcher
+    monkeypatch.setattr(T, "_searcher", lambda *a: starts.append(a[-1]) or real(*a))
+    T.tune(
+        CFG,
+        fields[:1],
+        OBJ,
+        fixed=FIXED,
+        baseline={"budget": 160},
+        train_seeds=[0, 1],
+        test_seeds=[2, 3],
+        population=4,
+        generations=1,
+    )
+    T.tune(
+        CFG,
+        fields[:1],
+        OBJ,
+        fixed=FIXED,
+        baseline={"budget": 2000},
+        train_seeds=[0, 1],
+        test_seeds=[2, 3],
+        population=4,
+        generations=1,
+    )
+    assert starts == [[0.1], None]  # (160 - 64) / 960; a baseline outside the range: the centre
+    # The baseline in range is the first candidate evaluated.
+    res = T.tune(
+        CFG,
+        fields[:1],
+        OBJ,
+        fixed=FIXED,
+        baseline={"budget": 160},
+        train_seeds=[0, 1],
+        test_seeds=[2, 3],
+        population=4,
+        generations=1,
+    )
+    assert res.history[0]["budget"] == 160 and res.history[1]["budget"] != 160

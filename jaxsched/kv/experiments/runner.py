@@ -18,16 +18,16 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-import time
 import warnings
 from typing import Callable, Sequence
 
 import numpy as np
 
+from ...buckets import simulate_buckets
 from ...errors import require, require_bool, require_float, require_int
-from ...run import simulate
 from ...stats import mean_ci
 from ..config import INT_LIMIT, KVConfig, make_params
+from ..engine import pad_runs
 from ..fluid import FluidTypes, equilibrium
 from ..metrics import settling, stability_issues
 from ..registry import POLICIES
@@ -178,7 +178,43 @@ def run_point(
     queue was still growing, or measured requests did not complete; rerun on the short plan
     when its table lost arrivals); "invalid" (arrivals lost to the table beyond `table_limit`
     slots, or seeds not finished). `issues` says why; `dropped_arrivals` counts the losses.
+    `wall_s`: the point's share of the wall time of the batched calls that ran it
+    (`run_experiment` runs its points together, `_run_points`).
     """
+    return _run_points(
+        exp, [(policy, load, batch_limit, capacity)], seeds, n_req, hw, table_limit, prefill_price, steady
+    )[0]
+
+
+@dataclasses.dataclass
+class _Point:
+    """One point in flight (`_run_points`): its row so far, the fluid types, thresholds, plan
+    and latest run. stage: "doubling" (the burn-in may double, `doublings` times so far),
+    "fallback" (the short plan may replace it), "done"."""
+
+    row: dict
+    policy: str
+    types: FluidTypes
+    th: tuple | None
+    plan: SteadyPlan
+    short: bool
+    over: str
+    lifetime: float
+    batch_limit: int | None
+    hw: Hardware
+    stage: str = "doubling"
+    doublings: int = 0
+    cfg: KVConfig | None = None
+    met: dict | None = None
+    horizon: float | None = None
+    wall_s: float = 0.0
+
+
+def _setup_point(
+    exp, policy, load, batch_limit, capacity, seeds, n_req, hw, table_limit, prefill_price, steady
+) -> _Point | dict:
+    """A point's row before it runs and its first plan (a `_Point`), or the finished row of a
+    point that does not run (infeasible)."""
     C, c_rule = capacity_for(exp, load, capacity, hw)
     hw = dataclasses.replace(hw, capacity_tokens=C)
     types = exp.types(load, hw)
@@ -227,27 +263,42 @@ def run_point(
             wall_s=0.0,
         )
         return row
-    t0 = time.perf_counter()
-    run = lambda plan, short: _run_plan(
-        exp, policy, types, th, plan, short, list(seeds), hw, batch_limit, prefill_price, table_limit
-    )
     lifetime = plan.relax_s * (1.0 - load) * types.total_rate  # arrivals per fluid lifetime
     short = steady and bool(over)
     if short:
         plan = overloaded_plan(plan, lifetime, n_req, table_limit)
-    cfg, met, horizon = run(plan, short)
-    for _ in range(BURN_IN_DOUBLINGS):
-        # The queue settled within the window, not before it: a longer burn-in (and cool-down).
-        if short or not steady or not _settled_late(met, plan.window):
-            break
-        plan = dataclasses.replace(plan, burn_in=2 * plan.burn_in)
-        cfg, met, horizon = run(plan, short)
-    if steady and not short and met["table_overflow"].any() and _keeps_growing(met, plan.window, cfg.table_size):
-        # A queue that keeps growing fills any table: rerun on the short plan, whose table
-        # holds every arrival, instead of reporting losses.
-        plan, short = overloaded_plan(plan, lifetime, n_req, table_limit), True
-        cfg, met, horizon = run(plan, short)
-    row["wall_s"] = time.perf_counter() - t0
+    return _Point(row, policy, types, th, plan, short, over, lifetime, batch_limit, hw)
+
+
+def _advance(p: _Point, steady: bool, n_req: int, table_limit: int) -> bool:
+    """After a run of `p`: whether it runs again, with its plan changed for that run."""
+    if p.stage == "doubling":
+        if p.doublings < BURN_IN_DOUBLINGS and steady and not p.short and _settled_late(p.met, p.plan.window):
+            # The queue settled within the window, not before it: a longer burn-in (and cool-down).
+            p.doublings += 1
+            p.plan = dataclasses.replace(p.plan, burn_in=2 * p.plan.burn_in)
+            return True
+        p.stage = "fallback"
+    if p.stage == "fallback":
+        p.stage = "done"
+        met, cfg = p.met, p.cfg
+        if (
+            steady
+            and not p.short
+            and met["table_overflow"].any()
+            and _keeps_growing(met, p.plan.window, cfg.table_size)
+        ):
+            # A queue that keeps growing fills any table: rerun on the short plan, whose table
+            # holds every arrival, instead of reporting losses.
+            p.plan, p.short = overloaded_plan(p.plan, p.lifetime, n_req, table_limit), True
+            return True
+    return False
+
+
+def _finish_point(p: _Point, steady: bool) -> dict:
+    """The row of a point whose last run is done."""
+    row, plan, met, cfg, horizon, over = p.row, p.plan, p.met, p.cfg, p.horizon, p.over
+    row["wall_s"] = p.wall_s
     row.update(
         num_requests=plan.num_requests,
         burn_in_requests=plan.burn_in,
@@ -256,7 +307,7 @@ def run_point(
         table_size=cfg.table_size,
         dropped_arrivals=float(met["table_overflow"].sum()),
     )
-    _fill_metrics(row, met, eq.throughput, steady)
+    _fill_metrics(row, met, row["fluid_throughput"], steady)
     growth, growth_ci, first, unsettled = settling(met, plan.window)
     row.update(queue_growth=growth, queue_growth_ci=growth_ci, queue_growth_first_half=first)
     invalid = stability_issues(met, None if steady else plan.num_requests)
@@ -272,6 +323,60 @@ def run_point(
     return row
 
 
+def _run_points(
+    exp: KVExperiment,
+    specs: Sequence[tuple],
+    seeds: Sequence[int],
+    n_req: int,
+    hw: Hardware,
+    table_limit: int,
+    prefill_price: float | None,
+    steady: bool,
+    report: Callable[[dict], None] | None = None,
+) -> list[dict]:
+    """The rows of `specs`, (policy, load, batch_limit, capacity) points, as `run_point` makes
+    each, with every round of runs batched: all points run their first plan together, then the
+    points whose rule asks for another run (a doubled burn-in, the short plan) run it together,
+    and so on; each round goes through `_run_growing_tables`, which shares compiled programs
+    among points (`jaxsched.kv.engine.pad_runs`). A run's metrics do not depend on the runs it
+    shares a program with, so the rows are those of the points run one by one. report: called
+    with each finished row (infeasible rows first)."""
+    rows: list = [None] * len(specs)
+    live: list[tuple[int, _Point]] = []
+    for i, (policy, load, batch_limit, capacity) in enumerate(specs):
+        p = _setup_point(exp, policy, load, batch_limit, capacity, seeds, n_req, hw, table_limit, prefill_price, steady)
+        if isinstance(p, dict):
+            rows[i] = p
+            if report is not None:
+                report(p)
+        else:
+            live.append((i, p))
+    seeds = list(seeds)
+    # The buckets' max_steps is the largest of every run these points may make (their plans
+    # ahead, `_ahead`), so that a round meets the bucket configs of the rounds before and reuses
+    # their compiled programs where the shapes agree. A run still stops at its own max_steps.
+    max_steps = max(
+        (
+            _plan_config(exp, p, plan, short, prefill_price)[0].max_steps
+            for _, p in live
+            for plan, short in _ahead(p, steady, n_req, table_limit)
+        ),
+        default=None,
+    )
+    while live:
+        _run_plans(exp, [p for _, p in live], seeds, prefill_price, table_limit, max_steps)
+        again = []
+        for i, p in live:
+            if _advance(p, steady, n_req, table_limit):
+                again.append((i, p))
+            else:
+                rows[i] = _finish_point(p, steady)
+                if report is not None:
+                    report(rows[i])
+        live = again
+    return rows
+
+
 def _settled_late(met: dict, window: int) -> bool:
     """The queue grew over the window's first half only (`settling`)."""
     return any("first half" in i for i in settling(met, window)[3])
@@ -285,7 +390,7 @@ def _keeps_growing(met: dict, window: int, table_size: int) -> bool:
 
 def overloaded_plan(plan: SteadyPlan, lifetime_requests: float, n_req: int, limit: int) -> SteadyPlan:
     """The plan of a row whose queue grows without bound, run on a table that holds every
-    arrival (`_run_plan`). No steady state to wait for: a burn-in of two fluid request lifetimes
+    arrival (`_run_plans`). No steady state to wait for: a burn-in of two fluid request lifetimes
     of arrivals (lifetime_requests each; the start-up transient), a window of four lifetimes
     and at least n_req requests, so the window throughput is the policy's service rate and not
     a start-up transient; cut to fit `limit` slots (burn-in at most limit / 4)."""
@@ -297,31 +402,53 @@ def overloaded_plan(plan: SteadyPlan, lifetime_requests: float, n_req: int, limi
     return SteadyPlan(plan.relax_s, burn, window)
 
 
-def _run_plan(
+def _run_plans(
     exp: KVExperiment,
-    policy: str,
-    types: FluidTypes,
-    th,
-    plan: SteadyPlan,
-    short: bool,
+    points: list[_Point],
     seeds: list[int],
-    hw: Hardware,
-    batch_limit: int | None,
     prefill_price: float | None,
     table_limit: int,
-):
-    """Run one point's plan: (config run, per-seed metrics, horizon in s or None).
+    max_steps: int | None = None,
+) -> None:
+    """Run every point's plan, all in one `_run_growing_tables` call (buckets of at least
+    `max_steps` epochs); sets each point's config run, per-seed metrics and horizon (s, or
+    None) and adds its share of the wall time.
 
     Steady plans (relax_s finite) stop at the mean time of the last arrival plus DRAIN_RELAX
     relaxation times, a short plan (`overloaded_plan`) at the last arrival, with a table of at
     least N slots (no arrival can be lost); the others grow their table while arrivals are lost
     (`_run_growing_table`). Plans without relax_s run to the end (finite N, drained)."""
+    jobs, horizons = [], []
+    for p in points:
+        cfg, params, horizon = _plan_run(exp, p, p.plan, p.short, prefill_price)
+        steady = math.isfinite(p.plan.relax_s)
+        jobs.append((cfg, params, cfg.table_size if p.short else table_limit, p.plan.window if steady else 0))
+        horizons.append(horizon)
+    for p, horizon, (cfg, met, wall) in zip(points, horizons, _run_growing_tables(jobs, seeds, max_steps)):
+        p.cfg, p.met, p.horizon = cfg, met, horizon
+        p.wall_s += wall
+
+
+def _plan_run(exp: KVExperiment, p: _Point, plan: SteadyPlan, short: bool, prefill_price: float | None):
+    """(config, params, horizon in s or None) of the run of `plan` at point `p` (see
+    `_run_plans`)."""
+    cfg, horizon = _plan_config(exp, p, plan, short, prefill_price)
+    return cfg, _plan_params(p, cfg, plan, prefill_price), horizon
+
+
+def _plan_config(exp: KVExperiment, p: _Point, plan: SteadyPlan, short: bool, prefill_price: float | None):
+    """(config, horizon in s or None) of the run of `plan` at point `p` (see `_run_plans`)."""
+    types = p.types
     eq = equilibrium(types)
     arrivals_s = plan.num_requests / types.total_rate
     steady = math.isfinite(plan.relax_s)
     horizon = (arrivals_s if short else arrivals_s + DRAIN_RELAX * plan.relax_s) if steady else None
     sizes = _sizes(
-        exp, types, plan.num_requests, horizon or 5 * arrivals_s + 20.0 * (max(exp.decode) + 1) * eq.iteration_time, hw
+        exp,
+        types,
+        plan.num_requests,
+        horizon or 5 * arrivals_s + 20.0 * (max(exp.decode) + 1) * eq.iteration_time,
+        p.hw,
     )
     if short:
         sizes["table_size"] = 1 << max(
@@ -330,31 +457,45 @@ def _run_plan(
     cfg = KVConfig(
         prefill_tokens=exp.prefill,
         decode_tokens=exp.decode,
-        policy=policy,
+        policy=p.policy,
         num_requests=plan.num_requests,
         horizon_s=horizon,
         prefill_price=prefill_price is not None,
         **sizes,
     )
+    return cfg, horizon
+
+
+def _ahead(p: _Point, steady: bool, n_req: int, table_limit: int) -> list[tuple[SteadyPlan, bool]]:
+    """Every (plan, short) that `p` may run (`_advance`): its first plan, its doubled burn-ins
+    and the short plan."""
+    plans = [(p.plan, p.short)]
+    if steady and not p.short:
+        plans += [
+            (dataclasses.replace(p.plan, burn_in=p.plan.burn_in << k), False) for k in range(1, BURN_IN_DOUBLINGS + 1)
+        ]
+        plans.append((overloaded_plan(p.plan, p.lifetime, n_req, table_limit), True))
+    return plans
+
+
+def _plan_params(p: _Point, cfg: KVConfig, plan: SteadyPlan, prefill_price: float | None):
+    """The params of `cfg`, the run of `plan` at point `p`."""
+    types, hw, policy, batch_limit = p.types, p.hw, p.policy, p.batch_limit
     caps = dict(batch_limit=batch_limit)
     if prefill_price is not None:
         caps["d1_prefill_s_per_token"] = require_float(prefill_price, "prefill_price", lo=0.0) * hw.d1_s_per_token
     if "batch_size_cap" in POLICIES[policy].options:
         caps["batch_size_cap"] = INT_LIMIT if batch_limit is None else batch_limit
-    params = make_params(
+    return make_params(
         cfg,
         rates=types.rates,
         d0_s=hw.d0_s,
         d1_s_per_token=hw.d1_s_per_token,
         capacity_tokens=hw.capacity_tokens,
-        thresholds=th,
+        thresholds=p.th,
         burn_in_requests=plan.burn_in,
         **caps,
     )
-    cfg, met = _run_growing_table(
-        cfg, params, seeds, cfg.table_size if short else table_limit, plan.window if steady else 0
-    )
-    return cfg, met, horizon
 
 
 def _fill_metrics(row: dict, met: dict, fluid_throughput: float, steady: bool) -> None:
@@ -381,17 +522,59 @@ def _run_growing_table(cfg: KVConfig, params, seeds: list[int], table_limit: int
     the policy's real occupancy, not the fluid estimate. Returns (config run, metrics); a run
     that still loses arrivals at the limit, or whose queue keeps growing (`settling` over a
     measured window of `window` requests; 0: not checked), is returned as it is."""
-    while True:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # reported in the row instead
-            met = simulate(cfg, params, seeds).metrics
-        bigger = 2 * cfg.table_size
-        # A queue that keeps growing fills any table: its losses are not chased (the caller
-        # reruns such a row on a table that holds every arrival).
-        growing = window > 0 and _keeps_growing(met, window, cfg.table_size)
-        if not met["table_overflow"].any() or bigger > table_limit or growing or bigger * cfg.max_len > 2**30:
-            return cfg, met
-        cfg = dataclasses.replace(cfg, table_size=bigger)
+    cfg, met, _ = _run_growing_tables([(cfg, params, table_limit, window)], seeds)[0]
+    return cfg, met
+
+
+# Size buckets of the experiments' runs (`jaxsched.kv.engine.pad_runs`): runs of one table size
+# share programs across their N, horizon and max_steps, and tables never pad (None; a number X:
+# a run joins a bucket of a larger table doing at most X times its per-epoch work). A larger
+# table costs its work on every epoch of the runs it takes in, and the experiments' tables
+# differ by 2x and more, so it saves compilations and costs simulation: on two busy CPU cores
+# (one run each) X = 2 took the quick E1 from 14 to 10 programs at 99 against 103 CPU s, and
+# the quick E2 from 9 to 7 programs at 57 against 52 CPU s.
+BUCKET_WASTE: float | None = None
+
+
+def _run_growing_tables(
+    jobs: list[tuple], seeds: list[int], max_steps: int | None = None
+) -> list[tuple[KVConfig, dict, float]]:
+    """`_run_growing_table` of every job, (config, params, table_limit, window), in rounds: each
+    round runs the jobs still growing through size buckets (`_simulate`, buckets of at least
+    `max_steps` epochs), the first round all of them, the next ones those that lost arrivals,
+    on their doubled tables. Returns (config run, metrics, share of the wall time in s) per
+    job."""
+    cfgs = [j[0] for j in jobs]
+    out: list = [None] * len(jobs)
+    wall = [0.0] * len(jobs)
+    todo = list(range(len(jobs)))
+    while todo:
+        results = _simulate([(cfgs[i], jobs[i][1]) for i in todo], seeds, max_steps)
+        grow = []
+        for i, res in zip(todo, results):
+            cfg, met, (_, _, table_limit, window) = cfgs[i], res.metrics, jobs[i]
+            wall[i] += res.wall_s
+            bigger = 2 * cfg.table_size
+            # A queue that keeps growing fills any table: its losses are not chased (the caller
+            # reruns such a row on a table that holds every arrival).
+            growing = window > 0 and _keeps_growing(met, window, cfg.table_size)
+            if not met["table_overflow"].any() or bigger > table_limit or growing or bigger * cfg.max_len > 2**30:
+                out[i] = (cfg, met, wall[i])
+            else:
+                cfgs[i] = dataclasses.replace(cfg, table_size=bigger)
+                grow.append(i)
+        todo = grow
+    return out
+
+
+def _simulate(runs: list[tuple], seeds: list[int], max_steps: int | None = None) -> list:
+    """`jaxsched.run.simulate` of every (config, params) of `runs` over `seeds`, the runs that
+    differ only in their N, horizon or max_steps (and their table, as BUCKET_WASTE allows)
+    sharing compiled programs (`pad_runs` with buckets of at least `max_steps` epochs, one
+    `simulate_buckets` call): bitwise each run's own results."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # reported in the row instead
+        return simulate_buckets(pad_runs(runs, BUCKET_WASTE, max_steps), seeds, max_waste=None)
 
 
 def run_experiment(
@@ -454,28 +637,19 @@ def run_experiment(
     )
     for c in rules:
         require(isinstance(c, str) and c in CAPACITY_RULES, "capacities", f"rules among {tuple(CAPACITY_RULES)}", c)
-    rows = []
     report = report_to(progress, len(grid) * len(rules) * len(limits) * len(pols))
-    for load in grid:
-        for c in rules:
-            for b in limits:
-                for pol in pols:
-                    rows.append(
-                        run_point(
-                            exp,
-                            pol,
-                            load,
-                            range(n_seeds),
-                            n_req,
-                            hw,
-                            batch_limit=b,
-                            prefill_price=prefill_price,
-                            capacity=c,
-                            steady=steady,
-                        )
-                    )
-                    report(_progress_line(name, rows[-1]))
-    return rows
+    specs = [(pol, load, b, c) for load in grid for c in rules for b in limits for pol in pols]
+    return _run_points(
+        exp,
+        specs,
+        range(n_seeds),
+        n_req,
+        hw,
+        TABLE_LIMIT,
+        prefill_price,
+        steady,
+        lambda row: report(_progress_line(name, row)),
+    )
 
 
 def report_to(progress, total: int) -> Callable[[str], None]:
