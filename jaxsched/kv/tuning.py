@@ -557,12 +557,13 @@ def es_experiment(
 ) -> dict:
     """The thresholds of `name` searched by an evolution strategy on the exact engine
     (`jaxsched.tune`), with the gradient tuner's objective: the window throughput - lam * the
-    window's mean latency (`exact_objective`), each integer threshold in [1, 3 max(fluid)], the
-    fluid thresholds as the baseline; then `exact_comparison` of the ES thresholds ("tuned")
+    window's mean latency (`exact_objective`), infeasible where a run drops arrivals or loses
+    them to a full table, each integer threshold in [1, 3 max(fluid)], the fluid thresholds as
+    the baseline; then `exact_comparison` of the ES thresholds ("tuned")
     against the fluid and practical ones and `others` (label -> thresholds, e.g. the gradient
     tuner's) on the held-out `seeds`. Returns {"search": the TuneResult, "tuned", plus
     exact_comparison's entries}."""
-    from ..tune import Field, Objective, tune
+    from ..tune import Constraint, Field, Objective, tune
 
     require(isinstance(name, str) and name in _POINTS, "name", f"one of {TUNE_SETUPS}", name)
     setup = tune_setup(name)
@@ -575,7 +576,10 @@ def es_experiment(
         capacity_tokens=setup.capacity_tokens,
         burn_in_requests=setup.burn_in,
     )
-    objective = Objective(f"window_throughput_tokens_per_s - {setup.lam!r}*latency_mean_s", "max")
+    # A run that drops arrivals or loses them to a full table measures fewer requests than
+    # arrived: infeasible, as the comparison's stability guard would mark it.
+    lost = (Constraint("num_dropped", "<=", 0.0), Constraint("table_overflow", "<=", 0.0))
+    objective = Objective(f"window_throughput_tokens_per_s - {setup.lam!r}*latency_mean_s", "max", lost)
     res = tune(
         setup.config,
         [Field("thresholds", 1, 3 * max(fluid), "int", size=len(fluid))],
