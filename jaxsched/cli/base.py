@@ -267,11 +267,12 @@ def write_resolved(args: argparse.Namespace, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     group = next((v for k, v in vars(args).items() if k.endswith("_command") and v), None)
     name = f"jaxsched {args.command}{' ' + group if group else ''}"
+    # Commands that resume their results (sweep, check theorems) take no --overwrite.
+    replace = "; add --overwrite to replace this run's files" if hasattr(args, "overwrite") else ""
     text = (
-        f"# The options of one `{name}` run in {os.getcwd()}; rerun it from there with\n"
+        f"# Options of `{name}` as run in {os.getcwd()}; to rerun it from that folder:\n"
         f"#   {name} --config {_as_typed(path)}\n"
-        "# (relative paths below are relative to that folder; add --overwrite to replace this run's files)\n"
-        + tomli_w.dumps(resolved_options(args))
+        f"# (relative paths below are relative to that folder{replace})\n" + tomli_w.dumps(resolved_options(args))
     )
     path.write_text(text)
     return path

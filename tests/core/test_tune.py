@@ -241,39 +241,9 @@ def test_encode_is_the_inverse_of_decode_and_the_search_starts_at_the_baseline(m
     starts = []
     real = T._searcher
     monkeypatch.setattr(T, "_searcher", lambda *a: starts.append(a[-1]) or real(*a))
-    T.tune(
-        CFG,
-        fields[:1],
-        OBJ,
-        fixed=FIXED,
-        baseline={"budget": 160},
-        train_seeds=[0, 1],
-        test_seeds=[2, 3],
-        population=4,
-        generations=1,
-    )
-    T.tune(
-        CFG,
-        fields[:1],
-        OBJ,
-        fixed=FIXED,
-        baseline={"budget": 2000},
-        train_seeds=[0, 1],
-        test_seeds=[2, 3],
-        population=4,
-        generations=1,
-    )
+    one = dict(fixed=FIXED, train_seeds=[0, 1], test_seeds=[2, 3], population=4, generations=1)
+    res = T.tune(CFG, fields[:1], OBJ, baseline={"budget": 160}, **one)
+    T.tune(CFG, fields[:1], OBJ, baseline={"budget": 2000}, **one)
     assert starts == [[0.1], None]  # (160 - 64) / 960; a baseline outside the range: the centre
     # The baseline in range is the first candidate evaluated.
-    res = T.tune(
-        CFG,
-        fields[:1],
-        OBJ,
-        fixed=FIXED,
-        baseline={"budget": 160},
-        train_seeds=[0, 1],
-        test_seeds=[2, 3],
-        population=4,
-        generations=1,
-    )
     assert res.history[0]["budget"] == 160 and res.history[1]["budget"] != 160
