@@ -320,6 +320,16 @@ def file_outputs(
     return out, plot, conf
 
 
+def fresh_folder(args: argparse.Namespace, out: str | Path) -> Path:
+    """--out for a command that writes fixed names into a folder of its own (`tune`): a
+    non-empty folder of an earlier run is never written into (`fresh_names`: the next free
+    numbered folder where --out is the default, an error where it was named); checked with
+    `check_dir`."""
+    out = Path(out)
+    earlier = out if out.is_dir() and any(out.iterdir()) else None
+    return check_dir(numbered(out, fresh_names(args, {"--out": ("out", [earlier])})["--out"]), "--out")
+
+
 def folder_outputs(args: argparse.Namespace, out: Path, files: dict[str, str | None]) -> dict[str, Path | None]:
     """{what: path} of the files a command writes into its --out folder ({what: file name},
     None: not written): checked (`check_folder_outputs`), then numbered together where an

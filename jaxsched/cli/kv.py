@@ -9,7 +9,6 @@ import argparse
 import math
 import sys
 import time
-from pathlib import Path
 
 from ..errors import ConfigError, Reads, reads_from, require_int
 from ..kv.registry import CAPACITY_RULES as KV_CAPACITY_RULES
@@ -25,8 +24,7 @@ from .base import (
     config_path,
     file_outputs,
     folder_outputs,
-    fresh_names,
-    numbered,
+    fresh_folder,
     print_metrics,
     require_what,
     save_resolved,
@@ -211,11 +209,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
     steps = require_int(a.steps, "--steps", lo=1, hi=1_000_000)
     if a.lam is not None and not (math.isfinite(a.lam) and a.lam >= 0):
         raise ConfigError(f"--lam must be a finite number >= 0, got {a.lam!r}")
-    out = Path(a.out or f"results/tune_{experiment}")
-    # The tuner writes fixed names into its folder: a run gets a folder of its own.
-    earlier = out if out.is_dir() and any(out.iterdir()) else None
-    out = numbered(out, fresh_names(a, {"--out": ("out", [earlier])})["--out"])
-    out = check_dir(out, "--out")
+    out = fresh_folder(a, a.out or f"results/tune_{experiment}")
     check_folder_outputs(out, {"options file": config_path(out, folder=True).name})
     from ..kv.tuning import tune_experiment
     from ..progress import Progress

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from ..errors import ConfigError, Reads, require_int
 from ..registry import ENGINES
-from .base import check_folder_outputs, check_options, config_path, fresh_names, numbered, save_resolved
+from .base import check_folder_outputs, check_options, config_path, fresh_folder, save_resolved
 
 KV_TUNERS = ("e3", "e4")
 # Options read only by the kv gradient tuner, and only by the engine tuner.
@@ -117,13 +116,8 @@ def cmd_tune_engine(a: argparse.Namespace) -> int:
     n_train = require_int(a.train_seeds, "--train-seeds", lo=2, hi=1 << 16)
     n_test = require_int(a.seeds, "--seeds", lo=2, hi=1 << 16)
     start = require_int(a.test_seed_start, "--test-seed-start", lo=n_train, hi=2**32 - n_test)
-    out = Path(a.out or f"results/tune_{engine_name}")
-    earlier = out if out.is_dir() and any(out.iterdir()) else None
-    out = numbered(out, fresh_names(a, {"--out": ("out", [earlier])})["--out"])
-    check_folder_outputs(
-        out,
-        {n: f for n, f in (("history", "history.csv"), ("summary", "summary.md"), ("plot", "convergence.png"))},
-    )
+    out = fresh_folder(a, a.out or f"results/tune_{engine_name}")
+    check_folder_outputs(out, {"history": "history.csv", "summary": "summary.md", "plot": "convergence.png"})
     from ..engine import get_engine
     from ..progress import Progress
     from ..tune import check_problem, tune, write
