@@ -67,6 +67,7 @@ def run_reads() -> dict[str, tuple[Reads, ...]]:
             "fp_rate": (Reads("predictor", ("classifier",)),),
             "fn_rate": (Reads("predictor", ("classifier",)),),
             "trace_columns": (Reads("--trace", ("FILE",)),),
+            "trace_format": (Reads("--trace", ("FILE",)),),
         },
     )
 
@@ -81,7 +82,7 @@ def workload_from_args(a: argparse.Namespace):
         cols = None if columns is None else tuple(split_list(columns, "--trace-columns"))
         if cols is not None and len(cols) != 2:
             raise ConfigError(f"--trace-columns must name two columns, PROMPT,OUTPUT, got {columns!r}")
-        return read_trace(a.trace, order="resample", columns=cols)
+        return read_trace(a.trace, order="resample", columns=cols, format=getattr(a, "trace_format", None))
     return DP_WORKLOADS[a.workload or "burstgpt_like"].fn()
 
 
@@ -397,7 +398,7 @@ def _add_commands(sub, group: bool) -> None:
     r.add_argument("--seed-start", type=int, default=0, help="first seed")
     r.add_argument("--num-steps", "--steps", type=int, default=3000, help="decode steps per run")
     r.add_argument(
-        "--trace", help="CSV trace to resample per seed (BurstGPT, Azure or two columns); replaces --workload"
+        "--trace", help="trace file to resample per seed (docs/traces.md: CSV or Mooncake JSONL); replaces --workload"
     )
     r.add_argument(
         "--trace-columns",
@@ -405,6 +406,13 @@ def _add_commands(sub, group: bool) -> None:
         default=None,
         help="--trace: the header names of its prompt and output columns (default: a known layout, "
         "or two columns with known names)",
+    )
+    r.add_argument(
+        "--trace-format",
+        metavar="NAME",
+        default=None,
+        help="--trace: read the file as this layout (azure, azure_lmm, burstgpt, burstgpt_sample, vidur, "
+        "splitwise, mooncake, plain; default: detected from its header or content; docs/traces.md)",
     )
     r.add_argument(
         "--workload", choices=DP_WORKLOADS, default=None, help="synthetic request lengths (default burstgpt_like)"
