@@ -25,7 +25,11 @@ with the kv Config field, and the `horizon` column of `run`, `sweep_dp` and `tab
 `fluid_memory_tokens` columns, the fluid model's closed-form values, were re-recorded when
 their float evaluation order moved their last digit (0.64 recorded as 0.6399999999999999);
 every simulated number stayed bit for bit equal. `theorems` was re-recorded when the theorem
-check began to run its points in size buckets, which appends the same rows in another order.) A refactoring that
+check began to run its points in size buckets, which appends the same rows in another order.
+`sweep_kv`, `sweep_dp`, `kv_e1` and `theorems` were re-recorded when 95% confidence intervals
+took SciPy's Student-t quantile for every degree of freedom (the typed-in table stopped at 30 and
+used 1.96 beyond): only the CI half-width columns changed, each by the ratio of the two
+quantiles.) A refactoring that
 changes no behaviour leaves every number equal to the bit (CSV cells are written with
 `repr(float)`); columns that hold wall-clock times, paths, resume keys or the code revision are not
 compared.

@@ -29,9 +29,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
-
 from .registry import ENGINES as _ENGINE_REGISTRY
+from .version import __version__ as __version__  # the one place it is written
 
 # Every built-in engine's package, as `jaxsched.<name>` (the names of `jaxsched.registry.ENGINES`).
 ENGINES = _ENGINE_REGISTRY.names()

@@ -6,50 +6,31 @@ squares with per-coefficient 95% CIs) and `loglog_slope` (the slope of log y aga
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
-# Two-sided 95% Student-t quantiles t_{0.975, df} for df = 1..30; the normal 1.96 beyond.
-_T975 = (
-    12.706,
-    4.303,
-    3.182,
-    2.776,
-    2.571,
-    2.447,
-    2.365,
-    2.306,
-    2.262,
-    2.228,
-    2.201,
-    2.179,
-    2.160,
-    2.145,
-    2.131,
-    2.120,
-    2.110,
-    2.101,
-    2.093,
-    2.086,
-    2.080,
-    2.074,
-    2.069,
-    2.064,
-    2.060,
-    2.056,
-    2.052,
-    2.048,
-    2.045,
-    2.042,
-)
+from .errors import require_int
 
 
 def t975(df: int) -> float:
-    """Two-sided 95% Student-t quantile for df degrees of freedom (>= 1)."""
-    return _T975[df - 1] if df <= len(_T975) else 1.96
+    """Two-sided 95% Student-t quantile t_{0.975, df} for df >= 1 degrees of freedom (unitless).
+
+    SciPy's quantile, exact for every df (a table would stop at some df and jump to the normal
+    1.96, understating the half-width at df = 31..~100 by up to 4%)."""
+    return _t975(require_int(df, "df", lo=1))
+
+
+@functools.cache
+def _t975(df: int) -> float:
+    """`t975` of a checked df, cached: every `mean_ci` of a sweep's columns asks for the same few.
+    SciPy is imported here, on first use, so that importing this module stays cheap."""
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, df))
 
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float, float, int]:

@@ -18,12 +18,24 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import __version__
 from ..errors import ConfigError
+from ..version import version_line
 from . import budget, dp, interval, kv, names, network, offline, sweep
 from .base import HelpFormatter, Interrupted, Parser, resolve
 from .compile_cache import use_compile_cache
 from .devices import use_every_core
+
+
+class VersionAction(argparse.Action):
+    """`--version`: print `version_line()` and exit 0. Its git lookup runs only when the flag is
+    given, not each time a parser is built (argparse's own action takes the text up front)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        print(version_line())
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Batched JAX simulators of LLM-serving schedulers. "
         "`jaxsched COMMAND --help` lists a command's options and defaults.",
     )
-    p.add_argument("--version", action="version", version=f"jaxsched {__version__}")
+    p.add_argument(
+        "--version",
+        action=VersionAction,
+        help="print the version and the git revision of the source tree (`unknown` outside a checkout) and exit",
+    )
     p.add_argument(
         "--no-compile-cache",
         action="store_true",

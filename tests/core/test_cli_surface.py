@@ -8,6 +8,7 @@ import csv
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -145,7 +146,9 @@ def test_help_and_version_do_not_import_jax():
     assert p.returncode == 0, p.stderr
     assert p.stdout.count("usage: jaxsched") == len(argvs) - 2  # all but --version, list
     p = subprocess.run([sys.executable, "-m", "jaxsched.cli", "--version"], capture_output=True, text=True)
-    assert p.stdout.strip() == f"jaxsched {__version__}"
+    # The version and the code revision (a git checkout's commit, "-dirty" with local edits).
+    line = rf"jaxsched {re.escape(__version__)} \(revision ([0-9a-f]+(-dirty)?|unknown)\)"
+    assert re.fullmatch(line, p.stdout.strip()), p.stdout
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
