@@ -2,10 +2,11 @@
 
 `BudgetConfig` fixes shapes and code paths (changing it recompiles): the request types' length
 laws, the policy and its static options, the horizon, the table size, the arrival mode (Poisson
-or a replayed trace) and the batch-time terms switched on. `BudgetParams` holds the numbers a
-sweep may vary without recompiling: arrival rates or the trace's rate_scale (and the trace's
-arrays), the token budget b, the caps M and prefill_cap, K_p and K_d, and the batch-time
-constants (c, a, b0, alpha, beta, the KV limit and the A.2 overhead coefficients). Every invalid
+or a replayed trace), the batch-time model (eq. (2.3) or linear) and the terms switched on.
+`BudgetParams` holds the numbers a sweep may vary without recompiling: arrival rates or the
+trace's rate_scale (and the trace's arrays), the token budget b, the caps M and prefill_cap,
+K_p and K_d, and the batch-time constants (c, a, b0 or the linear model's per-token
+coefficients, alpha, beta, the KV limit and the A.2 overhead coefficients). Every invalid
 value raises one `ConfigError` naming the field and the allowed range, before anything
 compiles. Semantics: docs/budget-semantics.md.
 """
@@ -24,6 +25,7 @@ import numpy as np
 from ..clock import split12
 from ..errors import (
     ConfigError,
+    Reads,
     changed_fields,
     changed_keywords,
     reads_from,
@@ -61,6 +63,16 @@ PHASES = ("decode", "prefill")
 INNER_ORDERS = ("fcfs", "srpt")
 ARRIVAL_MODES = ("poisson", "trace")
 MEMORY_OVERHEADS = ("off", "swap", "recompute")
+# The batch-time models (docs §2 step 5): eq. (2.3), or linear in prefill, decode and context.
+BATCH_TIMES = ("paper", "linear")
+# make_params' coefficients of the linear model (s/token), in the order they are added.
+LINEAR_COEFS = ("prefill_s_per_token", "decode_s_per_token", "context_s_per_token")
+# The batch-time keywords each model reads: the other model's, given away from their defaults,
+# would change nothing, so make_params refuses them (`errors.refuse_ignored`).
+BATCH_TIME_READS = {
+    **{k: (Reads("batch_time", ("paper",)),) for k in ("a_s_per_token", "b0")},
+    **{k: (Reads("batch_time", ("linear",)),) for k in LINEAR_COEFS},
+}
 # recompute's x_i^2 is an int32 (docs §2 step 5): requests may hold at most this many tokens.
 MAX_RECOMPUTE_LEN = 46340
 # Bounds of the trace's time scale (arrival times are divided by it).
@@ -130,6 +142,9 @@ class BudgetConfig:
     backlog.
     memory_overhead: the KV-memory overhead term of (A.2) in the batch time (docs §2 step 5):
     "off", "swap" (a1 x + a2 per request over the limit) or "recompute" (b1 x^2 + b2).
+    batch_time: the base model of the batch time (docs §2 step 5): "paper" (eq. (2.3), c + a
+    max(0, b' - b0)) or "linear" (c + a_p prefill + a_d decode + a_c context, the form a
+    profile-based predictor reduces to; coefficients from make_params).
     """
 
     workload: tuple = (FIG1_WORKLOAD,)
@@ -152,10 +167,12 @@ class BudgetConfig:
     drain_fraction: float = 0.02
     arrival_mode: str = "poisson"
     memory_overhead: str = "off"
+    batch_time: str = "paper"
 
     def __post_init__(self):
         require_choice(self.arrival_mode, "arrival_mode", ARRIVAL_MODES)
         require_choice(self.memory_overhead, "memory_overhead", MEMORY_OVERHEADS)
+        require_choice(self.batch_time, "batch_time", BATCH_TIMES)
         laws = _trace_law(self.workload) if self.trace else length_laws(self.workload)
         object.__setattr__(self, "workload", laws)
         require_choice(self.policy, "policy", POLICIES)
@@ -279,7 +296,9 @@ class BudgetParams(eqx.Module):
     budget: int32 b (tokens per batch). max_requests: int32 M. prefill_cap: int32 tokens of a
     whole-prompt batch (vllm, ft). K_p, K_d: int32 FCFS windows of `wc` (INT_LIMIT: none).
     c_s: float32 c (s); a_hi + a_lo: a (s/token) in 12-bit halves (jaxsched.clock.split12);
-    b0: int32 tokens. alpha, beta: float32 (s/token^2) of the attention term (A.1).
+    b0: int32 tokens. prefill_s_per_token, decode_s_per_token, context_s_per_token: float32
+    a_p, a_d, a_c (s/token) of the linear model (0 under eq. (2.3)). alpha, beta: float32
+    (s/token^2) of the attention term (A.1).
     rate_max, inv_rate_max, type_cdf [P, m], period_s, inv_period_s: the arrival stream
     (jaxsched.workload.arrivals). fence: int32 -1 (jaxsched.clock.fence).
     rate_scale, inv_rate_scale: float32 time scale of a replayed trace and its reciprocal (1 in
@@ -316,6 +335,9 @@ class BudgetParams(eqx.Module):
     kv_limit: jnp.ndarray
     mem_c1: jnp.ndarray
     mem_c2: jnp.ndarray
+    prefill_s_per_token: jnp.ndarray
+    decode_s_per_token: jnp.ndarray
+    context_s_per_token: jnp.ndarray
     # The run's own sizes when it runs padded inside a size bucket (`BudgetEngine.pad`); None:
     # the config's shapes are the run's sizes. Not part of a results key: the point's config is.
     sizes: BudgetSizes | None = eqx.field(default=None, metadata={"identity": False})
@@ -454,6 +476,22 @@ def min_batch_s(c_s: float, a_s_per_token: float, b0: int) -> float:
     return t1
 
 
+def linear_min_batch_s(c_s: float, prefill_s_per_token: float, decode_s_per_token: float) -> float:
+    """The shortest batch of the linear model (s): one token, c + min(a_p, a_d) (its context
+    term is >= 0); ConfigError unless it is > 0 (a batch must take time)."""
+    t1 = c_s + min(prefill_s_per_token, decode_s_per_token)
+    require(t1 > 0, "c_s", "> 0, or prefill_s_per_token and decode_s_per_token > 0 (a batch must take time)", c_s)
+    return t1
+
+
+def _shortest_batch_s(config: BudgetConfig, c_s: float, a_s_per_token: float, b0: int, linear: tuple) -> float:
+    """t(1) (s) of the config's batch-time model: `min_batch_s` (eq. (2.3)) or
+    `linear_min_batch_s` with linear = (a_p, a_d, a_c) (s/token)."""
+    if config.batch_time == "linear":
+        return linear_min_batch_s(c_s, linear[0], linear[1])
+    return min_batch_s(c_s, a_s_per_token, b0)
+
+
 def enough_steps(
     config: BudgetConfig,
     rates=None,
@@ -461,12 +499,15 @@ def enough_steps(
     a_s_per_token: float = DEFAULT_A_S_PER_TOKEN,
     b0: int = DEFAULT_B0,
     rate_scale: float | None = None,
+    prefill_s_per_token: float = 0.0,
+    decode_s_per_token: float = 0.0,
 ) -> BudgetConfig:
     """`config` with max_steps = `steps_needed` at the time-averaged total rate of `rates`
     ([m] or [P, m] requests/s), or in trace mode at the most arrivals a replay at
     `rate_scale` (None: 1) can bring within the horizon: the smallest bound make_params
-    accepts."""
-    t1 = min_batch_s(c_s, a_s_per_token, b0)
+    accepts. The shortest batch is eq. (2.3)'s (c_s, a_s_per_token, b0), or under
+    batch_time "linear" c_s + min(prefill_s_per_token, decode_s_per_token)."""
+    t1 = _shortest_batch_s(config, c_s, a_s_per_token, b0, (prefill_s_per_token, decode_s_per_token))
     if config.trace:
         require(
             rates is None,
@@ -512,6 +553,9 @@ def make_params(
     swap_a2_s: float = 0.0,
     recompute_b1_s_per_token2: float = 0.0,
     recompute_b2_s: float = 0.0,
+    prefill_s_per_token: float = 0.0,
+    decode_s_per_token: float = 0.0,
+    context_s_per_token: float = 0.0,
 ) -> BudgetParams:
     """Validated BudgetParams (docs/budget-semantics.md §5).
 
@@ -527,6 +571,10 @@ def make_params(
     config.memory_overhead is "swap" or "recompute" (None otherwise). swap_a1_s_per_token,
     swap_a2_s: o(x) = a1 x + a2 ("swap"); recompute_b1_s_per_token2, recompute_b2_s:
     o(x) = b1 x^2 + b2 ("recompute"); the other mode's coefficients must stay 0.
+    prefill_s_per_token, decode_s_per_token, context_s_per_token (s/token, >= 0, default 0):
+    a_p, a_d, a_c of the linear model c + a_p prefill + a_d decode + a_c context, read when
+    config.batch_time is "linear" (then a_s_per_token and b0 are not read, and rates must be
+    given in Poisson mode: the default rates come from eq. (2.3)'s capacity).
 
     A policy's own keyword given for a policy that does not read it (prefill_cap with sarathi,
     K_p with vllm; the readers are `POLICIES`' options) is refused here, with one ConfigError
@@ -545,7 +593,15 @@ def make_params(
     c = require_float(c_s, "c_s", lo=0.0)
     a = require_float(a_s_per_token, "a_s_per_token", lo=0.0)
     b0 = require_int(b0, "b0", lo=0, hi=INT_LIMIT)
-    t1 = min_batch_s(c, a, b0)
+    linear = dict(
+        prefill_s_per_token=prefill_s_per_token,
+        decode_s_per_token=decode_s_per_token,
+        context_s_per_token=context_s_per_token,
+    )
+    lin = tuple(require_float(v, k, lo=0.0) for k, v in linear.items())
+    given = changed_keywords(make_params, dict(a_s_per_token=a, b0=b0, **linear))
+    refuse_ignored(given, {"batch_time": config.batch_time}, BATCH_TIME_READS)
+    t1 = _shortest_batch_s(config, c, a, b0, lin)
     cap = b if prefill_cap is None else require_int(prefill_cap, "prefill_cap", lo=1, hi=INT_LIMIT)
     if config.policy in ("vllm", "ft"):
         require(
@@ -600,6 +656,12 @@ def make_params(
         law = config.workload[0]
         trace_arrays = (trace_gaps_s(law.arrival_s).astype(np.float32), law.prompt, law.output)
     else:
+        require(
+            rates is not None or config.batch_time == "paper",
+            "rates",
+            "[m] or [P, m] requests/s when batch_time is 'linear' (the default rates are set by eq. (2.3)'s capacity)",
+            rates,
+        )
         r = _rates(config, rates_for_load(config, DEFAULT_LOAD, b, c, a, b0) if rates is None else rates)
         cum = np.cumsum(r, axis=1, dtype=np.float64)
         trace_arrays = (np.zeros(1, np.float32), np.zeros(1, np.int32), np.zeros(1, np.int32))
@@ -646,6 +708,9 @@ def make_params(
         kv_limit=i32(kv_limit),
         mem_c1=jnp.float32(mem_c1),
         mem_c2=jnp.float32(mem_c2),
+        prefill_s_per_token=jnp.float32(lin[0]),
+        decode_s_per_token=jnp.float32(lin[1]),
+        context_s_per_token=jnp.float32(lin[2]),
     )
 
 

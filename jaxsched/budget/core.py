@@ -5,7 +5,8 @@ alone, the network once per agent; docs/budget-semantics.md §2-§6, docs/networ
 
 - `BatchOptions`, `choose_batch`: the static options a registered policy (`registry.POLICIES`)
   reads, and the batch (dp, dd) it picks on a `policies.View` of the queue;
-- `batch_time`: the batch's duration, eq. (2.3) plus the optional (A.1) and (A.2) terms;
+- `batch_time`: the batch's duration, eq. (2.3) (or the linear model) plus the optional (A.1)
+  and (A.2) terms;
 - `Window`, `hist_add`: the measurement window [burn_in_s, horizon_s) and the float-bit latency
   histograms of the streaming totals;
 - `QUANTILES`, `safe_div`, `growth_slopes`: the host-side metrics (quantiles reported, ratios
@@ -30,7 +31,13 @@ from ..histogram import bit_bins
 from ..kernels import prefix_by_id
 from .policies import View
 from .registry import POLICIES
-from .timing import budget_attention_s, budget_batch_time_s, budget_memory_overhead_s, kv_excess_tokens
+from .timing import (
+    budget_attention_s,
+    budget_batch_time_s,
+    budget_linear_time_s,
+    budget_memory_overhead_s,
+    kv_excess_tokens,
+)
 
 if TYPE_CHECKING:  # annotations only: the config imports the policies
     from .config import BudgetParams
@@ -52,15 +59,17 @@ class BatchOptions:
     A `BudgetConfig` has every one of these fields (the budget engine passes its config); the
     network builds one per run for its agents (`NetworkConfig.batch_options`). policy: a name
     in `registry.POLICIES`. phase_first, inner_order: `wc` only. type_order: `priority` only,
-    the values of `View.type` from highest to lowest priority. attention, attention_prefix,
-    memory_overhead: the (A.1) and (A.2) terms of the batch time. The config that builds it has
-    validated every field.
+    the values of `View.type` from highest to lowest priority. batch_time: the base model of
+    the batch time, "paper" (eq. (2.3)) or "linear" (prefill, decode and context tokens).
+    attention, attention_prefix, memory_overhead: the (A.1) and (A.2) terms of the batch time.
+    The config that builds it has validated every field.
     """
 
     policy: str = "sarathi"
     phase_first: str = "decode"
     inner_order: str = "fcfs"
     type_order: tuple[int, ...] = (0,)
+    batch_time: str = "paper"
     attention: bool = False
     attention_prefix: bool = False
     memory_overhead: str = "off"
@@ -77,13 +86,21 @@ def choose_batch(options, params: BudgetParams, view: View) -> tuple[jnp.ndarray
 
 def batch_time(options, params: BudgetParams, table: Table, dp, dd, load) -> DF:
     """Duration (s, double-float) of the batch (dp int32[Q], dd bool[Q], `load` int32 tokens)
-    on the pre-loading `table`: eq. (2.3), plus the attention term (A.1) when
-    options.attention, plus the KV-memory overhead (A.2) when options.memory_overhead is on
-    (`timing`; docs/budget-semantics.md §2 step 5, in that order). options: a `BatchOptions`
-    or a `BudgetConfig`."""
-    tau = budget_batch_time_s(load, params.c_s, params.a_hi, params.a_lo, params.b0)
+    on the pre-loading `table`: eq. (2.3), or the linear model when options.batch_time is
+    "linear", plus the attention term (A.1) when options.attention, plus the KV-memory
+    overhead (A.2) when options.memory_overhead is on (`timing`; docs/budget-semantics.md §2
+    step 5, in that order). options: a `BatchOptions` or a `BudgetConfig`."""
     P = table.vp - table.p
     D = table.vd - table.d
+    if options.batch_time == "linear":
+        member = (dp > 0) | dd
+        # Context sums stay int32: they are at most the table's tokens, Q * max length <= 2^30.
+        context = jnp.sum(jnp.where(member, P + D, 0), dtype=jnp.int32)
+        coefs = (params.prefill_s_per_token, params.decode_s_per_token, params.context_s_per_token)
+        prefill, decode = jnp.sum(dp, dtype=jnp.int32), jnp.sum(dd, dtype=jnp.int32)
+        tau = budget_linear_time_s(prefill, decode, context, params.c_s, coefs, params.fence)
+    else:
+        tau = budget_batch_time_s(load, params.c_s, params.a_hi, params.a_lo, params.b0)
     if options.attention:
         s1 = jnp.sum(dp * dp, dtype=jnp.int32)
         s2 = jnp.sum(jnp.where(dd, P + D, 0), dtype=jnp.int32)

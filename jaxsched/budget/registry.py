@@ -67,6 +67,7 @@ CONFIG_FIELDS = (
     "drain_fraction",
     "arrival_mode",
     "memory_overhead",
+    "batch_time",
 )
 PARAMS_FIELDS = (
     "rates",
@@ -87,6 +88,9 @@ PARAMS_FIELDS = (
     "swap_a2_s",
     "recompute_b1_s_per_token2",
     "recompute_b2_s",
+    "prefill_s_per_token",
+    "decode_s_per_token",
+    "context_s_per_token",
 )
 
 # `jaxsched budget run --lengths`: the law of each request's prefill and decode tokens around

@@ -2,10 +2,12 @@
 
 budget_batch_time_s: a batch of token load b' lasts c + a * max(0, b' - b0) seconds (eq.
 (2.3)): flat until the GPU is compute-bound at b0 tokens, linear after (the exact products of
-jaxsched.timing.iteration_time_s). budget_attention_s adds its long-context term (A.1),
-kv_excess_tokens (exact int32) and budget_memory_overhead_s its KV-memory overhead (A.2). The
-times are double-floats (jaxsched.clock) summed in a fixed order from exact or fenced float32
-terms, so a NumPy float32 reference reproduces them bitwise.
+jaxsched.timing.iteration_time_s). budget_linear_time_s is the fitted alternative, c + a_p
+prefill + a_d decode + a_c context (config batch_time="linear"). budget_attention_s adds the
+long-context term (A.1), kv_excess_tokens (exact int32) and budget_memory_overhead_s the
+KV-memory overhead (A.2). The times are double-floats (jaxsched.clock) summed in a fixed
+order from exact or fenced float32 terms, so a NumPy float32 reference reproduces them
+bitwise.
 """
 
 from __future__ import annotations
@@ -24,6 +26,27 @@ def budget_batch_time_s(token_load: jnp.ndarray, c_s, a_hi, a_lo, b0) -> DF:
     (`jaxsched.clock.split12`) as in `iteration_time_s`, whose exact products it reuses."""
     excess = jnp.maximum(jnp.asarray(token_load, jnp.int32) - jnp.asarray(b0, jnp.int32), 0)
     return iteration_time_s(excess, c_s, a_hi, a_lo)
+
+
+def budget_linear_time_s(
+    prefill: jnp.ndarray, decode: jnp.ndarray, context: jnp.ndarray, c_s, coefs: tuple, fence_word
+) -> DF:
+    """Duration (s, double-float) of a batch under the linear model (docs/budget-semantics.md
+    §2 step 5): c + a_p * prefill + a_d * decode + a_c * context.
+
+    prefill, decode: int32 prefill and decode tokens of the batch; context: int32 sum over its
+    members of the tokens already in their KV cache (P_i + D_i before the batch). coefs:
+    float32 (a_p, a_d, a_c) in s/token. Each product is rounded to float32 on its own
+    (`clock.fence`, no FMA) and added to (c, 0) with `clock.add_f32` in the order prefill,
+    decode, context, so a NumPy float32 reference reproduces the result bitwise (int32 ->
+    float32 rounds to nearest even, as NumPy does).
+    """
+    zero = jnp.zeros(jnp.shape(prefill), jnp.float32)
+    tau = DF(jnp.asarray(c_s, jnp.float32) + zero, zero)
+    for coef, total in zip(coefs, (prefill, decode, context)):
+        term = jnp.asarray(coef, jnp.float32) * jnp.asarray(total, jnp.int32).astype(jnp.float32)
+        tau = clock.add_f32(tau, clock.fence(term, fence_word))
+    return tau
 
 
 def budget_attention_s(

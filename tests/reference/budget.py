@@ -25,6 +25,9 @@ Readings of the contract fixed here (where it leaves a choice):
 - Memory overhead (A.2, docs §2 step 5): the batch members' KV after the batch (P + D before
   it plus their batch tokens) in excess of kv_limit is charged newest member first; the terms
   are added after the attention terms.
+- Linear batch time (batch_time="linear", docs §2 step 5): c + a_p * prefill + a_d * decode +
+  a_c * context, context = sum over the batch's members of P + D before the batch; it replaces
+  eq. (2.3), and the attention and memory terms are added after it as under eq. (2.3).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import numpy as np
 from tests.reference.kv import DF, add, add_f32, from_float64, iteration_time, le, sub, to_float64
 from tests.reference.rng import _mix32
 
-__all__ = ["simulate", "POLICIES", "choose", "trace_requests", "memory_overhead_terms"]
+__all__ = ["simulate", "POLICIES", "choose", "trace_requests", "memory_overhead_terms", "linear_batch_time"]
 
 POLICIES: tuple[str, ...] = ("sarathi", "orca", "vllm", "ft", "wc", "priority")
 F32 = np.float32
@@ -237,6 +240,20 @@ def memory_overhead_terms(
     return (xs, sum(xs), sum(1 for v in xs if v > 0), sum((v * v) >> 16 for v in xs), sum((v * v) & 0xFFFF for v in xs))
 
 
+def linear_batch_time(chosen: dict, c: np.float32, coefs: Sequence[np.float32]) -> DF:
+    """c + a_p * prefill + a_d * decode + a_c * context (s, double-float) of a batch
+    {request: (dp, dd)}: exact integer sums (prefill = sum dp, decode = sum dd, context = sum
+    of P + D over the members, before the batch), each product rounded to float32, added to
+    (c, 0) in that order."""
+    prefill = sum(dp for dp, _ in chosen.values())
+    decode = sum(dd for _, dd in chosen.values())
+    context = sum(r.P + r.D for r in chosen)
+    tau = DF(F32(c), F32(0.0))
+    for coef, total in zip(coefs, (prefill, decode, context)):
+        tau = add_f32(tau, F32(F32(coef) * F32(total)))
+    return tau
+
+
 # --------------------------------------------------------------------------------------------
 # The run
 # --------------------------------------------------------------------------------------------
@@ -280,6 +297,10 @@ def simulate(
     kv_limit=None,
     c1=0.0,
     c2=0.0,
+    batch_time="paper",
+    a_prefill=0.0,
+    a_decode=0.0,
+    a_context=0.0,
 ) -> dict:
     """Run the budget engine of docs/budget-semantics.md on a given request list.
 
@@ -289,7 +310,9 @@ def simulate(
     the (A.1) terms; K_p, K_d (None: unlimited), phase_first, inner_order: wc; type_order:
     priority (None: 0..m-1); horizon, burn_in: seconds; table_size: Q of §4; snapshots: G.
     memory_overhead: "off", "swap" or "recompute" with kv_limit (tokens) and the coefficients
-    c1, c2 of o(x) = c1 x + c2 or c1 x^2 + c2 (float32 params).
+    c1, c2 of o(x) = c1 x + c2 or c1 x^2 + c2 (float32 params). batch_time: "paper" (c + a
+    max(0, b' - b0)) or "linear" (c + a_prefill * prefill + a_decode * decode + a_context *
+    context, `linear_batch_time`; a and b0 unused; float32 params, s/token).
 
     Returns {"batches", "requests", "snapshots", "metrics"} (see the module docs / brief):
     batches: [{t0, tau, t_end, load, members {input index: (dp, dd)}, available, partial,
@@ -387,7 +410,12 @@ def simulate(
             assert 0 <= dp <= r.p and dd in (0, 1) and (dd == 0 or r.p == 0)
         load = sum(dp + dd for dp, dd in chosen.values())
         # 5. Duration (P_i, D_i before this batch).
-        tau = iteration_time(max(0, load - int(b0)), c32, a32)
+        if batch_time == "linear":
+            tau = linear_batch_time(chosen, c32, (F32(a_prefill), F32(a_decode), F32(a_context)))
+        elif batch_time == "paper":
+            tau = iteration_time(max(0, load - int(b0)), c32, a32)
+        else:
+            raise ValueError(f"batch_time must be 'paper' or 'linear', got {batch_time!r}")
         if attention:
             S1 = sum(dp * dp for dp, _ in chosen.values())
             S2 = sum((r.P + r.D) * dd for r, (_, dd) in chosen.items())
