@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import equinox as eqx
 import jax
@@ -44,6 +45,7 @@ from ..errors import (
     ConfigError,
     Reads,
     changed_fields,
+    changed_keywords,
     merge_reads,
     reads_from,
     refuse_ignored,
@@ -62,6 +64,16 @@ TOPOLOGIES = ("parallel", "routes", "fork_join")
 FORK_JOIN_AGENTS = 4
 MAX_AGENTS = 64
 MAX_STAGES = 16
+# The weighted router compares the 24 bits of its uniform draw with integer cuts out of 2^24.
+ROUTE_BITS = 24
+
+
+def option_reads() -> dict[str, tuple[Reads, ...]]:
+    """What reads each option that not every network run reads: the topology first (only
+    `parallel` has a router), then the routers' registry options (`weighted` reads
+    router_weights), then the policies'."""
+    topology = {o: (Reads("topology", tops),) for o, tops in TOPOLOGY_OPTIONS.items()}
+    return merge_reads(topology, reads_from(ROUTERS, "router"), reads_from(POLICIES, "policy"))
 
 
 def _cfg(laws: tuple, **kw) -> BudgetConfig:
@@ -199,9 +211,11 @@ class NetworkConfig:
         options = changed_fields(self, ("router", "phase_first", "inner_order"))
         identity = tuple(range(self.m))
         options += ["type_orders"] if any(o != identity for o in self.type_orders or ()) else []
-        topology = {o: (Reads("topology", tops),) for o, tops in TOPOLOGY_OPTIONS.items()}
-        reads = merge_reads(topology, reads_from(POLICIES, "policy"))
-        refuse_ignored(options, {"policy": self.policy, "topology": self.topology}, reads)
+        refuse_ignored(options, self.settings(), option_reads())
+
+    def settings(self) -> dict[str, str]:
+        """{setting: its value}: what `option_reads`' conditions are judged on."""
+        return {"topology": self.topology, "router": self.router, "policy": self.policy}
 
     def _check_type_orders(self, K: int) -> None:
         m = self.m
@@ -300,13 +314,16 @@ class NetworkParams(eqx.Module):
     agent: BudgetParams whose leaves have a leading [K] axis (agent k's budget, caps and batch
     time constants). arrival: the arrival stream's fields (a BudgetParams: rate_max,
     inv_rate_max, type_cdf, period_s, inv_period_s, fence). rank: int32 [K, m], rank[k, z] the
-    priority of type z at agent k (0 highest; `priority`).
+    priority of type z at agent k (0 highest; `priority`). route_cuts: int32 [K], the
+    weighted router's cumulative cuts out of 2^24 (`weight_cuts`; equal weights unless
+    router_weights is given; read by router `weighted` only).
     sizes: the run's sizes inside a size bucket (`NetworkSizes`), or None.
     """
 
     agent: BudgetParams
     arrival: BudgetParams
     rank: jnp.ndarray
+    route_cuts: jnp.ndarray
     # The run's own sizes when it runs padded inside a size bucket (`NetworkEngine.pad`); None:
     # the config's shapes are the run's sizes. Not part of a results key: the point's config is.
     sizes: NetworkSizes | None = eqx.field(default=None, metadata={"identity": False})
@@ -319,6 +336,31 @@ def _per_agent(value, name: str, K: int) -> list:
         require(len(v) == K, name, f"a number or a sequence of K = {K} numbers (one per agent)", value)
         return v
     return [value] * K
+
+
+def check_weights(weights, K: int) -> tuple[float, ...]:
+    """K router weights as floats: None -> K ones; otherwise a sequence of K finite numbers
+    >= 0 with a positive sum (one ConfigError naming router_weights)."""
+    if weights is None:
+        return (1.0,) * K
+    allowed = f"a sequence of K = {K} finite numbers >= 0 (one per agent) with a positive sum"
+    ok = isinstance(weights, (list, tuple, np.ndarray)) and np.ndim(weights) == 1 and len(weights) == K
+    require(ok, "router_weights", allowed, weights)
+    w = tuple(require_float(x, f"router_weights[{k}]", lo=0.0) for k, x in enumerate(weights))
+    require(sum(w) > 0, "router_weights", allowed, weights)
+    return w
+
+
+def weight_cuts(weights: tuple[float, ...]) -> np.ndarray:
+    """int32 [K]: c_k = floor(2^24 (w_0 + ... + w_k) / sum(w)), in exact rational arithmetic
+    on the float64 weights (so c_{K-1} = 2^24 and a zero weight repeats the previous cut); the
+    weighted router picks the first k with r < c_k for its 24-bit draw r."""
+    total = sum(Fraction(x) for x in weights)
+    cuts, acc = [], Fraction(0)
+    for x in weights:
+        acc += Fraction(x)
+        cuts.append(math.floor(acc * 2**ROUTE_BITS / total))
+    return np.asarray(cuts, np.int32)
 
 
 def capacities(config: NetworkConfig, params: NetworkParams) -> np.ndarray:
@@ -391,11 +433,15 @@ def make_params(
     a_s_per_token=DEFAULT_A_S_PER_TOKEN,
     b0=DEFAULT_B0,
     period_s: float = 1.0,
+    router_weights=None,
 ) -> NetworkParams:
     """Validated NetworkParams. Per-agent keywords (budget, max_requests, prefill_cap, K_p, K_d,
     c_s, a_s_per_token, b0) take one value for every agent or a sequence of K; their meaning
     and ranges are the budget engine's (`jaxsched.budget.make_params`). rates: [m] or [P, m]
     requests/s; None: equal rates at which the most loaded agent has load DEFAULT_LOAD = 0.85.
+    router_weights: router `weighted` only (refused with any other router or topology), K
+    weights >= 0 with a positive sum, scale-free (None: equal); traced, so candidates with
+    different weights share one compiled program.
     """
     require(
         isinstance(config, NetworkConfig),
@@ -404,6 +450,9 @@ def make_params(
         type(config).__name__,
     )
     K = config.K
+    given = changed_keywords(make_params, dict(router_weights=router_weights))
+    refuse_ignored(given, config.settings(), option_reads())
+    cuts = jnp.asarray(weight_cuts(check_weights(router_weights, K)))
     keys = dict(
         budget=budget,
         max_requests=max_requests,
@@ -431,9 +480,8 @@ def make_params(
         t1.append(min_batch_s(float(kw["c_s"]), float(kw["a_s_per_token"]), int(kw["b0"])))
     agent = jax.tree.map(lambda *xs: jnp.stack(xs), *agents)
     if rates is None:
-        rates = rates_for_load(
-            config, DEFAULT_LOAD, capacities(config, NetworkParams(agent, agent, jnp.zeros((K, config.m), jnp.int32)))
-        )
+        bare = NetworkParams(agent, agent, jnp.zeros((K, config.m), jnp.int32), cuts)
+        rates = rates_for_load(config, DEFAULT_LOAD, capacities(config, bare))
     r = check_rates(rates, config.m)
     stream_cfg = _cfg(
         tuple(st[0] for st in config.workload), horizon_s=config.horizon_s, num_requests=config.num_requests
@@ -450,7 +498,7 @@ def make_params(
     rank = np.zeros((K, config.m), np.int32)
     for k, order in enumerate(config.orders):
         rank[k, list(order)] = np.arange(config.m)
-    return NetworkParams(agent=agent, arrival=arrival, rank=jnp.asarray(rank))
+    return NetworkParams(agent=agent, arrival=arrival, rank=jnp.asarray(rank), route_cuts=cuts)
 
 
 def enough_steps(config: NetworkConfig, rates, **agent_kw) -> NetworkConfig:
@@ -474,6 +522,9 @@ __all__ = [
     "agent_loads",
     "rates_for_load",
     "capacities",
+    "check_weights",
+    "weight_cuts",
+    "option_reads",
     "stage_work",
     "batch_time_s",
     "TOPOLOGIES",

@@ -25,7 +25,7 @@ from ..errors import require
 from ..kernels import ordered_sum, prefix_by_id
 from ..run import Results, trajectory_rows
 from ..workload import arrivals
-from .config import NetworkConfig, NetworkParams, NetworkSizes, make_params
+from .config import ROUTE_BITS, NetworkConfig, NetworkParams, NetworkSizes, make_params
 from .metrics import METRICS, finalize
 from .registry import POLICIES, ROUTERS
 from .state import Agents, Joins, NetworkState, NetworkTotals, Tasks
@@ -305,7 +305,8 @@ def _arrive(config: NetworkConfig, params: NetworkParams, state: NetworkState, t
     plan_d = jnp.stack([d for _, d in plan], axis=1)
     vp, vd = plan_p[:, 0], plan_d[:, 0]
     if config.topology == "parallel":
-        j = ROUTERS[config.router].fn(config, state.agents, state.seed, gen.num_arrived, run_sizes(config, params)[1])
+        route = ROUTERS[config.router].fn
+        j = route(config, params, state.agents, state.seed, gen.num_arrived, run_sizes(config, params)[1])
     elif config.topology == "fork_join":
         j = jnp.int32(0)
     else:
@@ -591,9 +592,9 @@ def pad_into(config: NetworkConfig, params: NetworkParams, capacity) -> tuple[Ne
     `capacity` (`Engine.pad`): the params carry the run's own sizes (`NetworkSizes`), and its
     metrics are bitwise those of the unpadded run. More agents need topology `parallel` (the
     routes of `routes` and the stages of `fork_join` name their agents); the extra agents get
-    agent 0's constants and the default type priority, which nothing reads (they never hold a
-    task). Recorded per-slot rows (record_members) have the bucket's Q columns, the run's
-    first."""
+    agent 0's constants, the default type priority and the weighted router's last cut, which
+    nothing reads (they never hold a task). Recorded per-slot rows (record_members) have the
+    bucket's Q columns, the run's first."""
     K, extra = config.K, capacity["agents"] - config.K
     require(
         extra == 0 or config.topology == "parallel",
@@ -608,7 +609,11 @@ def pad_into(config: NetworkConfig, params: NetworkParams, capacity) -> tuple[Ne
     bucket = replace(config, **capacity, type_orders=orders)
     grow = lambda a: jnp.concatenate([a, jnp.repeat(a[:1], extra, axis=0)]) if extra else a
     sizes = NetworkSizes(jnp.int32(config.table_size), jnp.int32(K))
-    return bucket, replace(params, agent=jax.tree.map(grow, params.agent), rank=grow(params.rank), sizes=sizes)
+    # The weighted router never passes a cut of 2^24 (its draw is < 2^24): no extra agent picked.
+    cuts = jnp.concatenate([params.route_cuts, jnp.full((extra,), 2**ROUTE_BITS, jnp.int32)])
+    return bucket, replace(
+        params, agent=jax.tree.map(grow, params.agent), rank=grow(params.rank), route_cuts=cuts, sizes=sizes
+    )
 
 
 def trajectory_length(config: NetworkConfig, metrics) -> int:

@@ -3,9 +3,10 @@
 of the parallel topology, paper 004 §4's experiments and the sweepable fields; free of JAX
 (`jaxsched.registry`).
 
-Router signature: `router(config, agents, seed, request_id, num_agents) -> int32 agent`
-(`jaxsched/network/routers.py`). Adding a router: the function in `routers.py`, one
-`builtin(...)` line in ROUTERS here, its plain-Python version in `tests/reference/network.py`.
+Router signature: `router(config, params, agents, seed, request_id, num_agents) -> int32
+agent` (`jaxsched/network/routers.py`). Adding a router: the function in `routers.py`, one
+`builtin(...)` line in ROUTERS here (with the make_params keywords it reads as its options),
+its plain-Python version in `tests/reference/network.py`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ for _name, _entry in BUDGET_POLICIES.items():
     builtin(POLICIES, _name, _entry.target, _entry.doc, tuple(OPTION_NAMES.get(o, o) for o in _entry.options))
 
 # Options read by some topologies only (NetworkConfig refuses them at a non-default value
-# elsewhere): the router picks the agent of an arrival in the parallel topology.
-TOPOLOGY_OPTIONS = {"router": ("parallel",)}
+# elsewhere; make_params its keywords): the router, and the weights of router `weighted`, pick
+# the agent of an arrival in the parallel topology.
+TOPOLOGY_OPTIONS = {"router": ("parallel",), "router_weights": ("parallel",)}
 
 ROUTERS = Registry("network", "router")
 _R = "jaxsched.network.routers:"
@@ -35,6 +37,13 @@ builtin(
 )
 builtin(
     ROUTERS, "fewest_tokens", _R + "fewest_tokens", "the agent with the fewest unprocessed tokens (ties: lowest index)"
+)
+builtin(
+    ROUTERS,
+    "weighted",
+    _R + "weighted",
+    "agent k with probability w_k / sum(w), w = router_weights (default: equal)",
+    ("router_weights",),
 )
 
 # `jaxsched network experiment NAME`: `jaxsched.network.experiments.EXPERIMENTS`, one function each.
@@ -86,6 +95,7 @@ PARAMS_FIELDS = (
     "a_s_per_token",
     "b0",
     "period_s",
+    "router_weights",
 )
 
 # `jaxsched network run --topology`: the two networks the command builds (NetworkConfig's own

@@ -257,6 +257,7 @@ def compare(cfg: NetworkConfig, kw: dict, orders: tuple, seeds: list[int], outs:
             policy=cfg.policy,
             routes=cfg.routes,
             router=cfg.router,
+            router_weights=kw.get("router_weights"),
             type_orders=orders,
             phase_first=cfg.phase_first,
             inner_order=cfg.inner_order,

@@ -26,6 +26,9 @@ Readings of the contract fixed here (where it leaves a choice):
   first event with time >= g_j; the grid points left at the end get the end state.
 - The random router takes agent min(floor(fl32(u * K)), K - 1) (docs §4: floor(u K); the
   float32 product is the engine's).
+- The weighted router takes r = u 2^24 (the draw's 24 bits, an integer) and the first agent k
+  whose cut floor(2^24 S_k / S) exceeds r, S_k = w_0 + ... + w_k and S = S_{K-1} exact sums of
+  the weights' float64 values; r < floor(x) is tested as (r + 1) S <= 2^24 S_k (x = 2^24 S_k / S).
 - `num_steps` counts the events processed plus the ending step (the engine's scan steps).
   The input holds the accepted requests, and optionally (`thinned`) the times of the thinned
   candidates (periodic rates): arrival events that change nothing but count as events (steps,
@@ -51,6 +54,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Sequence
 
 import numpy as np
@@ -58,7 +62,17 @@ import numpy as np
 from tests.reference.budget import _Req, choose
 from tests.reference.kv import DF, add, from_float64, hist_quantile, iteration_time, le, sub, to_float64
 
-__all__ = ["Request", "simulate", "engine_inputs", "engine_inputs_checked", "FLUSH", "ARRIVAL", "DECIDE", "JOIN"]
+__all__ = [
+    "Request",
+    "simulate",
+    "weighted_pick",
+    "engine_inputs",
+    "engine_inputs_checked",
+    "FLUSH",
+    "ARRIVAL",
+    "DECIDE",
+    "JOIN",
+]
 
 F32 = np.float32
 FLUSH, ARRIVAL, DECIDE = 0, 1, 2
@@ -66,7 +80,7 @@ FLUSH, ARRIVAL, DECIDE = 0, 1, 2
 JOIN = -1
 # The routers of the parallel topology this reference implements (`simulate(router=...)`);
 # every agent's batch policy is tests.reference.budget's (`choose`).
-ROUTERS: tuple[str, ...] = ("random", "fewest_requests", "fewest_tokens")
+ROUTERS: tuple[str, ...] = ("random", "fewest_requests", "fewest_tokens", "weighted")
 FORK_JOIN_AGENTS = 4
 # Kinds of the event log, numbered as the engine's recorded steps (jaxsched.network.engine).
 KIND_FLUSH, KIND_ARRIVAL, KIND_BATCH, KIND_WAIT, KIND_END = 1, 2, 3, 4, 5
@@ -137,6 +151,7 @@ def simulate(
     policy: str,
     routes: Sequence[Sequence[int]] | None = None,
     router: str = "random",
+    router_weights: Sequence[float] | None = None,
     type_orders: Sequence[Sequence[int]] | None = None,
     phase_first: str = "decode",
     inner_order: str = "fcfs",
@@ -154,7 +169,8 @@ def simulate(
     or "fork_join" (K = 4; every request has 4 stage sizes, stage s served by agent s; the
     join table has table_size slots); K agents; routes[z]: the agents type z visits
     (`routes`); router: "random",
-    "fewest_requests" or "fewest_tokens" (`parallel`). agents: K dicts of agent constants:
+    "fewest_requests", "fewest_tokens" or "weighted" (`parallel`); router_weights: K weights
+    of "weighted" (None: equal). agents: K dicts of agent constants:
     budget, max_requests, prefill_cap (None: budget), K_p, K_d (None: unlimited), c, a, b0 (the
     batch time c + a max(0, b' - b0), float32). policy, phase_first, inner_order: the budget
     engine's; type_orders[k]: agent k's type priority (`priority`; None: 0, 1, ...).
@@ -249,6 +265,9 @@ def simulate(
             a.idle += _overlap(to_float64(a.since), to_float64(t), B64, H64)
             a.status, a.free_at = "ready", t
 
+    weights = [Fraction(1)] * K if router_weights is None else [Fraction(float(w)) for w in router_weights]
+    assert len(weights) == K and min(weights) >= 0 and sum(weights) > 0
+
     def route(req: Request) -> int:
         if topology == "routes":
             return routes[req.type][0]
@@ -258,6 +277,8 @@ def simulate(
             # docs §4 "floor(u K)", with the product rounded to float32 as the engine does
             # (it can round up to an integer: u = 13981013 / 2^24, K = 6 gives 5, not 4).
             return min(int(F32(req.route_u) * F32(K)), K - 1)
+        if router == "weighted":
+            return weighted_pick(req.route_u, weights)
         if router == "fewest_requests":
             n = [len(a.active) for a in ags]
         elif router == "fewest_tokens":
@@ -473,6 +494,19 @@ def simulate(
         "end": end,
         "metrics": metrics,
     }
+
+
+def weighted_pick(u: np.float32, weights: Sequence[Fraction]) -> int:
+    """The weighted router's agent for draw u (docs §4): the first k with
+    r < floor(2^24 S_k / S), r = u 2^24, tested exactly as (r + 1) S <= 2^24 S_k."""
+    r = int(float(u) * 2**24)
+    assert float(r) == float(u) * 2**24, u  # u holds 24 bits
+    total, acc = sum(weights), Fraction(0)
+    for k, w in enumerate(weights):
+        acc += w
+        if (r + 1) * total <= 2**24 * acc:
+            return k
+    raise AssertionError("the last cut is 2^24 > r")
 
 
 def engine_inputs(config, params, seed: int, n_candidates: int) -> list[Request]:
