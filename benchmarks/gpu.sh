@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU measurements of the README ("On a GPU"): bench_dp at the issue's shape (G = 16),
+# The GPU measurements of docs/guide/gpu.md: bench_dp at the issue's shape (G = 16),
 # bench_kv and the valley-fill kernel's unroll sweep (bench_unroll), at seed counts that fill
 # an accelerator, each under its own time limit so that one slow step cannot take the others'
 # results with it. Run from the repository root with JAX's CUDA plugin installed (or the

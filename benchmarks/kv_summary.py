@@ -1,4 +1,4 @@
-"""Compact tables of the WAIT paper's experiments from their CSV files (the README's tables).
+"""Compact tables of the WAIT paper's experiments from their CSV files (the tables of docs/papers/001-wait.md).
 
     python -m benchmarks.kv_summary benchmarks/results/kv/e1.csv [more.csv ...]
 

@@ -47,7 +47,7 @@ from .progress import Progress
 from .rng import check_seeds
 
 # Working set of one seed chunk on CPU (bytes): chunks that stay in the caches of a small CPU
-# run faster than one large chunk (README, "Speed").
+# run faster than one large chunk (docs/benchmarks.md).
 CPU_CHUNK_BYTES = 6 * 2**20
 DEFAULT_BLOCK = 1024
 
@@ -353,7 +353,7 @@ def simulate(
     for their slowest run (when not recording and there are more seeds than one chunk); the
     metrics are bitwise the same. They pay a little when run lengths spread widely (offline on
     the `mix` workload, longest run 4x the mean: 1.05-1.12x at 1024 seeds) and cost 5-20% when
-    they do not (README, "Lanes that refill"), so they are off by default (None).
+    they do not (docs/benchmarks.md, "Lanes that refill"), so they are off by default (None).
     """
     # Every argument is checked here, before anything compiles: a wrong type would otherwise
     # surface as an AttributeError from inside a traced step.

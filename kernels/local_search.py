@@ -233,7 +233,7 @@ def _instance_key(loads, sizes, valid) -> jax.Array:
     return jax.random.fold_in(jax.random.PRNGKey(97), h)
 
 
-# multi_start_level's schedule (measured in benchmarks/bench_kernel_quality.py, README):
+# multi_start_level's schedule (measured in benchmarks/bench_kernel_quality.py, docs/papers/000-bfio.md):
 LEVEL_QMAX = 6.0  # target levels M0 + q * median for q in [0.25, LEVEL_QMAX] ...
 NUM_LEVELS = 16  # ... at this many q
 NUM_JITTER = 24  # valley fill on loads + U[0, scale * median) noise, scale 0.5, 1, 2

@@ -1,5 +1,5 @@
-"""A seventh engine built from outside the package, by the README's recipe "How to add an engine
-from your own code": one module with Config, Params, State, pure functions, a policy `Registry`
+"""A seventh engine built from outside the package, by the recipe "How to add an engine from
+your own code" (docs/contributing.md): one module with Config, Params, State, pure functions, a policy `Registry`
 and one `Engine` value built from them, then `register_engine`. tests/core/test_recipes.py registers it and
 runs the conformance kit, a sweep and a policy added with `register_policy` on it.
 

@@ -2,7 +2,7 @@
 `jaxsched check stability` runs `stability`).
 
 Each returns a `jaxsched.results.Report` (CSV rows, markdown, whether the claim held, plot
-data). Reading guide: notes/004.md; the numbers are in the README ("Paper 004").
+data). Reading guide: notes/004.md; the numbers are in docs/papers/004-budget.md.
 
 - stability: Fig. 1 and Theorem 1. For each policy, the growth rate of the tokens in system
   over a sweep of the load rho = lambda (m_p + m_d) t_b / b, with 95% CIs over seeds: Sarathi

@@ -1,7 +1,7 @@
 """Paper 003's checks and experiments, one function each (`jaxsched interval experiment NAME`).
 
 Each returns a `jaxsched.results.Report` (CSV rows, markdown, whether the claim held, plot
-data). Reading guide: notes/003.md; the numbers are in the README ("Paper 003").
+data). Reading guide: notes/003.md; the numbers are in docs/papers/003-interval.md.
 
 - examples: Examples 3.2 and 8.2 exactly (TEL and schedules).
 - cor48: Corollary 4.8's lambda_max(A_u, B_u), tr(B_u^-1 A_u) = H_u and Figure 1's fit.

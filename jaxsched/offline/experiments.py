@@ -2,7 +2,7 @@
 
 Each returns a `Report`: CSV rows, a markdown summary, whether the paper's claim (or the
 project's correction of it) held, and the data of its plot. Reading guide: notes/002.md;
-the numbers measured are in the README ("Paper 002").
+the numbers measured are in docs/papers/002-offline.md.
 
 - example1: Example 1 exactly (MC-SF TEL 64, Sorted-F 45) for every algorithm, with OPT.
 - example2: Example 2's ordering rule over a grid of two-batch instances.
@@ -659,5 +659,5 @@ def lower_bound(quick: bool = False, seeds: int | None = None, progress=None) ->
     )
 
 
-# The reproductions by name, in the README's order (`jaxsched offline experiment NAME`).
+# The reproductions by name, in the order of docs/papers/002-offline.md (`jaxsched offline experiment NAME`).
 EXPERIMENTS = {f.__name__: f for f in (example1, example2, lemma1, opt, lower_bound, ec42, real)}
