@@ -9,8 +9,9 @@ or pool entries are masked out, so every metric is bitwise that of the unpadded 
 one compilation.
 
 `plan_buckets` groups a sweep's points. The rule, greedy from the largest point:
-1. points are grouped by everything but their sizes (policy, semantics, workload, ... must
-   agree, and the engine's `pad_group`), and only configs the engine can pad
+1. points are grouped by everything but their sizes and the engine's `value_fields` (dp's
+   lookahead decay, which a padded run carries in its params) (policy, semantics, workload, ...
+   must agree, and the engine's `pad_group`), and only configs the engine can pad
    (`Engine.can_pad`) are grouped;
 2. the largest remaining point (by `Engine.working_set_bytes`, the engine's per-step work)
    opens a bucket at its own sizes;
@@ -86,13 +87,17 @@ class Bucket:
 def _signature(engine: Engine, config: Any, switch: bool) -> tuple:
     """Everything of a config but its sizes (and its policy when `switch`): configs with equal
     signatures can share a bucket."""
-    skip = set(engine.size_fields) | ({"policy", "policy_set"} if switch else set())
+    skip = set(engine.size_fields) | set(engine.value_fields) | ({"policy", "policy_set"} if switch else set())
     config = engine.size_free(config)
     return tuple((f.name, getattr(config, f.name)) for f in dataclasses.fields(config) if f.name not in skip)
 
 
 def _sizes(engine: Engine, config: Any) -> tuple[int, ...]:
     return tuple(getattr(config, f) for f in engine.size_fields)
+
+
+def _values(engine: Engine, config: Any) -> tuple:
+    return tuple(getattr(config, f) for f in engine.value_fields)
 
 
 def _grown(engine: Engine, config: Any, sizes: Sequence[int]) -> Any | None:
@@ -145,7 +150,12 @@ def plan_buckets(
                     members.append(i)
                     left.remove(i)
             members.sort()
-            padded = any(_sizes(engine, configs[i]) != cap for i in members)
+            # A member whose value fields differ from the bucket config's reads them from its
+            # params, so it runs padded even at the bucket's sizes.
+            padded = any(
+                _sizes(engine, configs[i]) != cap or _values(engine, configs[i]) != _values(engine, cfg)
+                for i in members
+            )
             policies = tuple(dict.fromkeys(configs[i].policy for i in members))
             if len(policies) > 1:
                 cfg = dataclasses.replace(cfg, policy=policies[0], policy_set=policies)

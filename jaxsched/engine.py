@@ -135,6 +135,9 @@ class Engine(Generic[C, P, S]):
     Size buckets and policy sets (optional; `jaxsched.buckets`):
       size_fields: Config fields a run may take as traced values inside a larger config, so a
         sweep over them compiles once per bucket instead of once per point.
+      value_fields: Config fields that are not sizes but that a padded run also carries in its
+        params (dp: lookahead_decay, as its window weights), so that configs differing in them
+        share a bucket; the bucket config holds any member's value and reads none.
       pad_into(config, params, capacity) -> (bucket config, params): called by `pad` with the
         validated capacity {size field: int >= config's}; the bucket config has the capacity's
         shapes, the params carry the run's own sizes, and the run's metrics are bitwise those of
@@ -176,6 +179,7 @@ class Engine(Generic[C, P, S]):
     sweep_hidden: tuple[str, ...] = ()
     regrow: Callable[[C, Mapping[str, np.ndarray]], tuple[C, np.ndarray] | None] | None = None
     size_fields: tuple[str, ...] = ()
+    value_fields: tuple[str, ...] = ()
     pad_into: Callable[[C, P, dict[str, int]], tuple[C, P]] | None = None
     pad_check: Callable[[C], None] | None = None
     pad_group: Callable[[C], Any] = _no_group

@@ -28,6 +28,7 @@ objective with a 95% confidence interval and their paired difference, seed by se
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import re
@@ -368,7 +369,7 @@ def tune(
     population = require_int(population, "population", lo=4, hi=65536)
     generations = require_int(generations, "generations", lo=1, hi=100_000)
     seed = require_int(seed, "seed", lo=0, hi=2**32 - 1)
-    base_params = engine.make_params(config, **fixed, **baseline)
+    points = _Points.of(engine, config, fields, fixed, baseline)
 
     history: list[dict] = []
     # The search starts at the baseline where it lies in the fields' ranges (the setting to
@@ -386,7 +387,7 @@ def tune(
             # it, rather than its best sample, which may be worse.
             units[0] = start
         cands = [decode(fields, row) for row in units]
-        rows = _evaluate(engine, config, fixed, base_params, cands, train, objective)
+        rows = _evaluate(points, cands, train, objective)
         for i, r in enumerate(rows):
             history.append({"generation": gen, "index": i, **cands[i], **r})
         fitness = np.array([r["fitness"] for r in rows], dtype=np.float32)
@@ -409,7 +410,7 @@ def tune(
         test_seeds=tuple(test),
     )
     if best is not None:
-        result.test = held_out(engine, config, fixed, baseline, best, test, objective)
+        result.test = held_out(engine, config, fixed, baseline, best, test, objective, fields)
     result.wall_s = time.perf_counter() - t0
     return result
 
@@ -426,11 +427,16 @@ def check_problem(config, fields, objective, fixed=None, baseline=None, train_se
         len(fields) >= 1 and all(isinstance(f, Field) for f in fields), "fields", "a non-empty list of Field", fields
     )
     names = [f.name for f in fields]
-    for n in names:
-        if n not in keywords:
+    tunable = config_fields(engine)
+    for f in fields:
+        if f.name not in keywords and f.name not in tunable:
+            also = f"; or a Config field it pads: {', '.join(tunable)}" if tunable else ""
             raise ConfigError(
-                f"field {n!r} must be a make_params keyword of engine {engine.name!r}: {', '.join(keywords)}"
+                f"field {f.name!r} must be a make_params keyword of engine {engine.name!r}: {', '.join(keywords)}{also}"
             )
+        if f.name in engine.size_fields:
+            ints = f.kind == "int" or (f.kind == "choice" and all(type(c) is int for c in f.choices))
+            require(ints and f.size == 1, f"field {f.name}", "a single integer (kind int, or integer choices)", f)
     dup = next((n for i, n in enumerate(names) if n in names[:i]), None)
     if dup is not None:
         raise ConfigError(f"field {dup!r} is given twice; tune each field once")
@@ -446,8 +452,10 @@ def check_problem(config, fields, objective, fixed=None, baseline=None, train_se
     for n in baseline:
         if n not in names:
             raise ConfigError(f"baseline {n!r} must be a tuned field: {', '.join(names)}")
-    # Unset baseline fields are make_params' defaults, named so that reports show them.
+    # Unset baseline fields are make_params' defaults (a Config field: the config's value), named
+    # so that reports show them.
     defaults = {p.name: p.default for p in inspect.signature(engine.make_params).parameters.values()}
+    defaults.update({n: getattr(config, n) for n in tunable})
     baseline = {n: baseline.get(n, defaults[n]) for n in names}
     for c in objective.metrics():
         if c not in engine.METRICS:
@@ -456,9 +464,73 @@ def check_problem(config, fields, objective, fixed=None, baseline=None, train_se
     both = sorted(set(train) & set(test))
     if both:
         raise ConfigError(f"train_seeds and test_seeds must be disjoint, both hold {both[:5]}")
-    # The baseline and the fixed values are valid params (one error here, not per candidate).
-    engine.make_params(config, **fixed, **baseline)
+    # The baseline, the fixed values and the bucket of the tuned sizes are valid (one error
+    # here, not per candidate).
+    _Points.of(engine, config, fields, fixed, baseline)
     return fields, fixed, baseline, train, test
+
+
+def config_fields(engine) -> tuple[str, ...]:
+    """Config fields `tune` can search as values: an engine's size fields and value fields
+    (`Engine.size_fields`, `value_fields`), which a run padded into one bucket carries in its
+    params, so that every candidate still runs in one compiled program; () for an engine that
+    does not pad."""
+    return () if engine.pad_into is None else tuple(engine.size_fields) + tuple(engine.value_fields)
+
+
+class _Points:
+    """Candidates (dicts of tuned values, keyed like `baseline`) -> one run config and their
+    Params. Tuned Config fields (`config_fields`) make each candidate's own config, padded
+    (`Engine.pad`) into the bucket whose tuned sizes are `capacity` {size field: int}; its
+    metrics are bitwise those of its own unpadded run. Without tuned Config fields every
+    candidate runs `config` itself."""
+
+    def __init__(self, engine, config, fixed, baseline, capacity: Mapping[str, int]):
+        self.engine, self.fixed = engine, dict(fixed)
+        self.of_config = [n for n in baseline if n in config_fields(engine)]
+        self.config = self._own_config(config, baseline)
+        self.capacity = {n: max(int(v), getattr(self.config, n)) for n, v in capacity.items()}
+        self.run_config = self.config
+        if self.of_config:
+            try:
+                self.run_config = engine.pad(self.config, self._params(self.config, baseline), self.capacity)[0]
+            except ConfigError as e:
+                raise ConfigError(f"the tuned sizes at their largest values {self.capacity} do not run: {e}") from None
+        self.base = self.params(baseline)
+
+    @classmethod
+    def of(cls, engine, config, fields: Sequence[Field], fixed, baseline) -> "_Points":
+        """The points of a search: the bucket holds every value of the tuned size fields."""
+        top = lambda f: max(f.choices) if f.kind == "choice" else int(f.high)  # noqa: E731
+        return cls(engine, config, fixed, baseline, {f.name: top(f) for f in fields if f.name in engine.size_fields})
+
+    def _own_config(self, config, values):
+        own = {n: values[n] for n in self.of_config if n in values}
+        return dataclasses.replace(config, **own) if own else config
+
+    def _params(self, config, values):
+        return self.engine.make_params(
+            config, **self.fixed, **{n: v for n, v in values.items() if n not in self.of_config}
+        )
+
+    def params(self, values: Mapping[str, Any]):
+        """The Params that run `values` inside the bucket (ConfigError when refused)."""
+        config = self._own_config(self.config, values)
+        p = self._params(config, values)
+        return self.engine.pad(config, p, self.capacity)[1] if self.of_config else p
+
+    def batch(self, cands: Sequence[Mapping[str, Any]]) -> tuple[list, list[str]]:
+        """(params, reasons): a refused candidate runs the baseline's params in its place, so
+        the batch keeps its shape and the program its compilation; its reason says why."""
+        plist, reasons = [], []
+        for c in cands:
+            try:
+                plist.append(self.params(c))
+                reasons.append("")
+            except ConfigError as e:
+                plist.append(self.base)
+                reasons.append(f"refused: {e}")
+        return plist, reasons
 
 
 def _seeds(seeds, name: str) -> list[int]:
@@ -493,21 +565,13 @@ def _searcher(name: str, dim: int, population: int, seed: int, start: Sequence[f
     return algo, params, state, key
 
 
-def _evaluate(engine, config, fixed, base_params, cands, seeds, objective) -> list[dict]:
+def _evaluate(points: _Points, cands, seeds, objective) -> list[dict]:
     """{objective, fitness, feasible, reason, <metric means>} of each candidate on `seeds`, all
-    candidates in one `simulate_points` call (a refused candidate runs the baseline's params in
-    its place, so the batch keeps its shape and the program its compilation)."""
+    candidates in one `simulate_points` call (`_Points.batch`)."""
     from .run import simulate_points
 
-    plist, reasons = [], []
-    for c in cands:
-        try:
-            plist.append(engine.make_params(config, **fixed, **c))
-            reasons.append("")
-        except ConfigError as e:
-            plist.append(base_params)
-            reasons.append(f"refused by make_params: {e}")
-    results = simulate_points(config, plist, seeds, engine=engine, progress=False, warn=False)
+    plist, reasons = points.batch(cands)
+    results = simulate_points(points.run_config, plist, seeds, engine=points.engine, progress=False, warn=False)
     return [_score(r.metrics, objective, why) for r, why in zip(results, reasons)]
 
 
@@ -532,16 +596,22 @@ def _score(metrics: Mapping[str, np.ndarray], objective: Objective, refused: str
     return {"objective": value, "fitness": _INFEASIBLE * (1.0 + total), "feasible": False, "reason": reason, **means}
 
 
-def held_out(engine, config, fixed, baseline, best, seeds, objective) -> dict:
-    """The baseline and the tuned values on the held-out seeds, in one `simulate_points` call:
+def held_out(engine, config, fixed, baseline, best, seeds, objective, fields: Sequence[Field] = ()) -> dict:
+    """The baseline and the tuned values on the held-out seeds, in one `simulate_points` call
+    (tuned Config fields padded into the bucket of `fields`' largest sizes, or else of the two):
     {baseline, tuned, difference: (mean, 95% CI half-width) of the objective metric (the
     difference seed by seed, tuned - baseline), baseline_feasible, tuned_feasible,
     constraints: {metric: (baseline mean, tuned mean)} of every constrained metric, verdict}."""
     from .run import simulate_points
     from .stats import mean_ci
 
-    plist = [engine.make_params(config, **fixed, **baseline), engine.make_params(config, **fixed, **best)]
-    base, tuned = simulate_points(config, plist, seeds, engine=engine, progress=False, warn=False)
+    if fields:
+        points = _Points.of(engine, config, fields, fixed, baseline)
+    else:
+        top = {n: max(baseline[n], best[n]) for n in baseline if n in engine.size_fields}
+        points = _Points(engine, config, fixed, baseline, top)
+    plist = [points.params(baseline), points.params(best)]
+    base, tuned = simulate_points(points.run_config, plist, seeds, engine=points.engine, progress=False, warn=False)
     a, b = objective.per_seed(base.metrics), objective.per_seed(tuned.metrics)
     ci = lambda x: tuple(float(v) for v in np.asarray(mean_ci(x))[[0, 2]])  # noqa: E731 (mean, half-width)
     diff = ci(b - a)
@@ -634,6 +704,7 @@ __all__ = [
     "TuneResult",
     "best_so_far",
     "check_problem",
+    "config_fields",
     "decode",
     "encode",
     "held_out",

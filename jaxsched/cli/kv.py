@@ -348,6 +348,6 @@ def _tune_any(a: argparse.Namespace) -> int:
     from .tune import KV_TUNERS, TUNE_READS, cmd_tune_engine
 
     if a.experiment is None or a.experiment.lower() in KV_TUNERS:
-        check_options(a, TUNE_READS, {"tuner": (a.experiment or "e3").lower()})
+        check_options(a, TUNE_READS, {"tuner": (a.experiment or "e3").lower(), "engine": "kv"})
         return cmd_tune(a)
     return cmd_tune_engine(a)

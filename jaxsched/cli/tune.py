@@ -35,6 +35,7 @@ ENGINE_ONLY = (
 TUNE_READS = {
     **{d: (Reads("tuner", KV_TUNERS),) for d in GRADIENT_ONLY},
     **{d: (Reads("tuner", ("an engine name",)),) for d in ENGINE_ONLY},
+    "trace": (Reads("engine", ("dp",)),),
 }
 
 
@@ -47,7 +48,8 @@ def add_engine_options(t: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=LOW:HIGH[:KIND]",
-        help="engine tuner: a make_params keyword to tune, name=low:high with kind real "
+        help="engine tuner: a make_params keyword, or a Config field the engine pads into one "
+        "program (dp: lookahead_steps, lookahead_decay, ...), to tune: name=low:high with kind real "
         "(default), log or int, or name=v1|v2|... (repeat for several)",
     )
     t.add_argument(
@@ -75,8 +77,10 @@ def add_engine_options(t: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="engine tuner: a tuned field's value to compare against (default: make_params' default)",
+        help="engine tuner: a tuned field's value to compare against (default: make_params' default, "
+        "or the config's value of a Config field)",
     )
+    t.add_argument("--trace", metavar="FILE", help="dp tuner: a trace whose lengths each seed resamples")
     t.add_argument("--searcher", default="cma_es", choices=SEARCHERS, help="engine tuner: evolution strategy")
     t.add_argument("--population", type=int, default=16, help="engine tuner: candidates per generation")
     t.add_argument("--generations", type=int, default=20, help="engine tuner: generations")
@@ -95,7 +99,7 @@ def cmd_tune_engine(a: argparse.Namespace) -> int:
             f"tune: the first argument must be e3 or e4 (kv's gradient tuner) or an engine: {', '.join(ENGINES)}; "
             f"got {engine_name!r}"
         )
-    check_options(a, TUNE_READS, {"tuner": "an engine name"})
+    check_options(a, TUNE_READS, {"tuner": "an engine name", "engine": engine_name})
     from ..sweep import parse_value
     from ..tune import parse_field, parse_objective
     from .sweep import _settings
@@ -107,6 +111,12 @@ def cmd_tune_engine(a: argparse.Namespace) -> int:
     fields = [parse_field(f) for f in a.field]
     objective = parse_objective(a.objective, a.constraint)
     cfg_kw, fixed = _settings(engine_name, a.set)
+    if a.trace:
+        from ..workload import read_trace
+
+        if "workload" in cfg_kw:
+            raise ConfigError("--trace and --set workload both set the dp workload; give one")
+        cfg_kw["workload"] = read_trace(a.trace, order="resample")
     baseline = {}
     for text in a.baseline:
         name, sep, value = text.partition("=")

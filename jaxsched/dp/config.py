@@ -82,7 +82,7 @@ class DPConfig:
     bfio_kernel: the BF-IO H = 0 assignment kernel, a name in kernels.BFIO_VARIANTS ("vf": valley
     fill; "vf_ls", "vf_ls_chain": with local search; "ms_ls", "ms_ls_chain": multi-start;
     "ms_lf": 41 starts and level fills, the most exact and the costliest; "round_lpt", "window":
-    for the theory semantics; see the README's kernel table).
+    for the theory semantics; see the kernel table of docs/papers/000-bfio.md).
     delay_bins: bins of the queueing-delay histogram (p99).
     drift: (lo, hi), semantics "theory" only: in step k every active request grows by a common
     delta_k uniform on {lo, ..., hi} tokens (BF-IO Theorem 3) instead of 1; (1, 1) is the plain
@@ -238,12 +238,16 @@ class DPSizes(eqx.Module):
     pool_size R <= config.pool_size, lookahead_steps H <= config.lookahead_steps (both >= 1
     or both 0). Workers g >= G, slots b >= B of each worker, pool entries p >= R and lookahead
     rows h > H exist in the arrays but never hold a request and enter no metric or score, so the
-    run's metrics are bitwise those of the unpadded run (`DPEngine.pad`, tests/dp/test_buckets.py)."""
+    run's metrics are bitwise those of the unpadded run (`DPEngine.pad`, tests/dp/test_buckets.py).
+    lookahead_weights int32[config.window]: the run's own window weights
+    (`window_weights(H + 1, its lookahead_decay)`, the same integers), 0 beyond its H: the decay
+    rides in the params too (`VALUE_FIELDS`), so runs of different decays share a bucket."""
 
     num_workers: jnp.ndarray
     slots_per_worker: jnp.ndarray
     pool_size: jnp.ndarray
     lookahead_steps: jnp.ndarray
+    lookahead_weights: jnp.ndarray
 
 
 class DPParams(eqx.Module):

@@ -19,7 +19,7 @@ from ..accumulate import Kahan, WideInt
 from ..engine import Engine
 from ..errors import ConfigError, require
 from ..histogram import log_bins
-from ..kernels import count_bits, fused_sums, ordered_mean, ordered_sum, select_bit
+from ..kernels import count_bits, fused_sums, ordered_mean, ordered_sum, select_bit, window_weights
 from .config import DELAY_MAX_S, DELAY_MIN_S, DPConfig, DPParams, DPSizes, make_params
 from .energy import utilization, utilization_power_w
 from .metrics import METRICS, finalize
@@ -284,6 +284,7 @@ def _admit(config: DPConfig, params: DPParams, state: DPState, loads, k, words, 
         lookahead_steps=run_lookahead(config, params),
         seed=state.seed,
         step=jnp.asarray(k, jnp.int32),
+        lookahead_weights=None if params.sizes is None else params.sizes.lookahead_weights,
     )
     worker, rank, rr = _choose(config, params, obs)
     admitted = (worker >= 0) & allow
@@ -574,6 +575,9 @@ def max_steps(config: DPConfig) -> int:
 
 
 SIZE_FIELDS = ("num_workers", "slots_per_worker", "pool_size", "lookahead_steps")
+# Config fields a padded run carries in its params (its window weights, `DPSizes`): runs that
+# differ in them share a bucket.
+VALUE_FIELDS = ("lookahead_decay",)
 
 
 def pad_check(config: DPConfig) -> None:
@@ -612,8 +616,11 @@ def pad_into(config: DPConfig, params: DPParams, capacity) -> tuple[DPConfig, DP
         "0 for a config with lookahead_steps 0 and >= 1 otherwise (different kernels)",
         capacity["lookahead_steps"],
     )
-    sizes = DPSizes(*(jnp.int32(getattr(config, f)) for f in SIZE_FIELDS))
-    return replace(config, **capacity), replace(params, sizes=sizes)
+    bucket = replace(config, **capacity)
+    weights = np.zeros(bucket.window, np.int32)
+    weights[: config.window] = window_weights(config.window, config.lookahead_decay)
+    sizes = DPSizes(*(jnp.int32(getattr(config, f)) for f in SIZE_FIELDS), lookahead_weights=jnp.asarray(weights))
+    return bucket, replace(params, sizes=sizes)
 
 
 def trim(config: DPConfig, trajectories) -> dict:
@@ -699,6 +706,7 @@ ENGINE: Engine[DPConfig, DPParams, DPState] = Engine(
     # setting of its own: sweep the policy instead.
     sweep_hidden=("policy_set",),
     size_fields=SIZE_FIELDS,
+    value_fields=VALUE_FIELDS,
     pad_check=pad_check,
     pad_into=pad_into,
     pad_group=pad_group,

@@ -43,6 +43,8 @@ class Observation(eqx.Module):
     `projected` beyond it are 0 and weigh nothing).
     seed uint32[]: the run's seed. step int32[]: the step k of this admission (0: the initial
     one). Together the run's random stream for randomized policies (`step_stream`).
+    lookahead_weights int32[H + 1] | None: a padded run's own window weights (0 beyond its H);
+    None unpadded (the config's `window_weights`).
     """
 
     loads: jnp.ndarray
@@ -56,6 +58,7 @@ class Observation(eqx.Module):
     lookahead_steps: jnp.ndarray | int
     seed: jnp.ndarray
     step: jnp.ndarray
+    lookahead_weights: jnp.ndarray | None = None
 
 
 def in_queue_order(obs: Observation, choose: Callable, update: Callable, state0):
@@ -142,9 +145,10 @@ def bfio(config, params, obs: Observation):
         fill = valley_fill if packable(config.workload.max_prompt, config.pool_size) else valley_fill_unpacked
         worker, rank = fill(obs.loads, obs.free, obs.pool_size_tokens, obs.pool_valid)
     else:
-        weights = window_weights(config.window, config.lookahead_decay)
-        if not isinstance(obs.lookahead_steps, int):  # a padded run: rows beyond its H weigh 0
-            weights = jnp.where(np.arange(config.window) <= obs.lookahead_steps, weights, 0)
+        # A padded run's weights are its own (its decay), 0 beyond its H (`DPSizes`).
+        weights = obs.lookahead_weights
+        if weights is None:
+            weights = window_weights(config.window, config.lookahead_decay)
         worker, rank = lookahead_valley_fill(
             obs.projected, obs.free, obs.pool_size_tokens, obs.pool_valid, beta=obs.num_workers, weights=weights
         )

@@ -5,6 +5,7 @@ candidates ranked last and their reasons kept; the held-out comparison with its 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -14,6 +15,9 @@ import jaxsched.run as run_mod
 from jaxsched import tune as T
 from jaxsched.budget import BudgetConfig
 from jaxsched.budget import make_params as budget_params
+from jaxsched.dp import DPConfig
+from jaxsched.dp import make_params as dp_params
+from jaxsched.dp.engine import ENGINE as ENGINE_DP
 from jaxsched.errors import ConfigError
 from jaxsched.run import simulate
 from tests.sweep_checks import COMPILES, block_compiles
@@ -127,9 +131,9 @@ def test_score_ranks_feasible_first_and_keeps_reasons():
 
 
 def test_a_refused_candidate_runs_the_baseline_in_its_place_and_is_marked():
-    base = budget_params(CFG, **FIXED)
-    rows = T._evaluate(_engine(), CFG, FIXED, base, [{"max_requests": 0}, {"max_requests": 4}], [0, 1], OBJ)
-    assert not rows[0]["feasible"] and rows[0]["reason"].startswith("refused by make_params: max_requests")
+    points = T._Points(_engine(), CFG, FIXED, {"max_requests": 8}, {})
+    rows = T._evaluate(points, [{"max_requests": 0}, {"max_requests": 4}], [0, 1], OBJ)
+    assert not rows[0]["feasible"] and rows[0]["reason"].startswith("refused: max_requests")
     assert rows[1]["feasible"]
     own = simulate(CFG, budget_params(CFG, max_requests=4, **FIXED), [0, 1]).metrics["latency_mean_s"]
     assert rows[1]["objective"] == float(np.mean(own))
@@ -247,3 +251,63 @@ def test_encode_is_the_inverse_of_decode_and_the_search_starts_at_the_baseline(m
     assert starts == [[0.1], None]  # (160 - 64) / 960; a baseline outside the range: the centre
     # The baseline in range is the first candidate evaluated.
     assert res.history[0]["budget"] == 160 and res.history[1]["budget"] != 160
+
+
+DP = DPConfig(num_workers=3, slots_per_worker=4, pool_size=6, policy="bfio", lookahead_steps=2, num_steps=40)
+DP_OBJ = T.Objective("avg_imbalance_tokens", "min")
+
+
+def test_config_fields_tune_as_values_in_one_program():
+    # BF-IO's lookahead H (a size) and decay (a value field) are DPConfig fields: every candidate
+    # runs padded into the bucket of the largest H, one program, and its numbers are those of its
+    # own unpadded config.
+    fields = [T.Field("lookahead_steps", 1, 4, "int"), T.Field("lookahead_decay", 0.2, 1.0)]
+    since = len(COMPILES)
+    res = T.tune(DP, fields, DP_OBJ, train_seeds=[0, 1], test_seeds=[5, 6], population=5, generations=2, seed=1)
+    assert 1 <= block_compiles(since) <= 2
+    assert res.baseline == {"lookahead_steps": 2, "lookahead_decay": 0.7}
+    assert len({(h["lookahead_steps"], h["lookahead_decay"]) for h in res.history}) >= 5
+    for h in res.history[:4] + [min(res.history, key=lambda h: h["fitness"])]:
+        own = dataclasses.replace(DP, lookahead_steps=h["lookahead_steps"], lookahead_decay=h["lookahead_decay"])
+        assert h["objective"] == float(np.mean(simulate(own, dp_params(own), [0, 1]).metrics["avg_imbalance_tokens"]))
+    # H = 0 is another kernel: a candidate there is refused with its reason, not run.
+    points = T._Points(ENGINE_DP, DP, {}, {"lookahead_steps": 2}, {"lookahead_steps": 3})
+    rows = T._evaluate(points, [{"lookahead_steps": 0}], [0, 1], DP_OBJ)
+    assert not rows[0]["feasible"] and "lookahead_steps" in rows[0]["reason"]
+
+
+@pytest.mark.parametrize(
+    "field, needle",
+    [
+        (T.Field("num_workers", 1.0, 4.0), "a single integer"),
+        (T.Field("policy", choices=("fcfs", "bfio"), kind="choice"), "Config field it pads"),
+    ],
+)
+def test_bad_config_fields_are_one_error(field, needle, no_simulation):
+    with pytest.raises(ConfigError, match=needle):
+        T.check_problem(DP, [field], DP_OBJ)
+
+
+@pytest.mark.parametrize("searcher", T.SEARCHERS)
+def test_the_search_finds_the_optimum_known_by_enumeration(searcher):
+    # A small synthetic problem on the budget engine: 8 request caps x 4 token budgets, every
+    # point's objective known by running them all; both searchers reach the best one.
+    fields = [T.Field("max_requests", 1, 8, "int"), T.Field("budget", kind="choice", choices=(64, 128, 256, 512))]
+    grid = [{"max_requests": m, "budget": b} for m in range(1, 9) for b in (64, 128, 256, 512)]
+    runs = run_mod.simulate_points(CFG, [budget_params(CFG, **FIXED, **g) for g in grid], [0, 1], warn=False)
+    values = [float(np.mean(r.metrics["latency_mean_s"])) for r in runs]
+    optima = [g for g, v in zip(grid, values) if v == min(values)]
+    assert len(optima) < len(grid) // 4  # few optima (budgets beyond what a batch holds tie)
+    res = T.tune(
+        CFG,
+        fields,
+        OBJ,
+        fixed=FIXED,
+        train_seeds=[0, 1],
+        test_seeds=[7, 8],
+        searcher=searcher,
+        population=8,
+        generations=6,
+        seed=0,
+    )
+    assert res.best in optima and res.best_train == min(values)

@@ -34,7 +34,8 @@ def _same_runs(configs: list[DPConfig], capacity: dict, seeds=(0, 1, 2), **param
     alone = [simulate(c, make_params(c, **params_kw), seeds, warn=False, record=True) for c in configs]
     padded = [ENGINE.pad(c, make_params(c, **params_kw), capacity) for c in configs]
     bucket = padded[0][0]
-    assert all(b == bucket for b, _ in padded)
+    # Bucket configs agree but for the value fields, which the padded runs read from params.
+    assert all(dataclasses.replace(b, lookahead_decay=bucket.lookahead_decay) == bucket for b, _ in padded)
     together = simulate_points(bucket, [p for _, p in padded], seeds, warn=False, record=True)
     for c, a, b in zip(configs, alone, together):
         for k in a.metrics:
@@ -92,6 +93,24 @@ def test_padded_lookahead_equals_unpadded(predictor):
     _same_runs(
         configs, dict(num_workers=6, slots_per_worker=11, pool_size=16, lookahead_steps=5), **errors.get(predictor, {})
     )
+
+
+def test_padded_decays_share_a_bucket():
+    # The lookahead decay rides in a padded run's params (its window weights): runs of three
+    # decays and two H run in one program, each bitwise its own unpadded run; decay 1 (weights
+    # 1) and a decay whose far weights round to 0 included.
+    configs = [
+        DPConfig(num_workers=4, slots_per_worker=6, pool_size=8, policy="bfio", lookahead_steps=H, lookahead_decay=d)
+        for H, d in [(3, 0.5), (2, 1.0), (3, 0.05)]
+    ]
+    configs = [dataclasses.replace(c, num_steps=60) for c in configs]
+    _same_runs(configs, dict(lookahead_steps=3))
+    plan = plan_buckets(ENGINE, configs)
+    assert [b.members for b in plan] == [[0, 1, 2]] and plan[0].padded
+    # Equal sizes, different decays: still one bucket, padded (the decay comes from params).
+    same = [configs[0], dataclasses.replace(configs[0], lookahead_decay=0.9)]
+    plan = plan_buckets(ENGINE, same)
+    assert len(plan) == 1 and plan[0].padded
 
 
 @pytest.mark.parametrize("theorem, kernel", [(2, "window"), (3, "window"), (1, "round_lpt")])
