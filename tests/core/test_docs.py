@@ -121,6 +121,8 @@ def test_hook_points_result_figures_at_the_site_copy(hooks):
     assert hooks.figure_uri("tuning.md", "https://example.org/x.png") is None
 
 
+# .ci/run builds the site with --strict before the tests; the default run need not build it twice.
+@pytest.mark.slow
 def test_mkdocs_build_strict(tmp_path):
     pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[dev]')")
     start = time.monotonic()
