@@ -1,0 +1,1 @@
+"""jaxsched against Vidur (microsoft/vidur): set-up, predictor, harness and comparison (README.md)."""
