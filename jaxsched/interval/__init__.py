@@ -3,9 +3,10 @@ lengths and predicted intervals [l_i, u_i] (paper 003): H-SF, A_max, A_min, A_l 
 under one step loop with cancellation (docs/interval-semantics.md).
 
 `IntervalConfig` (static: the job batch, the intervals, the policy and its options),
-`make_params` (traced `OfflineParams`: M and the step-time model, shared with the offline
-engine), `simulate` (the shared runner), `execute` (explicit instances), the interval specs,
-`POLICIES` and `METRICS`; `theory` holds the paper's formulas.
+`make_params` (traced `IntervalParams`: M and the step-time model, shared with the offline
+engine, and the starting estimate of A_min and A_l), `simulate` (the shared runner),
+`execute` (explicit instances), the interval specs, `POLICIES` and `METRICS`; `theory` holds
+the paper's formulas.
 
 Every name is imported on first use (the registry is JAX-free).
 """
@@ -18,6 +19,7 @@ _EXPORTS = {
     "Results": "..run:Results",
     "simulate": "..run:simulate",
     "IntervalConfig": ".config:IntervalConfig",
+    "IntervalParams": ".config:IntervalParams",
     "make_params": ".config:make_params",
     "ENGINE": ".engine:ENGINE",
     "done": ".engine:done",

@@ -2,16 +2,21 @@
 
 `IntervalConfig` (static) names the job batch (`workload`, as in the offline engine), the
 prediction intervals (`intervals`, `intervals.py`), the policy and its options. The traced
-params are the batch model's `OfflineParams` (`jaxsched.batchmodel`: the KV limit M and the
-step-time model, shared with the offline engine), built by `make_params`, which also proves
-that every job fits alone at its upper bound (s + u <= M) and that no memory sum can overflow
-int32.
+params are `IntervalParams`: the batch model's `OfflineParams` (`jaxsched.batchmodel`: the KV
+limit M and the step-time model, shared with the offline engine) and the starting estimate of
+A_min and A_l (`start_fraction`, docs/interval-semantics.md), built by `make_params`, which
+also proves that every job fits alone at its upper bound (s + u <= M) and that no memory sum
+can overflow int32.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
 
 from ..batchmodel import (
     INT_LIMIT,
@@ -22,15 +27,31 @@ from ..batchmodel import (
     instance_params,
     resolve_batch,
 )
-from ..errors import ConfigError, changed_fields, reads_from, refuse_ignored, require, require_choice, require_int
+from ..errors import (
+    ConfigError,
+    changed_fields,
+    changed_keywords,
+    reads_from,
+    refuse_ignored,
+    require,
+    require_choice,
+    require_float,
+    require_int,
+)
 from .intervals import Buckets, Exact, Relative, Shared, output_support, parse
 from .registry import AMAX_ORDERS, EVICTION_KEYS, POLICIES
 from .workloads import named
 
 MAX_JOBS = 1 << 16
+# start_fraction is quantised to multiples of 1/START_STEPS, so that the starting estimate
+# l + floor(q (u - l) / START_STEPS) is exact int32 arithmetic that the reference reproduces.
+START_STEPS = 1024
 __all__ = [
     "IntervalConfig",
+    "IntervalParams",
     "make_params",
+    "start_quanta",
+    "with_start",
     "OfflineParams",
     "LINEAR_STEP_MODEL",
     "UNIT_STEP_MODEL",
@@ -129,6 +150,41 @@ def check_capacity(M: int, n: int, need: int) -> int:
     return M
 
 
+class IntervalParams(OfflineParams):
+    """Traced params of the interval engine: the batch model's (`OfflineParams`: M, the
+    step-time model, a padded run's own size) and start_q, an int32 scalar in [0, START_STEPS]:
+    A_min and A_l start job i at l_i + floor(start_q (u_i - l_i) / START_STEPS) tokens
+    (`start_fraction` = start_q / START_STEPS; 0 is the paper's l_i). The offline engine keeps
+    `OfflineParams`, so its programs and results are untouched."""
+
+    start_q: jnp.ndarray = eqx.field(kw_only=True)
+
+
+def with_start(params: OfflineParams, start_q: int) -> IntervalParams:
+    """`params`' M and step-time model (an `OfflineParams`, e.g. from `instance_params`, or an
+    `IntervalParams`) with start_q (int in [0, START_STEPS], from `start_quanta`)."""
+    base = {f.name: getattr(params, f.name) for f in dataclasses.fields(OfflineParams)}
+    return IntervalParams(**base, start_q=jnp.int32(start_q))
+
+
+def start_quanta(start_fraction: float, max_upper: int) -> int:
+    """q = round(start_fraction * START_STEPS), an int in [0, START_STEPS], for jobs whose upper
+    bounds are at most `max_upper` tokens. One ConfigError for a fraction outside [0, 1] (NaN
+    included), or, when q > 0, for intervals so wide that (u - l) START_STEPS could reach 2^31
+    (the engine computes q (u - l) in int32)."""
+    theta = require_float(start_fraction, "start_fraction", lo=0.0, hi=1.0)
+    q = round(theta * START_STEPS)
+    width = max_upper - 1  # l >= 1: the widest interval [1, u_max]
+    require(
+        q == 0 or width * START_STEPS < 2**31,
+        "start_fraction",
+        f"0 for intervals as wide as u - l = {width} tokens (q (u - l) must stay below 2^31 in "
+        f"int32, which needs u - l < {2**31 // START_STEPS})",
+        start_fraction,
+    )
+    return q
+
+
 def make_params(
     config: IntervalConfig,
     *,
@@ -137,18 +193,27 @@ def make_params(
     per_decode_s: float = 0.0,
     per_prefill_token_s: float = 0.0,
     per_kv_token_s: float = 0.0,
-) -> OfflineParams:
-    """Validated params: the KV limit M (tokens; default the paper's 16,492) and the step-time
+    start_fraction: float = 0.0,
+) -> IntervalParams:
+    """Validated params: the KV limit M (tokens; default the paper's 16,492), the step-time
     model of `jaxsched.batchmodel` (keywords step_const_s, per_decode_s, per_prefill_token_s,
-    per_kv_token_s; default unit steps)."""
+    per_kv_token_s; default unit steps) and start_fraction theta in [0, 1]: A_min and A_l start
+    each job at l + floor(round(1024 theta) (u - l) / 1024) instead of l (default 0: the
+    paper's algorithms; 1: at u, A_max's estimate). start_fraction set for a policy that does
+    not read it (the readers are `POLICIES`' options) is refused, as the offline engine
+    refuses its solver options."""
     if not isinstance(config, IntervalConfig):
         raise ConfigError(f"config must be an IntervalConfig, got {type(config).__name__}")
     need = int(config.workload.max_prompt) + config.max_upper
     check_capacity(capacity_tokens, config.n, need)
-    return instance_params(
+    q = start_quanta(start_fraction, config.max_upper)
+    given = changed_keywords(make_params, {"start_fraction": start_fraction})
+    refuse_ignored(given, {"policy": config.policy}, reads_from(POLICIES, "policy"))
+    base = instance_params(
         capacity_tokens,
         step_const_s=step_const_s,
         per_decode_s=per_decode_s,
         per_prefill_token_s=per_prefill_token_s,
         per_kv_token_s=per_kv_token_s,
     )
+    return with_start(base, q)

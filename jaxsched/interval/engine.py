@@ -1,8 +1,9 @@
 """The interval engine: n jobs at t = 0 with hidden outputs and predicted intervals (paper 003).
 
 One scan step is one unit time step t = 1, 2, ... of docs/interval-semantics.md:
-1. promotion (A_l): a job that has produced l_i tokens without finishing is cancelled and
-   re-queued at u_i;
+1. promotion (A_l): a job that has produced its starting estimate's tokens (l_i, or the point
+   of [l_i, u_i] that `start_fraction` names) without finishing is cancelled and re-queued at
+   u_i;
 2. overflow handling: if the active jobs would hold more than M tokens this step, cancel them
    in ascending order of their estimate (random ties) until the rest fits; evicted jobs lose
    their tokens, raise their estimate to what they had generated, and wait from step t + 1;
@@ -39,7 +40,7 @@ from ..batchmodel import INT_LIMIT, OfflineParams, quiet_clock, quiet_memory_sum
 from ..clock import DF
 from ..engine import Engine
 from ..kernels import admit_check, completion_peaks_binned, lex_argmin
-from .config import IntervalConfig, make_params
+from .config import START_STEPS, IntervalConfig, IntervalParams, make_params
 from .metrics import METRICS, finalize
 from .policies import Rule
 from .registry import POLICIES
@@ -55,20 +56,26 @@ def jobs(config: IntervalConfig, seed) -> tuple[jnp.ndarray, ...]:
     return s, o, low.astype(jnp.int32), high.astype(jnp.int32)
 
 
-def init(config: IntervalConfig, params: OfflineParams, seed) -> IntervalState:
+def init(config: IntervalConfig, params: IntervalParams, seed) -> IntervalState:
     """Every job of run `seed` waiting at t = 0 (a padded run's own n jobs only)."""
-    return start(*jobs(config, seed), seed, config.policy, run_requests(params))
+    return start(*jobs(config, seed), seed, config.policy, run_requests(params), params.start_q)
 
 
-def start(s, o, low, high, seed, policy: str, n=None) -> IntervalState:
+def start(s, o, low, high, seed, policy: str, n=None, start_q=0) -> IntervalState:
     """The state at t = 0 of the instance (s, o, l, u) (int32[n], tokens, validated by
     `intervals.check_instance`) under `policy`, whose ties hash `seed`. n (int32 scalar or
     None): the run's own jobs when the arrays are padded into a size bucket; jobs i >= n are
     never eligible (elig beyond any step), so they never wait, run, rank or count, and every
-    tie hash of a job depends on its index only."""
+    tie hash of a job depends on its index only. start_q (int32 scalar in [0, START_STEPS],
+    `config.start_quanta`): a policy that starts at l_i starts at l_i + floor(start_q (u_i -
+    l_i) / START_STEPS) instead (0: at l_i)."""
     s, o, low, high = (jnp.asarray(x, jnp.int32) for x in (s, o, low, high))
     rule: Rule = POLICIES[policy].fn
     est = {"o": o, "high": high, "low": low}[rule.start]
+    if rule.start == "low":
+        # Floored integer arithmetic, exact in int32 (make_params keeps (u - l) START_STEPS
+        # below 2^31), so that the plain-Python reference reproduces every estimate.
+        est = low + (high - low) * jnp.asarray(start_q, jnp.int32) // START_STEPS
     size = s.shape[0]
     none = jnp.full((size,), -1, jnp.int32)
     zero = jnp.zeros((size,), jnp.int32)
@@ -115,9 +122,11 @@ def _cancel(st: IntervalState, mask, a, est, elig) -> IntervalState:
 
 
 def _promote(st: IntervalState, t, a, active):
-    """A_l's step 1: jobs at estimate l_i that produced l_i tokens go back at u_i, re-queued
-    behind every job now waiting, and may restart this very step (Algorithm 6)."""
-    hit = active & (st.est == st.low) & (st.low < st.high) & (a == st.low)
+    """A_l's step 1: jobs still at their starting estimate (below u_i: l_i, or the point of
+    [l_i, u_i] that start_q names) that produced that many tokens go back at u_i, re-queued
+    behind every job now waiting, and may restart this very step (Algorithm 6). A job's
+    estimate is its starting one or u_i, so est < u marks the jobs not yet promoted."""
+    hit = active & (st.est < st.high) & (a == st.est)
     st = _cancel(st, hit, a, st.high, t)
     return replace(st, qkey=jnp.where(hit, t, st.qkey)), active & ~hit, hit
 
@@ -298,7 +307,7 @@ def quiet_steps(config: IntervalConfig, M, st: IntervalState, t, running, decodi
     cancelled). Nothing happens at tau when
     - no job of X completes before tau (tau <= min p_j + o_j: the last step of the window may
       complete jobs, which changes nothing within it);
-    - no job of X at est = l < u reaches l tokens (A_l's promotion at step p_j + l_j + 1);
+    - no job of X at est < u reaches est tokens (A_l's promotion at step p_j + est_j + 1);
     - memory + |X| (tau - t) <= M (no overflow);
     - the first candidate does not fit. Every waiting job is eligible from t + 1 on
       (promotion sets elig = t, eviction t + 1; padding is never eligible) and no key changes,
@@ -348,8 +357,8 @@ def quiet_steps(config: IntervalConfig, M, st: IntervalState, t, running, decodi
     q_fit = (M - memory) // jnp.maximum(decoding, 1)
     q = jnp.minimum(jnp.minimum(q_admit, q_done), jnp.minimum(q_fit, MAX_QUIET))
     if rule.promote:
-        due = running & (st.est == st.low) & (st.low < st.high)
-        q = jnp.minimum(q, jnp.min(jnp.where(due, st.p + st.low - t, big)))
+        due = running & (st.est < st.high)
+        q = jnp.minimum(q, jnp.min(jnp.where(due, st.p + st.est - t, big)))
     return jnp.where(decoding > 0, jnp.maximum(q, 0), 0)
 
 
@@ -437,10 +446,10 @@ def describe(config: IntervalConfig) -> dict:
 # n jobs at t = 0 with predicted output intervals, on one worker with a KV limit (paper 003): a
 # batch engine on the batch model it shares with the offline engine (`jaxsched.batchmodel`):
 # the same params, step clock, size buckets over n (the number of jobs) and runner hints.
-ENGINE: Engine[IntervalConfig, OfflineParams, IntervalState] = Engine(
+ENGINE: Engine[IntervalConfig, IntervalParams, IntervalState] = Engine(
     name="interval",
     Config=IntervalConfig,
-    Params=OfflineParams,
+    Params=IntervalParams,
     METRICS=METRICS,
     POLICIES=POLICIES,
     make_params=make_params,

@@ -19,12 +19,13 @@ from dataclasses import replace
 import numpy as np
 
 from ..batchmodel import INT_LIMIT, Instance, OfflineParams, instance_engine, run_instances
-from ..errors import require, require_int
+from ..errors import reads_from, refuse_ignored, require, require_int
 from ..run import fit_rows
 from ..workload import Batch, Constant, Independent, UniformInt
-from .config import IntervalConfig, check_capacity
+from .config import IntervalConfig, check_capacity, start_quanta, with_start
 from .engine import ENGINE, start
 from .intervals import check_instance
+from .registry import POLICIES
 from .state import IntervalState
 
 
@@ -38,7 +39,7 @@ def policy_config(policy: str, n: int, max_upper: int = 1, **options) -> Interva
 
 
 def _start(config: IntervalConfig, inst: Instance, seed) -> IntervalState:
-    return start(*inst.jobs, seed, config.policy)
+    return start(*inst.jobs, seed, config.policy, start_q=inst.params.start_q)
 
 
 def _per_job(state: IntervalState) -> dict:
@@ -63,6 +64,7 @@ def execute(
     per_job: bool = False,
     record_steps: int = 0,
     max_steps: int | None = None,
+    start_fraction: float = 0.0,
     progress=None,
     lanes: bool | None = None,
 ) -> dict:
@@ -74,8 +76,10 @@ def execute(
     wasted, est} int[S, n]; with record_steps = K > 0 (runs K steps, no early stop), also
     "steps": {memory, decoding, prefill_tokens, evicted, live} [S, K]. max_steps (default
     4 n u_max + 64, u_max the largest u rounded up to a power of two) cuts a run; `done` says
-    which finished. The runs go through the shared runner (`batchmodel.run_instances`): seed
-    chunks, device sharding, `progress` and `lanes` as in `jaxsched.simulate`.
+    which finished. start_fraction: A_min's and A_l's starting estimate (`make_params`; it
+    replaces any that `params` holds). The runs go through the shared runner
+    (`batchmodel.run_instances`): seed chunks, device sharding, `progress` and `lanes` as in
+    `jaxsched.simulate`.
     """
     M = int(params.capacity_tokens)
     s, o, low, high = (np.atleast_2d(a) for a in check_instance(s, o, low, high, M))
@@ -91,6 +95,10 @@ def execute(
     check_capacity(M, n, int((s + high).max()))
     width = 1 << max(0, int(high.max()) - 1).bit_length()  # a power of 2: few compilations
     config = policy_config(policy, n, width, eviction_key=eviction_key, amax_order=amax_order)
+    q = start_quanta(start_fraction, int(high.max()))
+    if start_fraction != 0.0:
+        refuse_ignored(["start_fraction"], {"policy": policy}, reads_from(POLICIES, "policy"))
+    params = with_start(params, q)
     require(
         isinstance(record_steps, int) and 0 <= record_steps <= 1 << 20,
         "record_steps",

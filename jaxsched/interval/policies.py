@@ -30,7 +30,8 @@ class Rule:
     """How one policy estimates and orders (see the module docstring).
 
     estimate: the field holding E_i: "o" (true), "high" (u_i) or "est" (the running estimate).
-    start: the field est_i starts from: "o", "high" or "low".
+    start: the field est_i starts from: "o", "high" or "low" (l_i, moved start_q / 1024 of the
+      way towards u_i by the make_params keyword start_fraction: `engine.start`).
     key: the waiting order's primary key: "o", "high", "est", "qkey" or "none" (all tie).
     fixed_tie: ties by one permutation per run (else redrawn every step).
     promote: A_l's promotion after l_i tokens.

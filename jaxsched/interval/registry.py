@@ -1,5 +1,5 @@
 """The interval engine's registry: the policies of paper 003, with their docs and the Config
-fields each reads, the paper's checks and experiments, the job mixes, the interval predictors,
+fields and make_params keywords each reads, the paper's checks and experiments, the job mixes, the interval predictors,
 the policies' closed option sets and the sweepable fields; free of JAX (`jaxsched.registry`).
 
 A policy of the interval family is a `Rule` (`jaxsched/interval/policies.py`): which estimate
@@ -17,8 +17,21 @@ POLICIES = Registry("interval", "policy")
 _P = "jaxsched.interval.policies:"
 builtin(POLICIES, "hsf", _P + "HSF", "H-SF (hindsight): true lengths, shortest first")
 builtin(POLICIES, "amax", _P + "AMAX", "A_max: every job at its upper bound u_i; never overflows", ("amax_order",))
-builtin(POLICIES, "amin", _P + "AMIN", "A_min: lower-bound estimates raised on eviction", ("eviction_key",))
-builtin(POLICIES, "al", _P + "AL", "A_l (promote-l): FIFO at l_i; re-queued at u_i after l_i tokens")
+# start_fraction (make_params) moves the starting estimate l_i of A_min and A_l towards u_i.
+builtin(
+    POLICIES,
+    "amin",
+    _P + "AMIN",
+    "A_min: lower-bound estimates raised on eviction",
+    ("eviction_key", "start_fraction"),
+)
+builtin(
+    POLICIES,
+    "al",
+    _P + "AL",
+    "A_l (promote-l): FIFO at l_i; re-queued at u_i after l_i tokens",
+    ("start_fraction",),
+)
 builtin(POLICIES, "arandom", _P + "ARANDOM", "A_random: true lengths, one random permutation")
 
 # A_min's eviction order (`IntervalConfig.eviction_key`): "stale" (the estimate as last updated,
@@ -66,4 +79,11 @@ builtin(INTERVAL_KINDS, "exact", _I + "Exact", "l = u = o: a perfect predictor")
 # What a sweep may vary (`jaxsched sweep --help`): the interval engine's `config_fields()` and
 # `params_fields()`, which a test checks against these.
 CONFIG_FIELDS = ("workload", "policy", "intervals", "num_requests", "eviction_key", "amax_order", "max_steps")
-PARAMS_FIELDS = ("capacity_tokens", "step_const_s", "per_decode_s", "per_prefill_token_s", "per_kv_token_s")
+PARAMS_FIELDS = (
+    "capacity_tokens",
+    "step_const_s",
+    "per_decode_s",
+    "per_prefill_token_s",
+    "per_kv_token_s",
+    "start_fraction",
+)

@@ -13,7 +13,7 @@ where a_i + 1 = o_i. Each step runs, in order: (1) A_l promotions, (2) overflow 
 (3) strict-prefix admission under the future-peak check, (4) generation.
 
 Entry point: `simulate(s, o, low, high, M, policy, seed=0, eviction_key="stale",
-amax_order="sorted", step_model=None) -> dict`.
+amax_order="sorted", step_model=None, start_fraction=0.0) -> dict`.
 
 Every tie is broken by a stated rule (a sort key ending in the job index), never by dictionary
 or set iteration order, so the engine can reproduce each choice exactly.
@@ -46,6 +46,7 @@ POLICIES = ("hsf", "amax", "amin", "al", "arandom")
 EVICTION_KEYS = ("stale", "live")
 AMAX_ORDERS = ("sorted", "random")
 STEP_MODEL_KEYS = ("step_const_s", "per_decode_s", "per_prefill_token_s", "per_kv_token_s")
+START_STEPS = 1024  # start_fraction's quantum is 1 / START_STEPS
 
 # Policies whose admission tie key is drawn afresh every step; the others use one fixed key.
 _PER_STEP_ADMIT_TIE = {"hsf": True, "amax": True, "amin": True, "al": False, "arandom": False}
@@ -58,10 +59,14 @@ def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _check_inputs(s, o, low, high, M, policy, seed, eviction_key, amax_order, step_model):
+def _check_inputs(s, o, low, high, M, policy, seed, eviction_key, amax_order, step_model, start_fraction):
     """Raise ValueError (naming the offending field) unless the instance meets the contract."""
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    if not isinstance(start_fraction, (int, float)) or not 0.0 <= start_fraction <= 1.0:
+        raise ValueError(f"start_fraction must be a number in [0, 1], got {start_fraction!r}")
+    if start_fraction != 0.0 and policy not in ("amin", "al"):
+        raise ValueError(f"start_fraction is read only by amin and al, got policy {policy!r}")
     if eviction_key not in EVICTION_KEYS:
         raise ValueError(f"eviction_key must be one of {EVICTION_KEYS}, got {eviction_key!r}")
     if amax_order not in AMAX_ORDERS:
@@ -133,6 +138,7 @@ def simulate(
     eviction_key: str = "stale",
     amax_order: str = "sorted",
     step_model: Optional[dict] = None,
+    start_fraction: float = 0.0,
 ) -> dict:
     """Run one policy of docs/interval-semantics.md on one instance; return its schedule.
 
@@ -147,6 +153,9 @@ def simulate(
         random only).
       step_model: None (every step lasts 1.0 s) or a dict of the four float coefficients
         step_const_s, per_decode_s, per_prefill_token_s, per_kv_token_s.
+      start_fraction: theta in [0, 1] (amin, al only): est_i starts at
+        low_i + floor(q (high_i - low_i) / 1024), q = round(1024 theta); A_l promotes a job
+        that produced that many tokens (0: the paper's low_i).
 
     Returns a dict:
       completion: c_i per job (steps); tel: sum c_i; makespan: last step;
@@ -162,7 +171,7 @@ def simulate(
     Raises ValueError on a bad input (naming the field), AssertionError if memory_t > M at some
     step (a broken invariant), RuntimeError if the run exceeds a generous step bound.
     """
-    _check_inputs(s, o, low, high, M, policy, seed, eviction_key, amax_order, step_model)
+    _check_inputs(s, o, low, high, M, policy, seed, eviction_key, amax_order, step_model, start_fraction)
     n = len(s)
     s = [int(x) for x in s]
     o = [int(x) for x in o]
@@ -209,8 +218,10 @@ def simulate(
         est = list(o)
     elif policy == "amax":
         est = list(hi)
-    else:  # amin, al
-        est = list(lo)
+    else:  # amin, al: theta of the way from low to high, in whole 1/1024ths, floored
+        q = round(start_fraction * START_STEPS)
+        est = [lo[i] + (q * (hi[i] - lo[i])) // START_STEPS for i in range(n)]
+    start_est = list(est)
     elig = [1] * n  # first step at which a pending job may be admitted
     qkey = [0] * n  # A_l's queue key
     evictions = [0] * n
@@ -245,7 +256,7 @@ def simulate(
         # 1. Promotion (A_l only).
         if policy == "al":
             for i in active():  # ascending id
-                if est[i] == lo[i] < hi[i] and a(i) == lo[i]:
+                if est[i] == start_est[i] < hi[i] and a(i) == start_est[i]:
                     wasted[i] += a(i)
                     evictions[i] += 1
                     est[i] = hi[i]
