@@ -6,7 +6,10 @@ as the built-in `power_of_two`; this example writes it again in user code, regis
 `my_power_of_two` with `jaxsched.registry.register_policy`, and runs a sweep over G and the
 policy. Its rows equal the built-in's to the last bit (tests/core/test_registry.py checks this).
 
-    python examples/power_of_two.py [--out results/power_of_two.csv] [--seeds 16] [--steps 1000]
+    python examples/power_of_two.py [--out results/power_of_two.csv] [--seeds 16] [--steps 1000] [--quick]
+
+`--quick` runs a small sweep (G = 4, the built-in and the user-code policy only, 3 seeds, 200
+steps), as tests/test_examples.py does.
 """
 
 from __future__ import annotations
@@ -50,7 +53,13 @@ def main() -> None:
     ap.add_argument("--out", default="results/power_of_two.csv")
     ap.add_argument("--seeds", type=int, default=16)
     ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--quick", action="store_true", help="a small sweep: G = 4, two policies, 3 seeds, 200 steps")
     a = ap.parse_args()
+    workers = [4] if a.quick else [4, 8]
+    policies = ["fcfs", "jsq_tokens", "power_of_two", "my_power_of_two"]
+    if a.quick:  # the pair whose rows must agree, one compile each
+        policies = policies[2:]
+        a.seeds, a.steps = 3, 200
     register()
     from jaxsched.dp import DPConfig
     from jaxsched.results import read_rows
@@ -59,7 +68,7 @@ def main() -> None:
     base = DPConfig(num_steps=a.steps, pool_size=64)
     out = run_sweep(
         base,
-        {"num_workers": [4, 8], "policy": ["fcfs", "jsq_tokens", "power_of_two", "my_power_of_two"]},
+        {"num_workers": workers, "policy": policies},
         seeds=range(a.seeds),
         out=a.out,
     )

@@ -1,5 +1,5 @@
 """The command line: `jaxsched run | sweep | reproduce | check | kv | tune | offline | interval |
-budget | network | list`.
+budget | network | list | data`.
 
 One module per engine adds its commands (`dp`, `kv`, `offline`, `interval`, `budget`,
 `network`); `sweep` works for every engine; `base`
@@ -20,7 +20,7 @@ import sys
 
 from ..errors import ConfigError
 from ..version import version_line
-from . import budget, dp, interval, kv, names, network, offline, sweep
+from . import budget, data, dp, interval, kv, names, network, offline, sweep
 from .base import HelpFormatter, Interrupted, Parser, resolve
 from .compile_cache import use_compile_cache
 from .devices import use_every_core
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_parsers(sub)
     network.add_parsers(sub)
     names.add_parsers(sub)
+    data.add_parsers(sub)
     return p
 
 

@@ -65,6 +65,7 @@ from ..workload import (
     UniformInt,
     read_trace,
 )
+from ..workload.datasets import resolve_trace
 from ..workload.lengths import JointMixture
 
 SYNTHETIC_CAPACITY_TOKENS = 100
@@ -335,7 +336,7 @@ def named(name: str, n: int | None = None, *, trace: str | Path | None = None) -
         return Batch(law, n or default_n), SYNTHETIC_CAPACITY_TOKENS
     if name in REAL:
         return real(name, n or 1000), REAL_CAPACITY_TOKENS
-    path = Path(trace) if trace is not None else azure_default_path()
+    path = resolve_trace(trace) if trace is not None else azure_default_path()  # a path, or a known name
     if not path.is_file():
         raise FileNotFoundError(f"the Azure conversation trace is not at {path} (give its path with --trace)")
     return azure_conversation(path, n or 1000), REAL_CAPACITY_TOKENS

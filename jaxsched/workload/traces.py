@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import rng
 from ..errors import ConfigError
+from .datasets import resolve_trace
 from .formats import (
     FORMATS,
     GENERIC_TIME_COLUMNS,
@@ -602,12 +603,13 @@ def _json_hashes(where: str, rows: list[dict], lines: list[int], key: str) -> Bl
 
 
 def _trace_path(path) -> Path:
-    """The trace's path, checked to name an existing regular file."""
+    """The trace's path, checked to name an existing regular file. A path that does not exist
+    but is a known trace name (`datasets.TRACES`) is that trace's file in the data folder."""
     if isinstance(path, bytes):
         path = os.fsdecode(path)
     if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
         raise ConfigError(f"trace must be the path of a trace file (CSV or JSON Lines), got {path!r}")
-    path = Path(path)
+    path = resolve_trace(path)
     if path.is_dir():
         raise ConfigError(
             f"trace file {str(path)!r} does not exist as a file: it is a directory (give the path of a trace file)"

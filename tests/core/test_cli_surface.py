@@ -133,7 +133,7 @@ def test_help_and_version_do_not_import_jax():
     # `--help`, `--version` and the help of every command (walked from the parser) in one
     # fresh interpreter: none imports JAX.
     paths = list(command_paths(build_parser()))
-    assert {p[0] for p in paths} == {*ENGINE_NAMES, "run", "reproduce", "check", "sweep", "tune", "list"}
+    assert {p[0] for p in paths} == {*ENGINE_NAMES, "run", "reproduce", "check", "sweep", "tune", "list", "data"}
     # `jaxsched list` reads the registries only: it answers at once too.
     argvs = [["--help"], ["--version"], ["list"]] + [[*p, "--help"] for p in paths]
     code = (
