@@ -38,7 +38,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import ConfigError, require, require_choice, require_int
+from .errors import ConfigError, as_one_grid, require, require_choice, require_int
 
 SEARCHERS = ("cma_es", "simple_es")
 # Fitness of an infeasible candidate: above any feasible objective a metric can give, growing
@@ -466,7 +466,16 @@ def check_problem(config, fields, objective, fixed=None, baseline=None, train_se
         raise ConfigError(f"train_seeds and test_seeds must be disjoint, both hold {both[:5]}")
     # The baseline, the fixed values and the bucket of the tuned sizes are valid (one error
     # here, not per candidate).
-    _Points.of(engine, config, fields, fixed, baseline)
+    points = _Points.of(engine, config, fields, fixed, baseline)
+    # A field that the config never reads (prefill_cap under Sarathi) would have every candidate
+    # refused: one error now instead. The corners of the search cube, built as one grid, name
+    # such a field (`errors.as_one_grid`); a corner refused for its values says nothing here.
+    with as_one_grid():
+        for u in (0.0, 1.0):
+            try:
+                points.params(decode(fields, [u] * sum(f.size for f in fields)))
+            except ConfigError:
+                pass
     return fields, fixed, baseline, train, test
 
 
@@ -543,7 +552,9 @@ def _seeds(seeds, name: str) -> list[int]:
 
 def _searcher(name: str, dim: int, population: int, seed: int, start: Sequence[float] | None = None):
     """(algorithm, its params, initial state with its mean at `start` (None: the cube's
-    centre), key)."""
+    centre), key). The algorithm's ask and tell are each one compiled program (`Jitted`):
+    unjitted, their dozens of array operations each compile on first use, about as long as a
+    small engine's whole program."""
     import jax
     import jax.numpy as jnp
 
@@ -561,8 +572,16 @@ def _searcher(name: str, dim: int, population: int, seed: int, start: Sequence[f
     key = jax.random.key(seed)
     key, k_init = jax.random.split(key)
     mean = jnp.full(dim, 0.5, jnp.float32) if start is None else jnp.asarray(start, jnp.float32)
-    state = algo.init(k_init, mean, params)
-    return algo, params, state, key
+    state = jax.jit(algo.init)(k_init, mean, params)
+    return _Jitted(jax.jit(algo.ask), jax.jit(algo.tell)), params, state, key
+
+
+@dataclass(frozen=True)
+class _Jitted:
+    """A searcher's ask and tell as compiled functions (evosax's own signatures)."""
+
+    ask: Callable
+    tell: Callable
 
 
 def _evaluate(points: _Points, cands, seeds, objective) -> list[dict]:

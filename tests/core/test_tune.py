@@ -90,6 +90,7 @@ def no_simulation(monkeypatch):
     [
         (dict(fields=[T.Field("bogus", 1, 2)]), "field 'bogus' must be a make_params keyword of engine 'budget'"),
         (dict(fields=[T.Field("budget", 1, 2, "int")] * 2), "is given twice"),
+        (dict(fields=[T.Field("prefill_cap", 64, 1024, "int")]), "prefill_cap is read only by policy"),
         (dict(objective=T.Objective("nope")), "metric 'nope' must be a metric of engine 'budget'"),
         (
             dict(objective=T.Objective("latency_mean_s", "min", (T.Constraint("x", "<=", 1),))),
