@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxsched.results import write_csv
+
 POLICIES = ("fcfs", "bfio")
 # The metrics the table shows: mean token imbalance across workers (tokens), throughput
 # (tokens/s) and the p99 wait before admission (s).
@@ -80,15 +82,6 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write_rows(path: Path, rows: list[dict]) -> Path:
-    """`rows` (dicts with the same keys) as a CSV file."""
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    return path
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", help="trace file or known trace name (default: a synthetic CSV written here)")
@@ -117,7 +110,7 @@ def main() -> None:
     summary = summarize(metrics)
     print(f"G={a.G}, B={a.B}, {a.steps} steps, mean ± 95% CI over {a.seeds} seeds:")
     print(table(summary))
-    print(f"results: {write_rows(out / 'per_seed.csv', per_seed)}, {write_rows(out / 'summary.csv', summary)}")
+    print(f"results: {write_csv(out / 'per_seed.csv', per_seed)}, {write_csv(out / 'summary.csv', summary)}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxsched.results import write_csv
+
 METRIC = "avg_imbalance_tokens_mean"  # the sweep's column: mean over seeds, tokens
 
 
@@ -80,15 +82,6 @@ def plot(path: Path, Bs: list[int], Gs: list[int], ratio: np.ndarray, seeds: int
     return path
 
 
-def write_rows(path: Path, rows: list[dict]) -> Path:
-    """`rows` as a CSV file."""
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    return path
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--B", default="16,32,64", help="slots per worker, comma-separated")
@@ -110,7 +103,7 @@ def main() -> None:
         fcfs, bfio = r["fcfs_imbalance_tokens"], r["bfio_imbalance_tokens"]
         print(f"{r['B']:>4} {r['G']:>4} {fcfs:>14.1f} {bfio:>14.1f} {r['ratio']:>7.3f}")
     png = plot(out / "ratio.png", Bs, Gs, ratio, a.seeds, a.steps)
-    print(f"results: {results}, {write_rows(out / 'ratio.csv', rows)}, {png}")
+    print(f"results: {results}, {write_csv(out / 'ratio.csv', rows)}, {png}")
 
 
 if __name__ == "__main__":

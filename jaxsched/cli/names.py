@@ -14,6 +14,7 @@ import importlib
 import sys
 
 from ..registry import ENGINES, Registry, policies
+from ..results import markdown_table
 from .base import command
 
 
@@ -49,9 +50,8 @@ def render(engines: list[str], markdown: bool) -> str:
         for attr, reg in registries(engine).items():
             title = _title(attr, reg)
             if markdown:
-                out += [f"### {engine} {title}", "", "| name | what | reads |", "|---|---|---|"]
-                out += [f"| `{e.name}` | {e.doc} | {', '.join(f'`{o}`' for o in e.options)} |" for e in reg.values()]
-                out.append("")
+                rows = [[f"`{e.name}`", e.doc, ", ".join(f"`{o}`" for o in e.options)] for e in reg.values()]
+                out += [f"### {engine} {title}", "", markdown_table(["name", "what", "reads"], rows), ""]
             else:
                 out.append(f"  {title}:")
                 width = max(len(n) for n in reg) if reg else 0
