@@ -184,3 +184,53 @@ def test_quick_comparison_agrees_with_vidur(tmp_path):
         assert cell["restarts"] == dict(jaxsched=0, vidur=0)
         for q in ("ttft_s", "e2e_s", "tpot_vidur_def_s"):
             assert cell["paired"][q]["max_abs_s"] < 1e-6, (cell["scheduler"], q)
+
+
+# ------------------------------------------------------------------------------------ speed
+
+
+def test_speed_requests_per_second_and_load_helpers():
+    from benchmarks.vidur import speed
+
+    assert speed.requests_per_second(2048, 0.5) == 4096.0
+    assert speed.requests_per_second(0, 1.0) == 0.0
+    for bad in ((10, 0.0), (10, -1.0), (-1, 1.0), (float("nan"), 1.0)):
+        with pytest.raises(ValueError):
+            speed.requests_per_second(*bad)
+    line = "13:33:49 up 19:45,  0 user,  load average: 4.60, 5.37, 7.15"
+    assert speed.load_1min(line) == 4.60
+    assert speed.load_1min("10:00  up 1 day, 2 users, load averages: 1.25 1.00 0.90") == 1.25
+    assert speed.confirmed([line.replace("4.60", "1.20")])
+    assert not speed.confirmed([line.replace("4.60", "1.20"), line])
+
+
+def test_speed_schedule_interleaves_vidur_and_jaxsched():
+    from benchmarks.vidur import speed
+
+    order = speed.schedule(2, (1, 64))
+    assert order == [("vidur", 0), ("jax", 1), ("jax", 64), ("vidur", 1), ("jax", 1), ("jax", 64)]
+    assert speed.median([3.0, 1.0, 2.0]) == 2.0 and np.isnan(speed.median([]))
+
+
+def test_speed_map_rates_are_the_loads_of_capacity():
+    from benchmarks.vidur import speed
+    from jaxsched.budget import capacity_tokens_per_s
+
+    rates = speed.map_rates()
+    assert len(rates) == len(speed.MAP_LOADS) == 15
+    # rho = lambda (m_p + m_d) t_b / b with Fig. 1's 129 + 112 tokens and eq. (2.3) at b = 512.
+    cap = capacity_tokens_per_s(512, 0.0455, 0.00018, 64)
+    np.testing.assert_allclose(np.array(rates) * 241 / cap, speed.MAP_LOADS, rtol=1e-5)
+    cmd = speed.map_command(speed.Path("m.csv"), rates, seeds=4, horizon_s=100.0, burn_in_s=20.0, q=1024)
+    assert cmd[:3] == ["jaxsched", "--no-compile-cache", "sweep"] and cmd[-1] == "m.csv"
+    assert "policy=sarathi,vllm,orca,ft" in cmd and f"rates=[{rates[0]:g}]," in cmd[cmd.index("--axis", 6) + 1]
+
+
+def test_speed_skip_message_when_vidur_is_absent(tmp_path, monkeypatch, capsys):
+    from benchmarks.vidur import speed
+
+    monkeypatch.setenv("VIDUR_VENV", str(tmp_path / "no-venv"))
+    monkeypatch.setenv("VIDUR_SRC", str(tmp_path / "no-src"))
+    assert speed.main(["--quick", "--out", str(tmp_path / "out")]) == 0
+    assert capsys.readouterr().out.startswith(harness.SKIP_MESSAGE)
+    assert not (tmp_path / "out").exists()
