@@ -20,12 +20,122 @@ def subplots(*args, **kwargs):
 
 
 def finish(fig, ax, path: Path) -> Path:
-    """Grid, legend, tight layout; save the PNG and close the figure."""
+    """Grid, legend, tidy ticks, tight layout; save the PNG and close the figure. The legend goes
+    where matplotlib finds least data, or outside the axes on the right when every place inside
+    would cover a curve (`place_legend`); log and symlog axes get plain-number ticks
+    (`tidy_ticks`)."""
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    for a in fig.axes:
+        tidy_ticks(a)
+    place_legend(fig, ax, fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     return path
+
+
+def wrap_title(title: str, width_in: float) -> str:
+    """`title` broken into lines that fit `width_in` inches at fontsize 10 (about 14 characters
+    per inch), so that a title giving the whole configuration is never cut at the figure's
+    edge."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(title, max(20, int(14 * width_in)))) or title
+
+
+def _plain(value, _pos=None) -> str:
+    """A tick label without a power of ten: 0.2, 5, 300, 2000 (1e+06 from a million on)."""
+    return f"{value:g}"
+
+
+def tidy_ticks(ax) -> None:
+    """Readable ticks on an axes' log and symlog axes (linear axes are left alone):
+    - log: major ticks at the powers of ten, or at 1, 2, 5 x 10^k, or 1, 2, 3, 5 x 10^k, or
+      every integer multiple: the sparsest of these that puts at least 4 ticks in view
+      (`_log_subs`), labelled as plain numbers, with unlabelled minor ticks;
+    - symlog: when the curves use at most 12 distinct positions on that axis (a sweep of a few
+      values, e.g. the lookahead H = 0, 16, 64, 256), the ticks are exactly those positions, so
+      that no tick stands where there is no data.
+    Axes whose ticks were set explicitly (`set_xticks`, `set_yticks`) keep them."""
+    ticker = matplotlib.ticker
+    for axis, scale, lim, col in (
+        (ax.xaxis, ax.get_xscale(), ax.get_xlim(), 0),
+        (ax.yaxis, ax.get_yscale(), ax.get_ylim(), 1),
+    ):
+        if isinstance(axis.get_major_locator(), ticker.FixedLocator):
+            continue  # ticks the caller chose
+        if scale == "log":
+            lo, hi = sorted(lim)
+            subs = _log_subs(lo, hi)
+            axis.set_major_locator(ticker.LogLocator(base=10, subs=subs))
+            axis.set_major_formatter(ticker.FuncFormatter(_plain))
+            axis.set_minor_locator(ticker.LogLocator(base=10, subs=np.arange(2, 10)))
+            axis.set_minor_formatter(ticker.NullFormatter())
+        elif scale == "symlog":
+            values = np.unique(
+                np.concatenate([np.asarray(line.get_data()[col], float).ravel() for line in ax.lines] or [np.zeros(0)])
+            )
+            values = values[np.isfinite(values)]
+            if 0 < values.size <= 12:
+                axis.set_major_locator(ticker.FixedLocator(values))
+                axis.set_major_formatter(ticker.FuncFormatter(_plain))
+                axis.set_minor_locator(ticker.NullLocator())
+
+
+def _log_subs(lo: float, hi: float, least: int = 4) -> tuple[int, ...]:
+    """The multiples of each power of ten to tick on a log axis showing [lo, hi]: the sparsest
+    of (1), (1, 2, 5), (1, 2, 3, 5), (1, ..., 9) with at least `least` ticks in view."""
+    if not (lo > 0 and hi > lo):
+        return (1,)
+    decades = np.arange(np.floor(np.log10(lo)), np.ceil(np.log10(hi)) + 1)
+    for subs in ((1,), (1, 2, 5), (1, 2, 3, 5)):
+        ticks = np.outer(10.0**decades, subs).ravel()
+        if ((ticks >= lo) & (ticks <= hi)).sum() >= least:
+            return subs
+    return tuple(range(1, 10))
+
+
+def _curve_points(fig, ax) -> np.ndarray:
+    """float[P, 2]: display coordinates of the curves drawn in `ax` and in its twins (axes at
+    the same place), each line's segments sampled densely, so that a legend box can be tested
+    against them."""
+    twins = [a for a in fig.axes if a is ax or np.allclose(a.get_position().bounds, ax.get_position().bounds)]
+    pts = []
+    for a in twins:
+        for line in a.lines:
+            xy = np.column_stack([np.asarray(v, float).ravel() for v in line.get_data()])
+            xy = xy[np.isfinite(xy).all(1)]
+            if len(xy) == 0:
+                continue
+            d = line.get_transform().transform(xy)
+            if len(d) > 1 and line.get_linestyle() not in ("None", "none", "", " "):
+                t = np.linspace(0, 1, 16)[:, None, None]
+                d = (d[:-1] + t * (d[1:] - d[:-1])).reshape(-1, 2)
+            pts.append(d)
+    return np.concatenate(pts) if pts else np.zeros((0, 2))
+
+
+def place_legend(fig, ax, *, fontsize: float = 8):
+    """A legend for `ax` (None when nothing is labelled) that covers no curve: matplotlib's
+    "best" place inside the axes when the curves leave room for it, else outside on the right
+    (then save with bbox_inches="tight")."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    leg = ax.legend(fontsize=fontsize, loc="best")
+    fig.tight_layout()
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)  # the final layout: "best" and the transforms are resolved when drawn
+    box = leg.get_window_extent(renderer).expanded(1.02, 1.05)
+    pts = _curve_points(fig, ax)
+    inside = (pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1) & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)
+    if inside.any():
+        leg.remove()
+        right = [a for a in fig.axes if a is not ax and a.get_position().bounds == ax.get_position().bounds]
+        x = 1.12 if right else 1.01  # clear of a twin axis's labels on the right
+        leg = ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(x, 1), borderaxespad=0)
+    return leg
 
 
 def plot_offline(report, path: str | Path) -> Path:
@@ -34,8 +144,10 @@ def plot_offline(report, path: str | Path) -> Path:
     - "loglog": ratio against M on log-log axes with fitted slopes (lower_bound);
     - "curves": average latency against n per algorithm, one panel per (mix, step model), as
       the paper's Fig. 8 (real), with 95% CI bands over the seeds; any other y against x with
-      the plot's "xlabel", "ylabel" and "xscale" (paper 003's figures), or per-panel labels
-      in "axes" {title: (xlabel, ylabel)} (paper 004's figures)."""
+      the plot's "xlabel", "ylabel", "xscale" and "yscale" (paper 003's figures), or
+      per-panel labels in "axes" {title: (xlabel, ylabel)} (paper 004's figures); one legend
+      for all panels, below them.
+    Long titles are wrapped to the figure's width."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     plot = report.plot
@@ -46,10 +158,10 @@ def plot_offline(report, path: str | Path) -> Path:
         ax.set_yticks(np.arange(1, len(labels) + 1), labels)
         ax.axvline(1.0, color="k", lw=0.8, ls=":")
         ax.set(xlabel="TEL / OPT (whiskers: min and max)")
-        ax.set_title(report.title, fontsize=10)
+        ax.set_title(wrap_title(report.title, 8), fontsize=10)
         ax.grid(alpha=0.3)
         fig.tight_layout()
-        fig.savefig(path, dpi=120)
+        fig.savefig(path, dpi=120, bbox_inches="tight")
         return path
     if plot["kind"] == "loglog":
         fig, ax = subplots(figsize=(7, 4.5))
@@ -68,8 +180,7 @@ def plot_offline(report, path: str | Path) -> Path:
         ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
-        ax.set_title(report.title, fontsize=10)
+        ax.set_title(wrap_title(report.title, 7), fontsize=10)
         return finish(fig, ax, path)
     panels = plot["panels"]  # {title: {label: (n[], mean[], half[])}}
     cols = min(2, len(panels))
@@ -77,21 +188,32 @@ def plot_offline(report, path: str | Path) -> Path:
     fig, axes = subplots(rows, cols, figsize=(6 * cols, 3.6 * rows), squeeze=False)
     labels = list(dict.fromkeys(k for series in panels.values() for k in series))
     colour = {k: f"C{i % 10}" for i, k in enumerate(labels)}  # one colour per algorithm
+    handles = {}
     for ax, (title, series) in zip(axes.ravel(), panels.items()):
         for label, (n, mean, half) in series.items():
             n, mean, half = (np.asarray(v, float) for v in (n, mean, half))
-            ax.plot(n, mean, "o-" if n.size <= 80 else "-", ms=3, label=label, color=colour[label])
+            (handles[label],) = ax.plot(n, mean, "o-" if n.size <= 80 else "-", ms=3, label=label, color=colour[label])
             ax.fill_between(n, mean - np.nan_to_num(half), mean + np.nan_to_num(half), alpha=0.15, color=colour[label])
         xlabel, ylabel = plot.get("axes", {}).get(
             title, (plot.get("xlabel", "requests n"), plot.get("ylabel", "average latency"))
         )
-        ax.set(xlabel=xlabel, ylabel=ylabel, xscale=plot.get("xscale", "linear"))
+        ax.set(xlabel=xlabel, ylabel=ylabel, xscale=plot.get("xscale", "linear"), yscale=plot.get("yscale", "linear"))
         ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        tidy_ticks(ax)
     for ax in axes.ravel()[len(panels) :]:
         ax.set_visible(False)
-    fig.suptitle(report.title, fontsize=10)
+    fig.suptitle(wrap_title(report.title, 6 * cols), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    # One legend for every panel (an algorithm keeps its colour), below them, over no curve.
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=min(len(handles), 4),
+        fontsize=8,
+        frameon=False,
+    )
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     return path

@@ -61,9 +61,9 @@ def test_notebook_cells_equal_its_source(name):
     assert not unrun, f"{name}.ipynb cells {unrun} were never executed; " + REBUILD.format(name)
 
 
-# The default run executes the quickest notebook (under a minute); the other three take 2-4
-# minutes each and run with -m slow. Every notebook's cells are checked against its source and
-# as executed (above) in the default run.
+# The default run executes the quickest notebook (about a minute); the others take 1-3 minutes
+# each on two cores (docs/guide/install.md) and run with -m slow. Every notebook's cells are
+# checked against its source and as executed (above) in the default run.
 DEFAULT_EXECUTED = {"interval"}
 
 
