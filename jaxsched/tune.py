@@ -410,7 +410,7 @@ def tune(
         test_seeds=tuple(test),
     )
     if best is not None:
-        result.test = held_out(engine, config, fixed, baseline, best, test, objective, fields)
+        result.test = held_out(engine, config, fixed, baseline, best, test, objective, fields, points=points)
     result.wall_s = time.perf_counter() - t0
     return result
 
@@ -615,18 +615,30 @@ def _score(metrics: Mapping[str, np.ndarray], objective: Objective, refused: str
     return {"objective": value, "fitness": _INFEASIBLE * (1.0 + total), "feasible": False, "reason": reason, **means}
 
 
-def held_out(engine, config, fixed, baseline, best, seeds, objective, fields: Sequence[Field] = ()) -> dict:
+def held_out(
+    engine,
+    config,
+    fixed,
+    baseline,
+    best,
+    seeds,
+    objective,
+    fields: Sequence[Field] = (),
+    points: "_Points | None" = None,
+) -> dict:
     """The baseline and the tuned values on the held-out seeds, in one `simulate_points` call
     (tuned Config fields padded into the bucket of `fields`' largest sizes, or else of the two):
     {baseline, tuned, difference: (mean, 95% CI half-width) of the objective metric (the
     difference seed by seed, tuned - baseline), baseline_feasible, tuned_feasible,
-    constraints: {metric: (baseline mean, tuned mean)} of every constrained metric, verdict}."""
+    constraints: {metric: (baseline mean, tuned mean)} of every constrained metric, verdict}.
+    `points`: the search's own `_Points` (same engine, config, fields, fixed and baseline),
+    reused rather than built again."""
     from .run import simulate_points
     from .stats import mean_ci
 
-    if fields:
+    if points is None and fields:
         points = _Points.of(engine, config, fields, fixed, baseline)
-    else:
+    elif points is None:
         top = {n: max(baseline[n], best[n]) for n in baseline if n in engine.size_fields}
         points = _Points(engine, config, fixed, baseline, top)
     plist = [points.params(baseline), points.params(best)]
