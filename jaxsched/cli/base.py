@@ -231,6 +231,41 @@ def check_options(
     refuse_ignored(given + list(also), chosen, reads, exclusive, label=lambda d: option_flag(args, d))
 
 
+# `read_trace`'s layouts (`jaxsched.workload.formats.FORMAT_NAMES`), written here because the
+# parsers import no JAX and the workload package does; a test checks the two agree.
+TRACE_FORMATS = ("azure_lmm", "azure", "burstgpt", "burstgpt_sample", "vidur", "splitwise", "mooncake", "plain")
+
+
+def add_trace_format(p: argparse.ArgumentParser, note: str = "") -> None:
+    """The `--trace-format NAME` option of a command that takes `--trace` (read only with it):
+    `read_trace`'s format=, None to detect the layout from the file. `note` ends the help."""
+    p.add_argument(
+        "--trace-format",
+        metavar="NAME",
+        default=None,
+        help=f"--trace: read the file as this layout ({', '.join(TRACE_FORMATS)}; default: detected "
+        f"from its header or content; docs/traces.md){note}",
+    )
+
+
+def read_trace_option(path: str, fmt: str | None, **kw):
+    """`read_trace(path, format=fmt, **kw)` for a command's `--trace` and `--trace-format`: a
+    format name outside TRACE_FORMATS is one ConfigError naming --trace-format, and the
+    reader's errors (a missing file, a known trace not downloaded, a missing column, a bad
+    value with its line) are one line starting `--trace:`."""
+    if fmt is not None and fmt not in TRACE_FORMATS:
+        raise ConfigError(
+            f"--trace-format must be one of {', '.join(TRACE_FORMATS)} (or left out: the layout is "
+            f"detected from the file), got {fmt!r}"
+        )
+    from ..workload import read_trace
+
+    try:
+        return read_trace(path, format=fmt, **kw)
+    except ConfigError as e:
+        raise ConfigError(f"--trace: {e}") from None
+
+
 def split_list(text: str, flag: str, *, unique: bool = True) -> list[str]:
     """The entries of a comma-separated option ('fcfs,bfio'), stripped; one ConfigError for an
     empty entry ('fcfs,,bfio', a trailing comma) and, with unique, for a repeated one."""

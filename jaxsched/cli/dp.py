@@ -26,6 +26,7 @@ from ..outputs import check_dir, check_file, check_output_paths, save
 from .base import (
     Interrupted,
     add_overwrite,
+    add_trace_format,
     check_folder_outputs,
     check_options,
     command,
@@ -33,6 +34,7 @@ from .base import (
     file_outputs,
     fresh_names,
     numbered,
+    read_trace_option,
     require_what,
     save_resolved,
     split_list,
@@ -74,15 +76,13 @@ def run_reads() -> dict[str, tuple[Reads, ...]]:
 
 def workload_from_args(a: argparse.Namespace):
     """The request lengths of `run`/`sweep`: a trace, or a named synthetic workload."""
-    from ..workload import read_trace
-
     check_options(a, {}, {}, WORKLOAD_EXCLUSIVE)
     if a.trace:
         columns = getattr(a, "trace_columns", None)
         cols = None if columns is None else tuple(split_list(columns, "--trace-columns"))
         if cols is not None and len(cols) != 2:
             raise ConfigError(f"--trace-columns must name two columns, PROMPT,OUTPUT, got {columns!r}")
-        return read_trace(a.trace, order="resample", columns=cols, format=getattr(a, "trace_format", None))
+        return read_trace_option(a.trace, getattr(a, "trace_format", None), order="resample", columns=cols)
     return DP_WORKLOADS[a.workload or "burstgpt_like"].fn()
 
 
@@ -398,7 +398,10 @@ def _add_commands(sub, group: bool) -> None:
     r.add_argument("--seed-start", type=int, default=0, help="first seed")
     r.add_argument("--num-steps", "--steps", type=int, default=3000, help="decode steps per run")
     r.add_argument(
-        "--trace", help="trace file to resample per seed (docs/traces.md: CSV or Mooncake JSONL); replaces --workload"
+        "--trace",
+        metavar="FILE",
+        help="trace whose lengths each seed resamples (a path, or a name of `jaxsched data list`; any "
+        "layout of docs/traces.md); replaces --workload",
     )
     r.add_argument(
         "--trace-columns",
@@ -407,13 +410,7 @@ def _add_commands(sub, group: bool) -> None:
         help="--trace: the header names of its prompt and output columns (default: a known layout, "
         "or two columns with known names)",
     )
-    r.add_argument(
-        "--trace-format",
-        metavar="NAME",
-        default=None,
-        help="--trace: read the file as this layout (azure, azure_lmm, burstgpt, burstgpt_sample, vidur, "
-        "splitwise, mooncake, plain; default: detected from its header or content; docs/traces.md)",
-    )
+    add_trace_format(r)
     r.add_argument(
         "--workload", choices=DP_WORKLOADS, default=None, help="synthetic request lengths (default burstgpt_like)"
     )

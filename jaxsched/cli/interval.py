@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import Reads, merge_reads, reads_from, require_int
+from ..errors import Reads, merge_reads, reads_from, require_float, require_int
 from ..interval.registry import AMAX_ORDERS, EVICTION_KEYS, INTERVAL_KINDS, STEP_MODELS
 from ..interval.registry import EXPERIMENTS as INTERVAL_EXPERIMENTS
 from ..interval.registry import POLICIES as INTERVAL_POLICIES
@@ -53,6 +53,7 @@ def cmd_interval_run(a: argparse.Namespace) -> int:
     CSV row per seed."""
     reads = merge_reads(reads_from(INTERVAL_POLICIES, "policy"), INTERVAL_READS)
     check_options(a, reads, {"policy": a.policy, "intervals": a.intervals})
+    start = require_float(a.start_fraction, "--start-fraction", lo=0.0, hi=1.0)
     from ..interval import IntervalConfig, make_params, simulate
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
@@ -67,10 +68,11 @@ def cmd_interval_run(a: argparse.Namespace) -> int:
         eviction_key=a.eviction_key,
         amax_order=a.amax_order,
     )
-    params = make_params(cfg, capacity_tokens=a.capacity_tokens, **STEP_MODELS[a.step_model].fn)
+    params = make_params(cfg, capacity_tokens=a.capacity_tokens, start_fraction=start, **STEP_MODELS[a.step_model].fn)
     print(
         f"jaxsched interval run: policy={a.policy} workload={a.workload} n={cfg.n} "
-        f"intervals={spec.name} M={a.capacity_tokens} step model={a.step_model} seeds={n_seeds}",
+        f"intervals={spec.name} M={a.capacity_tokens} step model={a.step_model} seeds={n_seeds}"
+        + (f" start_fraction={start:g}" if "start_fraction" in INTERVAL_POLICIES[a.policy].options else ""),
         file=sys.stderr,
     )
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
@@ -86,6 +88,7 @@ def cmd_interval_run(a: argparse.Namespace) -> int:
         "step_model": a.step_model,
         "eviction_key": a.eviction_key,
         "amax_order": a.amax_order,
+        "start_fraction": start,
     }
     return save_seed_rows(a, res, columns, out, conf)
 
@@ -144,6 +147,13 @@ def add_parsers(sub) -> None:
         default="sorted",
         choices=AMAX_ORDERS,
         help="amax with per-job intervals: ascending u, or Algorithm 1's random order",
+    )
+    r.add_argument(
+        "--start-fraction",
+        type=float,
+        default=0.0,
+        help="amin, al: start each job's estimate this fraction of the way from l to u, in [0, 1] "
+        "(0: the paper's algorithms, which start at l; 1: at u, A_max's estimate; docs/interval-semantics.md)",
     )
     r.add_argument(
         "--step-model",

@@ -7,9 +7,10 @@ Engines are imported inside the commands, so that `--help` does not import JAX.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
-from ..errors import Reads, require_float, require_int
+from ..errors import ConfigError, Reads, merge_reads, reads_from, require_float, require_int
 from ..network.registry import EXPERIMENTS as NETWORK_EXPERIMENTS
 from ..network.registry import POLICIES as NETWORK_POLICIES
 from ..network.registry import ROUTERS as NETWORK_ROUTERS
@@ -24,16 +25,60 @@ from .base import (
     print_metrics,
     run_experiment,
     save_seed_rows,
+    split_list,
 )
 from .budget import RATE_EXCLUSIVE
 
 # `network run`: the options of each topology (rs runs Fig. 8's fixed agents: b = 768, one
 # slot per batch).
-_PARALLEL = ("agents", "router", "policy", "prompt", "decode", "rate", "budget", "max_requests", "c_ms", "a_ms", "b0")
+_PARALLEL = (
+    "agents",
+    "router",
+    "router_weights",
+    "policy",
+    "prompt",
+    "decode",
+    "rate",
+    "budget",
+    "max_requests",
+    "c_ms",
+    "a_ms",
+    "b0",
+)
 TOPOLOGY_READS = {
     **{d: (Reads("topology", ("parallel",)),) for d in _PARALLEL},
     "priority": (Reads("topology", ("rs",)),),
 }
+
+
+def run_reads() -> dict[str, tuple[Reads, ...]]:
+    """What reads each option of `network run`: the topology (TOPOLOGY_READS), then the
+    routers' registry options (router `weighted` reads --router-weights)."""
+    return merge_reads(TOPOLOGY_READS, reads_from(NETWORK_ROUTERS, "router"))
+
+
+def router_weights(text: str | None, K: int) -> tuple[float, ...] | None:
+    """--router-weights W1,W2,... as K floats, one per agent: each a finite number >= 0, with a
+    positive sum (only the ratios matter); one ConfigError naming the flag otherwise. None: not
+    given (equal weights)."""
+    if text is None:
+        return None
+    allowed = (
+        f"--router-weights must be K = {K} comma-separated numbers >= 0, one per agent (--agents), "
+        f"with a positive sum (only their ratios matter), got {text!r}"
+    )
+    try:
+        weights = tuple(float(x) for x in split_list(text, "--router-weights", unique=False))
+    except ValueError:
+        raise ConfigError(allowed) from None
+    if len(weights) != K or not all(math.isfinite(w) and w >= 0 for w in weights) or sum(weights) <= 0:
+        raise ConfigError(allowed)
+    return weights
+
+
+def _weights_text(weights: tuple[float, ...] | None) -> str:
+    """Router weights as written in a results row ('1,2.5'; '' when not given)."""
+    return "" if weights is None else ",".join(f"{w:g}" for w in weights)
 
 
 def _parallel(a: argparse.Namespace):
@@ -55,6 +100,7 @@ def _parallel(a: argparse.Namespace):
         table_size=a.table_size,
     )
     kw = dict(budget=a.budget, max_requests=a.max_requests, c_s=a.c_ms / 1000.0, a_s_per_token=a.a_ms / 1000.0, b0=a.b0)
+    weights = router_weights(a.router_weights, base.K)
     if a.rate is None:
         load = require_float(a.load, "--load", lo=0.0, hi=10.0, lo_open=True)
         make_params(enough_steps(base, [1.0], **kw), rates=[1.0], **kw)  # names bad constants
@@ -63,10 +109,11 @@ def _parallel(a: argparse.Namespace):
     else:
         rates = [require_float(a.rate, "--rate", lo=0.0, lo_open=True)]
     cfg = enough_steps(base, rates, **kw)
+    router = a.router + ("" if weights is None else f" (weights {_weights_text(weights)})")
     return (
         cfg,
-        make_params(cfg, rates=rates, **kw),
-        (f"K={a.agents} router={a.router} policy={a.policy} rate={sum(rates):.4g}/s b={a.budget}"),
+        make_params(cfg, rates=rates, router_weights=weights, **kw),
+        (f"K={a.agents} router={router} policy={a.policy} rate={sum(rates):.4g}/s b={a.budget}"),
     )
 
 
@@ -91,7 +138,7 @@ def _rs(a: argparse.Namespace):
 def cmd_network_run(a: argparse.Namespace) -> int:
     """One network configuration over several seeds: each metric's mean and 95% CI; --out
     writes one CSV row per seed."""
-    check_options(a, TOPOLOGY_READS, {"topology": a.topology}, RATE_EXCLUSIVE)
+    check_options(a, run_reads(), {"topology": a.topology, "router": a.router}, RATE_EXCLUSIVE)
     from ..run import simulate
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
@@ -111,6 +158,9 @@ def cmd_network_run(a: argparse.Namespace) -> int:
         "load": a.load,
         "horizon_s": a.horizon_s,
     }
+    if a.topology == "parallel" and a.router == "weighted":
+        # The weights the run used (equal ones when not given).
+        columns["router_weights"] = _weights_text(router_weights(a.router_weights, cfg.K) or (1.0,) * cfg.K)
     return save_seed_rows(a, res, columns, out, conf)
 
 
@@ -139,6 +189,13 @@ def add_parsers(sub) -> None:
     r.add_argument("--agents", type=int, default=2, help="engines K (parallel)")
     r.add_argument(
         "--router", default="fewest_tokens", choices=NETWORK_ROUTERS, help="how an arrival picks its engine (parallel)"
+    )
+    r.add_argument(
+        "--router-weights",
+        metavar="W1,W2,...",
+        default=None,
+        help="--router weighted: agent k takes an arrival with probability w_k / sum(w); K numbers "
+        ">= 0 with a positive sum, one per agent (default: equal weights)",
     )
     r.add_argument(
         "--priority",

@@ -16,34 +16,45 @@ from ..offline.registry import WORKLOADS as OFFLINE_WORKLOADS
 from ..outputs import check_file
 from .base import (
     add_overwrite,
+    add_trace_format,
     check_options,
     command,
     experiment_options,
     file_outputs,
     print_metrics,
+    read_trace_option,
     run_experiment,
     save_seed_rows,
 )
 
 
 def run_reads() -> dict[str, tuple[Reads, ...]]:
-    """What reads each option of `offline run`: the policies' solver options (the registry's)
-    and --trace (the file of the azure mix)."""
-    return merge_reads(reads_from(OFFLINE_POLICIES, "policy"), {"trace": (Reads("workload", ("azure",)),)})
+    """What reads each option of `offline run`: the policies' solver options (the registry's),
+    --trace (the file of the azure mix) and --trace-format (that file's layout)."""
+    return merge_reads(
+        reads_from(OFFLINE_POLICIES, "policy"),
+        {
+            "trace": (Reads("workload", ("azure",)),),
+            "trace_format": (Reads("workload", ("azure",)), Reads("--trace", ("FILE",))),
+        },
+    )
 
 
 def cmd_offline_run(a: argparse.Namespace) -> int:
     """One configuration over several seeds: each metric's mean and 95% CI; --out writes one
     CSV row per seed."""
-    check_options(a, run_reads(), {"policy": a.policy, "workload": a.workload})
+    chosen = {"policy": a.policy, "workload": a.workload, "--trace": "FILE" if a.trace else "none"}
+    check_options(a, run_reads(), chosen)
     from ..offline import OfflineConfig, make_params, simulate
     from ..offline.workloads import named
 
     n_seeds = require_int(a.seeds, "--seeds", lo=1, hi=1 << 20)
     out = None if a.out is None else check_file(a.out, "--out")
     out, _, conf = file_outputs(a, out)
+    # A trace given is read here, so that its errors name --trace and --trace-format.
+    trace = None if a.trace is None else read_trace_option(a.trace, a.trace_format)
     try:
-        workload, default_m = named(a.workload, a.num_requests, trace=a.trace)
+        workload, default_m = named(a.workload, a.num_requests, trace=trace)
     except FileNotFoundError as e:
         raise ConfigError(f"--trace: {e}") from None
     M = default_m if a.capacity_tokens is None else a.capacity_tokens
@@ -94,14 +105,18 @@ def add_parsers(sub) -> None:
         default="uniform",
         choices=OFFLINE_WORKLOADS,
         help="request mix: EC.4.2 synthetic laws, the section 7 LMSYS/arXiv-like "
-        "mixes, or the Azure conversation trace",
+        "mixes, or azure: the lengths of a trace (--trace), resampled per seed",
     )
     r.add_argument(
         "--trace",
+        metavar="FILE",
         default=None,
-        help="azure: path of azure_llm_2023_conv.csv "
-        "(default: ../shared/data beside the checkout or the working directory)",
+        help="--workload azure: the trace whose prompt and output lengths it resamples (a path, or a "
+        "name of `jaxsched data list`; any layout of docs/traces.md; its times are not read: every "
+        "request is present at t = 0; default: the Azure 2023 conversation trace, "
+        "../shared/data/azure_llm_2023_conv.csv beside the checkout or the working directory)",
     )
+    add_trace_format(r)
     r.add_argument(
         "--num-requests",
         "--n",

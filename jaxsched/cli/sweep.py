@@ -12,11 +12,16 @@ from ..dp.registry import WORKLOADS as DP_WORKLOADS
 from ..errors import ConfigError, Reads, require_int
 from ..outputs import check_file
 from ..registry import ENGINES
-from .base import Interrupted, check_file_outputs, check_options, command, config_path, save_resolved
+from .base import Interrupted, add_trace_format, check_file_outputs, check_options, command, config_path, save_resolved
 
 # Options that only the dp engine takes (kv sets its run length with --set max_steps=N).
 DP_ONLY = ("num_steps", "trace", "workload", "semantics")
-SWEEP_READS = {o: (Reads("engine", ("dp",)),) for o in DP_ONLY}
+# The options of --trace: read by the dp engine, and only with a trace.
+TRACE_OPTIONS = ("trace_format", "trace_columns")
+SWEEP_READS = {
+    **{o: (Reads("engine", ("dp",)),) for o in DP_ONLY},
+    **{o: (Reads("engine", ("dp",)), Reads("--trace", ("FILE",))) for o in TRACE_OPTIONS},
+}
 # The dp flags that set a Config field, {dest: field}: the field must not also be in --set or --axis.
 FLAG_FIELDS = {"num_steps": "num_steps", "semantics": "semantics", "workload": "workload", "trace": "workload"}
 SET_TWICE = tuple(
@@ -127,7 +132,8 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     cfg, par = _settings(a.engine, a.set)
     axes = _axes(a.axis, set(cfg) | set(par), renamed_fields(a.engine))
     fields = [f"--set {k}" for k in cfg] + [f"--axis {k}" for k in axes]
-    check_options(a, SWEEP_READS, {"engine": a.engine}, SET_TWICE, also=fields)
+    chosen = {"engine": a.engine, "--trace": "FILE" if a.trace else "none"}
+    check_options(a, SWEEP_READS, chosen, SET_TWICE, also=fields)
     out = check_file(a.out, "--out")
     check_file_outputs(out)
     if a.engine == "dp":
@@ -199,7 +205,20 @@ def add_parsers(sub) -> None:
     w.add_argument("--seeds", type=int, default=64, help="seeds per point")
     w.add_argument("--seed-start", type=int, default=0, help="first seed")
     w.add_argument("--num-steps", "--steps", type=int, default=None, help="dp: decode steps per run (default 2000)")
-    w.add_argument("--trace", help="dp: CSV trace to resample per seed (replaces --workload)")
+    w.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="dp: trace whose lengths each seed resamples (a path, or a name of `jaxsched data list`; "
+        "any layout of docs/traces.md); replaces --workload",
+    )
+    add_trace_format(w)
+    w.add_argument(
+        "--trace-columns",
+        metavar="PROMPT,OUTPUT",
+        default=None,
+        help="--trace: the header names of its prompt and output columns (default: a known layout, "
+        "or two columns with known names)",
+    )
     w.add_argument(
         "--workload", choices=DP_WORKLOADS, default=None, help="dp: request-length workload (default burstgpt_like)"
     )

@@ -65,7 +65,6 @@ from ..workload import (
     UniformInt,
     read_trace,
 )
-from ..workload.datasets import resolve_trace
 from ..workload.lengths import JointMixture
 
 SYNTHETIC_CAPACITY_TOKENS = 100
@@ -134,12 +133,22 @@ def real(name: str, n: int) -> Batch:
 
 
 def azure_conversation(
-    path: str | Path, n: int, *, order: str = "resample", capacity_tokens: int = PAPER_CAPACITY_TOKENS
+    path: str | Path | Trace,
+    n: int,
+    *,
+    order: str = "resample",
+    capacity_tokens: int = PAPER_CAPACITY_TOKENS,
+    format: str | None = None,
 ) -> Batch | Trace:
-    """n requests at t = 0 from the Azure LLM inference 2023 conversation trace.
+    """n requests at t = 0 from the Azure LLM inference 2023 conversation trace, or from the
+    lengths of any other trace.
 
-    path: the trace CSV (`TIMESTAMP,ContextTokens,GeneratedTokens`; the project's copy is
-    ../shared/data/azure_llm_2023_conv.csv), read by `jaxsched.workload.read_trace`.
+    path: the trace file (the Azure CSV `TIMESTAMP,ContextTokens,GeneratedTokens`, whose
+    project copy is ../shared/data/azure_llm_2023_conv.csv, or any layout of docs/traces.md;
+    a name of `jaxsched.workload.datasets.TRACES` is its file in the data folder), read by
+    `jaxsched.workload.read_trace` as the layout `format` (None: detected); or a `Trace`
+    already read (then `format` must be None). Only the lengths are used: every request is
+    present at t = 0.
     Rows with s + o > capacity_tokens (M, tokens) are dropped first: they could never start,
     and the offline engine would only count them as dropped (the shipped file has none at the
     paper's M = 16,492: its largest s + o is about 14k).
@@ -153,11 +162,15 @@ def azure_conversation(
     require_choice(order, "order", ("resample", "first"))
     require_int(n, "n", lo=1)
     M = require_int(capacity_tokens, "capacity_tokens (M)", lo=2)
-    trace = read_trace(path)
+    if isinstance(path, Trace):
+        require(format is None, "format", "None when the trace is given as a Trace (it is read already)", format)
+        trace, where = path, path.name
+    else:
+        trace, where = read_trace(path, format=format), str(path)
     s, o = np.asarray(trace.prompt, np.int64), np.asarray(trace.output, np.int64)
     keep = s + o <= M
     if not keep.any():
-        raise ConfigError(f"trace {str(path)!r}: no request has s + o <= M = {M} tokens")
+        raise ConfigError(f"trace {where!r}: no request has s + o <= M = {M} tokens")
     s, o = s[keep], o[keep]
     if order == "resample":
         return Batch(Trace(s, o, name="azure_conv", order="resample"), n)
@@ -322,13 +335,20 @@ def azure_default_path() -> Path:
 NAMES = (*SYNTHETIC, *REAL, "azure")
 
 
-def named(name: str, n: int | None = None, *, trace: str | Path | None = None) -> tuple[Batch, int]:
+def named(
+    name: str, n: int | None = None, *, trace: str | Path | Trace | None = None, format: str | None = None
+) -> tuple[Batch, int]:
     """(workload, default M in tokens) of a request mix by name: an EC.4.2 law (n defaults to
     the paper's 100 or 200, M = 100), a section-7 law ("lmsys", "arxiv", "mix"; n defaults to
-    1000, M = 16,492) or "azure" (the conversation trace at `trace`, default
-    AZURE_DEFAULT_PATH, resampled per seed; n defaults to 1000, M = 16,492).
-    Raises ConfigError for an unknown name or n < 1, FileNotFoundError for a missing trace."""
+    1000, M = 16,492) or "azure" (the lengths of the trace `trace`: a path or a known trace
+    name, read as the layout `format` (None: detected), or a `Trace`; default
+    `azure_default_path()`, the Azure 2023 conversation trace; resampled per seed; n defaults
+    to 1000, M = 16,492).
+    Raises ConfigError for an unknown name, n < 1, or `trace`/`format` with another mix (they
+    would be ignored), FileNotFoundError for a missing default trace."""
     require_choice(name, "workload", NAMES)
+    if name != "azure" and (trace is not None or format is not None):
+        raise ConfigError(f"trace and format are read only by workload azure; workload {name} ignores them")
     if n is not None:
         require_int(n, "n (requests)", lo=1, hi=65_536)
     if name in SYNTHETIC:
@@ -336,7 +356,9 @@ def named(name: str, n: int | None = None, *, trace: str | Path | None = None) -
         return Batch(law, n or default_n), SYNTHETIC_CAPACITY_TOKENS
     if name in REAL:
         return real(name, n or 1000), REAL_CAPACITY_TOKENS
-    path = resolve_trace(trace) if trace is not None else azure_default_path()  # a path, or a known name
+    if trace is not None:  # a path, a known name or a Trace; read_trace names a missing or bad file
+        return azure_conversation(trace, n or 1000, format=format), REAL_CAPACITY_TOKENS
+    path = azure_default_path()
     if not path.is_file():
         raise FileNotFoundError(f"the Azure conversation trace is not at {path} (give its path with --trace)")
-    return azure_conversation(path, n or 1000), REAL_CAPACITY_TOKENS
+    return azure_conversation(path, n or 1000, format=format), REAL_CAPACITY_TOKENS
