@@ -39,7 +39,8 @@ def wrap_title(title: str, width_in: float) -> str:
     edge."""
     import textwrap
 
-    return "\n".join(textwrap.wrap(title, max(20, int(14 * width_in)))) or title
+    # Lines break at spaces only: "BF-IO" or "MC-SF" split at the hyphen reads as two words.
+    return "\n".join(textwrap.wrap(title, max(20, int(14 * width_in)), break_on_hyphens=False)) or title
 
 
 def _plain(value, _pos=None) -> str:
@@ -49,9 +50,10 @@ def _plain(value, _pos=None) -> str:
 
 def tidy_ticks(ax) -> None:
     """Readable ticks on an axes' log and symlog axes (linear axes are left alone):
-    - log: major ticks at the powers of ten, or at 1, 2, 5 x 10^k, or 1, 2, 3, 5 x 10^k, or
-      every integer multiple: the sparsest of these that puts at least 4 ticks in view
-      (`_log_subs`), labelled as plain numbers, with unlabelled minor ticks;
+    - log: major ticks at the powers of ten, or at 1, 2, 5 x 10^k, or 1, 2, 3, 5 x 10^k: the
+      sparsest of these that puts at least 4 ticks in view (3 on an axis spanning less than a
+      decade; `_log_subs`), labelled as plain numbers, with unlabelled minor ticks; a range too
+      narrow for any of them (e.g. 180 to 250) gets evenly stepped round numbers;
     - symlog: when the curves use at most 12 distinct positions on that axis (a sweep of a few
       values, e.g. the lookahead H = 0, 16, 64, 256), the ticks are exactly those positions, so
       that no tick stands where there is no data.
@@ -66,9 +68,15 @@ def tidy_ticks(ax) -> None:
         if scale == "log":
             lo, hi = sorted(lim)
             subs = _log_subs(lo, hi)
-            axis.set_major_locator(ticker.LogLocator(base=10, subs=subs))
+            if subs is None:
+                # A narrow range (e.g. 180 to 250): evenly stepped round numbers, as on a linear
+                # axis, rather than one labelled tick or crowded 2 x 10^2-style minor labels.
+                axis.set_major_locator(ticker.MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]))
+                axis.set_minor_locator(ticker.NullLocator())
+            else:
+                axis.set_major_locator(ticker.LogLocator(base=10, subs=subs))
+                axis.set_minor_locator(ticker.LogLocator(base=10, subs=np.arange(2, 10)))
             axis.set_major_formatter(ticker.FuncFormatter(_plain))
-            axis.set_minor_locator(ticker.LogLocator(base=10, subs=np.arange(2, 10)))
             axis.set_minor_formatter(ticker.NullFormatter())
         elif scale == "symlog":
             values = np.unique(
@@ -81,17 +89,25 @@ def tidy_ticks(ax) -> None:
                 axis.set_minor_locator(ticker.NullLocator())
 
 
-def _log_subs(lo: float, hi: float, least: int = 4) -> tuple[int, ...]:
+def _log_subs(lo: float, hi: float, least: int = 4) -> tuple[int, ...] | None:
     """The multiples of each power of ten to tick on a log axis showing [lo, hi]: the sparsest
-    of (1), (1, 2, 5), (1, 2, 3, 5), (1, ..., 9) with at least `least` ticks in view."""
+    of (1), (1, 2, 5), (1, 2, 3, 5) with at least `least` ticks in view, else the sparsest of
+    (1, 2, 5), (1, 2, 3, 5) with 3 (an axis spanning less than a decade, e.g. 10, 20, 30: every
+    multiple would crowd 6, 7, 8, 9 together below 10), else None (a range too narrow for
+    multiples of powers of ten: `tidy_ticks` steps it evenly)."""
     if not (lo > 0 and hi > lo):
         return (1,)
     decades = np.arange(np.floor(np.log10(lo)), np.ceil(np.log10(hi)) + 1)
-    for subs in ((1,), (1, 2, 5), (1, 2, 3, 5)):
+
+    def in_view(subs) -> int:
         ticks = np.outer(10.0**decades, subs).ravel()
-        if ((ticks >= lo) & (ticks <= hi)).sum() >= least:
-            return subs
-    return tuple(range(1, 10))
+        return int(((ticks >= lo) & (ticks <= hi)).sum())
+
+    for need, choices in ((least, ((1,), (1, 2, 5), (1, 2, 3, 5))), (min(3, least), ((1, 2, 5), (1, 2, 3, 5)))):
+        for subs in choices:
+            if in_view(subs) >= need:
+                return subs
+    return None
 
 
 def _curve_points(fig, ax) -> np.ndarray:
@@ -132,9 +148,23 @@ def place_legend(fig, ax, *, fontsize: float = 8):
     inside = (pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1) & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)
     if inside.any():
         leg.remove()
+        from matplotlib.transforms import ScaledTranslation
+
+        # The gap right of the axes in inches, not in axes fractions: a later tight_layout
+        # narrows the axes to make room for the legend, and a twin axis's tick labels and label
+        # keep their width in points, so a gap in axes fractions would shrink onto them.
         right = [a for a in fig.axes if a is not ax and a.get_position().bounds == ax.get_position().bounds]
-        x = 1.12 if right else 1.01  # clear of a twin axis's labels on the right
-        leg = ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(x, 1), borderaxespad=0)
+        gap_in = 0.08
+        for twin in right:
+            extra_px = twin.get_tightbbox(renderer).x1 - ax.get_window_extent(renderer).x1
+            gap_in = max(gap_in, extra_px / fig.dpi + 0.1)
+        leg = ax.legend(
+            fontsize=fontsize,
+            loc="upper left",
+            bbox_to_anchor=(1, 1),
+            bbox_transform=ax.transAxes + ScaledTranslation(gap_in, 0, fig.dpi_scale_trans),
+            borderaxespad=0,
+        )
     return leg
 
 
@@ -146,7 +176,8 @@ def plot_offline(report, path: str | Path) -> Path:
       the paper's Fig. 8 (real), with 95% CI bands over the seeds; any other y against x with
       the plot's "xlabel", "ylabel", "xscale" and "yscale" (paper 003's figures), or
       per-panel labels in "axes" {title: (xlabel, ylabel)} (paper 004's figures); one legend
-      for all panels, below them.
+      for all panels, below them; "sharey": True gives every panel the same y axis (and
+      ticks), for panels meant to be compared.
     Long titles are wrapped to the figure's width."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -157,7 +188,7 @@ def plot_offline(report, path: str | Path) -> Path:
         ax.boxplot([plot["ratios"][k] for k in labels], vert=False, whis=(0, 100))
         ax.set_yticks(np.arange(1, len(labels) + 1), labels)
         ax.axvline(1.0, color="k", lw=0.8, ls=":")
-        ax.set(xlabel="TEL / OPT (whiskers: min and max)")
+        ax.set(xlabel="TEL / OPT (ratio; box: quartiles, line: median, whiskers: min and max)")
         ax.set_title(wrap_title(report.title, 8), fontsize=10)
         ax.grid(alpha=0.3)
         fig.tight_layout()
@@ -185,11 +216,13 @@ def plot_offline(report, path: str | Path) -> Path:
     panels = plot["panels"]  # {title: {label: (n[], mean[], half[])}}
     cols = min(2, len(panels))
     rows = -(-len(panels) // cols)
-    fig, axes = subplots(rows, cols, figsize=(6 * cols, 3.6 * rows), squeeze=False)
+    fig, axes = subplots(
+        rows, cols, figsize=(6 * cols, 3.6 * rows), squeeze=False, sharey=bool(plot.get("sharey", False))
+    )
     labels = list(dict.fromkeys(k for series in panels.values() for k in series))
     colour = {k: f"C{i % 10}" for i, k in enumerate(labels)}  # one colour per algorithm
     handles = {}
-    for ax, (title, series) in zip(axes.ravel(), panels.items()):
+    for i, (ax, (title, series)) in enumerate(zip(axes.ravel(), panels.items())):
         for label, (n, mean, half) in series.items():
             n, mean, half = (np.asarray(v, float) for v in (n, mean, half))
             (handles[label],) = ax.plot(n, mean, "o-" if n.size <= 80 else "-", ms=3, label=label, color=colour[label])
@@ -197,6 +230,8 @@ def plot_offline(report, path: str | Path) -> Path:
         xlabel, ylabel = plot.get("axes", {}).get(
             title, (plot.get("xlabel", "requests n"), plot.get("ylabel", "average latency"))
         )
+        if plot.get("sharey") and i % cols:
+            ylabel = ""  # a shared y axis is labelled once, on the left
         ax.set(xlabel=xlabel, ylabel=ylabel, xscale=plot.get("xscale", "linear"), yscale=plot.get("yscale", "linear"))
         ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)

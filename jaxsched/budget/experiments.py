@@ -216,8 +216,11 @@ def _stability_report(rows, loads, verdicts, growth_panel, traj_panel, horizon, 
             f"tokens in system at rho = {FIG1_LOAD} (14.3 qps), seed 0": traj_panel,
         },
         axes={
-            "growth of tokens in system / offered tokens (95% CI)": ("load rho", "growth / offered"),
-            f"tokens in system at rho = {FIG1_LOAD} (14.3 qps), seed 0": ("time (s)", "tokens"),
+            "growth of tokens in system / offered tokens (95% CI)": (
+                "load rho (offered / capacity b / t_b)",
+                "growth / offered (tokens/s per tokens/s)",
+            ),
+            f"tokens in system at rho = {FIG1_LOAD} (14.3 qps), seed 0": ("time (s)", "unprocessed tokens in system"),
         },
     )
     return Report(
@@ -640,7 +643,10 @@ def _fig9_report(rows, results, budgets, cfg, trace, alpha, beta, timing, S) -> 
     plot = dict(
         kind="curves",
         panels={"end-to-end latency": panel("latency"), "time to first token": panel("ttft")},
-        axes={"end-to-end latency": ("token budget b", ylabel), "time to first token": ("token budget b", ylabel)},
+        axes={
+            "end-to-end latency": ("token budget b (tokens per batch)", ylabel),
+            "time to first token": ("token budget b (tokens per batch)", ylabel),
+        },
     )
     for r in rows:
         r.update({key: v for key, _, v, _ in findings})

@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
-from ..plots import finish, subplots
+from ..plots import finish, subplots, tidy_ticks, wrap_title
 
 
 def load_trajectories(
@@ -22,12 +22,14 @@ def load_trajectories(
     *,
     dt_s: Mapping[str, np.ndarray] | None = None,
     title: str = "Per-worker load (post-growth, pre-removal)",
+    dpi: int = 120,
 ) -> Path:
     """Per-worker load over steps, one panel per policy (the BF-IO paper's Fig. 6).
 
     loads: {policy label: int[K, G] tokens}. Panels share the y axis so imbalance is comparable;
     a worker keeps its colour in every panel, and the colour bar names it. The caller's title
-    should say which seed and steps are shown.
+    should say which seed and steps are shown. dpi: the PNG's resolution (16 noisy lines per
+    panel make a large file; 110 keeps a two-panel figure near 150 KB).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -45,7 +47,7 @@ def load_trajectories(
         ax.set_ylabel("load (k tokens)")
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("decode step")
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(wrap_title(title, 10), fontsize=10)
     fig.tight_layout()
     sm = ScalarMappable(cmap=cmap, norm=Normalize(-0.5, G - 0.5))
     bar = fig.colorbar(
@@ -56,7 +58,7 @@ def load_trajectories(
         ticks=np.arange(0, G, -(-G // 8)),  # an even step, at most 8 ticks (rounded spacing collides)
     )
     bar.set_label("worker g")
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
     return path
 
 
@@ -67,7 +69,8 @@ def lookahead_curve(
     ylabel: str = "average imbalance (tokens)",
     title: str = "",
 ) -> Path:
-    """Mean +- 95% CI of a metric against the lookahead H (symlog x axis), one line per label."""
+    """Mean +- 95% CI of a metric against the lookahead H (symlog x axis), one line per label.
+    A title that does not mention the seeds gets their count appended."""
     from ..stats import mean_ci
 
     path = Path(path)
@@ -82,28 +85,51 @@ def lookahead_curve(
         ax.fill_between(hs, mean - half, mean + half, alpha=0.2)
     ax.set_xscale("symlog", linthresh=1)
     ax.set(xlabel="lookahead H (steps)", ylabel=ylabel)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(wrap_title(_with_seeds(title, curves), 7), fontsize=10)
     return finish(fig, ax, path)
 
 
-def error_curves(curves: Mapping[str, Mapping[float, np.ndarray]], path: str | Path) -> Path:
-    """Mean imbalance against the prediction-error level, one line per (predictor, H) label."""
+def _with_seeds(title: str, curves: Mapping[str, Mapping[float, np.ndarray]]) -> str:
+    """`title`, with "; N seeds per point" appended when it does not mention the seeds (N read
+    from the arrays of per-seed values)."""
+    counts = sorted({np.asarray(v).size for by in curves.values() for v in by.values()})
+    if not counts or "seed" in title.lower():
+        return title
+    n = "/".join(map(str, counts))
+    return (title + "; " if title else "") + f"{n} seed{'s' if counts != [1] else ''} per point"
+
+
+def error_curves(
+    curves: Mapping[str, Mapping[float, np.ndarray]],
+    path: str | Path,
+    *,
+    title: str = "BF-IO(H) under prediction errors (synthetic, G=16)",
+) -> Path:
+    """Mean imbalance against the prediction-error level, one line per (predictor, H) label.
+    The caller's title should say the workload and the steps; the seeds' count is appended when
+    it does not mention them."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = subplots(figsize=(7, 4))
     for label, by in curves.items():
         lv = sorted(by)
         ax.plot(lv, [np.mean(by[x]) for x in lv], "o-" if label.startswith("noisy") else "s--", label=label)
-    ax.set(xlabel="noise d (o * U[1-d, 1+d]) or classifier error rate (fp = fn)", ylabel="average imbalance (tokens)")
-    ax.set_title("BF-IO(H) under prediction errors (synthetic, G=16)", fontsize=10)
+    ax.set(
+        xlabel="noise d (o * U[1-d, 1+d]) or classifier error rate (fp = fn) (fraction)",
+        ylabel="average imbalance (tokens)",
+    )
+    ax.set_title(wrap_title(_with_seeds(title, curves), 7), fontsize=10)
     return finish(fig, ax, path)
 
 
-def improvement_ratio(series: Mapping[str, tuple], path: str | Path) -> Path:
+def improvement_ratio(
+    series: Mapping[str, tuple], path: str | Path, *, title: str = "Improvement ratio against sqrt(B log G)"
+) -> Path:
     """FCFS / BF-IO average imbalance against sqrt(B log G) (log-log), one marker set per group.
 
     series: {group: (x = sqrt(B ln G) values, ratio values)}. The dotted line has slope 1 (the
-    theorems' ratio = Omega(sqrt(B log G))), through the geometric mean of all points.
+    theorems' ratio = Omega(sqrt(B log G))), through the geometric mean of all points. The
+    caller's title should say the kernel, the seeds and the steps (`theorems.report.grid_setting`).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -117,14 +143,27 @@ def improvement_ratio(series: Mapping[str, tuple], path: str | Path) -> Path:
         x = np.array([min(allx), max(allx)])
         c = np.exp(np.mean(np.log(ally)) - np.mean(np.log(allx)))
         ax.plot(x, c * x, "k:", lw=1, label="slope 1 (reference)")
-    ax.set(xscale="log", yscale="log", xlabel="sqrt(B ln G)", ylabel="FCFS / BF-IO average imbalance")
-    ax.set_title("Improvement ratio against sqrt(B log G)", fontsize=10)
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="sqrt(B ln G) (B in slots per worker)",
+        ylabel="FCFS / BF-IO average imbalance (ratio)",
+    )
+    ax.set_title(wrap_title(title, 7), fontsize=10)
     return finish(fig, ax, path)
 
 
-def fcfs_vs_prediction(series: Mapping[str, tuple], path: str | Path, *, tolerance: float = 0.15) -> Path:
+def fcfs_vs_prediction(
+    series: Mapping[str, tuple],
+    path: str | Path,
+    *,
+    tolerance: float = 0.15,
+    title: str = "FCFS imbalance against its prediction",
+) -> Path:
     """Measured FCFS average imbalance against G sigma sqrt(B) e_G (log-log), with the y = x line
-    and the +-tolerance band. series: {group: (predictions, means, CI half-widths)} in tokens."""
+    and the +-tolerance band. series: {group: (predictions, means, CI half-widths)} in tokens.
+    The caller's title should say the semantics, the seeds and the steps
+    (`theorems.report.grid_setting`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = subplots(figsize=(6, 5))
@@ -145,14 +184,21 @@ def fcfs_vs_prediction(series: Mapping[str, tuple], path: str | Path, *, toleran
         xlabel="prediction G sigma sqrt(B) e_G (tokens)",
         ylabel="FCFS average imbalance (tokens)",
     )
-    ax.set_title("FCFS imbalance against its prediction", fontsize=10)
+    ax.set_title(wrap_title(title, 6), fontsize=10)
     return finish(fig, ax, path)
 
 
-def bfio_gap_vs_b(series: Mapping[str, Mapping[int, tuple]], bounds: Mapping[str, float], path: str | Path) -> Path:
+def bfio_gap_vs_b(
+    series: Mapping[str, Mapping[int, tuple]],
+    bounds: Mapping[str, float],
+    path: str | Path,
+    *,
+    title: str = "BF-IO average max-min gap against B",
+) -> Path:
     """BF-IO average max-min gap against B, one panel per group, one line per G, with the
     group's bound (s_max / p, or s_max for Theorem 1) dashed.
-    series: {group: {G: (B values, gap means, CI half-widths)}}; bounds: {group: tokens}."""
+    series: {group: {G: (B values, gap means, CI half-widths)}}; bounds: {group: tokens}. The
+    caller's title should say the kernel, the seeds and the steps."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     n = max(1, len(series))
@@ -165,17 +211,18 @@ def bfio_gap_vs_b(series: Mapping[str, Mapping[int, tuple]], bounds: Mapping[str
             o = np.argsort(B)
             ax.errorbar(B[o], gap[o], yerr=np.nan_to_num(half[o]), fmt="o-", ms=3, capsize=2, label=f"G={G}")
         ax.axhline(bounds[label], color="k", ls="--", lw=1, label="bound")
-        ax.set(xscale="log", yscale="log", xlabel="B", ylabel="avg gap (tokens)")
+        ax.set(xscale="log", yscale="log", xlabel="B (slots per worker)", ylabel="avg gap (tokens)")
         # The B values themselves as ticks: log-axis minor labels overlap on short ranges.
         ticks = sorted({float(b) for G in by_g for b in by_g[G][0]})
         ax.set_xticks(ticks, [f"{b:g}" for b in ticks])
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(label, fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
+        tidy_ticks(ax)  # the gap axis: plain numbers (the B axis keeps its ticks, set above)
+        ax.legend(fontsize=7)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    fig.suptitle("BF-IO average max-min gap against B", fontsize=10)
+    fig.suptitle(wrap_title(title, 4.2 * cols), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     return path

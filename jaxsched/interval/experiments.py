@@ -602,7 +602,9 @@ def _section6_report(rows, sizes, capacities) -> Report:
                 )
                 for p in SECTION6_POLICIES
             }
-    plot = dict(kind="curves", ylabel="average latency", panels=panels)
+    # Unit steps are counted in steps, the linear model in seconds: each panel its unit.
+    axes = {t: ("jobs n", f"average latency ({t.rsplit(', ', 1)[1]})") for t in panels}
+    plot = dict(kind="curves", xlabel="jobs n", ylabel="average latency", panels=panels, axes=axes)
     return Report("section6", "Paper 003, section 6: Experiments 1-3 (Figures 5-7)", rows, md, ok, plot)
 
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-import matplotlib
 import numpy as np
 
-from ..plots import finish, subplots
+from ..plots import finish, place_legend, subplots, tidy_ticks, wrap_title
 
 
 def plot_kv_rates(rows, path: str | Path, *, title: str = "") -> Path:
@@ -66,22 +65,50 @@ def plot_kv_rates(rows, path: str | Path, *, title: str = "") -> Path:
         axes[1, col].set(xlabel="arrival rate (requests/s)", ylabel="mean latency (s)", yscale="log")
     for ax in axes.ravel():
         ax.grid(alpha=0.3)
+        tidy_ticks(ax)  # the log latency axis: plain-number ticks
     for ax in axes[0]:  # the first panel with lines carries the legend
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
             break
-    fig.suptitle(title + "\n(hollow markers: overloaded, unsettled or invalid rows)", fontsize=9)
+    fig.suptitle(
+        wrap_title(_with_size(title, rows), 4.2 * len(limits))
+        + "\n(hollow markers: overloaded, unsettled or invalid rows)",
+        fontsize=9,
+    )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     return path
 
 
-def plot_kv_scaling(rows, fits, path: str | Path) -> Path:
+def _with_size(title: str, rows) -> str:
+    """`title` with the seeds per point and the requests per run of `rows` appended, when it
+    does not mention the seeds and the rows say."""
+
+    def span(key: str) -> str:
+        v = set()
+        for r in rows:
+            try:
+                x = float(r.get(key))
+            except (TypeError, ValueError):  # absent, None, or text: says nothing
+                continue
+            if np.isfinite(x):
+                v.add(int(x))
+        v = sorted(v)
+        return "" if not v else (f"{v[0]:,}" if v[0] == v[-1] else f"{v[0]:,}-{v[-1]:,}")
+
+    if "seed" in title.lower() or not span("seeds"):
+        return title
+    n = span("num_requests")
+    return f"{title}; {span('seeds')} seeds per point" + (f", {n} requests per run" if n else "")
+
+
+def plot_kv_scaling(rows, fits, path: str | Path, *, title: str | None = None) -> Path:
     """Theorem 1: throughput gap and mean latency against the horizon T (log-log), one line per
     instance, with the fitted slope in the legend and reference slopes -1/2 and -1 dotted.
 
-    rows, fits: from jaxsched.kv.experiments.run_scaling (keys instance, T, gap, gap_ci,
+    rows, fits: from jaxsched.kv.experiments.run_scaling (keys instance, T, seeds, gap, gap_ci,
     latency_mean, latency_mean_ci; fits: instance, gap_slope, gap_slope_ci, latency_slope).
+    title: None gives the policy, the seeds and the horizons read from the rows.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -114,14 +141,24 @@ def plot_kv_scaling(rows, fits, path: str | Path) -> Path:
                 xs = np.array([x0, x1])
                 ax.plot(xs, y0 * (xs / np.sqrt(x0 * x1)) ** s, "k:", lw=1)
         ax.set(xscale="log", yscale="log", xlabel="horizon T (s)")
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # no overlapping labels
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+        tidy_ticks(ax)  # plain-number major ticks (100, 200, 500, ...), unlabelled minor ones
     a1.set(ylabel="throughput* - E[throughput] (tokens/s)")
     a2.set(ylabel="mean latency (s)")
-    fig.suptitle("WAIT, Theorem 1: (9) with equality vs strict (dotted: reference slopes)", fontsize=10)
+    for ax in (a1, a2):
+        place_legend(fig, ax, fontsize=7)
+    if title is None:
+        seeds = sorted({int(r["seeds"]) for r in rows if "seeds" in r})
+        horizons = sorted({float(r["T"]) for r in rows})
+        title = (
+            "WAIT, Theorem 1: (9) with equality vs strict, one type, Poisson arrivals"
+            + (f", {'/'.join(map(str, seeds))} seeds per point" if seeds else "")
+            + (f", horizon T = {horizons[0]:g}-{horizons[-1]:g} s" if horizons else "")
+            + " (dotted: reference slopes)"
+        )
+    fig.suptitle(wrap_title(title, 11), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     return path
 
 
@@ -138,11 +175,11 @@ def plot_tuning(history: Mapping[str, np.ndarray], path: str | Path, *, title: s
     if w > 1:
         smooth = np.convolve(obj, np.ones(w) / w, mode="valid")
         ax.plot(step[w - 1 :], smooth, lw=1.5, label=f"moving average ({w} steps)")
-    ax.set(xlabel="optimizer step", ylabel="relaxed objective")
-    ax.set_title(title or "Threshold tuning", fontsize=10)
+    ax.set(xlabel="optimizer step", ylabel="relaxed objective (units of throughput*)")
+    ax.set_title(wrap_title(title or "Threshold tuning", 7), fontsize=10)
     if "temperature" in history:
         ax2 = ax.twinx()
         ax2.plot(step, np.asarray(history["temperature"], float), "k:", lw=1)
         ax2.set_yscale("log")
-        ax2.set_ylabel("temperature (dotted)")
+        ax2.set_ylabel("temperature (dotted; dimensionless)")
     return finish(fig, ax, path)

@@ -516,7 +516,16 @@ def _write_experiment(out: Path, run: dict, seeds: list[int]) -> None:
             for i in range(len(h["step"]))
         ),
     )
-    plot_tuning(h, out / "tuning.png", title=f"{setup.name}: relaxed objective / throughput*")
+    plot_tuning(
+        h,
+        out / "tuning.png",
+        title=(
+            f"{setup.name.upper()}, Nested WAIT thresholds on the relaxation: {len(h['step'])} Adam steps, "
+            f"{setup.relaxed.samples} arrival samples per step, Lambda = {sum(setup.rates):g} req/s, "
+            f"C = {setup.capacity_tokens:,} tokens, N = {setup.config.num_requests:,} requests "
+            f"(exact comparison: {len(seeds)} held-out seeds)"
+        ),
+    )
     write_csv(
         out / "heldout.csv",
         (

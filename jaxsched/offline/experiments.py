@@ -536,7 +536,15 @@ def real(
         rows,
         md,
         ok,
-        plot=dict(kind="curves", panels=panels, ylabel="average latency"),
+        # Unit steps are counted in steps, the linear model in seconds: each panel its unit.
+        plot=dict(
+            kind="curves",
+            panels=panels,
+            axes={
+                t: ("requests n", "average latency (" + ("steps" if t.endswith("unit steps") else "s") + ")")
+                for t in panels
+            },
+        ),
     )
 
 

@@ -58,6 +58,9 @@ def test_section6_quick_rows_and_claim():
     assert len(set(hsf.values())) == 1
     amax = {r["experiment"]: r["unit"] for r in rep.rows if r["policy"] == "amax"}
     assert amax["exp1 [1,1000]"] > amax["exp2 buckets"] > amax["exp3 x=0.1"]
+    # each panel's y axis in its own unit (unit steps: steps; linear model: s)
+    assert all(y == f"average latency ({t.rsplit(', ', 1)[1]})" for t, (_, y) in rep.plot["axes"].items())
+    assert {y for _, y in rep.plot["axes"].values()} == {"average latency (steps)", "average latency (s)"}
 
 
 @pytest.mark.slow

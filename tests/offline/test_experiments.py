@@ -87,6 +87,11 @@ def test_real_reduced_runs_both_step_models(tmp_path):
     # Sorted-F (Quantile) beats a random order on the mix, under both step-time models.
     assert quant["avg_latency_unit"] < fcfs["avg_latency_unit"]
     assert set(rep.plot["panels"]) == {"mix, unit steps", "mix, linear steps"}
+    # each panel's y axis in its own unit: steps under unit steps, seconds under the linear model
+    assert {t: y for t, (_, y) in rep.plot["axes"].items()} == {
+        "mix, unit steps": "average latency (steps)",
+        "mix, linear steps": "average latency (s)",
+    }
     from jaxsched.plots import plot_offline
 
     assert plot_offline(rep, tmp_path / "real.png").stat().st_size > 0
