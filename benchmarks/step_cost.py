@@ -1,7 +1,7 @@
 """What one scan step of each engine costs the compiler and the machine: compile time and the
 operations (kernels) per step of the optimized program, with the copies among them.
 
-    python -m benchmarks.step_cost [--engines dp kv ...] [--seeds 64] [--out FILE.json]
+    python -m benchmarks.step_cost [--engines dp kv ...] [--seeds 64] [--out FILE.json] [--hlo DIR]
 
 For each engine, on its conformance example (`Engine.example()`, a small config: the count of
 operations per step hardly depends on the sizes, the time per operation does), a block of the
@@ -10,7 +10,11 @@ is jitted on the default backend; the script times lowering and compilation, and
 kernels of one step, the scan's body, in the optimized HLO module (`count_ops`): each fusion
 counts as one kernel, and parameters, constants, tuples, get-tuple-element and bitcasts count
 as none. Copies (`copy`, `copy-start`) are listed
-separately: each one moves a whole array, the cost of an update XLA could not do in place.
+separately: each one moves a whole array, the cost of an update XLA could not do in place; the
+column `copied` names their shapes. XLA's CPU backend orders a loop body's operations by their
+data dependencies only: it updates a state array in place when every read of the old value comes
+before the write in that order, and copies it every step otherwise (one read that the new value
+does not depend on is enough). `--hlo DIR` writes each optimized module, to see which.
 Writes JSON to --out and a markdown table next to it (.md), with the load average before and
 after.
 """
@@ -88,22 +92,46 @@ def _references(text: str) -> tuple[dict[str, set[str]], set[str]]:
     return runs, inner
 
 
+def _kernel_computations(text: str, root: str) -> list[str]:
+    """Computation `root` and the loop bodies and conditions, branches and calls it runs,
+    transitively (each once); not the bodies of fusions or the combiners of reductions."""
+    comps = _lines_by_computation(text)
+    runs, inner = _references(text)
+    seen, todo = [], [root]
+    while todo:
+        name = todo.pop()
+        if name in seen or name in inner or name not in comps:
+            continue
+        seen.append(name)
+        todo.extend(runs.get(name, ()))
+    return seen
+
+
 def count_ops(text: str, root: str = "ENTRY") -> Counter:
     """Opcodes of the kernels that computation `root` of an HLO module runs, with those of the
     loops, branches and calls it runs (each loop body counted once): fusions count as one
     kernel, the bodies of fusions and the combiners of reductions are not counted, nor are the
     opcodes that move no data (`FREE`)."""
     comps = parse_hlo(text)
-    runs, inner = _references(text)
-    seen, todo = set(), [root]
     out: Counter = Counter()
-    while todo:
-        name = todo.pop()
-        if name in seen or name in inner or name not in comps:
-            continue
-        seen.add(name)
+    for name in _kernel_computations(text, root):
         out.update(op for op in comps[name] if op not in FREE)
-        todo.extend(runs.get(name, ()))
+    return out
+
+
+def copied_arrays(text: str, root: str = "ENTRY") -> Counter:
+    """The arrays that the copies among `count_ops(text, root)` move, as "dtype[dims]" (the
+    layout dropped), with how many copies of each shape: a copy's shape tells a table field
+    [seeds, Q] from a per-run total [seeds]."""
+    lines = _lines_by_computation(text)
+    out: Counter = Counter()
+    for name in _kernel_computations(text, root):
+        for line in lines[name]:
+            if " = " not in line:
+                continue
+            rhs = line.split(" = ", 1)[1].strip()
+            if _opcode(rhs) in ("copy", "copy-start"):
+                out[re.sub(r"\{[^}]*\}", "", rhs.split(" ", 1)[0])] += 1
     return out
 
 
@@ -139,11 +167,13 @@ def _lines_by_computation(text: str) -> dict[str, list[str]]:
     return out
 
 
-def step_cost(engine, config=None, seeds: int = 64, steps: int = 4, params=None) -> dict:
+def step_cost(engine, config=None, seeds: int = 64, steps: int = 4, params=None, hlo_dir=None) -> dict:
     """Compile time (s) and operations per step of `engine`'s step over `seeds` runs of `config`
     (default: the engine's example), as the runner's blocks run it: a scan of `steps` steps of
     the vmapped step, its carry donated. ops_per_step counts the scan body's kernels (and the
-    loops it runs); copies among them move a whole array each."""
+    loops it runs); copies among them move a whole array each, and `copied` names the arrays
+    they move (`copied_arrays`). hlo_dir: also write the optimized module's text there, as
+    ENGINE.hlo.txt."""
     import jax
     import jax.numpy as jnp
 
@@ -158,7 +188,12 @@ def step_cost(engine, config=None, seeds: int = 64, steps: int = 4, params=None)
     compiled = lowered.compile()
     t2 = time.perf_counter()
     text = compiled.as_text()
-    ops = count_ops(text, loop_body(text))
+    if hlo_dir is not None:
+        Path(hlo_dir).mkdir(parents=True, exist_ok=True)
+        (Path(hlo_dir) / f"{engine.name}.hlo.txt").write_text(text)
+    body = loop_body(text)
+    ops = count_ops(text, body)
+    copied = copied_arrays(text, body)
     return dict(
         engine=engine.name,
         seeds=seeds,
@@ -172,6 +207,7 @@ def step_cost(engine, config=None, seeds: int = 64, steps: int = 4, params=None)
         scatters=ops["scatter"],
         sorts=ops["sort"],
         reduce_windows=ops["reduce-window"],
+        copied=", ".join(f"{n} x {shape}" for shape, n in sorted(copied.items(), key=lambda kv: (-kv[1], kv[0]))),
     )
 
 
@@ -187,13 +223,14 @@ def main(argv=None) -> int:
     p.add_argument("--engines", nargs="+", default=list(ENGINES), choices=list(ENGINES))
     p.add_argument("--seeds", type=int, default=64, help="runs in the vmapped step")
     p.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "step_cost.json"))
+    p.add_argument("--hlo", metavar="DIR", help="also write each engine's optimized HLO text to DIR/ENGINE.hlo.txt")
     a = p.parse_args(argv)
     if a.seeds < 1:
         p.error(f"--seeds must be >= 1, got {a.seeds}")
     env = environment()
     rows = []
     for name in a.engines:
-        rows.append(step_cost(get_engine(name), seeds=a.seeds))
+        rows.append(step_cost(get_engine(name), seeds=a.seeds, hlo_dir=a.hlo))
         print(rows[-1], flush=True)
     env["loadavg_at_end"] = list(os.getloadavg())
     md = (

@@ -61,6 +61,9 @@ BACKLOG_ID = 2**30
 INT_LIMIT = 2**30
 PHASES = ("decode", "prefill")
 INNER_ORDERS = ("fcfs", "srpt")
+# What M (max_requests) caps (docs §3): the requests of one batch, or the requests started
+# (some prefill loaded) and not finished, as Vidur's replica schedulers cap their allocation map.
+ADMISSION_CAPS = ("batch", "running")
 ARRIVAL_MODES = ("poisson", "trace")
 MEMORY_OVERHEADS = ("off", "swap", "recompute")
 # The batch-time models (docs §2 step 5): eq. (2.3), or linear in prefill, decode and context.
@@ -145,6 +148,10 @@ class BudgetConfig:
     batch_time: the base model of the batch time (docs §2 step 5): "paper" (eq. (2.3), c + a
     max(0, b' - b0)) or "linear" (c + a_p prefill + a_d decode + a_c context, the form a
     profile-based predictor reduces to; coefficients from make_params).
+    admission_cap: what make_params' max_requests M caps (docs §3): "batch" (the requests of one
+    batch) or "running" (also the requests started, i.e. with some prefill loaded, and not
+    finished: a waiting request starts only while fewer than M are; Vidur's semantics).
+    sarathi, orca, vllm, ft and wc read it.
     """
 
     workload: tuple = (FIG1_WORKLOAD,)
@@ -168,6 +175,7 @@ class BudgetConfig:
     arrival_mode: str = "poisson"
     memory_overhead: str = "off"
     batch_time: str = "paper"
+    admission_cap: str = "batch"
 
     def __post_init__(self):
         require_choice(self.arrival_mode, "arrival_mode", ARRIVAL_MODES)
@@ -198,10 +206,11 @@ class BudgetConfig:
         )
         require_choice(self.phase_first, "phase_first", PHASES)
         require_choice(self.inner_order, "inner_order", INNER_ORDERS)
+        require_choice(self.admission_cap, "admission_cap", ADMISSION_CAPS)
         self._check_type_order()
         # A policy's option set for another policy would change nothing (POLICIES' options);
         # the identity order is type_order's default.
-        options = changed_fields(self, ("phase_first", "inner_order"))
+        options = changed_fields(self, ("phase_first", "inner_order", "admission_cap"))
         options += ["type_order"] if self.type_order != tuple(range(self.m)) else []
         refuse_ignored(options, {"policy": self.policy}, reads_from(POLICIES, "policy"))
         require(

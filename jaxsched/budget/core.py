@@ -6,7 +6,7 @@ alone, the network once per agent; docs/budget-semantics.md §2-§6, docs/networ
 - `BatchOptions`, `choose_batch`: the static options a registered policy (`registry.POLICIES`)
   reads, and the batch (dp, dd) it picks on a `policies.View` of the queue;
 - `batch_time`: the batch's duration, eq. (2.3) (or the linear model) plus the optional (A.1)
-  and (A.2) terms;
+  and (A.2) terms; `batch_terms`: the per-slot terms whose sums it reads;
 - `Window`, `hist_add`: the measurement window [burn_in_s, horizon_s) and the float-bit latency
   histograms of the streaming totals;
 - `QUANTILES`, `safe_div`, `growth_slopes`: the host-side metrics (quantiles reported, ratios
@@ -28,7 +28,7 @@ import numpy as np
 from .. import clock
 from ..clock import DF
 from ..histogram import bit_bins
-from ..kernels import prefix_by_id
+from ..kernels import fused_sums, prefix_by_id
 from .policies import View
 from .registry import POLICIES
 from .timing import (
@@ -62,6 +62,7 @@ class BatchOptions:
     the values of `View.type` from highest to lowest priority. batch_time: the base model of
     the batch time, "paper" (eq. (2.3)) or "linear" (prefill, decode and context tokens).
     attention, attention_prefix, memory_overhead: the (A.1) and (A.2) terms of the batch time.
+    admission_cap: what M caps (`policies.admitted`; the network's agents keep "batch").
     The config that builds it has validated every field.
     """
 
@@ -73,6 +74,7 @@ class BatchOptions:
     attention: bool = False
     attention_prefix: bool = False
     memory_overhead: str = "off"
+    admission_cap: str = "batch"
 
 
 def choose_batch(options, params: BudgetParams, view: View) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -84,29 +86,48 @@ def choose_batch(options, params: BudgetParams, view: View) -> tuple[jnp.ndarray
     return POLICIES[options.policy].fn(options, params, view)
 
 
-def batch_time(options, params: BudgetParams, table: Table, dp, dd, load) -> DF:
+def batch_terms(options, table: Table, dp, dd) -> dict[str, jnp.ndarray]:
+    """The int32[Q] per-slot terms whose sums over the slots `batch_time` reads, by name (none
+    for eq. (2.3) alone, which reads only the load): the linear model's prefill, decode and
+    context tokens, the attention term's s1, s2 (and s3 with attention_prefix). dp int32[Q],
+    dd bool[Q] on the pre-loading `table`. An engine may sum them with its own sums over the
+    table in one pass (`kernels.fused_sums`) and hand the sums to `batch_time`."""
+    P = table.vp - table.p
+    D = table.vd - table.d
+    terms = {}
+    if options.batch_time == "linear":
+        member = (dp > 0) | dd
+        # Context sums stay int32: they are at most the table's tokens, Q * max length <= 2^30.
+        terms.update(prefill=dp, decode=dd.astype(jnp.int32), context=jnp.where(member, P + D, 0))
+    if options.attention:
+        terms.update(s1=dp * dp, s2=jnp.where(dd, P + D, 0))
+        if options.attention_prefix:
+            terms.update(s3=dp * P)
+    return terms
+
+
+def batch_time(options, params: BudgetParams, table: Table, dp, dd, load, sums=None) -> DF:
     """Duration (s, double-float) of the batch (dp int32[Q], dd bool[Q], `load` int32 tokens)
     on the pre-loading `table`: eq. (2.3), or the linear model when options.batch_time is
     "linear", plus the attention term (A.1) when options.attention, plus the KV-memory
     overhead (A.2) when options.memory_overhead is on (`timing`; docs/budget-semantics.md §2
-    step 5, in that order). options: a `BatchOptions` or a `BudgetConfig`."""
-    P = table.vp - table.p
-    D = table.vd - table.d
+    step 5, in that order). options: a `BatchOptions` or a `BudgetConfig`. sums: {name: int32}
+    the sums of `batch_terms` when the caller has them, else computed here (integer sums:
+    exact, whatever the grouping)."""
+    if sums is None:
+        terms = batch_terms(options, table, dp, dd)
+        sums = dict(zip(terms, fused_sums(tuple(terms.values())))) if terms else {}
     if options.batch_time == "linear":
-        member = (dp > 0) | dd
-        # Context sums stay int32: they are at most the table's tokens, Q * max length <= 2^30.
-        context = jnp.sum(jnp.where(member, P + D, 0), dtype=jnp.int32)
         coefs = (params.prefill_s_per_token, params.decode_s_per_token, params.context_s_per_token)
-        prefill, decode = jnp.sum(dp, dtype=jnp.int32), jnp.sum(dd, dtype=jnp.int32)
-        tau = budget_linear_time_s(prefill, decode, context, params.c_s, coefs, params.fence)
+        tau = budget_linear_time_s(sums["prefill"], sums["decode"], sums["context"], params.c_s, coefs, params.fence)
     else:
         tau = budget_batch_time_s(load, params.c_s, params.a_hi, params.a_lo, params.b0)
     if options.attention:
-        s1 = jnp.sum(dp * dp, dtype=jnp.int32)
-        s2 = jnp.sum(jnp.where(dd, P + D, 0), dtype=jnp.int32)
-        s3 = jnp.sum(dp * P, dtype=jnp.int32) if options.attention_prefix else jnp.int32(0)
-        tau = budget_attention_s(tau, s1, s2, s3, params.alpha, params.beta, params.fence)
+        s3 = sums["s3"] if options.attention_prefix else jnp.int32(0)
+        tau = budget_attention_s(tau, sums["s1"], sums["s2"], s3, params.alpha, params.beta, params.fence)
     if options.memory_overhead != "off":
+        P = table.vp - table.p
+        D = table.vd - table.d
         member = (dp > 0) | dd
         kv = jnp.where(member, P + D + dp + dd.astype(jnp.int32), 0)
         # FCFS prefix sums from the oldest member's slot: members are valid entries, all

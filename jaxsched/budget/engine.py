@@ -18,11 +18,20 @@ import numpy as np
 from .. import clock
 from ..clock import DF
 from ..engine import Engine
-from ..kernels import ordered_sum
+from ..kernels import fused_sums, ordered_sum
 from ..run import Results, trajectory_rows
 from ..workload import arrivals
 from .config import BACKLOG_ID, BudgetConfig, BudgetParams, BudgetSizes, make_params
-from .core import KIND_NONE, Window, batch_time, choose_batch, hist_add, run_warnings, trim_trajectories
+from .core import (
+    KIND_NONE,
+    Window,
+    batch_terms,
+    batch_time,
+    choose_batch,
+    hist_add,
+    run_warnings,
+    trim_trajectories,
+)
 from .metrics import METRICS, finalize
 from .policies import View
 from .registry import POLICIES
@@ -127,6 +136,7 @@ def _insert(config: BudgetConfig, params: BudgetParams, state: BudgetState, acti
     t = state.table
     bad = ok & (t.entry[slot] >= 0)
     put = ok & (jnp.cumsum(bad.astype(jnp.int32)) == 0)
+    n_put, rejected = fused_sums((put.astype(jnp.int32), (ok & ~put).astype(jnp.int32)))
     vp, vd = request_lengths(config, state.seed, buf["id"], buf["type"], params)
     at = jnp.where(put, slot, config.table_size)  # the config's Q: dropped
     s = lambda a, v: a.at[at].set(v, mode="drop")
@@ -144,8 +154,7 @@ def _insert(config: BudgetConfig, params: BudgetParams, state: BudgetState, acti
         last,
         s(t.ttft, 0.0),
     )
-    n_put = jnp.sum(put, dtype=jnp.int32)
-    return (gen, table, state.entries + n_put, jnp.sum(ok & ~put, dtype=jnp.int32), more_due, n_put)
+    return gen, table, state.entries + n_put, rejected, more_due, n_put
 
 
 def _snapshots(config: BudgetConfig, totals: Totals, t0: DF, now, fill, n_in, x_pre) -> Totals:
@@ -179,21 +188,42 @@ def step(config: BudgetConfig, params: BudgetParams, state: BudgetState, record:
     hit = hit & settled
     decide = settled & ~hit
     valid = table.valid
-    view = View(valid, table.p, table.type, table.entry, entries % run_sizes(config, params)[0])
+    view = View(valid, table.p, table.type, table.entry, entries % run_sizes(config, params)[0], table.p < table.vp)
     dp, dd = choose_batch(config, params, view)
     dp = jnp.where(decide & valid, jnp.minimum(dp, table.p), 0)
     dd = decide & valid & dd & (table.p == 0)
-    load = jnp.sum(dp, dtype=jnp.int32) + jnp.sum(dd, dtype=jnp.int32)
+    depart = dd & (table.d == 1)  # the request's last decode token
+    # Every integer sum over the table in one pass (`fused_sums`), before anything writes it.
+    terms = batch_terms(config, table, dp, dd)
+    sums = fused_sums(
+        (
+            valid.astype(jnp.int32),
+            jnp.where(valid, table.p + table.d, 0),
+            jnp.where(valid, table.p, 0),
+            (valid & (table.p == 0)).astype(jnp.int32),
+            dp,
+            dd.astype(jnp.int32),
+            depart.astype(jnp.int32),
+            jnp.where(depart, table.vp + table.vd, 0),
+            *terms.values(),
+        )
+    )
+    n_in, x_pre, available_p, available_d, prefill, decode, departs, depart_tokens = sums[:8]
+    load = prefill + decode
     batch = decide & (load > 0)
-    n_in = jnp.sum(valid, dtype=jnp.int32)
-    x_pre = jnp.sum(jnp.where(valid, table.p + table.d, 0), dtype=jnp.int32)
+    # A batch that loads nothing changes nothing (dp and dd are zeros then). Masking them with
+    # `batch` puts the sums above before every write of the table in data order: XLA updates
+    # a field in place only when each of its reads comes before its write, and copies the
+    # field every step otherwise (benchmarks/step_cost.py counts the copies).
+    dp = jnp.where(batch, dp, 0)
+    dd = dd & batch
     empty = decide & (load == 0)
     idle = empty & (n_in == 0) & ~gen.exhausted
     ends = hit | (empty & ~idle)
-    tau = batch_time(config, params, table, dp, dd, load)
+    tau = batch_time(config, params, table, dp, dd, load, dict(zip(terms, sums[8:])))
     t_end = clock.add(t0, tau)
-    new_table, totals = _apply(config, table, state.totals, dp, dd, batch, t_end, w)
-    available = jnp.sum(jnp.where(valid, table.p, 0)) + jnp.sum(valid & (table.p == 0))
+    new_table, totals = _apply(config, table, state.totals, dp, dd, batch, t_end, w, departs, depart_tokens, decode)
+    available = available_p + available_d
     starts_in = batch & w.contains(t0)
     span = w.overlap_s(t0, t_end)
     quiet_until = clock.where(idle, gen.time, w.end)
@@ -234,8 +264,8 @@ def step(config: BudgetConfig, params: BudgetParams, state: BudgetState, record:
         tau_hi=zb(tau.hi),
         tau_lo=zb(tau.lo),
         load=zb(load),
-        prefill=zb(jnp.sum(dp, dtype=jnp.int32)),
-        decode=zb(jnp.sum(dd, dtype=jnp.int32)),
+        prefill=zb(prefill),
+        decode=zb(decode),
         requests=n_in,
         tokens=x_pre - load,
         available=available.astype(jnp.int32),
@@ -247,10 +277,22 @@ def step(config: BudgetConfig, params: BudgetParams, state: BudgetState, record:
 
 
 def _apply(
-    config: BudgetConfig, table: Table, totals: Totals, dp, dd, batch, t_end: DF, w: Window
+    config: BudgetConfig,
+    table: Table,
+    totals: Totals,
+    dp,
+    dd,
+    batch,
+    t_end: DF,
+    w: Window,
+    departs,
+    depart_tokens,
+    decode,
 ) -> tuple[Table, Totals]:
     """Load the batch (p -= dp, d -= dd) and record its completions at t_end (docs §2 step 6):
-    first tokens, decode tokens (TBT) and departures, counted when t_end is in the window."""
+    first tokens, decode tokens (TBT) and departures, counted when t_end is in the window.
+    departs, depart_tokens, decode: int32 sums over the batch of its departures, their
+    v_p + v_d, and its decode tokens (the caller's one pass over the table)."""
     p = table.p - dp
     d = table.d - dd.astype(jnp.int32)
     first = (dp > 0) & (p == 0)
@@ -262,14 +304,18 @@ def _apply(
     counted = batch & w.contains(t_end)
     m_dep = depart & counted
     m_tok = dd & counted
+    # The three float sums as one pairwise tree over [3, Q]: each row rounds as alone.
+    latency, ttft_sum, tbt = ordered_sum(
+        jnp.stack([jnp.where(m_dep, since, 0.0), jnp.where(m_dep, ttft, 0.0), jnp.where(m_tok, gap, 0.0)])
+    )
     totals = replace(
         totals,
-        departed=totals.departed + jnp.sum(m_dep, dtype=jnp.int32),
-        departed_tokens=totals.departed_tokens.add(jnp.sum(jnp.where(m_dep, table.vp + table.vd, 0), dtype=jnp.int32)),
-        latency_s=totals.latency_s.add(ordered_sum(jnp.where(m_dep, since, 0.0))),
-        ttft_s=totals.ttft_s.add(ordered_sum(jnp.where(m_dep, ttft, 0.0))),
-        tbt_s=totals.tbt_s.add(ordered_sum(jnp.where(m_tok, gap, 0.0))),
-        tbt_count=totals.tbt_count + jnp.sum(m_tok, dtype=jnp.int32),
+        departed=totals.departed + jnp.where(counted, departs, 0),
+        departed_tokens=totals.departed_tokens.add(jnp.where(counted, depart_tokens, 0)),
+        latency_s=totals.latency_s.add(latency),
+        ttft_s=totals.ttft_s.add(ttft_sum),
+        tbt_s=totals.tbt_s.add(tbt),
+        tbt_count=totals.tbt_count + jnp.where(counted, decode, 0),
         latency_hist=hist_add(totals.latency_hist, since, m_dep, config.hist_octave_bits),
         ttft_hist=hist_add(totals.ttft_hist, ttft, m_dep, config.hist_octave_bits),
         tbt_hist=hist_add(totals.tbt_hist, gap, m_tok, config.hist_octave_bits),

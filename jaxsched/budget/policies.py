@@ -7,7 +7,9 @@ no sort); only `wc` with inner_order="srpt" sorts. Policies are built from four 
 primitives (`decode_phase`, `chunk_phase`, `srpt_chunk_phase`, `whole_phase`) that consume a
 remaining budget and request count, so adding a policy takes a function here and one line in
 `jaxsched/budget/registry.py` naming
-the options it reads.
+the options it reads. `admitted` applies the option `admission_cap` (what M caps: the requests
+of one batch, or the requests started and unfinished) to the prefilling requests a policy may
+serve.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ class View(eqx.Module):
 
     valid: bool, occupied slots. p: int32 prefill tokens not yet loaded. type: int32 z_i.
     entry: int32 entry numbers (FCFS order). base: int32 slot of the oldest possible entry.
+    started: bool, the slot's request has loaded some of its prefill (p < v_p; read on valid
+    slots only), or None where the engine does not say: then only admission_cap "batch" runs
+    (`admitted`).
     """
 
     valid: jnp.ndarray
@@ -39,6 +44,7 @@ class View(eqx.Module):
     type: jnp.ndarray
     entry: jnp.ndarray
     base: jnp.ndarray
+    started: jnp.ndarray | None = None
 
     @property
     def decoding(self) -> jnp.ndarray:
@@ -106,6 +112,21 @@ def whole_phase(view: View, eligible: jnp.ndarray, cap, count):
     return jnp.where(fit, view.p, 0)
 
 
+def admitted(config, params: BudgetParams, view: View, prefilling: jnp.ndarray) -> jnp.ndarray:
+    """bool[Q]: the `prefilling` requests a policy may give prefill tokens under
+    `config.admission_cap` (docs/budget-semantics.md §3). "batch": all of them (M caps only the
+    requests of one batch). "running": the started ones, and of the others only the oldest
+    M - S, S = the requests started and not finished (decoding ones included), so that at
+    most M are ever started and unfinished (Vidur's cap on its allocation map)."""
+    if config.admission_cap == "batch":
+        return prefilling
+    if view.started is None:
+        raise ValueError("admission_cap 'running' needs View.started (the engine passes p < v_p)")
+    S = jnp.sum(view.valid & view.started, dtype=jnp.int32)
+    new = prefilling & ~view.started
+    return (prefilling & view.started) | (new & (view.older(new) < params.max_requests - S))
+
+
 def _start(params: BudgetParams) -> Left:
     return Left(params.budget, params.max_requests)
 
@@ -116,16 +137,17 @@ def _no_decode(view: View) -> jnp.ndarray:
 
 def sarathi(config: BudgetConfig, params: BudgetParams, view: View):
     """Sarathi-Serve: one decode token per decoding request (FCFS, up to b and M), then
-    prefill chunks FCFS in what is left."""
+    prefill chunks FCFS in what is left (over the `admitted` prefilling requests)."""
     dd, left = decode_phase(view, view.decoding, _start(params))
-    dp, _ = chunk_phase(view, view.prefilling, left)
+    dp, _ = chunk_phase(view, admitted(config, params, view, view.prefilling), left)
     return dp, dd
 
 
 def orca(config: BudgetConfig, params: BudgetParams, view: View):
     """Orca: prefill chunks FCFS first; decode tokens only once every prefilling request is
-    loaded completely in this batch."""
-    pre = view.prefilling
+    loaded completely in this batch (every `admitted` one: a request the cap keeps waiting
+    does not hold the decodes back)."""
+    pre = admitted(config, params, view, view.prefilling)
     dp, left = chunk_phase(view, pre, _start(params))
     gate = jnp.sum(dp) == jnp.sum(jnp.where(pre, view.p, 0))
     dd, _ = decode_phase(view, view.decoding & gate, left)
@@ -138,8 +160,9 @@ def _decode_only(params: BudgetParams, view: View):
 
 def vllm(config: BudgetConfig, params: BudgetParams, view: View):
     """Vanilla vLLM: a prefill-only batch of whole prompts (FCFS, <= prefill_cap tokens and M
-    requests) whenever a request is prefilling, else a decode-only batch of min(M, b)."""
-    pre = view.prefilling
+    requests) whenever a request is prefilling (and `admitted`), else a decode-only batch of
+    min(M, b)."""
+    pre = admitted(config, params, view, view.prefilling)
     any_pre = jnp.any(pre)
     dp = whole_phase(view, pre, params.prefill_cap, params.max_requests)
     dd = _decode_only(params, view) & ~any_pre
@@ -150,17 +173,18 @@ def ft(config: BudgetConfig, params: BudgetParams, view: View):
     """FasterTransformer: a decode-only batch of min(M, b) whenever a request is decoding,
     else a prefill-only batch of whole prompts (request-level batching)."""
     any_dec = jnp.any(view.decoding)
-    dp = whole_phase(view, view.prefilling, params.prefill_cap, params.max_requests)
+    pre = admitted(config, params, view, view.prefilling)
+    dp = whole_phase(view, pre, params.prefill_cap, params.max_requests)
     return jnp.where(any_dec, 0, dp), _decode_only(params, view)
 
 
 def wc(config: BudgetConfig, params: BudgetParams, view: View):
     """Work-conserving (K_p, K_d)-FCFS: the decode phase serves the K_d oldest decoding
-    requests, the prefill phase chunks over the K_p oldest prefilling ones in `inner_order`;
-    phases in the order `phase_first`."""
+    requests, the prefill phase chunks over the K_p oldest prefilling ones (those `admitted`)
+    in `inner_order`; phases in the order `phase_first`."""
     dec, pre = view.decoding, view.prefilling
     dec = dec & (view.older(dec) < params.K_d)
-    pre = pre & (view.older(pre) < params.K_p)
+    pre = admitted(config, params, view, pre & (view.older(pre) < params.K_p))
     prefill = srpt_chunk_phase if config.inner_order == "srpt" else chunk_phase
     left = _start(params)
     if config.phase_first == "decode":

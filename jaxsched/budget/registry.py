@@ -15,12 +15,26 @@ from ..registry import Registry, builtin
 
 POLICIES = Registry("budget", "policy")
 _P = "jaxsched.budget.policies:"
-builtin(POLICIES, "sarathi", _P + "sarathi", "Sarathi-Serve: decode first, chunked prefill (work-conserving)")
-builtin(POLICIES, "orca", _P + "orca", "Orca: prefill first, mixed batches once prefills are loaded (work-conserving)")
-builtin(POLICIES, "vllm", _P + "vllm", "vanilla vLLM: prefill first, no mixed batches", ("prefill_cap",))
-builtin(POLICIES, "ft", _P + "ft", "FasterTransformer: decode first, request-level batching", ("prefill_cap",))
+# `admission_cap` (what M caps: one batch's requests, or the started and unfinished ones) is read
+# by every policy that serves the queue FCFS across types; `priority` serves by type and leaves
+# the cap at "batch" (docs/budget-semantics.md §3).
+_CAP = ("admission_cap",)
+builtin(POLICIES, "sarathi", _P + "sarathi", "Sarathi-Serve: decode first, chunked prefill (work-conserving)", _CAP)
 builtin(
-    POLICIES, "wc", _P + "wc", "generic work-conserving (K_p, K_d)-FCFS", ("K_p", "K_d", "phase_first", "inner_order")
+    POLICIES,
+    "orca",
+    _P + "orca",
+    "Orca: prefill first, mixed batches once prefills are loaded (work-conserving)",
+    _CAP,
+)
+builtin(POLICIES, "vllm", _P + "vllm", "vanilla vLLM: prefill first, no mixed batches", ("prefill_cap", *_CAP))
+builtin(POLICIES, "ft", _P + "ft", "FasterTransformer: decode first, request-level batching", ("prefill_cap", *_CAP))
+builtin(
+    POLICIES,
+    "wc",
+    _P + "wc",
+    "generic work-conserving (K_p, K_d)-FCFS",
+    ("K_p", "K_d", "phase_first", "inner_order", *_CAP),
 )
 builtin(POLICIES, "priority", _P + "priority", "strict type priority, sarathi within a type", ("type_order",))
 
@@ -68,6 +82,7 @@ CONFIG_FIELDS = (
     "arrival_mode",
     "memory_overhead",
     "batch_time",
+    "admission_cap",
 )
 PARAMS_FIELDS = (
     "rates",

@@ -47,6 +47,9 @@ TRACE_READS = {
 # --rate-scale's range: BudgetConfig's RATE_SCALE_RANGE (jaxsched.budget.config), written here
 # so that the command checks it before importing JAX (a test checks the two agree).
 RATE_SCALE_RANGE = (1e-6, 1e6)
+# BudgetConfig's ADMISSION_CAPS, written here so that --help does not import JAX (a test checks
+# the two agree).
+ADMISSION_CAPS = ("batch", "running")
 
 
 def read_budget_trace(path: str, fmt: str | None):
@@ -81,7 +84,13 @@ def cmd_budget_run(a: argparse.Namespace) -> int:
     out = None if a.out is None else check_file(a.out, "--out")
     out, _, conf = file_outputs(a, out)
     timing = dict(budget=a.budget, c_s=a.c_ms / 1000.0, a_s_per_token=a.a_ms / 1000.0, b0=a.b0)
-    common = dict(policy=a.policy, horizon_s=a.horizon_s, burn_in_s=a.burn_in_s, table_size=a.table_size)
+    common = dict(
+        policy=a.policy,
+        horizon_s=a.horizon_s,
+        burn_in_s=a.burn_in_s,
+        table_size=a.table_size,
+        admission_cap=a.admission_cap,
+    )
     if a.trace:
         trace = read_budget_trace(a.trace, a.trace_format)
         base = BudgetConfig(workload=(trace,), arrival_mode="trace", **common)
@@ -123,6 +132,7 @@ def cmd_budget_run(a: argparse.Namespace) -> int:
         "rate_qps": rate,
         "budget": a.budget,
         "max_requests": a.max_requests,
+        "admission_cap": a.admission_cap,
         "horizon_s": a.horizon_s,
     }
     if a.trace:
@@ -212,6 +222,14 @@ def add_parsers(sub) -> None:
     )
     r.add_argument("--budget", type=int, default=512, help="token budget b per batch")
     r.add_argument("--max-requests", type=int, default=256, help="requests per batch M")
+    r.add_argument(
+        "--admission-cap",
+        choices=ADMISSION_CAPS,
+        default="batch",
+        help="what --max-requests caps: the requests of one batch (batch) or the requests started "
+        "and not finished (running, Vidur's allocation map); read by sarathi, orca, vllm, ft and wc "
+        "(docs/budget-semantics.md section 3)",
+    )
     r.add_argument("--prefill-cap", type=int, default=None, help="tokens of a whole-prompt batch (vllm, ft; default b)")
     r.add_argument("--c-ms", type=float, default=45.5, help="batch time constant c, ms")
     r.add_argument("--a-ms", type=float, default=0.18, help="ms per token above b0 (assumed)")

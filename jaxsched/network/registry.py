@@ -14,12 +14,15 @@ from __future__ import annotations
 from ..budget.registry import POLICIES as BUDGET_POLICIES
 from ..registry import Registry, builtin
 
-# Options a budget policy reads under another name in NetworkConfig (one order per agent).
+# Options a budget policy reads under another name in NetworkConfig (one order per agent), and
+# those the network's agents do not have (they cap one batch's requests: admission_cap "batch").
 OPTION_NAMES = {"type_order": "type_orders"}
+BUDGET_ONLY = ("admission_cap",)
 
 POLICIES = Registry("network", "policy")
 for _name, _entry in BUDGET_POLICIES.items():
-    builtin(POLICIES, _name, _entry.target, _entry.doc, tuple(OPTION_NAMES.get(o, o) for o in _entry.options))
+    _options = tuple(OPTION_NAMES.get(o, o) for o in _entry.options if o not in BUDGET_ONLY)
+    builtin(POLICIES, _name, _entry.target, _entry.doc, _options)
 
 # Options read by some topologies only (NetworkConfig refuses them at a non-default value
 # elsewhere; make_params its keywords): the router, and the weights of router `weighted`, pick

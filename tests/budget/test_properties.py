@@ -85,6 +85,7 @@ def compare(cfg: BudgetConfig, kw: dict, seed: int) -> None:
         burn_in=cfg.burn_in_s,
         table_size=cfg.table_size,
         snapshots=cfg.snapshots,
+        admission_cap=cfg.admission_cap,
         **opts,
     )
     rb = out["batches"]
@@ -150,6 +151,11 @@ CASES = [
     # The KV-memory overhead (A.2) in its quadratic form (the harder arithmetic), after the
     # attention terms; the linear form is hand-checked in test_memory_overhead_hand.
     ("orca", 2, dict(attention=True, memory_overhead="recompute")),
+    # M capping the requests started and unfinished (Vidur's admission): vllm and orca, whose
+    # batches it changes most, and wc's SRPT prefill first, where partly loaded prompts wait.
+    ("vllm", 1, dict(admission_cap="running")),
+    ("orca", 1, dict(admission_cap="running")),
+    ("wc", 2, dict(phase_first="prefill", inner_order="srpt", admission_cap="running")),
 ]
 
 

@@ -94,6 +94,15 @@ def test_rate_scale_range_is_the_budget_engines():
     assert CLI_RANGE == RATE_SCALE_RANGE
 
 
+def test_admission_caps_are_the_budget_engines():
+    from jaxsched.budget.config import ADMISSION_CAPS
+    from jaxsched.cli.budget import ADMISSION_CAPS as CLI_CAPS
+
+    assert CLI_CAPS == ADMISSION_CAPS
+    options = {s: a for a in _subcommand("budget", "run")._actions for s in a.option_strings}
+    assert options["--admission-cap"].choices == ADMISSION_CAPS and options["--admission-cap"].default == "batch"
+
+
 def test_refusals_come_before_jax_is_imported():
     vidur = str(FIXTURES / "vidur.csv")
     argvs = [

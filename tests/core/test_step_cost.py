@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from benchmarks.step_cost import count_ops, loop_body, parse_hlo, step_cost
+from benchmarks.step_cost import copied_arrays, count_ops, loop_body, parse_hlo, step_cost
 
 HLO = """HloModule m, entry_computation_layout={(f32[8]{0})->(f32[], f32[8]{0})}
 
@@ -39,6 +39,7 @@ def test_count_ops_counts_kernels_only():
     assert comps["ENTRY"] == ["parameter", "fusion", "constant", "reduce", "copy", "tuple"]
     assert comps["fused_computation"] == ["parameter", "constant", "broadcast", "multiply"]
     assert dict(count_ops(HLO)) == {"fusion": 1, "reduce": 1, "copy": 1}
+    assert dict(copied_arrays(HLO)) == {"f32[8]": 1}
 
 
 def test_count_ops_reads_a_compiled_module():

@@ -28,6 +28,10 @@ Readings of the contract fixed here (where it leaves a choice):
 - Linear batch time (batch_time="linear", docs §2 step 5): c + a_p * prefill + a_d * decode +
   a_c * context, context = sum over the batch's members of P + D before the batch; it replaces
   eq. (2.3), and the attention and memory terms are added after it as under eq. (2.3).
+- admission_cap "running" (docs §3): a request is started once it has loaded a prefill token
+  (P > 0); a prefilling request that has not started may take tokens only if fewer than M - S
+  unstarted prefilling requests entered before it (S = started requests in the queue), and
+  `wc` applies this to its K_p window (the window still counts every prefilling request).
 """
 
 from __future__ import annotations
@@ -131,32 +135,50 @@ def choose(
     phase_first: str,
     inner_order: str,
     type_order: Sequence[int],
+    admission_cap: str = "batch",
 ) -> dict[_Req, tuple[int, int]]:
     """The decision of §3 on a queue in entry order."""
     b, M = budget, max_requests
     dec = [r for r in queue if r.decoding]
     pre = [r for r in queue if r.prefilling]
+    if admission_cap == "running":
+        if policy == "priority":
+            raise ValueError("admission_cap 'running' is not defined for priority")
+        started = sum(1 for r in queue if r.P > 0)
+        waiting = [r for r in queue if r.prefilling and r.P == 0]
+        allowed = set(waiting[: max(0, M - started)])
+
+        def admit(reqs: Sequence[_Req]) -> list[_Req]:
+            return [r for r in reqs if r.P > 0 or r in allowed]
+
+    elif admission_cap == "batch":
+
+        def admit(reqs: Sequence[_Req]) -> list[_Req]:
+            return list(reqs)
+
+    else:
+        raise ValueError(f"admission_cap must be 'batch' or 'running', got {admission_cap!r}")
     if policy == "sarathi":
         batch = _Batch(b, M)
         batch.decode(dec)
-        batch.prefill(pre)
+        batch.prefill(admit(pre))
     elif policy == "orca":
         batch = _Batch(b, M)
-        batch.prefill(pre)
-        if all(batch.members.get(r, (0, 0))[0] == r.p for r in pre):
+        batch.prefill(admit(pre))
+        if all(batch.members.get(r, (0, 0))[0] == r.p for r in admit(pre)):
             batch.decode(dec)
     elif policy in ("vllm", "ft"):
-        prefill_batch = bool(pre) if policy == "vllm" else not dec
+        prefill_batch = bool(admit(pre)) if policy == "vllm" else not dec
         if prefill_batch:
             batch = _Batch(prefill_cap, M)
-            batch.whole_prompts(pre)
+            batch.whole_prompts(admit(pre))
         else:
             batch = _Batch(b, M)
             batch.decode(dec[: min(M, b)])
     elif policy == "wc":
         batch = _Batch(b, M)
         dcand = dec if K_d is None else dec[:K_d]
-        pcand = pre if K_p is None else pre[:K_p]
+        pcand = admit(pre if K_p is None else pre[:K_p])
         if inner_order == "srpt":
             pcand = sorted(pcand, key=lambda r: (r.p, r.entry))
         elif inner_order != "fcfs":
@@ -301,6 +323,7 @@ def simulate(
     a_prefill=0.0,
     a_decode=0.0,
     a_context=0.0,
+    admission_cap="batch",
 ) -> dict:
     """Run the budget engine of docs/budget-semantics.md on a given request list.
 
@@ -312,7 +335,8 @@ def simulate(
     memory_overhead: "off", "swap" or "recompute" with kv_limit (tokens) and the coefficients
     c1, c2 of o(x) = c1 x + c2 or c1 x^2 + c2 (float32 params). batch_time: "paper" (c + a
     max(0, b' - b0)) or "linear" (c + a_prefill * prefill + a_decode * decode + a_context *
-    context, `linear_batch_time`; a and b0 unused; float32 params, s/token).
+    context, `linear_batch_time`; a and b0 unused; float32 params, s/token). admission_cap:
+    "batch" (M caps one batch's requests) or "running" (also the started, unfinished ones).
 
     Returns {"batches", "requests", "snapshots", "metrics"} (see the module docs / brief):
     batches: [{t0, tau, t_end, load, members {input index: (dp, dd)}, available, partial,
@@ -402,6 +426,7 @@ def simulate(
             phase_first=phase_first,
             inner_order=inner_order,
             type_order=order,
+            admission_cap=admission_cap,
         )
         if not chosen:
             raise RuntimeError(f"{policy}: no token chosen although {available} are available")
