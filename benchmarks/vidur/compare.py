@@ -1,7 +1,8 @@
 """jaxsched's budget engine side by side with Vidur (microsoft/vidur) on the same requests.
 
     python -m benchmarks.vidur.compare [--quick] [--out DIR] [--tolerance 0.05]
-        [--requests N] [--max-requests M] [--kv-blocks K] [--name STEM] [--trace PATH]
+        [--requests N] [--max-requests M] [--kv-blocks K] [--admission-cap batch|running]
+        [--name STEM] [--trace PATH]
 
 Workloads: (a) the first N requests of the Azure 2023 conversation trace, arrival times scaled
 to a chosen load, replayed by jaxsched (`arrival_mode="trace"`, a seed whose replay starts at
@@ -12,7 +13,10 @@ prompts, and v_d + 1 decode tokens, Vidur's count) go to Vidur's replica schedul
 name, one replica, as a processed trace, with jaxsched's batch time installed as Vidur's
 execution-time predictor (`vidur_predictor`). Both use eq. (2.3) (and, in the full run, the
 linear model too) with the same constants, the same request cap M, the same chunk/budget, and
-memory made non-binding in Vidur (jaxsched's budget engine has no KV limit).
+memory made non-binding in Vidur (jaxsched's budget engine has no KV limit). With
+--admission-cap running, jaxsched's M caps the requests started and unfinished, as Vidur's
+batch_size_cap caps its allocation map (BudgetConfig.admission_cap; default "batch": M caps
+the requests of one batch).
 
 Per scheduler and workload: TTFT, end-to-end latency and time per output token (mean, p50,
 p90, p99 over requests), restarts, and the request-by-request differences, in
@@ -25,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -67,12 +70,15 @@ QUICK = dict(requests=200, models=("paper",))
 
 @dataclass(frozen=True)
 class Caps:
-    """The request cap M (jaxsched's max_requests = Vidur's batch_size_cap) and Vidur's KV
-    blocks. The defaults make neither bind; smaller values (--max-requests, --kv-blocks) show
-    what happens when they do."""
+    """The request cap M (jaxsched's max_requests = Vidur's batch_size_cap), Vidur's KV
+    blocks, and what M caps in jaxsched (BudgetConfig.admission_cap: "batch", one batch's
+    requests, or "running", the requests started and unfinished, Vidur's). The defaults make
+    neither cap bind; smaller values (--max-requests, --kv-blocks) show what happens when they
+    do."""
 
     max_requests: int = MAX_REQUESTS
     num_blocks: int = NUM_BLOCKS
+    admission_cap: str = "batch"
 
 
 @dataclass
@@ -155,6 +161,7 @@ def build_run(w: Workload, scheduler: str, model: str, horizon_s: float, table_s
         record_members=True,
         hist_octave_bits=8,
         batch_time=model,
+        admission_cap=caps.admission_cap,
     )
     timing = timing_params(model)
     steps_timing = {k: timing[k] for k in timing if k != "context_s_per_token"}
@@ -199,11 +206,11 @@ def run_jaxsched(w: Workload, scheduler: str, model: str, caps: Caps) -> dict:
     )
 
 
-def run_vidur(paths: VidurPaths, scheduler: str, model: str, csv_path: Path, out_dir: Path, caps: Caps) -> dict:
-    """One Vidur process (`python -m vidur_predictor` = the predictor installed, then
-    `vidur.main`) from Vidur's source root; its request metrics and wall time."""
-    spec = dict(model=model, **timing_params(model))
-    args = harness.vidur_args(
+def scheduler_args(scheduler: str, csv_path: Path, out_dir: Path, caps: Caps) -> list[str]:
+    """Vidur's arguments (`harness.vidur_args`) for `scheduler` replaying `csv_path` with the
+    settings matched to jaxsched's: M and the KV blocks of `caps`, Sarathi's chunk = b, no
+    request trimmed (compare.py and speed.py)."""
+    return harness.vidur_args(
         scheduler,
         csv_path,
         out_dir,
@@ -213,30 +220,18 @@ def run_vidur(paths: VidurPaths, scheduler: str, model: str, csv_path: Path, out
         num_blocks=caps.num_blocks,
         block_size=BLOCK_SIZE,
     )
-    env = dict(os.environ, WANDB_MODE="disabled", PYTHONPATH=str(HERE))
-    env[harness_env_key()] = json.dumps(spec)
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        [str(paths.python), "-m", "vidur_predictor", *args],
-        cwd=paths.src,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"Vidur {scheduler} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    found = sorted(out_dir.glob("*/request_metrics.csv"))
-    if not found:
+
+
+def run_vidur(paths: VidurPaths, scheduler: str, model: str, csv_path: Path, out_dir: Path, caps: Caps) -> dict:
+    """One Vidur process (`python -m vidur_predictor` = the predictor installed, then
+    `vidur.main`) from Vidur's source root; its request metrics and wall time."""
+    spec = dict(model=model, **timing_params(model))
+    args = scheduler_args(scheduler, csv_path, out_dir, caps)
+    _, wall = harness.run_vidur_process(paths, ["-m", "vidur_predictor"], args, spec, scheduler)
+    found = harness.vidur_metrics_csv(out_dir)
+    if found is None:
         raise RuntimeError(f"Vidur {scheduler}: no request_metrics.csv under {out_dir}")
-    return dict(requests=harness.read_vidur_requests(found[-1]), wall_s=wall)
-
-
-def harness_env_key() -> str:
-    """The environment variable carrying the predictor's batch-time spec."""
-    from .vidur_predictor import ENV_SPEC
-
-    return ENV_SPEC
+    return dict(requests=harness.read_vidur_requests(found), wall_s=wall)
 
 
 def orca_planner_slots(paths: VidurPaths) -> int:
@@ -251,8 +246,9 @@ def orca_planner_slots(paths: VidurPaths) -> int:
         f"r = Replica(rc, TraceRequestGeneratorConfig(max_tokens={MAX_TOKENS}))\n"
         "print(int(MemoryPlanner(rc, r).get_max_batch_size()))\n"
     )
-    env = dict(os.environ, WANDB_MODE="disabled")
-    out = subprocess.run([str(paths.python), "-c", code], cwd=paths.src, env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [str(paths.python), "-c", code], cwd=paths.src, env=harness.vidur_env(), capture_output=True, text=True
+    )
     if out.returncode != 0:
         raise RuntimeError(f"Vidur memory planner probe failed:\n{out.stderr[-2000:]}")
     return int(out.stdout.strip().splitlines()[-1])
@@ -282,6 +278,7 @@ def compare_one(paths: VidurPaths, w: Workload, scheduler: str, model: str, work
         model=model,
         max_requests=caps.max_requests,
         vidur_num_blocks=caps.num_blocks,
+        admission_cap=caps.admission_cap,
         requests=int(stream["id"].size),
         jax_unfinished=unfinished,
         rows=harness.agreement(jv, vr, tol),
@@ -329,9 +326,13 @@ SEMANTICS = """## Matched semantics
 - When a cap binds (runs with --max-requests or --kv-blocks below the defaults), the differences
   are named per row: Vidur's batch_size_cap limits the admitted requests (`len(_allocation_map)`)
   and its Orca serves running decodes before new prompts, while jaxsched's M limits the requests
-  of one batch; Vidur's KV blocks restart the newest running request when they run out
-  (`restart()`: its decoded tokens become prompt), which jaxsched's budget engine, without a KV
-  limit, never does (its memory_overhead option charges time, it does not restart).
+  of one batch under admission_cap "batch" (the default); under admission_cap "running"
+  (--admission-cap running) jaxsched's M also caps the requests started and unfinished, Vidur's
+  rule, and its orca's prefill gate then waits only for the prompts allowed to start, so that
+  at a budget that never binds it forms Vidur's Orca batches. Vidur's KV blocks restart the
+  newest running request when they run out (`restart()`: its decoded tokens become prompt),
+  which jaxsched's budget engine, without a KV limit, never does (its memory_overhead option
+  charges time, it does not restart).
 - Time per output token: Vidur's decode_time_execution_plus_preemption_normalized divides the
   decode span (e2e - TTFT) by num_decode_tokens = v_d + 1; jaxsched's per-request TPOT divides it
   by v_d, the number of decode gaps (its token-weighted tbt_mean_s divides the summed spans by the
@@ -364,10 +365,11 @@ def explain(row: dict, cell: dict) -> str:
     agrees; Vidur's restarts (its KV blocks ran out; jaxsched's budget engine has no KV limit);
     Vidur's Orca reserving max_tokens of blocks per admitted request (`can_allocate(
     _max_blocks_per_sequence)`), so that its blocks admit fewer than M requests;
-    a jaxsched batch holding M requests (Vidur's batch_size_cap counts the admitted requests,
-    `len(_allocation_map)`, for sarathi and vllm, and Orca takes running decodes before new
-    prompts; jaxsched's M counts the requests of one batch, prefill first for orca);
-    otherwise unexplained."""
+    a jaxsched batch holding M requests under admission_cap "batch" (Vidur's batch_size_cap
+    counts the admitted requests, `len(_allocation_map)`, for sarathi and vllm, and Orca takes
+    running decodes before new prompts; jaxsched's M counts the requests of one batch, prefill
+    first for orca; under "running" jaxsched caps the admitted requests too, so this is no
+    explanation); otherwise unexplained."""
     if row["ok"]:
         return ""
     same = [r for r in cell["rows"] if r["quantity"] == "tpot_vidur_def_s" and r["stat"] == row["stat"]]
@@ -378,7 +380,7 @@ def explain(row: dict, cell: dict) -> str:
         return f"memory: Vidur's Orca reserves max_tokens per admitted request, so its blocks admit {slots} < M"
     if cell["restarts"]["vidur"] > 0:
         return "memory: Vidur's KV blocks bind and it restarts requests; jaxsched has no KV limit"
-    if cell["jax_max_batch_requests"] >= cell["max_requests"]:
+    if cell["jax_max_batch_requests"] >= cell["max_requests"] and cell.get("admission_cap", "batch") == "batch":
         return "request cap M binds: Vidur caps admitted requests, jaxsched requests per batch"
     return "UNEXPLAINED"
 
@@ -423,6 +425,7 @@ def render(report: dict) -> str:
             "",
             f"{cell['requests']} requests; {len(bad)} of {len(cell['rows'])} statistics beyond tolerance; "
             f"restarts jaxsched {cell['restarts']['jaxsched']}, Vidur {cell['restarts']['vidur']}; "
+            f"jaxsched admission_cap {cell.get('admission_cap', 'batch')}; "
             f"jaxsched batches {cell['jax_batches']} (at the budget: {cell['jax_budget_bound_batches']}, "
             f"most requests in one batch: {cell['jax_max_batch_requests']}); wall jaxsched "
             f"{cell['jax_wall_s']:.1f} s (compile {cell['jax_compile_s']:.1f} s), Vidur {cell['vidur_wall_s']:.1f} s.",
@@ -457,6 +460,8 @@ def vidur_commit(paths: VidurPaths) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from jaxsched.budget.config import ADMISSION_CAPS
+
     ap = argparse.ArgumentParser(prog="python -m benchmarks.vidur.compare", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="200 requests, the Azure workload, eq. (2.3) only")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
@@ -464,6 +469,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", type=int, default=None, help="requests per workload (default 2000, quick 200)")
     ap.add_argument("--max-requests", type=int, default=MAX_REQUESTS, help="M = Vidur's batch_size_cap")
     ap.add_argument("--kv-blocks", type=int, default=NUM_BLOCKS, help="Vidur's KV blocks of 16 tokens")
+    ap.add_argument(
+        "--admission-cap",
+        choices=ADMISSION_CAPS,
+        default="batch",
+        help="what jaxsched's M caps: one batch's requests (batch) or the started, unfinished ones (running, Vidur's)",
+    )
     ap.add_argument("--name", default=None, help="results file stem (default agreement[_quick])")
     ap.add_argument("--trace", type=Path, default=None, help="Azure 2023 conversation CSV (default ../shared/data)")
     a = ap.parse_args(argv)
@@ -487,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"no Azure 2023 conversation trace at {azure_path} (give --trace PATH)")
     before = uptime()
     slots = orca_planner_slots(paths)
-    caps = Caps(a.max_requests, a.kv_blocks)
+    caps = Caps(a.max_requests, a.kv_blocks, a.admission_cap)
     if slots < caps.max_requests:
         raise RuntimeError(f"Vidur's planner gives Orca {slots} request slots < M = {caps.max_requests}")
     cells = []
@@ -511,6 +522,7 @@ def main(argv: list[str] | None = None) -> int:
             budget=BUDGET,
             orca_budget=ORCA_BUDGET,
             max_requests=caps.max_requests,
+            admission_cap=caps.admission_cap,
             vllm_prefill_cap=VLLM_PREFILL_CAP,
             vidur_max_tokens=MAX_TOKENS,
             vidur_block_size=BLOCK_SIZE,

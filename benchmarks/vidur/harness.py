@@ -8,7 +8,9 @@
   prefill iteration yields the first output token, jaxsched's v_d decode tokens each need a
   batch after the prefill).
 - Vidur's command line (`vidur_args`) for one replica under the sarathi, vllm or orca
-  scheduler with memory made non-binding, and its per-request output (`read_vidur_requests`).
+  scheduler with memory made non-binding; the process that runs it (`run_vidur_process`: its
+  environment `vidur_env`, interpreter and working directory, shared by compare.py and
+  speed.py), and its per-request output (`vidur_metrics_csv`, `read_vidur_requests`).
 - jaxsched's per-request TTFT, end-to-end latency and time per output token rebuilt from a
   recorded budget run (`per_request_from_batches`).
 - Statistics and the agreement table (`summarize`, `agreement`).
@@ -17,13 +19,19 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
+import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .vidur_predictor import ENV_SPEC
+
+HERE = Path(__file__).resolve().parent
 SKIP_MESSAGE = "skipped: Vidur is not installed (run benchmarks/vidur/setup.sh)"
 DEFAULT_VENV = "/work/vidur-venv"
 DEFAULT_SRC = "/work/vidur-src"
@@ -205,6 +213,41 @@ def vidur_args(
         cap = max_tokens * max_requests if max_tokens_in_batch is None else max_tokens_in_batch
         args += [f"--{s}_max_tokens_in_batch", str(cap)]
     return args
+
+
+def vidur_env(spec: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a Vidur process: `environ` (default os.environ) with wandb disabled;
+    with a batch-time `spec` (`vidur_predictor.check_spec`'s dict) also this folder on
+    PYTHONPATH (so `vidur_predictor` imports) and the spec as JSON in `ENV_SPEC`."""
+    env = dict(os.environ if environ is None else environ, WANDB_MODE="disabled")
+    if spec is not None:
+        env["PYTHONPATH"] = str(HERE)
+        env[ENV_SPEC] = json.dumps(dict(spec))
+    return env
+
+
+def run_vidur_process(
+    paths: VidurPaths, entry: Sequence[str], args: Sequence[str], spec: Mapping[str, Any], what: str
+) -> tuple[subprocess.CompletedProcess, float]:
+    """Run Vidur's interpreter on `entry` (e.g. ["-m", "vidur_predictor"], or ["-c", code]) with
+    `args` (`vidur_args`), from Vidur's source root, in `vidur_env(spec)`, output captured.
+    Returns (the finished process, its wall time in s); RuntimeError naming `what` (e.g. the
+    scheduler) with the end of stderr when it fails."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [str(paths.python), *entry, *args], cwd=paths.src, env=vidur_env(spec), capture_output=True, text=True
+    )
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"Vidur {what} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc, wall
+
+
+def vidur_metrics_csv(out_dir: Path) -> Path | None:
+    """The request_metrics.csv a Vidur run wrote under `out_dir` (its run folder, the last in
+    name order if several), or None."""
+    found = sorted(Path(out_dir).glob("*/request_metrics.csv"))
+    return found[-1] if found else None
 
 
 # Columns of Vidur's request_metrics.csv read here, and the names they get.

@@ -197,37 +197,18 @@ def time_jax(cfg, params, n_seeds: int, counter: CompileCounter) -> dict:
 def time_vidur(paths: VidurPaths, scheduler: str, csv_path: Path, out_dir: Path, n: int) -> dict:
     """One Vidur process replaying `csv_path`: process wall time, its phases (VIDUR_TIMED),
     start-up = wall - simulation, and the requests in its request_metrics.csv."""
-    from .compare import BLOCK_SIZE, BUDGET, MAX_TOKENS, PAPER, Caps
-    from .vidur_predictor import ENV_SPEC
+    from .compare import PAPER, Caps, scheduler_args
 
-    caps = Caps()
-    args = harness.vidur_args(
-        scheduler,
-        csv_path,
-        out_dir,
-        max_requests=caps.max_requests,
-        chunk_size=BUDGET,
-        max_tokens=MAX_TOKENS,
-        num_blocks=caps.num_blocks,
-        block_size=BLOCK_SIZE,
-    )
-    env = dict(os.environ, WANDB_MODE="disabled", PYTHONPATH=str(HERE))
-    env[ENV_SPEC] = json.dumps(dict(model="paper", **PAPER))
+    args = scheduler_args(scheduler, csv_path, out_dir, Caps())
     before = uptime()
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        [str(paths.python), "-c", VIDUR_TIMED, *args], cwd=paths.src, env=env, capture_output=True, text=True
-    )
-    wall = time.perf_counter() - t0
+    proc, wall = harness.run_vidur_process(paths, ["-c", VIDUR_TIMED], args, dict(model="paper", **PAPER), scheduler)
     after = uptime()
-    if proc.returncode != 0:
-        raise RuntimeError(f"Vidur {scheduler} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     line = [x for x in proc.stdout.splitlines() if x.startswith("JAXSCHED_TIMES ")]
     if not line:
         raise RuntimeError(f"Vidur {scheduler}: no timing line in its output:\n{proc.stdout[-2000:]}")
     phases = json.loads(line[-1].split(" ", 1)[1])
-    found = sorted(out_dir.glob("*/request_metrics.csv"))
-    completed = int(harness.read_vidur_requests(found[-1])["id"].size) if found else 0
+    found = harness.vidur_metrics_csv(out_dir)
+    completed = int(harness.read_vidur_requests(found)["id"].size) if found else 0
     sim = phases["build_s"] + phases["loop_s"] + phases["write_s"]
     return dict(
         wall_s=wall,

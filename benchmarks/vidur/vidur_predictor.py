@@ -26,9 +26,10 @@ from typing import Any, Mapping
 import numpy as np
 
 ENV_SPEC = "JAXSCHED_VIDUR_BATCH_TIME"
-MODELS = ("paper", "linear")
+MODELS = ("paper", "linear", "kv")
 PAPER_KEYS = ("c_s", "a_s_per_token", "b0")
 LINEAR_KEYS = ("c_s", "prefill_s_per_token", "decode_s_per_token", "context_s_per_token")
+KV_KEYS = ("d0_s", "d1_s_per_token")
 
 
 def paper_batch_time_s(tokens: int, c_s: float, a_s_per_token: float, b0: int) -> float:
@@ -67,6 +68,19 @@ def linear_batch_time_s(
     return t
 
 
+def kv_batch_time_s(tokens: int, d0_s: float, d1_s_per_token: float) -> float:
+    """Seconds of a batch under the kv engine's eq. (1), d0 + d1 * tokens (docs/kv-semantics.md
+    §2), with tokens = the sum over the batch of l_j + k (a prefill: its prompt, or prompt plus
+    generated tokens for a restarted request's recompute; a decode at stage k: its context
+    l_j + k).
+
+    d0 and d1 are rounded to float32 as jaxsched.kv's make_params stores them; d1 * tokens is
+    exact in float64 for tokens < 2^29 (24 by 29 significant bits) and the sum rounds once, while
+    jaxsched sums the exact products in a double-float (`jaxsched.timing.iteration_time_s`):
+    the two agree to about 2^-48 relative."""
+    return float(np.float32(d0_s)) + float(np.float32(d1_s_per_token)) * int(tokens)
+
+
 def check_spec(spec: Mapping[str, Any]) -> dict:
     """The batch-time spec as a plain dict, validated: {"model": "paper", c_s, a_s_per_token,
     b0} or {"model": "linear", c_s, prefill_s_per_token, decode_s_per_token,
@@ -77,6 +91,8 @@ def check_spec(spec: Mapping[str, Any]) -> dict:
     if model not in MODELS:
         raise ValueError(f"batch-time spec 'model' must be one of {MODELS}, got {model!r}")
     keys = PAPER_KEYS if model == "paper" else LINEAR_KEYS
+    if model == "kv":
+        keys = KV_KEYS
     missing = [k for k in keys if k not in spec]
     extra = sorted(set(spec) - set(keys) - {"model"})
     if missing or extra:
@@ -93,6 +109,12 @@ def check_spec(spec: Mapping[str, Any]) -> dict:
 def batch_time_s(spec: Mapping[str, Any], tokens: int, prefill: int, decode: int, context: int) -> float:
     """Seconds of a batch with `tokens` = prefill + decode tokens and `context` KV tokens
     before it, under the checked spec's model (`check_spec`)."""
+    if spec["model"] == "kv":
+        # The kv engine's tokens: Vidur's prefill tokens (a restarted request's prompt already
+        # holds its generated tokens, `Request.restart`) plus, per decoding request, its 1 token
+        # and its context num_processed_tokens - 1 = l_j + k - 1. Exact when no prefill is
+        # chunked (vllm, orca): a request in its prefill then has processed nothing.
+        return kv_batch_time_s(int(prefill) + int(decode) + int(context), spec["d0_s"], spec["d1_s_per_token"])
     if spec["model"] == "paper":
         return paper_batch_time_s(tokens, spec["c_s"], spec["a_s_per_token"], spec["b0"])
     return linear_batch_time_s(

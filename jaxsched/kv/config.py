@@ -19,6 +19,7 @@ import numpy as np
 from ..clock import split12
 from ..errors import (
     ConfigError,
+    changed_fields,
     changed_keywords,
     reads_from,
     refuse_ignored,
@@ -31,7 +32,7 @@ from ..errors import (
 from ..histogram import bit_num_bins
 from ..workload.arrivals import check_rates
 from .fluid import FluidTypes, Segments, equilibrium, nested_thresholds, span_work, stage_work
-from .registry import DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN, POLICIES
+from .registry import BLOCK_RULES, DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN, POLICIES
 
 END_MODES = ("drain", "force_clear")
 # Default hardware of make_params: DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN and
@@ -76,6 +77,9 @@ class KVConfig:
     prefill_price: price the tokens a batch processes as a prefill (first prefills and the
     recomputation of restarted requests) at params.d1_prefill_s_per_token instead of d1
     (False: eq. (1), one price for every token, the paper's model).
+    block_rules: vllm only, how it counts KV blocks (`BLOCK_RULES`): "kv" (the blocks the
+    running requests' next tokens need) or "vidur" (Vidur's vLLM scheduler: admission counts
+    the blocks the running requests hold, and each decode needs a free block at its turn).
     """
 
     prefill_tokens: tuple[int, ...] = (10, 10)
@@ -90,6 +94,7 @@ class KVConfig:
     hist_octave_bits: int = 5
     segment_bounds: tuple[int, ...] | None = None
     prefill_price: bool = False
+    block_rules: str = "kv"
 
     def __post_init__(self):
         pre = _int_tuple(self.prefill_tokens, "prefill_tokens", 1, INT_LIMIT)
@@ -120,6 +125,9 @@ class KVConfig:
             )
         self._check_segments()
         require(isinstance(self.prefill_price, bool), "prefill_price", "a bool", self.prefill_price)
+        require_choice(self.block_rules, "block_rules", BLOCK_RULES)
+        # A policy's option set for another policy would change nothing (POLICIES' options).
+        refuse_ignored(changed_fields(self, ("block_rules",)), {"policy": self.policy}, reads_from(POLICIES, "policy"))
 
     def _check_segments(self) -> None:
         if "segment_bounds" not in POLICIES[self.policy].options:
@@ -504,6 +512,19 @@ def _vllm_limits(config: KVConfig, C: int, cap, max_tokens, block, watermark) ->
             "capacity_tokens",
             f"with C // block_size - watermark blocks = {num_blocks} - {wm} >= {need} "
             f"(blocks of the longest request) for {config.policy}",
+            C,
+        )
+    if config.block_rules == "vidur":
+        # Under Vidur's rules a decode needs a free block at its turn: a request that alone
+        # holds every block (ceil((l + k - 1) / b) = num_blocks) restarts itself and the run
+        # would stall; the longest request's KV before its last token must leave one free.
+        held = -(-(L - 1) // block)
+        require(
+            num_blocks - 1 >= held,
+            "capacity_tokens",
+            f"with C // block_size - 1 = {num_blocks} - 1 >= ceil((max_j (prefill + decode) - 1) / "
+            f"block_size) = ceil({L - 1} / {block}) = {held} (block_rules 'vidur': a decode needs a "
+            "free block at its turn)",
             C,
         )
     return dict(

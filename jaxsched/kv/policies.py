@@ -132,13 +132,18 @@ def vllm(config: KVConfig, params: KVParams, view: View):
     arrival order while the running count stays <= batch_size_cap, admitted * max(prefill
     tokens) <= max_tokens_in_batch and the free KV blocks stay >= the watermark; a batch with
     an admission is prefill-only. Otherwise every running request decodes; when their blocks
-    exceed the pool, the newest restart."""
+    exceed the pool, the newest restart. config.block_rules "vidur" counts blocks as Vidur's
+    vLLM scheduler does (docs/kv-semantics.md §6): admission sees the blocks a running request
+    holds, ceil((w - 1) / b), and a decode needs one free block at its turn."""
     t = view.table
     bs = params.block_size
     blocks = (view.work + bs - 1) // bs  # ceil((l + k) / block)
     running = view.valid & t.resident
     waiting = view.valid & ~t.resident
-    used = jnp.sum(jnp.where(running, blocks, 0))
+    vidur = config.block_rules == "vidur"
+    # A running request's KV holds w - 1 tokens until its next decode writes the w-th (w >= 2).
+    held = (view.work + bs - 2) // bs if vidur else blocks
+    used = jnp.sum(jnp.where(running, held, 0))
     pos = prefix_by_id(waiting.astype(jnp.int32), view.base) + 1  # 1-based among waiting
     w_blocks = jnp.where(waiting, blocks, 0)
     admit = (
@@ -148,7 +153,10 @@ def vllm(config: KVConfig, params: KVParams, view: View):
         & (used + prefix_by_id(w_blocks, view.base) + w_blocks <= params.num_blocks - params.watermark_blocks)
     )
     r_blocks = jnp.where(running, blocks, 0)
-    decode = running & (prefix_by_id(r_blocks, view.base) + r_blocks <= params.num_blocks)
+    if vidur:  # the older kept ones after their growth, this one before it, one block free
+        decode = running & (prefix_by_id(r_blocks, view.base) + held <= params.num_blocks - 1)
+    else:
+        decode = running & (prefix_by_id(r_blocks, view.base) + r_blocks <= params.num_blocks)
     prefill = jnp.any(admit)
     member = jnp.where(prefill, admit, decode)
     return member, jnp.where(prefill, False, running & ~decode), view.work

@@ -29,7 +29,7 @@ builtin(
     "vllm",
     _P + "vllm",
     "vLLM-style: prefill first, batch and token caps, block watermark",
-    ("batch_size_cap", "max_tokens_in_batch", "block_size", "watermark"),
+    ("batch_size_cap", "max_tokens_in_batch", "block_size", "watermark", "block_rules"),
 )
 builtin(
     POLICIES,
@@ -38,6 +38,11 @@ builtin(
     "Sarathi-style: decodes first, chunked prefills in a token budget",
     ("batch_size_cap", "block_size", "watermark", "chunk_size"),
 )
+
+# KVConfig.block_rules, how the vllm policy counts KV blocks (docs/kv-semantics.md §6): "kv",
+# the blocks each running request's next token needs; "vidur", the two rules of Vidur's vLLM
+# scheduler (the blocks held at admission, one free block at each decode's turn).
+BLOCK_RULES = ("kv", "vidur")
 
 # Default hardware of make_params (`jaxsched.kv.config` reads these): the WAIT paper's
 # experiments (notes/001.md section 4).
@@ -88,6 +93,7 @@ CONFIG_FIELDS = (
     "hist_octave_bits",
     "segment_bounds",
     "prefill_price",
+    "block_rules",
 )
 PARAMS_FIELDS = (
     "rates",

@@ -16,9 +16,10 @@ np.float32 double-float time. These tests run both on the same seeds and require
 
 Compilation dominates the cost (one engine compile per static KVConfig), so each default case
 fixes one small config and hypothesis draws the traced parameters (rates, d0, d1, capacity,
-thresholds, burn-in K; for vllm / sarathi the batch cap, token limit, block size, watermark and chunk size)
-and the seeds; `-m slow` adds cases whose configs (lengths, N, A, Q, end mode,
-policy) are drawn per example as well.
+thresholds, burn-in K; for vllm / sarathi the batch cap, token limit, block size, watermark and
+chunk size) and the seeds; vllm runs under both block rules (KVConfig.block_rules). `-m slow`
+adds cases whose configs (lengths, N, A, Q, end mode, policy, block rules) are drawn per
+example as well.
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ def run_reference(
                     float(params.d1_prefill_hi) + float(params.d1_prefill_lo) if config.prefill_price else None
                 ),
                 burn_in_requests=int(params.burn_in_requests),
+                block_rules=config.block_rules,
             )
             return res, stream
         except IndexError:  # the run needed more candidates than fetched
@@ -290,6 +292,9 @@ def _limits(draw, config: KVConfig, capacity: int) -> dict[str, Any]:
     watermark = draw(st.sampled_from([0.0, 0.01, 0.1, 0.25]))
     while capacity // block - math.floor(watermark * (capacity // block)) < -(-L // block):
         capacity += 1
+    # Vidur's rules: the longest request before its last token leaves one block free.
+    while config.block_rules == "vidur" and capacity // block - 1 < -(-(L - 1) // block):
+        capacity += 1
     out = dict(capacity_tokens=capacity, block_size=block, watermark=watermark, batch_size_cap=draw(st.integers(1, 6)))
     if config.policy == "vllm":
         out["max_tokens_in_batch"] = L + draw(st.integers(0, 3 * L))
@@ -408,6 +413,21 @@ BASELINE_CASES: dict[str, tuple[KVConfig, int]] = {
             table_size=24,
             arrivals_per_step=2,
             max_steps=1024,
+        ),
+        1,
+    ),
+    # vllm with Vidur's block rules (admission counts the blocks held, a decode needs a free
+    # block at its turn): the same config, so the drawn C and block sizes bind (restarts).
+    "vllm_vidur": (
+        KVConfig(
+            prefill_tokens=(2, 3),
+            decode_tokens=(3, 1),
+            policy="vllm",
+            num_requests=16,
+            table_size=24,
+            arrivals_per_step=2,
+            max_steps=1024,
+            block_rules="vidur",
         ),
         1,
     ),
@@ -548,6 +568,21 @@ def test_the_comparison_sees_preemption_and_overflow() -> None:
         watermark=0.0,
     )
     assert sum(r["metrics"]["preemption_count"] for r in res) > 0
+    # The same instance under Vidur's block rules: restarts too, and other batches (rule 2 asks
+    # a free block of a decode that needs none).
+    config, _ = BASELINE_CASES["vllm_vidur"]
+    vid = compare(
+        config,
+        [3.0, 3.0],
+        [0, 1, 2],
+        d0_s=0.05,
+        d1_s_per_token=0.01,
+        capacity_tokens=config.max_len + 1,
+        block_size=1,
+        watermark=0.0,
+    )
+    assert sum(r["metrics"]["preemption_count"] for r in vid) > 0
+    assert [b["batch_ids"] for r in vid for b in r["batches"]] != [b["batch_ids"] for r in res for b in r["batches"]]
     # sarathi splits prefills in chunks (chunk_size 2 < prompts of 4 and 6 tokens) and restarts.
     config, _ = BASELINE_CASES["sarathi"]
     res = compare(
@@ -588,6 +623,7 @@ def configs(draw) -> tuple[KVConfig, int]:
         bounds = None
     finite = draw(st.booleans())
     horizon = draw(st.sampled_from([None, 5.0, 15.0])) if finite else draw(st.sampled_from([5.0, 15.0]))
+    Q = draw(st.integers(2, 40))
     config = KVConfig(
         prefill_tokens=prefill,
         decode_tokens=decode,
@@ -595,10 +631,11 @@ def configs(draw) -> tuple[KVConfig, int]:
         num_requests=draw(st.integers(1, 30)) if finite else None,
         horizon_s=horizon,
         end_mode=draw(st.sampled_from(["drain", "force_clear"])),
-        table_size=draw(st.integers(2, 40)),
-        arrivals_per_step=draw(st.integers(1, 5)),
+        table_size=Q,
+        arrivals_per_step=draw(st.integers(1, min(5, Q))),  # A <= Q
         max_steps=2048,
         segment_bounds=bounds,
+        block_rules=draw(st.sampled_from(["kv", "vidur"])) if policy == "vllm" else "kv",
     )
     return config, draw(st.sampled_from([1, 1, 2, 3]))
 

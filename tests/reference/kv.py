@@ -31,6 +31,7 @@ __all__ = [
     "simulate",
     "POLICIES",
     "END_MODES",
+    "BLOCK_RULES",
     "KINDS",
     "DF",
     "two_sum",
@@ -55,6 +56,7 @@ __all__ = [
 
 POLICIES: tuple[str, ...] = ("wait", "nested_wait", "fcfs", "vllm", "sarathi")
 END_MODES: tuple[str, ...] = ("drain", "force_clear")
+BLOCK_RULES: tuple[str, ...] = ("kv", "vidur")
 # Epoch kinds of §9.
 KIND_NONE, KIND_INSERT, KIND_BATCH, KIND_IDLE, KIND_END = 0, 1, 2, 3, 4
 KINDS = {
@@ -366,6 +368,7 @@ class PolicyInput:
     block_size: int = 16  # vllm, sarathi: tokens per KV block
     watermark: float = 0.01  # vllm, sarathi: fraction of the blocks kept free at admission
     chunk_size: int = 512  # sarathi: prefill token budget per batch
+    block_rules: str = "kv"  # vllm: "kv" or "vidur" (Vidur's two block rules, §6)
 
 
 Decision = tuple[set[int], set[int], dict[int, int]]
@@ -485,6 +488,12 @@ def _blocks(r: Request, block_size: int) -> int:
     return -(-r.work // block_size)
 
 
+def _held(r: Request, block_size: int) -> int:
+    """KV blocks a running request with work w = l_j + k holds before its next decode (its KV
+    of w - 1 tokens): ceil((w - 1) / b)."""
+    return -(-(r.work - 1) // block_size)
+
+
 def policy_vllm(inp: PolicyInput) -> Decision:
     """vLLM-like (§6): prefill first, restart preemption of the newest on a block shortage.
 
@@ -494,12 +503,20 @@ def policy_vllm(inp: PolicyInput) -> Decision:
     first that fails stops admission. A batch with an admission is prefill-only (P empty).
     Otherwise the running requests decode: the longest prefix by id whose blocks fit num_blocks;
     the running ones outside it are preempted (restart).
+
+    block_rules "vidur" (Vidur's vLLM scheduler): admission counts, for each running request,
+    the blocks it holds, ceil((w - 1) / b), instead of ceil(w / b); and the running requests are
+    walked by id, a request r_p staying in the decode iff the blocks of the kept ones before it
+    after their growth, plus its own before growth, leave one block free:
+    sum_{kept j < p} ceil(w_j / b) + ceil((w_p - 1) / b) <= num_blocks - 1 (the first that
+    fails and every newer one are preempted).
     """
     num_blocks, wm = vllm_blocks(inp)
     b = inp.block_size
+    vidur = inp.block_rules == "vidur"
     running = [r for r in inp.requests if r.resident]
     waiting = [r for r in inp.requests if not r.resident]
-    used = sum(_blocks(r, b) for r in running)
+    used = sum((_held if vidur else _blocks)(r, b) for r in running)
     admitted: list[Request] = []
     max_work = blocks = 0
     for r in waiting:
@@ -516,9 +533,13 @@ def policy_vllm(inp: PolicyInput) -> Decision:
     if admitted:
         return {r.id for r in admitted}, set(), _whole(admitted, inp.requests)
     decode: list[Request] = []
-    blocks = 0
+    blocks = 0  # blocks of the kept requests, after their growth
     for r in running:
-        if blocks + _blocks(r, b) > num_blocks:
+        if vidur:
+            fits = blocks + _held(r, b) <= num_blocks - 1
+        else:
+            fits = blocks + _blocks(r, b) <= num_blocks
+        if not fits:
             break
         decode.append(r)
         blocks += _blocks(r, b)
@@ -634,7 +655,8 @@ class _Sim:
         self.A = arrivals_per_step
         self.bounds = segment_bounds
         self.hist_octave_bits = hist_octave_bits
-        self.limits = limits  # batch_size_cap, max_tokens_in_batch, block_size, watermark, chunk_size
+        # batch_size_cap, max_tokens_in_batch, block_size, watermark, chunk_size, block_rules
+        self.limits = limits
         self.batch_limit, self.token_limit = batch_limit, token_limit  # every policy (§6)
         self.d1_prefill = d1_prefill  # None: eq. (1), one price (§2)
         self.Q = table_size
@@ -956,6 +978,7 @@ def simulate(
     token_limit: int | None = None,
     d1_prefill: float | None = None,
     burn_in_requests: int = 0,
+    block_rules: str = "kv",
 ) -> dict[str, Any]:
     """Run the kv engine of docs/kv-semantics.md for one seed, one request at a time.
 
@@ -971,6 +994,7 @@ def simulate(
     batch_limit (requests), token_limit (tokens): every policy's batch limits (None: uncapped).
     d1_prefill (s/token): the prefill price of KVConfig.prefill_price (None: eq. (1)).
     burn_in_requests: K of §8 (requests K .. N - K - 1 are measured).
+    block_rules: vllm's block counting, "kv" or "vidur" (KVConfig.block_rules, §6).
     The other arguments mirror KVConfig.
 
     No validation beyond what the simulation itself needs: the engine's KVConfig / make_params
@@ -986,6 +1010,8 @@ def simulate(
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
     if end_mode not in END_MODES:
         raise ValueError(f"end_mode must be one of {END_MODES}, got {end_mode!r}")
+    if block_rules not in BLOCK_RULES:
+        raise ValueError(f"block_rules must be one of {BLOCK_RULES}, got {block_rules!r}")
     if num_requests is None and horizon_s is None:
         raise ValueError("set num_requests and/or horizon_s")
     prefill, decode = tuple(int(x) for x in prefill), tuple(int(x) for x in decode)
@@ -1021,6 +1047,7 @@ def simulate(
             block_size=int(block_size),
             watermark=float(watermark),
             chunk_size=int(chunk_size),
+            block_rules=str(block_rules),
         ),
         batch_limit=2**30 if batch_limit is None else int(batch_limit),
         token_limit=2**30 if token_limit is None else int(token_limit),
