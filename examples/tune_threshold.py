@@ -60,7 +60,8 @@ def main() -> None:
 
     res = search(a.population, a.generations, a.horizon_s, a.train_seeds, a.test_seeds)
     print(res.summary())
-    files = T.write(res, Path(a.out))
+    setting = f"budget, policy sarathi, rates 14.3/s, {a.horizon_s:g} s runs"
+    files = T.write(res, Path(a.out), setting=setting, unit="s")
     print("files: " + ", ".join(str(p) for p in files.values()))
 
 

@@ -687,9 +687,14 @@ def best_so_far(history: Sequence[dict]) -> list[float]:
     return out
 
 
-def plot_convergence(result: TuneResult, path: str | Path) -> Path:
-    """Best feasible objective so far and each generation's median feasible objective."""
-    from matplotlib.figure import Figure
+def plot_convergence(result: TuneResult, path: str | Path, *, setting: str = "", unit: str = "") -> Path:
+    """Best feasible objective so far and each generation's median feasible objective, against
+    the generation, with the baseline's held-out mean dashed. The title states the search: the
+    fields, the objective and its constraints, `setting` (the configuration tuned: engine,
+    policy, fixed values; empty to leave out), the searcher, candidates per generation x
+    generations, and the training and held-out seeds. unit: the objective metric's unit, for
+    the y axis."""
+    from .plots import finish, subplots, wrap_title
 
     sign = 1.0 if result.objective.goal == "min" else -1.0
     best = [sign * v for v in best_so_far(result.history)]
@@ -698,25 +703,35 @@ def plot_convergence(result: TuneResult, path: str | Path) -> Path:
     for g in gens:
         vals = [h["objective"] for h in result.history if h["generation"] == g and h["feasible"]]
         med.append(float(np.median(vals)) if vals else math.nan)
-    fig = Figure(figsize=(6, 3.6))
-    ax = fig.subplots()
+    per_gen = max((sum(h["generation"] == g for h in result.history) for g in gens), default=0)
+    fig, ax = subplots(figsize=(6.5, 3.8))
     ax.plot(gens, best, label="best so far")
     ax.plot(gens, med, ".", label="generation median (feasible)")
     t = result.test
     if t:
         ax.axhline(t["baseline"][0], color="grey", ls="--", label="baseline (held-out mean)")
+    # The baseline's line is often the highest value: pad the range so it is not the frame.
+    shown = np.array([*best, *med, *([t["baseline"][0]] if t else [])], float)
+    shown = shown[np.isfinite(shown)]
+    if shown.size and shown.max() > shown.min():
+        pad = 0.06 * (shown.max() - shown.min())
+        ax.set_ylim(shown.min() - pad, shown.max() + pad)
     ax.set_xlabel("generation")
-    ax.set_ylabel(result.objective.metric)
-    ax.set_title(f"{result.searcher}: {result.objective.goal} {result.objective.metric}", fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    return path
+    ax.set_ylabel(f"{result.objective.metric} ({unit})" if unit else result.objective.metric)
+    title = (
+        f"Tuning {', '.join(f.name for f in result.fields)}: {result.objective}"
+        + (f"; {setting}" if setting else "")
+        + f"; {result.searcher}, {per_gen} candidates x {len(gens)} generations, "
+        f"{len(result.train_seeds)} training seeds per candidate"
+        + (f"; baseline over {len(result.test_seeds)} held-out seeds" if t else "")
+    )
+    ax.set_title(wrap_title(title, 6.5), fontsize=9)
+    return finish(fig, ax, Path(path))
 
 
-def write(result: TuneResult, folder: str | Path) -> dict[str, Path]:
-    """history.csv (one row per candidate), summary.md and convergence.png into `folder`."""
+def write(result: TuneResult, folder: str | Path, *, setting: str = "", unit: str = "") -> dict[str, Path]:
+    """history.csv (one row per candidate), summary.md and convergence.png into `folder`
+    (setting, unit: of `plot_convergence`)."""
     from .results import write_csv
 
     folder = Path(folder)
@@ -724,7 +739,11 @@ def write(result: TuneResult, folder: str | Path) -> dict[str, Path]:
     hist = write_csv(folder / "history.csv", result.history)
     summary = folder / "summary.md"
     summary.write_text(result.summary() + "\n")
-    return {"history": hist, "summary": summary, "plot": plot_convergence(result, folder / "convergence.png")}
+    return {
+        "history": hist,
+        "summary": summary,
+        "plot": plot_convergence(result, folder / "convergence.png", setting=setting, unit=unit),
+    }
 
 
 __all__ = [

@@ -245,6 +245,30 @@ def _reproduce_table1(trace: str, quiet: bool):
     return result_rows(results, [0], extra={"trace": str(trace)}), table1_rows(results)
 
 
+def _fig4_setting(predictions: str) -> str:
+    """The configuration of `reproduce fig4` and `noise` for a figure's title, read from the
+    sweep's own config: lengths, G, B, R, the predictions and the window's decay."""
+    from ..dp.experiments import FIG4_STEPS, _fig4_config
+
+    cfg = _fig4_config(0, FIG4_STEPS, 1.0)
+    lengths = "bivariate-normal lengths" if cfg.workload.base.name.startswith("bivariate") else cfg.workload.base.name
+    return (
+        f"{lengths}, G = {cfg.num_workers}, B = {cfg.slots_per_worker}, R = {cfg.pool_size}, {predictions}, "
+        f"window decay {cfg.lookahead_decay:g}"
+    )
+
+
+def _fig4_runs(n_seeds: int) -> str:
+    """The size of a Fig. 4 sweep for a title: "S seeds, N = 8,000 requests and 8,000 steps per seed"."""
+    from ..dp.experiments import FIG4_STEPS, _fig4_config
+
+    cfg = _fig4_config(0, FIG4_STEPS, 1.0)
+    return (
+        f"{n_seeds} seed{'s' if n_seeds != 1 else ''}, N = {cfg.workload.num_requests:,} requests and "
+        f"{cfg.num_steps:,} steps per seed"
+    )
+
+
 def _reproduce_fig4(n_seeds: int, png: Path, quiet: bool):
     from ..dp.experiments import fig4_sweep
     from ..dp.plots import lookahead_curve
@@ -266,8 +290,16 @@ def _reproduce_fig4(n_seeds: int, png: Path, quiet: bool):
     text = f"mean ± 95% CI over {n_seeds} seeds\n\n" + markdown_table(
         ["H", "avg imbalance (tokens)"], [[str(H), c] for H, c in zip(res, cells)]
     )
+    title = (
+        f"BF-IO(H) imbalance against the lookahead (paper Fig. 4): {_fig4_setting('oracle predictions (no noise)')}; "
+        f"{_fig4_runs(n_seeds)}; mean ± 95% CI"
+    )
+    # Thousands of tokens on the plot (the CSV keeps tokens): six-digit tick labels read badly.
     png = lookahead_curve(
-        {"BF-IO(H), oracle": res}, png, title="Imbalance against lookahead (synthetic, G=16, B=72; paper Fig. 4)"
+        {"BF-IO(H), oracle": {H: v / 1e3 for H, v in res.items()}},
+        png,
+        ylabel="average imbalance G max - sum (k tokens)",
+        title=title,
     )
     return rows, text, png
 
@@ -290,7 +322,13 @@ def _reproduce_noise(n_seeds: int, png: Path, quiet: bool):
     text = f"mean ± 95% CI over {n_seeds} seeds\n\n" + markdown_table(
         ["series", "error level", "avg imbalance (tokens)"], [[k, str(lvl), c] for (k, lvl), c in zip(keys, cells)]
     )
-    return rows, text, error_curves(res, png)
+    title = (
+        "BF-IO(H) under prediction errors (paper Fig. 4's setting): "
+        f"{_fig4_setting('noisy predictor o * U[1-d, 1+d] or classifier (fp = fn)')}; {_fig4_runs(n_seeds)}; "
+        "mean over the seeds"
+    )
+    thousands = {k: {lvl: v / 1e3 for lvl, v in by.items()} for k, by in res.items()}
+    return rows, text, error_curves(thousands, png, ylabel="average imbalance G max - sum (k tokens)", title=title)
 
 
 def cmd_dp_check(a: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ import sys
 import time
 
 from ..errors import ConfigError, Reads, reads_from, require_int
+from ..kv.registry import BLOCK_RULES as KV_BLOCK_RULES
 from ..kv.registry import CAPACITY_RULES as KV_CAPACITY_RULES
 from ..kv.registry import DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN
 from ..kv.registry import EXPERIMENTS as KV_EXPERIMENTS
@@ -99,6 +100,7 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
         policy=a.policy,
         num_requests=require_int(a.num_requests, "--num-requests", lo=1),
         table_size=require_int(a.table_size, "--table-size", lo=1),
+        block_rules=a.block_rules,
     )
     th = None if a.thresholds is None else _kv_ints(a.thresholds, "--thresholds")
     rates = _floats(a.rates, "--rates")
@@ -109,7 +111,8 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
         f"jaxsched kv run: policy={a.policy} prefill={list(cfg.prefill_tokens)} "
         f"decode={list(cfg.decode_tokens)} rates={list(rates)} "
         f"thresholds={list(map(int, params.thresholds))} C={a.capacity_tokens} d0={a.d0_s} d1={a.d1_s_per_token} "
-        f"N={a.num_requests} Q={a.table_size} seeds={n_seeds}",
+        f"N={a.num_requests} Q={a.table_size} seeds={n_seeds}"
+        + (f" block_rules={a.block_rules}" if "block_rules" in KV_POLICIES[a.policy].options else ""),
         file=sys.stderr,
     )
     res = simulate(cfg, params, range(n_seeds), progress=not a.quiet)
@@ -128,7 +131,36 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
         "num_requests": a.num_requests,
         "table_size": a.table_size,
     }
+    if "block_rules" in KV_POLICIES[a.policy].options:
+        columns["block_rules"] = a.block_rules
     return save_seed_rows(a, res, columns, out, conf)
+
+
+def _tokens(values) -> str:
+    """Per-type token counts for a title: "10 x 4", "20, 40, 80, 160", "50 to 500 in steps of 50"."""
+    v = [int(x) for x in values]
+    if len(set(v)) == 1:
+        return f"{v[0]} x {len(v)}"
+    steps = {b - a for a, b in zip(v, v[1:])}
+    if len(v) > 4 and len(steps) == 1:
+        return f"{v[0]} to {v[-1]} in steps of {steps.pop()}"
+    return ", ".join(map(str, v))
+
+
+def experiment_title(exp, rows) -> str:
+    """The title of an E1-E4 figure: the experiment and its paper figure, the request types,
+    the loads and the rules for C that `rows` ran (line styles when there are several);
+    `plot_kv_rates` appends the seeds per point and the requests per run."""
+    loads = sorted({float(r["load"]) for r in rows if r.get("load") not in (None, "")})
+    rules = list(dict.fromkeys(str(r.get("capacity_rule", "-")) for r in rows))
+    styles = ("solid", "dashed", "dotted", "dash-dot")
+    caps = rules[0] if len(rules) == 1 else " or ".join(f"{c} ({s})" for c, s in zip(rules, styles))
+    ratio = ":".join(f"{x:g}" for x in exp.rate_ratio)
+    return (
+        f"{exp.name.upper()}: {exp.title} (paper {exp.figure}): {len(exp.prefill)} request types, prefill "
+        f"{_tokens(exp.prefill)} and decode {_tokens(exp.decode)} tokens, rates {ratio}; load rho = "
+        f"{', '.join(f'{x:g}' for x in loads)}; C = {caps}; mean ± 95% CI"
+    )
 
 
 def cmd_kv_experiment(a: argparse.Namespace) -> int:
@@ -186,7 +218,7 @@ def cmd_kv_experiment(a: argparse.Namespace) -> int:
         )
         print(kx.experiment_table(rows))
         csv, ok = save(lambda p: write_csv(p, rows), files["CSV"], "--out")
-        png = plot_kv_rates(rows, files["plot"], title=f"{what.upper()}: {exp.title} (paper {exp.figure})")
+        png = plot_kv_rates(rows, files["plot"], title=experiment_title(exp, rows))
     conf, _ = save_resolved(a, files["options file"])
     print(f"\nresults: {csv}\nplot: {png}\noptions: {conf}\nwall time: {time.perf_counter() - t0:.1f} s")
     bad = [r for r in rows if r.get("status") == "invalid" or r.get("dropped_arrivals", 0) > 0]
@@ -252,6 +284,13 @@ def add_parsers(sub) -> None:
         "--thresholds",
         default=None,
         help="integer thresholds (wait: per type; nested_wait: per segment); default: the fluid thresholds",
+    )
+    r.add_argument(
+        "--block-rules",
+        default="kv",
+        choices=KV_BLOCK_RULES,
+        help="vllm: how KV blocks are counted: kv (the blocks the running requests' next tokens need) or "
+        "vidur (Vidur's vLLM scheduler: admission counts the blocks held, each decode needs a free block)",
     )
     r.add_argument("--d0-s", "--d0", type=float, default=DEFAULT_D0_S, help="d0, s per batch")
     r.add_argument("--d1-s-per-token", "--d1", type=float, default=DEFAULT_D1_S_PER_TOKEN, help="d1, s per token")

@@ -10,6 +10,7 @@ options file into its --out folder.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..errors import ConfigError, Reads, require_int
@@ -157,7 +158,10 @@ def cmd_tune_engine(a: argparse.Namespace) -> int:
         progress=lambda done, total: bar.update(done),
     )
     bar.close()
-    files = write(res, out)
+    # The figure's title names the configuration tuned; its y axis, the objective's unit.
+    setting = ", ".join([engine_name, *(a.set or ())] + ([f"trace {os.path.basename(a.trace)}"] if a.trace else []))
+    unit = getattr(engine.METRICS.get(objective.metric), "unit", "")
+    files = write(res, out, setting=setting, unit=unit)
     conf, ok = save_resolved(a, config_path(out, folder=True))
     print(res.summary())
     print(f"\nhistory: {files['history']}\nsummary: {files['summary']}\nplot: {files['plot']}\noptions: {conf}")

@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
-from ..plots import finish, subplots, tidy_ticks, wrap_title
+from ..plots import finish, save_compact, subplots, tidy_ticks, wrap_title
 
 
 def load_trajectories(
@@ -103,6 +103,7 @@ def error_curves(
     curves: Mapping[str, Mapping[float, np.ndarray]],
     path: str | Path,
     *,
+    ylabel: str = "average imbalance (tokens)",
     title: str = "BF-IO(H) under prediction errors (synthetic, G=16)",
 ) -> Path:
     """Mean imbalance against the prediction-error level, one line per (predictor, H) label.
@@ -116,7 +117,7 @@ def error_curves(
         ax.plot(lv, [np.mean(by[x]) for x in lv], "o-" if label.startswith("noisy") else "s--", label=label)
     ax.set(
         xlabel="noise d (o * U[1-d, 1+d]) or classifier error rate (fp = fn) (fraction)",
-        ylabel="average imbalance (tokens)",
+        ylabel=ylabel,
     )
     ax.set_title(wrap_title(_with_seeds(title, curves), 7), fontsize=10)
     return finish(fig, ax, path)
@@ -195,22 +196,26 @@ def bfio_gap_vs_b(
     *,
     title: str = "BF-IO average max-min gap against B",
 ) -> Path:
-    """BF-IO average max-min gap against B, one panel per group, one line per G, with the
-    group's bound (s_max / p, or s_max for Theorem 1) dashed.
+    """BF-IO average max-min gap against B, one panel per group, one line per G (a G keeps its
+    colour in every panel), with the group's bound (s_max / p, or s_max for Theorem 1) dashed;
+    one legend, in the first unused panel or else below the panels, so that it covers no curve.
     series: {group: {G: (B values, gap means, CI half-widths)}}; bounds: {group: tokens}. The
     caller's title should say the kernel, the seeds and the steps."""
+    from matplotlib.lines import Line2D
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     n = max(1, len(series))
     cols = min(3, n)
     rows = -(-n // cols)
     fig, axes = subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    colors = {G: f"C{i % 10}" for i, G in enumerate(sorted({G for by_g in series.values() for G in by_g}))}
     for ax, (label, by_g) in zip(axes.flat, series.items()):
         for G in sorted(by_g):
             B, gap, half = (np.asarray(a, float) for a in by_g[G])
             o = np.argsort(B)
-            ax.errorbar(B[o], gap[o], yerr=np.nan_to_num(half[o]), fmt="o-", ms=3, capsize=2, label=f"G={G}")
-        ax.axhline(bounds[label], color="k", ls="--", lw=1, label="bound")
+            ax.errorbar(B[o], gap[o], yerr=np.nan_to_num(half[o]), fmt="o-", ms=3, capsize=2, color=colors[G])
+        ax.axhline(bounds[label], color="k", ls="--", lw=1)
         ax.set(xscale="log", yscale="log", xlabel="B (slots per worker)", ylabel="avg gap (tokens)")
         # The B values themselves as ticks: log-axis minor labels overlap on short ranges.
         ticks = sorted({float(b) for G in by_g for b in by_g[G][0]})
@@ -219,10 +224,15 @@ def bfio_gap_vs_b(
         ax.set_title(label, fontsize=9)
         ax.grid(alpha=0.3)
         tidy_ticks(ax)  # the gap axis: plain numbers (the B axis keeps its ticks, set above)
-        ax.legend(fontsize=7)
-    for ax in list(axes.flat)[n:]:
+    spare = list(axes.flat)[n:]
+    for ax in spare:
         ax.axis("off")
+    handles = [Line2D([], [], color=c, marker="o", ms=3, label=f"G = {G}") for G, c in colors.items()]
+    handles.append(Line2D([], [], color="k", ls="--", lw=1, label="bound: s_max / p\n(Theorem 1: s_max)"))
     fig.suptitle(wrap_title(title, 4.2 * cols), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    return path
+    if spare:
+        spare[0].legend(handles=handles, loc="center", fontsize=9)
+    else:
+        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(handles), fontsize=8)
+    return save_compact(fig, path, dpi=120)

@@ -9,7 +9,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..plots import finish, place_legend, subplots, tidy_ticks, wrap_title
+from ..plots import finish, place_legend, save_compact, subplots, tidy_ticks, wrap_title
 
 
 def plot_kv_rates(rows, path: str | Path, *, title: str = "") -> Path:
@@ -60,24 +60,35 @@ def plot_kv_rates(rows, path: str | Path, *, title: str = "") -> Path:
                     ok = np.array([r.get("status", "ok") == "ok" for r in sub])
                     ax.plot(x[ok], y[ok], "o", color=colors[pol], ms=4)
                     ax.plot(x[~ok], y[~ok], "o", mfc="none", color=colors[pol], ms=5)
-        axes[0, col].set(title=f"B = {b}", ylabel="throughput / fluid throughput*")
+        axes[0, col].set(title=f"B = {b}", ylabel="throughput / fluid throughput* (ratio)")
         axes[0, col].axhline(1.0, color="k", lw=0.8, ls="--")
         axes[1, col].set(xlabel="arrival rate (requests/s)", ylabel="mean latency (s)", yscale="log")
     for ax in axes.ravel():
         ax.grid(alpha=0.3)
         tidy_ticks(ax)  # the log latency axis: plain-number ticks
-    for ax in axes[0]:  # the first panel with lines carries the legend
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-            break
     fig.suptitle(
         wrap_title(_with_size(title, rows), 4.2 * len(limits))
         + "\n(hollow markers: overloaded, unsettled or invalid rows)",
         fontsize=9,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    return path
+    # One legend below the panels, where it covers no curve: a colour per policy drawn, and a
+    # line style per capacity rule when there are several.
+    from matplotlib.lines import Line2D
+
+    drawn = {t for ax in axes.ravel() for t in ax.get_legend_handles_labels()[1]}
+    handles = [
+        Line2D([], [], color=colors[p], marker="o", ms=4, label=p)
+        for p in policies
+        if any(t == p or t.startswith(f"{p}, C = ") for t in drawn)
+    ]
+    if len(rules) > 1:
+        handles += [Line2D([], [], color="k", ls=styles[r], label=f"C = {r}") for r in rules]
+    if handles:
+        fig.legend(
+            handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(handles), 7), fontsize=8
+        )
+    return save_compact(fig, path, dpi=110)
 
 
 def _with_size(title: str, rows) -> str:
