@@ -557,30 +557,14 @@ def test_the_comparison_sees_preemption_and_overflow() -> None:
     assert sum(r["metrics"]["preemption_count"] for r in res) > 0
     # vllm restarts the newest running request when the decodes' blocks exceed C // block_size.
     config, _ = BASELINE_CASES["vllm"]
-    res = compare(
-        config,
-        [3.0, 3.0],
-        [0, 1, 2],
-        d0_s=0.05,
-        d1_s_per_token=0.01,
-        capacity_tokens=config.max_len + 1,
-        block_size=1,
-        watermark=0.0,
-    )
+    # One block per token, C one above the longest request: the decodes' blocks run out.
+    tight = dict(d0_s=0.05, d1_s_per_token=0.01, capacity_tokens=config.max_len + 1, block_size=1, watermark=0.0)
+    res = compare(config, [3.0, 3.0], [0, 1, 2], **tight)
     assert sum(r["metrics"]["preemption_count"] for r in res) > 0
     # The same instance under Vidur's block rules: restarts too, and other batches (rule 2 asks
     # a free block of a decode that needs none).
     config, _ = BASELINE_CASES["vllm_vidur"]
-    vid = compare(
-        config,
-        [3.0, 3.0],
-        [0, 1, 2],
-        d0_s=0.05,
-        d1_s_per_token=0.01,
-        capacity_tokens=config.max_len + 1,
-        block_size=1,
-        watermark=0.0,
-    )
+    vid = compare(config, [3.0, 3.0], [0, 1, 2], **tight)
     assert sum(r["metrics"]["preemption_count"] for r in vid) > 0
     assert [b["batch_ids"] for r in vid for b in r["batches"]] != [b["batch_ids"] for r in res for b in r["batches"]]
     # sarathi splits prefills in chunks (chunk_size 2 < prompts of 4 and 6 tokens) and restarts.
