@@ -248,9 +248,9 @@ def _reproduce_table1(trace: str, quiet: bool):
 def _fig4_setting(predictions: str) -> str:
     """The configuration of `reproduce fig4` and `noise` for a figure's title, read from the
     sweep's own config: lengths, G, B, R, the predictions and the window's decay."""
-    from ..dp.experiments import FIG4_STEPS, _fig4_config
+    from ..dp.experiments import FIG4_STEPS, fig4_config
 
-    cfg = _fig4_config(0, FIG4_STEPS, 1.0)
+    cfg = fig4_config(0, FIG4_STEPS, 1.0)
     lengths = "bivariate-normal lengths" if cfg.workload.base.name.startswith("bivariate") else cfg.workload.base.name
     return (
         f"{lengths}, G = {cfg.num_workers}, B = {cfg.slots_per_worker}, R = {cfg.pool_size}, {predictions}, "
@@ -260,9 +260,9 @@ def _fig4_setting(predictions: str) -> str:
 
 def _fig4_runs(n_seeds: int) -> str:
     """The size of a Fig. 4 sweep for a title: "S seeds, N = 8,000 requests and 8,000 steps per seed"."""
-    from ..dp.experiments import FIG4_STEPS, _fig4_config
+    from ..dp.experiments import FIG4_STEPS, fig4_config
 
-    cfg = _fig4_config(0, FIG4_STEPS, 1.0)
+    cfg = fig4_config(0, FIG4_STEPS, 1.0)
     return (
         f"{n_seeds} seed{'s' if n_seeds != 1 else ''}, N = {cfg.workload.num_requests:,} requests and "
         f"{cfg.num_steps:,} steps per seed"

@@ -178,7 +178,7 @@ FIG4_LOOKAHEAD_STEPS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 FIG4_STEPS = 8000
 
 
-def _fig4_config(H: int, steps: int, decay: float, predictor: str = "oracle", num_requests: int = 8000) -> DPConfig:
+def fig4_config(H: int, steps: int, decay: float, predictor: str = "oracle", num_requests: int = 8000) -> DPConfig:
     """BF-IO(H) on the Fig. 4 workload (G = 16, B = 72, a pool of 64)."""
     from ..workload import BivariateNormal, Finite
 
@@ -224,7 +224,7 @@ def fig4_sweep(
     plain sum over the window. The lookaheads run in size buckets (one program for H = 0, one
     per bucket of the others; bitwise the runs one at a time).
     """
-    runs = [(_fig4_config(H, steps, decay, num_requests=num_requests), dict(params_kw or {})) for H in lookahead_steps]
+    runs = [(fig4_config(H, steps, decay, num_requests=num_requests), dict(params_kw or {})) for H in lookahead_steps]
     return dict(zip(lookahead_steps, _fig4_runs(runs, seeds, progress, "Fig. 4, lookaheads")))
 
 
@@ -248,10 +248,10 @@ def noise_sweep(
     for H in lookahead_steps:
         for d in levels:
             keys.append((f"noisy, H={H}", d))
-            runs.append((_fig4_config(H, steps, decay, "noisy"), dict(noise_lo=d, noise_hi=d)))
+            runs.append((fig4_config(H, steps, decay, "noisy"), dict(noise_lo=d, noise_hi=d)))
         for e in cls_rates:
             keys.append((f"classifier, H={H}", e))
-            runs.append((_fig4_config(H, steps, decay, "classifier"), dict(fp_rate=e, fn_rate=e)))
+            runs.append((fig4_config(H, steps, decay, "classifier"), dict(fp_rate=e, fn_rate=e)))
     out: dict[str, dict[float, np.ndarray]] = {}
     for (label, level), imb in zip(keys, _fig4_runs(runs, seeds, progress, "prediction noise")):
         out.setdefault(label, {})[level] = imb

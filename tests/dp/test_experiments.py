@@ -36,10 +36,10 @@ def test_fig4_sweep_reduced():
     assert not np.array_equal(res[0], res[4])  # the lookahead changes the assignments
     # H = 3 ran padded into H = 4's program: bitwise its own run.
     from jaxsched.dp.config import make_params
-    from jaxsched.dp.experiments import FIG4_STEP_CONST_S, _fig4_config, _hist_imbalance
+    from jaxsched.dp.experiments import FIG4_STEP_CONST_S, _hist_imbalance, fig4_config
     from jaxsched.run import simulate
 
-    cfg = _fig4_config(3, 600, 1.0, num_requests=150)
+    cfg = fig4_config(3, 600, 1.0, num_requests=150)
     alone = simulate(cfg, make_params(cfg, step_const_s=FIG4_STEP_CONST_S), [0, 1], record=True, block_steps=2000)
     assert np.array_equal(_hist_imbalance(alone), res[3])
 
