@@ -25,6 +25,13 @@ one program that switches between them by a traced index (`DPEngine.switch`, bot
 runs vmapped together), each in a fresh process: compilation and simulation seconds of each.
 
     python -m benchmarks.bench_sweep [--quick] [--seeds 64] [--steps 2000] [--out FILE]
+        [--variants NAME ...] [--no-switch-table]
+
+--variants runs only the named variants, in the order given (the speed-up column and the
+equality check are then against the first of them): on a GPU lease, `--seeds 1024 --variants
+"buckets, cold cache" "buckets, warm cache" --no-switch-table` times the grid at 1,024 seeds per
+point without the long per-point run. The JSON and markdown are rewritten after each variant
+(marked incomplete until the end), so a run stopped by a time limit keeps what it finished.
 
 --quick: G in {4, 8} x B in {16, 32}, 8 seeds x 200 steps (a smoke run). Writes JSON to --out
 (default benchmarks/results/sweep_speed.json, or sweep_speed_quick.json) and the markdown table
@@ -188,7 +195,7 @@ def _table(results: list[dict], env: dict, grid: dict, seeds: int, steps: int) -
     base = results[0]["wall_s"]
     n = len(grid["policy"]) * len(grid["num_workers"]) * len(grid["slots_per_worker"])
     lines = [
-        f"{env['date']}; jax {results[0]['jax']}, {env['cpu_count']} CPUs; load average "
+        f"{env['date']}; jax {results[0]['jax']} on {env.get('backend', 'cpu')}, {env['cpu_count']} CPUs; load average "
         f"{env['load_before']} before, {env['load_after']} after",
         "",
         f"dp grid: G in {grid['num_workers']} x B in {grid['slots_per_worker']} x "
@@ -203,7 +210,9 @@ def _table(results: list[dict], env: dict, grid: dict, seeds: int, steps: int) -
             f"{r['compiles']} | {r['block_programs']} | {r['compile_s']:.1f} | "
             f"{r['cache_hits']} |"
         )
-    lines += ["", f"rows equal to the per-point rows in every metric column: {env['rows_equal']}"]
+    first = results[0]["variant"]
+    lines += ["", f"speed-up: the first variant's ({first}) wall time over each one's."]
+    lines += ["", f"rows equal to the {first} rows in every metric column: {env['rows_equal']}"]
     lines += [f"- {d}" for d in env["differences"]]
     return "\n".join(lines) + "\n"
 
@@ -227,6 +236,16 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=None, help="seeds per point (default 64)")
     ap.add_argument("--steps", type=int, default=None, help="decode steps (default 2000)")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument(
+        "--variants",
+        nargs="+",
+        choices=list(VARIANTS),
+        default=list(VARIANTS),
+        metavar="NAME",
+        help=f"the variants to run, in this order (default all: {', '.join(map(repr, VARIANTS))}); "
+        "the speed-up and the equality check are against the first",
+    )
+    ap.add_argument("--no-switch-table", action="store_true", help="leave out the policy-switch table")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker is not None:
@@ -249,43 +268,70 @@ def main() -> int:
         "cpu_count": os.cpu_count(),
         "load_before": [round(x, 2) for x in os.getloadavg()],
     }
-    results = []
+    results: list[dict] = []
+    switch: dict[str, dict] = {}
+    env["backend"] = _backend()
     with tempfile.TemporaryDirectory() as tmp:
         folder, cache_dir = Path(tmp), Path(tmp) / "xla"
-        for name in VARIANTS:
+        for name in a.variants:
             print(f"== {name}", file=sys.stderr)
             results.append(_run_variant(name, grid, seeds, steps, folder, cache_dir))
             print(f"   {results[-1]['wall_s']:.1f} s, {results[-1]['compiles']} programs", file=sys.stderr)
-        ref = _metric_rows(results[0]["csv"])
-        env["differences"] = [
-            f"{r['variant']}: {key} {col} {ref[key][col]} != {row.get(col)}"
-            for r in results[1:]
-            for key, row in _metric_rows(r["csv"]).items()
-            for col in ref.get(key, {})
-            if ref[key][col] != row.get(col)
-        ][:20]
-        env["rows_equal"] = not env["differences"] and all(
-            _metric_rows(r["csv"]).keys() == ref.keys() for r in results[1:]
-        )
-    print("== policy switch", file=sys.stderr)
-    switch = {
-        name: _in_process({"seeds": seeds, "steps": steps, "switched": flag})
-        for name, flag in (("two programs", False), ("one switching program", True))
-    }
-    env["switch_equal"] = len({r.pop("digest") for r in switch.values()}) == 1
-    env["load_after"] = [round(x, 2) for x in os.getloadavg()]
-    for r in results:
-        r.pop("csv")
-    md = _table(results, env, grid, seeds, steps) + _switch_table(switch, seeds, steps)
+            _compare_rows(results, env)
+            # What a run stopped by a time limit leaves: the variants finished so far.
+            _write(out, env, grid, seeds, steps, results, switch, final=False)
+    if not a.no_switch_table:
+        print("== policy switch", file=sys.stderr)
+        switch = {
+            name: _in_process({"seeds": seeds, "steps": steps, "switched": flag})
+            for name, flag in (("two programs", False), ("one switching program", True))
+        }
+        env["switch_equal"] = len({r.pop("digest") for r in switch.values()}) == 1
+    md = _write(out, env, grid, seeds, steps, results, switch, final=True)
     print(md)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {"env": env, "grid": grid, "seeds": seeds, "steps": steps, "results": results, "switch": switch}, indent=1
-        )
+    return 0 if env["rows_equal"] and env.get("switch_equal", True) else 1
+
+
+def _backend() -> str:
+    """The device the workers run on, in words (their JAX default backend and device kind)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", "import jax; d = jax.devices()[0]; print(jax.default_backend(), d.device_kind)"],
+        stdout=subprocess.PIPE,
+        text=True,
     )
-    out.with_suffix(".md").write_text(md)
-    return 0 if env["rows_equal"] and env["switch_equal"] else 1
+    return proc.stdout.strip() or "unknown"
+
+
+def _compare_rows(results: list[dict], env: dict) -> None:
+    """Set env's differences and rows_equal: every variant's metric cells against the first's."""
+    ref = _metric_rows(results[0]["csv"])
+    env["differences"] = [
+        f"{r['variant']}: {key} {col} {ref[key][col]} != {row.get(col)}"
+        for r in results[1:]
+        for key, row in _metric_rows(r["csv"]).items()
+        for col in ref.get(key, {})
+        if ref[key][col] != row.get(col)
+    ][:20]
+    env["rows_equal"] = not env["differences"] and all(_metric_rows(r["csv"]).keys() == ref.keys() for r in results[1:])
+
+
+def _write(
+    out: Path, env: dict, grid: dict, seeds: int, steps: int, results: list[dict], switch: dict, final: bool
+) -> str:
+    """Write the JSON and the markdown (marked incomplete unless `final`); the markdown."""
+    env["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    env["complete"] = final
+    rows = [{k: v for k, v in r.items() if k != "csv"} for r in results]
+    md = _table(rows, env, grid, seeds, steps) + (_switch_table(switch, seeds, steps) if switch else "")
+    if not final:
+        md += "\nINCOMPLETE: the variants finished so far (the run is going on or was stopped).\n"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"env": env, "grid": grid, "seeds": seeds, "steps": steps, "results": rows, "switch": switch}
+    for path, text in ((out, json.dumps(payload, indent=1)), (out.with_suffix(".md"), md)):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return md
 
 
 if __name__ == "__main__":

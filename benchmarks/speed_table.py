@@ -446,15 +446,28 @@ def case_step_cost(case: Case) -> dict[str, Any]:
     return step_cost(get_engine(case.engine), config, seeds=STEP_COST_SEEDS, params=params)
 
 
+INCOMPLETE = " INCOMPLETE: the rows measured so far (the run is going on or was stopped)."
+NO_STEP_COST = dict(ops_per_step=None, copies=None, compile_s=None, lower_s=None, seeds=None)
+
+
 def measure_case(
-    case: Case, sizes: tuple[int, ...], reference_s: float, reused: dict | None, machine: str
+    case: Case,
+    sizes: tuple[int, ...],
+    reference_s: float,
+    reused: dict | None,
+    machine: str,
+    step_cost: bool = True,
+    on_row: Callable[[dict], None] | None = None,
 ) -> tuple[list[dict], dict]:
-    """(rows, reference record) of one case: step cost, the reference (measured here on
-    `machine`, or `reused`), then the engine at every S; the load average before and after
-    goes into each row."""
+    """(rows, reference record) of one case: step cost (unless `step_cost` is False), the
+    reference (measured here on `machine`, or `reused`), then the engine at every S; the load
+    average before and after goes into each row. `on_row(row)` is called as each row is
+    measured (the load after is then the load so far), so that a run stopped by a time limit
+    keeps the rows it finished."""
     before = loadavg()
-    cost = case_step_cost(case)
-    log(f"{case.key}: {cost['ops_per_step']} ops per step, compile {cost['compile_s']:.2f} s")
+    cost = case_step_cost(case) if step_cost else NO_STEP_COST
+    if step_cost:
+        log(f"{case.key}: {cost['ops_per_step']} ops per step, compile {cost['compile_s']:.2f} s")
     ref = reused or dict(case.reference(reference_s), source=None, machine=machine)
     ref_rate = ref["runs"] / ref["seconds"]
     log(f"{case.key}: reference {ref_rate:.4g} runs/s ({ref['runs']} runs in {ref['seconds']:.2f} s)")
@@ -463,6 +476,9 @@ def measure_case(
         first, timed, values = time_engine(case.engine_call, S)
         k, equal = agree(values, np.asarray(ref["values"], np.float64), case.rtol)
         rows.append(row_of(case, S, first, timed, ref, k, equal, cost))
+        rows[-1].update(loadavg_before=before, loadavg_after=loadavg())
+        if on_row is not None:
+            on_row(rows[-1])
         log(
             f"{case.key} S={S}: {S / timed:.4g} runs/s ({timed:.2f} s), "
             f"ratio {rows[-1]['ratio']:.3g}, equal {equal} on {k}"
@@ -587,7 +603,7 @@ def summary_table(rows: list[dict], sizes: tuple[int, ...]) -> str:
         ratios = [f"{by_size[S]['ratio']:.3g}x" if S in by_size else "" for S in all_sizes]
         lines.append(
             [engine, name, first["run"], _fmt(first["reference_runs_per_s"]), *ratios]
-            + [str(first["ops_per_step"]), f"{first['compile_s']:.2f}"]
+            + [_fmt(first["ops_per_step"]), "-" if first["compile_s"] is None else f"{first['compile_s']:.2f}"]
             + [f">= {first['target_ratio']:g}x @{first['target_size']}", _yes(met)]
             + [_yes(all(r["equal"] for r in rs)), f"{_fmt(first['loadavg_before'])} / {_fmt(first['loadavg_after'])}"]
         )
@@ -652,7 +668,12 @@ def markdown(rows: list[dict], env: dict[str, Any], meta: dict[str, Any]) -> str
             "",
             detail_table(rows),
             "",
-            f"Total wall time {meta['wall_s']:.0f} s.",
+            f"Total wall time {meta['wall_s']:.0f} s."
+            + (
+                ""
+                if meta.get("complete", True)
+                else " INCOMPLETE: the rows measured so far (the run is going on or was stopped)."
+            ),
             "",
         ]
     )
@@ -672,6 +693,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--reference-s", type=float, default=None, help="wall seconds per reference (default by mode)")
     ap.add_argument(
         "--reference-json", type=Path, default=None, help="reuse the reference rates of an earlier run's JSON"
+    )
+    ap.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="write one table from earlier runs' JSON files (e.g. one per engine, each under its own time limit)",
+    )
+    ap.add_argument(
+        "--skip-step-cost",
+        action="store_true",
+        help="leave out ops/step and compile s (saves one compilation per case, e.g. on a GPU lease)",
     )
     ap.add_argument(
         "--offline-extra",
@@ -703,6 +737,8 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.bench_offline import environment
 
     a = parse_args(argv)
+    if a.merge:
+        return merge(a.merge, a.out or _HERE / "results" / "speed_table_merged.json")
     mode = QUICK if a.quick else FULL
     sizes = tuple(dict.fromkeys(a.sizes)) if a.sizes else mode.sizes
     extra_n = tuple(a.offline_extra) if a.offline_extra is not None else mode.offline_extra_n
@@ -713,24 +749,75 @@ def main(argv: list[str] | None = None) -> int:
     log(f"backend {env['backend']} ({env['device_kind']}), {env['cpu_count']} CPUs, load {env['loadavg_at_start']}")
     machine = machine_line(env)
     t0 = time.perf_counter()
-    rows, references = [], {}
+    rows: list[dict] = []
+    references: dict[str, dict] = {}
+
+    def report(final: bool) -> tuple[dict, str]:
+        meta = dict(mode=mode.name, sizes=list(sizes), reference_s=reference_s, wall_s=time.perf_counter() - t0)
+        meta["complete"] = final
+        env["loadavg_at_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+        md = markdown(rows, env, meta)
+        payload = dict(
+            environment=env,
+            settings=dict(meta, mode_settings=dataclasses.asdict(mode), offline_extra_n=list(extra_n)),
+            reference_json=str(a.reference_json) if a.reference_json else None,
+            rows=rows,
+            references=references,
+            markdown=md,
+        )
+        return payload, md
+
+    def checkpoint(_row: dict) -> None:
+        # Rows so far, marked incomplete: what a run stopped by a time limit leaves behind.
+        payload, md = report(final=False)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(out, json.dumps(payload, indent=1, default=float))
+        atomic_write(out.with_suffix(".md"), md)
+
     for case in build_cases(a.engines, mode, sizes, extra_n):
-        new, references[case.key] = measure_case(case, sizes, reference_s, reused_reference(case, refs), machine)
-        rows += new
-    meta = dict(mode=mode.name, sizes=list(sizes), reference_s=reference_s, wall_s=time.perf_counter() - t0)
-    env["loadavg_at_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
-    md = markdown(rows, env, meta)
-    payload = dict(
-        environment=env,
-        settings=dict(meta, mode_settings=dataclasses.asdict(mode), offline_extra_n=list(extra_n)),
-        reference_json=str(a.reference_json) if a.reference_json else None,
-        rows=rows,
-        references=references,
-        markdown=md,
-    )
+        reused = reused_reference(case, refs)
+        new, references[case.key] = measure_case(
+            case, sizes, reference_s, reused, machine, not a.skip_step_cost, lambda r: (rows.append(r), checkpoint(r))
+        )
+    payload, md = report(final=True)
     from benchmarks.bench_dp import write_report
 
     return write_report(out, payload, md, all(r["equal"] for r in rows), log)
+
+
+def merge(paths: list[Path], out: Path) -> int:
+    """One report from several runs' JSON files (their rows in the order given, the first
+    file's machine and settings; a file a time limit cut short counts as incomplete); exit 1
+    if any row's engine and reference differ. Files that are missing are named and skipped."""
+    from benchmarks.bench_dp import write_report
+
+    runs = []
+    for path in paths:
+        if path.exists():
+            runs.append(json.loads(path.read_text()))
+        else:
+            log(f"merge: {path} is missing (that run wrote nothing): skipped")
+    if not runs:
+        raise SystemExit("speed_table: --merge: none of the files exists")
+    rows = [r for run in runs for r in run["rows"]]
+    complete = all(run["settings"].get("complete", True) for run in runs) and len(runs) == len(paths)
+    sizes = sorted({S for run in runs for S in run["settings"]["sizes"]})
+    meta = dict(runs[0]["settings"], sizes=sizes, complete=complete)
+    meta["wall_s"] = sum(run["settings"]["wall_s"] for run in runs)
+    env = runs[0]["environment"]
+    md = markdown(rows, env, meta)
+    references = {k: v for run in runs for k, v in run["references"].items()}
+    payload = dict(environment=env, settings=meta, merged=[str(p) for p in paths], rows=rows, references=references)
+    payload["markdown"] = md
+    return write_report(out, payload, md, all(r["equal"] for r in rows), log)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename, so a reader (or a run
+    stopped midway) never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

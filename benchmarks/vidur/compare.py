@@ -402,22 +402,15 @@ def table_row(r: dict, cell: dict) -> tuple:
 def render(report: dict) -> str:
     """agreement.md from the report."""
     tol = report["tolerance"]
-    out = [
-        "# jaxsched budget engine against Vidur: agreement",
-        "",
-        f"Command: `{report['command']}`. Vidur commit {report['vidur_commit']}, one replica, jaxsched's batch time "
-        f"installed as Vidur's execution-time predictor. Tolerance: {tol:.0%} relative on each mean and "
-        "percentile (Vidur the reference). Percentiles are NumPy's (linear interpolation) over the requests of "
-        "each run, computed the same way for both simulators; jaxsched's per-request times are rebuilt from its "
-        "recorded batches (`record_members`).",
-        "",
-        "Settings: " + json.dumps(report["settings"]),
-        "",
-        f"uptime before: `{report['uptime_before']}`; after: `{report['uptime_after']}`.",
-        "",
-        SEMANTICS,
-        "",
-    ]
+    out = harness.report_header(
+        report,
+        "jaxsched budget engine against Vidur: agreement",
+        f"jaxsched's batch time installed as Vidur's execution-time predictor. Tolerance: {tol:.0%} relative on "
+        "each mean and percentile (Vidur the reference). Percentiles are NumPy's (linear interpolation) over the "
+        "requests of each run, computed the same way for both simulators; jaxsched's per-request times are "
+        "rebuilt from its recorded batches (`record_members`).",
+    )
+    out += [SEMANTICS, ""]
     for cell in report["cells"]:
         bad = [r for r in cell["rows"] if not r["ok"]]
         out += [

@@ -9,11 +9,12 @@
   batch after the prefill).
 - Vidur's command line (`vidur_args`) for one replica under the sarathi, vllm or orca
   scheduler with memory made non-binding; the process that runs it (`run_vidur_process`: its
-  environment `vidur_env`, interpreter and working directory, shared by compare.py and
-  speed.py), and its per-request output (`vidur_metrics_csv`, `read_vidur_requests`).
+  environment `vidur_env`, interpreter and working directory, shared by compare.py, speed.py
+  and kv_compare.py), and its per-request output (`vidur_metrics_csv`, `read_vidur_requests`).
 - jaxsched's per-request TTFT, end-to-end latency and time per output token rebuilt from a
   recorded budget run (`per_request_from_batches`).
-- Statistics and the agreement table (`summarize`, `agreement`).
+- Statistics and the agreement table (`summarize`, `agreement`), and the opening lines of a
+  report (`report_header`, shared by compare.py and kv_compare.py).
 """
 
 from __future__ import annotations
@@ -227,16 +228,21 @@ def vidur_env(spec: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
 
 
 def run_vidur_process(
-    paths: VidurPaths, entry: Sequence[str], args: Sequence[str], spec: Mapping[str, Any], what: str
+    paths: VidurPaths,
+    entry: Sequence[str],
+    args: Sequence[str],
+    spec: Mapping[str, Any],
+    what: str,
+    extra_env: Mapping[str, str] | None = None,
 ) -> tuple[subprocess.CompletedProcess, float]:
     """Run Vidur's interpreter on `entry` (e.g. ["-m", "vidur_predictor"], or ["-c", code]) with
-    `args` (`vidur_args`), from Vidur's source root, in `vidur_env(spec)`, output captured.
-    Returns (the finished process, its wall time in s); RuntimeError naming `what` (e.g. the
-    scheduler) with the end of stderr when it fails."""
+    `args` (`vidur_args`), from Vidur's source root, in `vidur_env(spec)` plus `extra_env` (e.g.
+    where a runner script writes its log), output captured. Returns (the finished process, its
+    wall time in s); RuntimeError naming `what` (e.g. the scheduler) with the end of stderr when
+    it fails."""
+    env = {**vidur_env(spec), **(extra_env or {})}
     t0 = time.perf_counter()
-    proc = subprocess.run(
-        [str(paths.python), *entry, *args], cwd=paths.src, env=vidur_env(spec), capture_output=True, text=True
-    )
+    proc = subprocess.run([str(paths.python), *entry, *args], cwd=paths.src, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"Vidur {what} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -356,6 +362,32 @@ def paired_differences(jax_values: Mapping[str, np.ndarray], vidur_values: Mappi
             raise ValueError(f"{q}: {a.shape} jaxsched values against {b.shape} from Vidur")
         d = np.abs(a - b)
         out[q] = dict(max_abs_s=float(np.nanmax(d)) if d.size else 0.0, frac_equal_1us=float(np.mean(d <= 1e-6)))
+    return out
+
+
+def report_header(
+    report: Mapping[str, Any], title: str, method: str, order: Sequence[str] = ("settings", "uptime")
+) -> list[str]:
+    """The opening lines of a comparison report (markdown, one string a line, a blank line after
+    each paragraph): the title, the command and Vidur commit followed by `method` (how the
+    simulators are set up, in sentences), then the "Settings:" line (`report["settings"]` as
+    JSON) and the "uptime" line (`report["uptime_before"]`, `report["uptime_after"]`) in
+    `order`. report: a compare.py or kv_compare.py report (keys command, vidur_commit, settings,
+    uptime_before, uptime_after)."""
+    lines = {
+        "settings": "Settings: " + json.dumps(report["settings"]),
+        "uptime": f"uptime before: `{report['uptime_before']}`; after: `{report['uptime_after']}`.",
+    }
+    if sorted(order) != sorted(lines):
+        raise ValueError(f"order must list {sorted(lines)} once each, got {list(order)}")
+    out = [
+        f"# {title}",
+        "",
+        f"Command: `{report['command']}`. Vidur commit {report['vidur_commit']}, one replica, {method}",
+        "",
+    ]
+    for key in order:
+        out += [lines[key], ""]
     return out
 
 

@@ -36,8 +36,6 @@ import argparse
 import contextlib
 import dataclasses
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -409,31 +407,18 @@ def vidur_batches(rows: list) -> dict:
 
 
 def run_vidur(paths: VidurPaths, trace_csv: Path, out_dir: Path, num_blocks: int, watermark: float = WATERMARK) -> dict:
-    """One Vidur run with the kv batch time and the batch log: requests (`read_vidur_requests`),
-    batches (`vidur_batches`), wall_s."""
-    from .vidur_predictor import ENV_SPEC
-
+    """One Vidur run (`VIDUR_RUNNER` in `harness.run_vidur_process`) with the kv batch time and
+    the batch log: requests (`read_vidur_requests`), batches (`vidur_batches`), wall_s."""
     log = out_dir / "batches.json"
     out_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, WANDB_MODE="disabled", PYTHONPATH=str(HERE))
-    env[ENV_SPEC] = json.dumps(dict(model="kv", d0_s=D0_S, d1_s_per_token=D1_S_PER_TOKEN))
-    env[LOG_ENV] = str(log)
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        [str(paths.python), "-c", VIDUR_RUNNER, *vidur_kv_args(trace_csv, out_dir, num_blocks, watermark)],
-        cwd=paths.src,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"Vidur failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    found = sorted(out_dir.glob("*/request_metrics.csv"))
-    if not found:
+    spec = dict(model="kv", d0_s=D0_S, d1_s_per_token=D1_S_PER_TOKEN)
+    args = vidur_kv_args(trace_csv, out_dir, num_blocks, watermark)
+    _, wall = harness.run_vidur_process(paths, ["-c", VIDUR_RUNNER], args, spec, "vllm", {LOG_ENV: str(log)})
+    found = harness.vidur_metrics_csv(out_dir)
+    if found is None:
         raise RuntimeError(f"Vidur: no request_metrics.csv under {out_dir}")
     return dict(
-        requests=harness.read_vidur_requests(found[-1]),
+        requests=harness.read_vidur_requests(found),
         batches=vidur_batches(json.loads(log.read_text())),
         wall_s=wall,
     )
@@ -838,16 +823,14 @@ def restarts_cell(x: dict) -> str:
 def render(report: dict) -> str:
     """kv_agreement.md from the report."""
     s = report["settings"]
-    out = [
-        "# jaxsched kv engine (policy vllm) against Vidur's vLLM scheduler",
-        "",
-        f"Command: `{report['command']}`. Vidur commit {report['vidur_commit']}, one replica, the kv engine's "
-        "batch time d0 + d1 * sum (l_j + k) installed as Vidur's execution-time predictor (model `kv`).",
-        "",
-        f"uptime before: `{report['uptime_before']}`; after: `{report['uptime_after']}`.",
-        "",
-        "Settings: " + json.dumps(s),
-        "",
+    out = harness.report_header(
+        report,
+        "jaxsched kv engine (policy vllm) against Vidur's vLLM scheduler",
+        "the kv engine's batch time d0 + d1 * sum (l_j + k) installed as Vidur's execution-time predictor "
+        "(model `kv`).",
+        order=("uptime", "settings"),
+    )
+    out += [
         "## What is matched",
         "",
         "- Requests: the kv engine's own N typed Poisson arrivals (`arrival_stream`, float64 arrival times "

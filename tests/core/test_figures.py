@@ -137,27 +137,12 @@ def test_lookahead_title_gets_the_seed_count(tmp_path, monkeypatch):
     assert drawn == ["Imbalance (G = 16); 3 seeds per point", "Imbalance, 3 seeds"]
 
 
-def test_kv_rates_title_gets_seeds_and_requests(tmp_path, monkeypatch):
+def test_kv_rates_title_gets_seeds_and_requests(tmp_path, monkeypatch, kv_rates_rows):
     import jaxsched.kv.plots as kv_plots
 
-    rows = [
-        dict(
-            label=pol,
-            batch_limit="none",
-            capacity_rule="mstar",
-            rate_total_req_s=rate,
-            throughput=0.9,
-            throughput_ci=0.01,
-            fluid_throughput=1.0,
-            latency_mean=1.0 + i,
-            latency_mean_ci=0.1,
-            status="ok",
-            seeds=3,
-            num_requests=n,
-        )
-        for pol in ("wait", "fcfs")
-        for i, (rate, n) in enumerate(((50.0, 10_000), (90.0, 12_000)))
-    ]
+    rows = kv_rates_rows(
+        ("wait", "fcfs"), per_rate=(dict(seeds=3, num_requests=10_000), dict(seeds=3, num_requests=12_000))
+    )
     drawn = _drawn_titles(monkeypatch, kv_plots)
     kv_plots.plot_kv_rates(rows, tmp_path / "a.png", title="E1: WAIT")
     kv_plots.plot_kv_rates(rows, tmp_path / "b.png", title="E1: WAIT, 3 seeds")

@@ -77,27 +77,10 @@ def test_kv_experiment_title_states_types_loads_and_capacity():
     assert "decode 20, 40, 80, 160 tokens" in t and "C = 1.2 M* (solid) or M^pi(nested_wait) (dashed)" in t
 
 
-def test_kv_rates_legend_lies_below_every_panel(tmp_path, monkeypatch):
+def test_kv_rates_legend_lies_below_every_panel(tmp_path, monkeypatch, kv_rates_rows):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    rows = [
-        dict(
-            label=pol,
-            batch_limit=b,
-            capacity_rule=rule,
-            rate_total_req_s=rate,
-            throughput=0.9,
-            throughput_ci=0.01,
-            fluid_throughput=1.0,
-            latency_mean=1.0 + i,
-            latency_mean_ci=0.1,
-            status="ok",
-        )
-        for pol in ("WAIT", "FCFS")
-        for b in ("none", "128")
-        for rule in ("1.2 M*", "M^pi(wait)")
-        for i, rate in enumerate((50.0, 90.0))
-    ]
+    rows = kv_rates_rows(("WAIT", "FCFS"), batch_limits=("none", "128"), capacity_rules=("1.2 M*", "M^pi(wait)"))
     saved = _record(monkeypatch, kv_plots, "save_compact")
     kv_plots.plot_kv_rates(rows, tmp_path / "r.png", title="E2")
     (fig, _), _ = saved[0]

@@ -24,6 +24,7 @@ example as well.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from typing import Any
@@ -400,37 +401,24 @@ def test_engine_matches_reference(case: str, data) -> None:
     _check_case(config, periods, data)
 
 
+# vllm: prefill-first, restart of the newest on a block shortage; A = 2, drain.
+VLLM_CASE = KVConfig(
+    prefill_tokens=(2, 3),
+    decode_tokens=(3, 1),
+    policy="vllm",
+    num_requests=16,
+    table_size=24,
+    arrivals_per_step=2,
+    max_steps=1024,
+)
+
 # The baselines of notes §3.3 (docs §6): one small config each; caps, block size, watermark,
 # max_tokens_in_batch / chunk_size, C, rates, d0, d1 and the seeds are drawn.
 BASELINE_CASES: dict[str, tuple[KVConfig, int]] = {
-    # vllm: prefill-first, restart of the newest on a block shortage; A = 2, drain.
-    "vllm": (
-        KVConfig(
-            prefill_tokens=(2, 3),
-            decode_tokens=(3, 1),
-            policy="vllm",
-            num_requests=16,
-            table_size=24,
-            arrivals_per_step=2,
-            max_steps=1024,
-        ),
-        1,
-    ),
+    "vllm": (VLLM_CASE, 1),
     # vllm with Vidur's block rules (admission counts the blocks held, a decode needs a free
     # block at its turn): the same config, so the drawn C and block sizes bind (restarts).
-    "vllm_vidur": (
-        KVConfig(
-            prefill_tokens=(2, 3),
-            decode_tokens=(3, 1),
-            policy="vllm",
-            num_requests=16,
-            table_size=24,
-            arrivals_per_step=2,
-            max_steps=1024,
-            block_rules="vidur",
-        ),
-        1,
-    ),
+    "vllm_vidur": (dataclasses.replace(VLLM_CASE, block_rules="vidur"), 1),
     # sarathi: decode-first, chunked prefills (prompts up to 6 tokens vs chunk_size >= 1).
     "sarathi": (
         KVConfig(
