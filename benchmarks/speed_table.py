@@ -140,11 +140,12 @@ QUICK = Mode(
 class Case:
     """One engine configuration and its reference.
 
-    engine_call(S) -> float64[S, len(checked)]: the checked metrics of runs 0..S-1 from one engine
-    call. reference(target_s) -> {"runs": k, "seconds": s, "values": float64[k, len(checked)]}:
-    runs 0..k-1 one at a time for about target_s wall seconds. step_setup() -> (Config, Params) whose
-    step `step_cost` compiles. setup: what defines one run (a reused reference must match it).
-    rtol: 0 for exact equality. sizes: fixed batch sizes (else the table's).
+    metrics(S) -> {name: array[S, ...]}: every metric of runs 0..S-1 from one engine call
+    (`engine_call` picks the checked ones). reference(target_s) -> {"runs": k, "seconds": s,
+    "values": float64[k, len(checked)]}: runs 0..k-1 one at a time for about target_s wall
+    seconds. step_setup() -> (Config, Params) whose step `step_cost` compiles. setup: what
+    defines one run (a reused reference must match it). rtol: 0 for exact equality. sizes:
+    fixed batch sizes (else the table's).
     """
 
     engine: str
@@ -152,7 +153,7 @@ class Case:
     run: str
     checked: tuple[str, ...]
     setup: dict[str, Any]
-    engine_call: Callable[[int], np.ndarray]
+    metrics: Callable[[int], dict[str, np.ndarray]]
     reference: Callable[[float], dict[str, Any]]
     step_setup: Callable[[], tuple[Any, Any]]
     rtol: float = 0.0
@@ -160,6 +161,10 @@ class Case:
     target_size: int = TARGET_SIZE
     sizes: tuple[int, ...] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def engine_call(self, S: int) -> np.ndarray:
+        """float64[S, len(checked)]: the checked metrics of runs 0..S-1 from one engine call."""
+        return columns(self.metrics(S), self.checked)
 
     @property
     def key(self) -> str:
@@ -199,8 +204,8 @@ def _dp_case(bench_dp: Any, policy: str, steps: int) -> Case:
     params = make_params(config)
     checked = ("avg_imbalance_tokens",)
 
-    def engine_call(S: int) -> np.ndarray:
-        return columns(simulate(config, params, np.arange(S)).metrics, checked)
+    def metrics(S: int) -> dict[str, np.ndarray]:
+        return simulate(config, params, np.arange(S)).metrics
 
     def reference(target_s: float) -> dict[str, Any]:
         values, spent = [], 0.0
@@ -218,7 +223,7 @@ def _dp_case(bench_dp: Any, policy: str, steps: int) -> Case:
         f"1 seed x {steps} steps",
         checked,
         setup,
-        engine_call,
+        metrics,
         reference,
         lambda: (config, params),
         rtol=1e-12,
@@ -234,8 +239,8 @@ def kv_cases(mode: Mode, rows: int) -> list[Case]:
     cfg, p, kw = bench_kv.case("wait", mode.kv_horizon_s)
     checked = bench_kv.COUNTS
 
-    def engine_call(S: int) -> np.ndarray:
-        return columns(simulate(cfg, p, range(S), warn=False).metrics, checked)
+    def metrics(S: int) -> dict[str, np.ndarray]:
+        return simulate(cfg, p, range(S), warn=False).metrics
 
     def reference(target_s: float) -> dict[str, Any]:
         base = bench_kv.bench_reference(cfg, p, kw, target_s)
@@ -245,7 +250,7 @@ def kv_cases(mode: Mode, rows: int) -> list[Case]:
         policy="wait", experiment=bench_kv.EXPERIMENT, load=bench_kv.LOAD, horizon_s=mode.kv_horizon_s, Q=bench_kv.Q
     )
     run = f"1 seed x {mode.kv_horizon_s:g} s"
-    return [Case("kv", "wait", run, checked, setup, engine_call, reference, lambda: (cfg, p))]
+    return [Case("kv", "wait", run, checked, setup, metrics, reference, lambda: (cfg, p))]
 
 
 def offline_cases(mode: Mode, rows: int, extra_n: tuple[int, ...] = ()) -> list[Case]:
@@ -270,8 +275,8 @@ def _offline_case(n: int, rows: int, sizes: tuple[int, ...] | None) -> Case:
     params = instance_params(bench_offline.REAL_M)
     checked = ("tel_steps",)
 
-    def engine_call(S: int) -> np.ndarray:
-        return columns(inst.execute(params, s[:S], o[:S], order[:S]), checked)
+    def metrics(S: int) -> dict[str, np.ndarray]:
+        return inst.execute(params, s[:S], o[:S], order[:S])
 
     def reference(target_s: float) -> dict[str, Any]:
         seconds, tels = bench_offline.bench_numpy(s, o, order, target_s)
@@ -284,7 +289,7 @@ def _offline_case(n: int, rows: int, sizes: tuple[int, ...] | None) -> Case:
         f"1 instance of {n}",
         checked,
         setup,
-        engine_call,
+        metrics,
         reference,
         lambda: (OfflineConfig(workloads.real("mix", n), policy="fcfs"), params),
         target=OFFLINE_TARGET_RATIO,
@@ -308,8 +313,8 @@ def interval_cases(mode: Mode, rows: int) -> list[Case]:
     params = instance_params(bench_interval.CAPACITY)
     checked = ("tel_steps", "evictions")
 
-    def engine_call(S: int) -> np.ndarray:
-        return columns(execute(params, *(a[:S] for a in arrays), policy="amin", seeds=np.arange(S)), checked)
+    def metrics(S: int) -> dict[str, np.ndarray]:
+        return execute(params, *(a[:S] for a in arrays), policy="amin", seeds=np.arange(S))
 
     def reference(target_s: float) -> dict[str, Any]:
         base = bench_interval.bench_reference("amin", arrays, target_s)
@@ -317,7 +322,7 @@ def interval_cases(mode: Mode, rows: int) -> list[Case]:
 
     setup = dict(policy="amin", n=n, M=bench_interval.CAPACITY, intervals="buckets 100 x 10")
     step_setup = lambda: (config, params)
-    return [Case("interval", "amin", f"1 instance of {n}", checked, setup, engine_call, reference, step_setup)]
+    return [Case("interval", "amin", f"1 instance of {n}", checked, setup, metrics, reference, step_setup)]
 
 
 def interval_instances(config: Any, rows: int, one_by_one: Callable[[int], tuple[np.ndarray, ...]]) -> list:
@@ -356,8 +361,8 @@ def _budget_case(bench_budget: Any, policy: str, horizon: float) -> Case:
     p = make_params(cfg, rates=[bench_budget.RATE], **keywords_read_by(policy, FIG1))
     checked = ("num_batches", "num_departed")
 
-    def engine_call(S: int) -> np.ndarray:
-        return columns(simulate(cfg, p, range(S), warn=False).metrics, checked)
+    def metrics(S: int) -> dict[str, np.ndarray]:
+        return simulate(cfg, p, range(S), warn=False).metrics
 
     def reference(target_s: float) -> dict[str, Any]:
         base = bench_budget.bench_reference(policy, horizon, target_s)
@@ -365,7 +370,7 @@ def _budget_case(bench_budget: Any, policy: str, horizon: float) -> Case:
 
     setup = dict(policy=policy, rate_qps=bench_budget.RATE, horizon_s=horizon, Q=bench_budget.Q)
     run = f"1 seed x {horizon:g} s"
-    return Case("budget", policy, run, checked, setup, engine_call, reference, lambda: (cfg, p))
+    return Case("budget", policy, run, checked, setup, metrics, reference, lambda: (cfg, p))
 
 
 def network_cases(mode: Mode, rows: int) -> list[Case]:
@@ -386,8 +391,8 @@ def _network_case(bench_network: Any, name: str, horizon: float) -> Case:
     kw = dict(kw, horizon=horizon)
     checked = ("num_batches", "num_departed")
 
-    def engine_call(S: int) -> np.ndarray:
-        return columns(simulate(cfg, p, range(S), warn=False).metrics, checked)
+    def metrics(S: int) -> dict[str, np.ndarray]:
+        return simulate(cfg, p, range(S), warn=False).metrics
 
     def reference(target_s: float) -> dict[str, Any]:
         base = bench_network.bench_reference(cfg, p, kw, target_s)
@@ -395,7 +400,7 @@ def _network_case(bench_network: Any, name: str, horizon: float) -> Case:
 
     setup = dict(config=name, horizon_s=horizon, Q=bench_network.Q)
     run = f"1 seed x {horizon:g} s"
-    return Case("network", name, run, checked, setup, engine_call, reference, lambda: (cfg, p))
+    return Case("network", name, run, checked, setup, metrics, reference, lambda: (cfg, p))
 
 
 BUILDERS: dict[str, Callable[..., list[Case]]] = {

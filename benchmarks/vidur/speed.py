@@ -604,8 +604,10 @@ def render(report: dict) -> str:
         loads = ", ".join(f"{b:.2f}/{e:.2f}" for b, e in pairs)
         mine = "jaxsched's runs" if origin else "each run"
         out += [f"1-minute load before/after {mine}, in run order: {loads or '-'}.", ""]
-        for k in cell.get("skipped", []):
-            out += [f"- S = {k['seeds']}: {k['reason']}."]
+        # One line per S: each of its --jax-calls calls is skipped, and the first reason tells.
+        first_skip = {k["seeds"]: k for k in reversed(cell.get("skipped", []))}
+        for S in sorted(first_skip):
+            out += [f"- S = {S}: {first_skip[S]['reason']}."]
         out += [""] if cell.get("skipped") else []
     return "\n".join(out)
 

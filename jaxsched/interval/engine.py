@@ -419,8 +419,23 @@ def max_steps(config: IntervalConfig) -> int:
     return config.steps
 
 
+# Words per job that one run stands for in a CPU seed chunk (`working_set_bytes`).
+CHUNK_WORDS_PER_JOB = 512
+
+
 def working_set_bytes(config: IntervalConfig) -> int:
-    return 4 * 16 * config.n
+    """Bytes one run stands for in a CPU seed chunk (`run.default_seed_chunk` fits
+    CPU_CHUNK_BYTES of them): CHUNK_WORDS_PER_JOB int32 words per job, far more than its state
+    (16 per job), because a vmapped chunk runs the admission loop (and the overflow loop) of
+    every step as many times as its busiest lane needs, each time over every lane's per-job
+    arrays. On n = 200 A_min runs (bucket intervals, M = 4096) a lane's own admissions take
+    444 candidate passes per run, but 1550 in chunks of 16, 2498 in chunks of 64 and 3842 in
+    chunks of 342 (what the state alone, 16 words per job, would give), with the chunk's arrays
+    then out of the caches: 1024 instances ran at about 300 instances/s in chunks of 8 or 16,
+    175-230 in chunks of 32 or 64 and 55-90 in chunks of 342 (2 shared cores, load 4 to 7).
+    512 words per job make chunks of 15 at n = 200; proportional to n, so bucket plans
+    (`buckets.plan_buckets`, which compares this across sizes) are unchanged."""
+    return 4 * CHUNK_WORDS_PER_JOB * config.n
 
 
 def peak_bytes(config: IntervalConfig, record: bool) -> int:
