@@ -48,13 +48,27 @@ def stage_lengths(config: NetworkConfig, seed, ids, types, stages) -> tuple[jnp.
     stages `stages`: law workload[z][s] drawn at the request id with the stage seed."""
     vp = jnp.zeros(jnp.shape(ids), jnp.int32)
     vd = jnp.zeros(jnp.shape(ids), jnp.int32)
+    drawn = []  # (stage, law, (p, d)): types sharing a stage's law share its draw
     for z, laws in enumerate(config.workload):
         for s, law in enumerate(laws):
-            p, d = law.sample(stage_seed(seed, s), ids)
+            same = [pd for s2, law2, pd in drawn if s2 == s and _same_law(law2, law)]
+            p, d = same[0] if same else law.sample(stage_seed(seed, s), ids)
+            drawn.append((s, law, (p, d)))
             here = (types == z) & (stages == s)
             vp = jnp.where(here, p, vp)
             vd = jnp.where(here, d, vd)
     return vp, vd
+
+
+def _same_law(a, b) -> bool:
+    """Whether two length laws are the same law (equal fields: the same draws at the same
+    seed and ids)."""
+    if a is b:
+        return True
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except (TypeError, ValueError):  # fields that do not compare to one bool (arrays)
+        return False
 
 
 def _next_agent(config: NetworkConfig) -> np.ndarray:
@@ -128,31 +142,207 @@ def _take(a: jnp.ndarray, k) -> jnp.ndarray:
     return row
 
 
-def _put(a: jnp.ndarray, k, row: jnp.ndarray) -> jnp.ndarray:
-    """a with a[k] = row (see `_take`)."""
-    hit = (jnp.arange(a.shape[0]) == k).reshape((-1,) + (1,) * (a.ndim - 1))
-    return jnp.where(hit, row[None], a)
+def _set(a: jnp.ndarray, k, v) -> jnp.ndarray:
+    """a with a[k] = v for a [K] array and an agent k (traced or static): one select over the
+    K entries, which fuses with its neighbours (a scatter per seed is a kernel of its own and
+    a copy of `a`)."""
+    return jnp.where(jnp.arange(a.shape[0]) == k, v, a)
+
+
+def _bits(x) -> jnp.ndarray:
+    """int32 bits of an int32, float32 or bool array (bool as 0 or 1)."""
+    if x.dtype == jnp.bool_ or jnp.issubdtype(x.dtype, jnp.integer):
+        return x.astype(jnp.int32)
+    return jax.lax.bitcast_convert_type(x, jnp.int32)
+
+
+def _from_bits(b, dtype) -> jnp.ndarray:
+    """The inverse of `_bits`."""
+    if dtype == jnp.bool_:
+        return b != 0
+    if jnp.issubdtype(dtype, jnp.integer):
+        return b.astype(dtype)
+    return jax.lax.bitcast_convert_type(b, dtype)
+
+
+def _rows(arrays: list, k) -> list:
+    """[a[k] for a in arrays] (arrays of one shape [K, ...], int32, float32 or bool) in one
+    pass: a variadic sum over the agents of the int32 bits masked to agent k's (a sum with
+    one nonzero term is exact). A reduce is its own kernel, so the step's writes of the
+    arrays read these rows instead of fusing the selection, which reads a[k] at another
+    index than the one it writes and so could not write the array in place."""
+    hit = (jnp.arange(arrays[0].shape[0]) == k).reshape((-1,) + (1,) * (arrays[0].ndim - 1))
+    bits = [_bits(a) for a in arrays]
+    sums = jax.lax.reduce(
+        tuple(jnp.where(hit, b, 0) for b in bits),
+        (jnp.int32(0),) * len(bits),
+        lambda x, y: tuple(u + v for u, v in zip(x, y)),
+        (0,),
+    )
+    return [_from_bits(r, a.dtype) for r, a in zip(sums, arrays)]
 
 
 def _row(tasks: Tasks, k) -> tuple[Table, jnp.ndarray, jnp.ndarray]:
     """Agent k's ring: (Table [Q], stage [Q], leaving [Q])."""
-    return (jax.tree.map(lambda a: _take(a, k), tasks.table), _take(tasks.stage, k), _take(tasks.leaving, k))
+    leaves, treedef = jax.tree.flatten((tasks.table, tasks.stage, tasks.leaving))
+    return jax.tree.unflatten(treedef, _rows(leaves, k))
 
 
-def _enter(config: NetworkConfig, params: NetworkParams, state: NetworkState, j, mask, rank, fields: dict, t: DF):
+# --------------------------------------------------------------------------- task writes
+# The handlers read the tasks as the step finds them and describe their writes; `_write`
+# applies every write of the step at the end, one masked select per field over [K, Q] (or one
+# scatter of one element, for the fields only an arrival writes). The events are exclusive, so
+# reading the step's input is reading what each handler would see after the others (an
+# inactive handler writes nothing), except the slots a flush frees at its own agent, which
+# the tasks it moves may take (`_flush` passes that row). XLA's CPU backend orders a step's
+# operations by their data only and updates a [K, Q] field in place only when every read of
+# it comes before its write in that order (it copies the field every step otherwise): every
+# write's mask depends on everything the reads produce (`_all_computed`).
+
+
+def _fields_of(tasks: Tasks) -> dict:
+    """The leaves of `tasks` by name."""
+    tb = tasks.table
+    return dict(
+        entry=tb.entry,
+        id=tb.id,
+        type=tb.type,
+        arrival_hi=tb.arrival.hi,
+        arrival_lo=tb.arrival.lo,
+        p=tb.p,
+        d=tb.d,
+        vp=tb.vp,
+        vd=tb.vd,
+        last_hi=tb.last.hi,
+        last_lo=tb.last.lo,
+        ttft=tb.ttft,
+        stage=tasks.stage,
+        leaving=tasks.leaving,
+        plan_p=tasks.plan_p,
+        plan_d=tasks.plan_d,
+    )
+
+
+def _tasks_of(x: dict) -> Tasks:
+    """The inverse of `_fields_of`."""
+    table = Table(
+        x["entry"],
+        x["id"],
+        x["type"],
+        DF(x["arrival_hi"], x["arrival_lo"]),
+        x["p"],
+        x["d"],
+        x["vp"],
+        x["vd"],
+        DF(x["last_hi"], x["last_lo"]),
+        x["ttft"],
+    )
+    return Tasks(table, x["stage"], x["leaving"], x["plan_p"], x["plan_d"])
+
+
+def _new_fields(entry, fields: dict, t: DF) -> dict:
+    """The FIELDS of tasks entering at time t with entry numbers `entry` and `fields` (arrays
+    of entry's shape, plans with a trailing stage axis): p = v_p, d = v_d, last token time t,
+    no TTFT yet, not leaving."""
+    shape = entry.shape
+    return dict(
+        entry=entry,
+        id=fields["id"],
+        type=fields["type"],
+        arrival_hi=fields["arrival"].hi,
+        arrival_lo=fields["arrival"].lo,
+        p=fields["vp"],
+        d=fields["vd"],
+        vp=fields["vp"],
+        vd=fields["vd"],
+        last_hi=jnp.broadcast_to(t.hi, shape),
+        last_lo=jnp.broadcast_to(t.lo, shape),
+        ttft=jnp.zeros(shape, jnp.float32),
+        stage=fields["stage"],
+        leaving=jnp.zeros(shape, bool),
+        plan_p=fields["plan_p"],
+        plan_d=fields["plan_d"],
+    )
+
+
+def _all_computed(tree) -> jnp.ndarray:
+    """bool scalar True that depends on every leaf of `tree`: all (x | 1) != 0 over the first
+    element of each, as int32 bits. XLA orders a step's operations by their data only; a
+    write masked with this comes after everything that computes the leaves. The test is a
+    reduction, a kernel of its own, so it is not recomputed for each element of the writes
+    that read it."""
+    bits = jnp.stack([_bits(jnp.ravel(x)[0]) for x in jax.tree.leaves(tree)])
+    return jnp.all((bits | 1) != 0)
+
+
+def _once(*xs) -> tuple:
+    """The scalars `xs` (int32, float32 or bool) unchanged, computed once into memory: one
+    sum over a stacked zero (exact: x + 0 on the int32 bits). XLA fuses cheap elementwise
+    producers into every consumer and recomputes them per element of it; a reduction is a
+    kernel of its own, so the [K, Q] passes that read these scalars load them instead of
+    redoing the step's per-run arithmetic for each slot of each field."""
+    bits = jnp.stack([_bits(jnp.asarray(x)) for x in xs])
+    bits = jnp.sum(jnp.stack([bits, jnp.zeros_like(bits)]), axis=0)
+    return tuple(_from_bits(bits[i], jnp.asarray(x).dtype) for i, x in enumerate(xs))
+
+
+def _write(config: NetworkConfig, tasks: Tasks, k, own: dict, rows: list, one, ready) -> Tasks:
+    """`tasks` with the step's writes: `own` {field: row [Q]} the new rows of agent k (the
+    flushing or deciding agent); `rows` [(j, hit [Q], {field: row [Q]})] tasks entering the
+    slots `hit` of agent j (a static index; after `own`, since tasks moved from agent k may
+    enter it again); `one` (j, slot, ok, {field: [1]}) one arriving task, or None. ready: the
+    `_all_computed` of everything the step read from `tasks` (True), in every write's mask."""
+    K, Q = config.K, config.table_size
+    if one is not None:
+        k, ready, j1, slot, ok = _once(k, ready, one[0], one[1], one[2])
+        one = (j1, slot, ok, one[3])
+    else:
+        k, ready = _once(k, ready)
+    agent = jnp.arange(K, dtype=jnp.int32)[:, None]
+    j1, slot, ok, vals1 = one if one is not None else (None, None, None, None)
+    hit1 = None
+    if one is not None:
+        ok = ok & ready
+        hit1 = (agent == j1) & (jnp.arange(Q, dtype=jnp.int32)[None, :] == slot) & ok
+    out = {}
+    for name, a in _fields_of(tasks).items():
+        extra = (1,) * (a.ndim - 2)
+        if one is not None and name not in own and not rows:
+            # Only the arrival writes this field: one element, scattered in place.
+            # On the flat array (the plans' [K, Q, S] too: a trailing stage axis of one would
+            # otherwise get a layout of its own and a copy).
+            S = int(np.prod(a.shape[2:], dtype=np.int64))
+            flat = jnp.where(ok, (j1 * Q + slot) * S, K * Q * S) + jnp.arange(S, dtype=jnp.int32)
+            v = jnp.reshape(vals1[name][0], (S,))
+            out[name] = a.reshape(-1).at[flat].set(v, mode="drop").reshape(a.shape)
+            continue
+        new = a
+        if name in own:
+            new = jnp.where(((agent == k) & ready).reshape((K, 1) + extra), own[name][None], new)
+        for j, hit, vals in rows:
+            new = jnp.where(((agent == j) & hit[None, :] & ready).reshape((K, Q) + extra), vals[name][None], new)
+        if one is not None:
+            new = jnp.where(hit1.reshape((K, Q) + extra), vals1[name][0], new)
+        out[name] = new
+    return _tasks_of(out)
+
+
+def _enter(config: NetworkConfig, params: NetworkParams, state: NetworkState, j, mask, rank, fields: dict, t: DF, held):
     """Tasks `mask` (arrays [L], `rank` their order) enter agent j at time t, taking entry
     numbers entries[j] + rank; the first whose slot is held is rejected and so is every later
     one (a rejected task takes no entry: the next tries the same slot, budget docs §4).
-    Returns (tasks, agents, totals)."""
+    held: bool [Q], the slots of agent j that are held (L > 1), or bool, whether the slot the
+    one task would take is held (L = 1). Returns (write, agents, totals): the `_write` entry
+    of the tasks, (j, slot, ok, fields [1]) for L = 1 or (j, hit [Q], fields [Q]) for L > 1."""
     Q, _ = run_sizes(config, params)
     ag = state.agents
-    s0 = ag.entries[j] % Q
+    entries_j = _take(ag.entries, j)
+    s0 = entries_j % Q
     # The candidates would fill the consecutive slots s0, s0 + 1, ... (mod Q) in rank order.
     n_mask = jnp.sum(mask, dtype=jnp.int32)
     if mask.shape[0] == 1:
-        held = (_take(state.tasks.table.entry, j)[s0] >= 0) & mask[0]
-        n = jnp.where(held, 0, n_mask)
-        tasks = _enter_one(config, state.tasks, j, s0, ag.entries[j], n > 0, fields, t)
+        n = jnp.where(held & mask[0], 0, n_mask)
+        write = (j, s0, n > 0, _new_fields(jnp.reshape(entries_j, (1,)), fields, t))
     else:
         slot = jnp.arange(config.table_size, dtype=jnp.int32)
         r = (slot - s0) % Q
@@ -160,141 +350,69 @@ def _enter(config: NetworkConfig, params: NetworkParams, state: NetworkState, j,
             # Slots past the run's ring get a rank no task reaches (n_mask <= Q of them flush),
             # inside the arrays (Q < config.table_size whenever such a slot exists).
             r = jnp.where(slot < Q, r, config.table_size - 1)
-        held = state.tasks.table.entry[j] >= 0
         n = jnp.minimum(n_mask, jnp.min(jnp.where(held & (r < n_mask), r, Q)))
-        tasks = _enter_many(config, state.tasks, j, mask & (rank < n), rank, r, n, ag.entries[j] + r, fields, t)
+        write = _enter_many(config, j, mask & (rank < n), rank, r, n, entries_j + r, fields, t)
     tok = jnp.sum(jnp.where(mask & (rank < n), fields["vp"] + fields["vd"], 0), dtype=jnp.int32)
-    wake = (n > 0) & ~ag.pending[j] & ~ag.ready[j]
+    pending_j, ready_j = _take(ag.pending, j), _take(ag.ready, j)
+    wake = (n > 0) & ~pending_j & ~ready_j
     w = Window.of(config)
-    waited = w.overlap_s(DF(ag.since.hi[j], ag.since.lo[j]), t)
-    K = config.K
+    waited = w.overlap_s(DF(_take(ag.since.hi, j), _take(ag.since.lo, j)), t)
     totals = state.totals
     totals = replace(
         totals,
         rejected=totals.rejected + n_mask - n,
-        idle_s=totals.idle_s.add(jnp.zeros((K,), jnp.float32).at[j].set(jnp.where(wake, waited, 0.0))),
+        idle_s=totals.idle_s.add(_set(jnp.zeros((config.K,), jnp.float32), j, jnp.where(wake, waited, 0.0))),
     )
     free_at = DF(
-        ag.free_at.hi.at[j].set(jnp.where(wake, t.hi, ag.free_at.hi[j])),
-        ag.free_at.lo.at[j].set(jnp.where(wake, t.lo, ag.free_at.lo[j])),
+        _set(ag.free_at.hi, j, jnp.where(wake, t.hi, _take(ag.free_at.hi, j))),
+        _set(ag.free_at.lo, j, jnp.where(wake, t.lo, _take(ag.free_at.lo, j))),
     )
     agents = replace(
         ag,
         free_at=free_at,
-        ready=ag.ready.at[j].set(ag.ready[j] | wake),
-        entries=ag.entries.at[j].add(n),
-        held=ag.held.at[j].add(n),
-        active=ag.active.at[j].add(n),
-        tokens=ag.tokens.at[j].add(tok),
+        ready=_set(ag.ready, j, ready_j | wake),
+        entries=_set(ag.entries, j, entries_j + n),
+        held=_set(ag.held, j, _take(ag.held, j) + n),
+        active=_set(ag.active, j, _take(ag.active, j) + n),
+        tokens=_set(ag.tokens, j, _take(ag.tokens, j) + tok),
     )
-    return tasks, agents, totals
+    return write, agents, totals
 
 
-def _new_rows(entry, fields: dict, t: DF) -> tuple[Table, jnp.ndarray, jnp.ndarray]:
-    """(Table, stage, leaving) rows of tasks entering at time t with entry numbers `entry` and
-    `fields` (all arrays of one shape): p = v_p, d = v_d, last token time t, no TTFT yet."""
-    at_t = DF(jnp.broadcast_to(t.hi, entry.shape), jnp.broadcast_to(t.lo, entry.shape))
-    table = Table(
-        entry,
-        fields["id"],
-        fields["type"],
-        fields["arrival"],
-        fields["vp"],
-        fields["vd"],
-        fields["vp"],
-        fields["vd"],
-        at_t,
-        jnp.zeros(entry.shape, jnp.float32),
-    )
-    return table, fields["stage"], jnp.zeros(entry.shape, bool)
-
-
-def _enter_one(config: NetworkConfig, tasks: Tasks, j, slot, entry, ok, fields: dict, t: DF) -> Tasks:
-    """One task (fields [1]) with entry number `entry` into slot `slot` of agent j (traced)
-    when `ok`: a scatter of one element per array."""
-    Q, K = config.table_size, config.K
-    flat = jnp.where(ok, j * Q + slot, K * Q)
-    table, stage, leaving = _new_rows(jnp.reshape(entry, (1,)), fields, t)
-
-    def scatter(a, v):
-        return a.reshape((K * Q,) + a.shape[2:]).at[flat].set(v[0], mode="drop").reshape(a.shape)
-
-    return Tasks(
-        jax.tree.map(scatter, tasks.table, table),
-        scatter(tasks.stage, stage),
-        scatter(tasks.leaving, leaving),
-        scatter(tasks.plan_p, fields["plan_p"]),
-        scatter(tasks.plan_d, fields["plan_d"]),
-    )
-
-
-def _enter_many(config: NetworkConfig, tasks: Tasks, j: int, put, rank, r, n, entry, fields: dict, t: DF) -> Tasks:
-    """Tasks `put` (arrays [Q] of the flushing agent, `rank` their order) into the slots
-    s0 + rank of agent j (a static index), where r[s] = (s - s0) mod Q is the rank each slot
-    receives, entry[s] its entry number and n the number entering. The fields are packed in one int32 matrix
-    and moved by
-    one compaction scatter and one row gather: per-field scatters of Q elements each cost ten
-    times more on CPU."""
+def _enter_many(config: NetworkConfig, j: int, put, rank, r, n, entry, fields: dict, t: DF):
+    """The write (j, hit [Q], fields [Q]) of tasks `put` (arrays [Q] of the flushing agent,
+    `rank` their order) into the slots s0 + rank of agent j (a static index), where r[s] =
+    (s - s0) mod Q is the rank each slot receives, entry[s] its entry number and n the number
+    entering. One compaction scatter maps each rank to its source slot; each field's write
+    gathers its column through it (per-field scatters of Q elements each cost ten times
+    more on CPU)."""
     Q = config.table_size
     L = put.shape[0]
-    cols = [
-        fields["id"],
-        fields["type"],
-        fields["arrival"].hi,
-        fields["arrival"].lo,
-        fields["vp"],
-        fields["vd"],
-        fields["stage"],
-    ]
-    packed = jnp.concatenate(
-        [
-            jnp.stack(
-                [
-                    jax.lax.bitcast_convert_type(c, jnp.int32) if c.dtype == jnp.float32 else c.astype(jnp.int32)
-                    for c in cols
-                ],
-                axis=1,
-            ),
-            fields["plan_p"],
-            fields["plan_d"],
-        ],
-        axis=1,
-    )  # [L, F]
     src = (
         jnp.zeros((Q,), jnp.int32).at[jnp.where(put, rank, Q)].set(jnp.arange(L, dtype=jnp.int32), mode="drop")
     )  # rank -> source
-    rows = packed[src[r]]  # [Q, F]
-    hit = r < n
-    f32 = lambda c: jax.lax.bitcast_convert_type(c, jnp.float32)
-    S = config.num_stages
+    at = src[r]  # [Q]: the source slot of the task each slot receives
     got = dict(
-        id=rows[:, 0],
-        type=rows[:, 1],
-        arrival=DF(f32(rows[:, 2]), f32(rows[:, 3])),
-        vp=rows[:, 4],
-        vd=rows[:, 5],
-        stage=rows[:, 6],
+        id=fields["id"][at],
+        type=fields["type"][at],
+        arrival=DF(fields["arrival"].hi[at], fields["arrival"].lo[at]),
+        vp=fields["vp"][at],
+        vd=fields["vd"][at],
+        stage=fields["stage"][at],
+        plan_p=fields["plan_p"][at],
+        plan_d=fields["plan_d"][at],
     )
-    table, stage, leaving = _new_rows(entry, got, t)
-    sel = lambda new, a: a.at[j].set(jnp.where(hit.reshape((Q,) + (1,) * (a.ndim - 2)), new, a[j]))
-    return Tasks(
-        jax.tree.map(sel, table, tasks.table),
-        sel(stage, tasks.stage),
-        sel(leaving, tasks.leaving),
-        sel(rows[:, 7 : 7 + S], tasks.plan_p),
-        sel(rows[:, 7 + S :], tasks.plan_d),
-    )
+    return (j, r < n, _new_fields(entry, got, t))
 
 
 def _pick(on, new, old):
-    """`new` where the scalar `on` holds, else `old` (leaf by leaf; for the small parts of the
-    state: the [K, Q] tables change only through masked scatters and row writes)."""
+    """`new` where the scalar `on` holds, else `old` (leaf by leaf)."""
     return jax.tree.map(lambda a, b: jnp.where(on, a, b), new, old)
 
 
 def _arrive(config: NetworkConfig, params: NetworkParams, state: NetworkState, t: DF, on):
     """If `on`: the next stream candidate at time t; an accepted request enters its first
-    agent. Returns (state, the agent)."""
+    agent. Returns (state, the agent, the task's `_write` entry)."""
     gen = state.gen
     z = gen.type
     one = lambda x: jnp.reshape(jnp.asarray(x, jnp.int32), (1,))
@@ -310,7 +428,10 @@ def _arrive(config: NetworkConfig, params: NetworkParams, state: NetworkState, t
     elif config.topology == "fork_join":
         j = jnp.int32(0)
     else:
-        j = jnp.asarray(np.asarray([r[0] for r in config.routes], np.int32))[z]
+        firsts = [r[0] for r in config.routes]
+        j = jnp.int32(firsts[0])
+        for zz in range(1, config.m):
+            j = jnp.where(z == zz, firsts[zz], j)
     fields = dict(
         id=ids,
         type=types,
@@ -322,19 +443,29 @@ def _arrive(config: NetworkConfig, params: NetworkParams, state: NetworkState, t
         arrival=DF(jnp.reshape(t.hi, (1,)), jnp.reshape(t.lo, (1,))),
     )
     mask = jnp.reshape(gen.accepted & on, (1,))
-    tasks, agents, totals = _enter(config, params, state, j, mask, jnp.zeros((1,), jnp.int32), fields, t)
+    Q, _ = run_sizes(config, params)
+    held = _take(state.tasks.table.entry, j)[_take(state.agents.entries, j) % Q] >= 0
+    write, agents, totals = _enter(config, params, state, j, mask, jnp.zeros((1,), jnp.int32), fields, t, held)
     gen = _pick(on, arrivals.advance(config, params.arrival, state.seed, gen), gen)
-    return replace(state, gen=gen, tasks=tasks, agents=agents, totals=totals), j
+    return replace(state, gen=gen, agents=agents, totals=totals), j, write
 
 
-def _flush(config: NetworkConfig, params: NetworkParams, state: NetworkState, k, t: DF, on):
+def _flush(config: NetworkConfig, params: NetworkParams, state: NetworkState, k, t: DF, on, row):
     """If `on`: the end of agent k's batch at time t; its leaving tasks exit the network or
     move on (their next agent, the fork, or the join), in their entry order at k; agent k's
-    decision is then due at t."""
-    table, stage, leaving = _row(state.tasks, k)
+    decision is then due at t. row: agent k's (Table, stage, leaving) at the step's start.
+    Returns (state, agent k's new entry row, the `_write` entries of the moved tasks)."""
+    table, stage, leaving = row
     leaving = leaving & on
+    S = config.num_stages
     if config.topology == "routes":
-        nxt = jnp.asarray(_next_agent(config))[table.type, stage]
+        # nxt[s] = the agent of the next stage of the slot's type (_EXIT after the last).
+        table_next = _next_agent(config)
+        nxt = jnp.full(stage.shape, _EXIT, jnp.int32)
+        for zz in range(config.m):
+            for ss in range(S + 1):
+                if table_next[zz, ss] != _EXIT:
+                    nxt = jnp.where((table.type == zz) & (stage == ss), int(table_next[zz, ss]), nxt)
         exits = leaving & (nxt == _EXIT)
     elif config.topology == "fork_join":
         exits = leaving & (k == config.K - 1)
@@ -355,45 +486,47 @@ def _flush(config: NetworkConfig, params: NetworkParams, state: NetworkState, k,
     ag = state.agents
     ag = replace(
         ag,
-        pending=ag.pending.at[k].set(ag.pending[k] & ~on),
-        ready=ag.ready.at[k].set(ag.ready[k] | on),
-        held=ag.held.at[k].add(-n_left),
+        pending=_set(ag.pending, k, _take(ag.pending, k) & ~on),
+        ready=_set(ag.ready, k, _take(ag.ready, k) | on),
+        held=_set(ag.held, k, _take(ag.held, k) - n_left),
     )
-    # Only the fields that change are written back (a row write costs K Q per field).
-    tasks = state.tasks
-    tasks = replace(
-        tasks,
-        table=replace(tasks.table, entry=_put(tasks.table.entry, k, jnp.where(leaving, -1, table.entry))),
-        leaving=_put(tasks.leaving, k, _take(tasks.leaving, k) & ~on),
-    )
-    state = replace(state, tasks=tasks, agents=ag, totals=tot)
+    entry_k = jnp.where(leaving, -1, table.entry)
+    state = replace(state, agents=ag, totals=tot)
     if config.topology == "parallel":
-        return state
+        return state, entry_k, []
     Q, _ = run_sizes(config, params)
-    base = state.agents.entries[k] % Q
+    base = _take(state.agents.entries, k) % Q
     if config.topology == "routes":
         moves = [(j, leaving & (nxt == j), stage + 1) for j in range(config.K)]
     else:
         forked = leaving & (k == 0)
         state, joined = _join(config, state, leaving & ((k == 1) | (k == 2)), table.id, base, Q)
         moves = [(1, forked, 1), (2, forked, 2), (3, joined, 3)]
-    plan_p, plan_d = _take(state.tasks.plan_p, k), _take(state.tasks.plan_d, k)
+    plan_p, plan_d = _rows([state.tasks.plan_p, state.tasks.plan_d], k)
+    writes = []
     for j, mask, st in moves:
-        at = jnp.broadcast_to(jnp.minimum(st, config.num_stages - 1), stage.shape)[:, None]
+        at = jnp.broadcast_to(jnp.minimum(st, S - 1), stage.shape)
+        vp, vd = plan_p[:, 0], plan_d[:, 0]
+        for ss in range(1, S):
+            vp = jnp.where(at == ss, plan_p[:, ss], vp)
+            vd = jnp.where(at == ss, plan_d[:, ss], vd)
         fields = dict(
             id=table.id,
             type=table.type,
             stage=jnp.broadcast_to(st, stage.shape),
-            vp=jnp.take_along_axis(plan_p, at, axis=1)[:, 0],
-            vd=jnp.take_along_axis(plan_d, at, axis=1)[:, 0],
+            vp=vp,
+            vd=vd,
             plan_p=plan_p,
             plan_d=plan_d,
             arrival=table.arrival,
         )
         rank = prefix_by_id(mask.astype(jnp.int32), base)
-        tasks, agents, totals = _enter(config, params, state, j, mask, rank, fields, t)
-        state = replace(state, tasks=tasks, agents=agents, totals=totals)
-    return state
+        # Agent j's ring as the moved tasks find it: agent k's has lost its leaving tasks.
+        held = jnp.where(k == j, entry_k, state.tasks.table.entry[j]) >= 0
+        write, agents, totals = _enter(config, params, state, j, mask, rank, fields, t, held)
+        writes.append(write)
+        state = replace(state, agents=agents, totals=totals)
+    return state, entry_k, writes
 
 
 def _join(config: NetworkConfig, state: NetworkState, joining, ids, base, Q):
@@ -419,15 +552,22 @@ def _join(config: NetworkConfig, state: NetworkState, joining, ids, base, Q):
     return replace(state, joins=Joins(jid, waiting), totals=tot), joined
 
 
-def _decide(config: NetworkConfig, params: NetworkParams, state: NetworkState, k, t: DF, on):
-    """If `on`: agent k's decision at time t (budget docs §2 steps 3-6). Returns (state, dp,
-    dd, load, tau), zeros when off."""
-    table, stage, leaving = _row(state.tasks, k)
-    pk = jax.tree.map(lambda a: a[k], params.agent)
+def _decide(config: NetworkConfig, params: NetworkParams, state: NetworkState, k, t: DF, on, row):
+    """If `on`: agent k's decision at time t (budget docs §2 steps 3-6) on its ring `row`
+    (Table, stage, leaving at the step's start: no other event of the step touches it).
+    Returns (state, dp, dd, load, tau, the loaded table, the departing slots), zeros and the
+    unchanged table when off."""
+    table, _, _ = row
+    pk = jax.tree.map(lambda a: _take(a, k), params.agent)
     options = config.batch_options()
     valid = table.valid
-    base = state.agents.entries[k] % run_sizes(config, params)[0]
-    view = View(valid, table.p, params.rank[k][table.type], table.entry, base)
+    base = _take(state.agents.entries, k) % run_sizes(config, params)[0]
+    rank_k = _take(params.rank, k)
+    # rank_k[type] as selects over the m types (a gather per slot under vmap).
+    ranked = jnp.broadcast_to(rank_k[0], table.type.shape)
+    for zz in range(1, rank_k.shape[0]):
+        ranked = jnp.where(table.type == zz, rank_k[zz], ranked)
+    view = View(valid, table.p, ranked, table.entry, base)
     dp, dd = choose_batch(options, pk, view)
     dp = jnp.where(valid & on, jnp.minimum(dp, table.p), 0)
     dd = valid & dd & (table.p == 0) & on
@@ -444,40 +584,36 @@ def _decide(config: NetworkConfig, params: NetworkParams, state: NetworkState, k
     w = Window.of(config)
     starts_in = batch & w.contains(t)
     ag, tot = state.agents, state.totals
-    one = lambda x: jnp.zeros((config.K,), jnp.int32).at[k].set(x.astype(jnp.int32))
+    zk = jnp.zeros((config.K,), jnp.int32)
+    one = lambda x: _set(zk, k, x.astype(jnp.int32))
     tot = replace(
         tot,
         batches=tot.batches + one(batch),
         window_batches=tot.window_batches + one(starts_in),
         partial=tot.partial + one(starts_in & (load < pk.budget) & (available >= pk.budget)),
-        stalled=tot.stalled | (on & ~batch & (ag.held[k] > 0)),
+        stalled=tot.stalled | (on & ~batch & (_take(ag.held, k) > 0)),
     )
     free_at = DF(
-        ag.free_at.hi.at[k].set(jnp.where(batch, t_end.hi, ag.free_at.hi[k])),
-        ag.free_at.lo.at[k].set(jnp.where(batch, t_end.lo, ag.free_at.lo[k])),
+        _set(ag.free_at.hi, k, jnp.where(batch, t_end.hi, _take(ag.free_at.hi, k))),
+        _set(ag.free_at.lo, k, jnp.where(batch, t_end.lo, _take(ag.free_at.lo, k))),
     )
     waits = on & ~batch
     since = DF(
-        ag.since.hi.at[k].set(jnp.where(waits, t.hi, ag.since.hi[k])),
-        ag.since.lo.at[k].set(jnp.where(waits, t.lo, ag.since.lo[k])),
+        _set(ag.since.hi, k, jnp.where(waits, t.hi, _take(ag.since.hi, k))),
+        _set(ag.since.lo, k, jnp.where(waits, t.lo, _take(ag.since.lo, k))),
     )
     ag = replace(
         ag,
         free_at=free_at,
         since=since,
-        pending=ag.pending.at[k].set(jnp.where(on, batch, ag.pending[k])),
-        ready=ag.ready.at[k].set(ag.ready[k] & ~on),
-        tokens=ag.tokens.at[k].add(-load),
-        active=ag.active.at[k].add(-jnp.sum(depart, dtype=jnp.int32)),
+        pending=_set(ag.pending, k, jnp.where(on, batch, _take(ag.pending, k))),
+        ready=_set(ag.ready, k, _take(ag.ready, k) & ~on),
+        tokens=_set(ag.tokens, k, _take(ag.tokens, k) - load),
+        active=_set(ag.active, k, _take(ag.active, k) - jnp.sum(depart, dtype=jnp.int32)),
     )
-    tasks = state.tasks
-    tasks = replace(
-        tasks,
-        table=replace(tasks.table, p=_put(tasks.table.p, k, new.p), d=_put(tasks.table.d, k, new.d)),
-        leaving=_put(tasks.leaving, k, jnp.where(on, depart, leaving)),
-    )
-    state = replace(state, tasks=tasks, agents=ag, totals=tot)
-    return state, dp, dd, load, DF(jnp.where(on, tau.hi, 0.0), jnp.where(on, tau.lo, 0.0))
+    state = replace(state, agents=ag, totals=tot)
+    tau = DF(jnp.where(on, tau.hi, 0.0), jnp.where(on, tau.lo, 0.0))
+    return state, dp, dd, load, tau, new, depart
 
 
 def _snapshots(config: NetworkConfig, totals: NetworkTotals, n, x, t: DF, all_):
@@ -517,45 +653,49 @@ def step(config: NetworkConfig, params: NetworkParams, state: NetworkState, reco
     totals = replace(totals, steps=totals.steps + active.astype(jnp.int32))
     state = replace(state, totals=totals)
     # Every event kind runs masked (no lax.switch): under vmap a switch becomes a select of
-    # every branch's whole state, copying the [K, Q] tables per step; masked scatters and row
-    # writes update them in place.
-    new = _flush(config, params, state, k, t, go & (cls == FLUSH))
-    new, j = _arrive(config, params, new, t, go & (cls == ARRIVAL))
-    new, dp, dd, load, tau = _decide(config, params, new, k, t, go & (cls == DECIDE))
+    # every branch's whole state, copying the [K, Q] tables per step. The handlers run in the
+    # order flush, arrival, decision on the small state and read agent k's ring once.
+    on_flush, on_decide = go & (cls == FLUSH), go & (cls == DECIDE)
+    row = _row(state.tasks, k)
+    new, entry_k, rows = _flush(config, params, state, k, t, on_flush, row)
+    new, j, one = _arrive(config, params, new, t, go & (cls == ARRIVAL))
+    new, dp, dd, load, tau, loaded, depart = _decide(config, params, new, k, t, on_decide, row)
+    own = dict(entry=entry_k, p=loaded.p, d=loaded.d, leaving=jnp.where(on_decide, depart, row[2] & ~on_flush))
     agent = jnp.where(cls == ARRIVAL, j, k)
     new = replace(new, clock=clock.where(go, t, state.clock), done=state.done | ends)
-    if not record:
-        return new, None
-    kind = jnp.where(
-        ~active,
-        KIND_NONE,
-        jnp.where(
-            ends,
-            KIND_END,
+    out = None
+    if record:
+        kind = jnp.where(
+            ~active,
+            KIND_NONE,
             jnp.where(
-                cls == FLUSH,
-                KIND_FLUSH,
-                jnp.where(cls == ARRIVAL, KIND_ARRIVAL, jnp.where(load > 0, KIND_BATCH, KIND_WAIT)),
+                ends,
+                KIND_END,
+                jnp.where(
+                    cls == FLUSH,
+                    KIND_FLUSH,
+                    jnp.where(cls == ARRIVAL, KIND_ARRIVAL, jnp.where(load > 0, KIND_BATCH, KIND_WAIT)),
+                ),
             ),
-        ),
-    )
-    row = dict(
-        kind=kind.astype(jnp.int32),
-        agent=jnp.asarray(agent, jnp.int32),
-        t_hi=t.hi,
-        t_lo=t.lo,
-        tau_hi=tau.hi,
-        tau_lo=tau.lo,
-        load=load,
-        prefill=jnp.sum(dp, dtype=jnp.int32),
-        decode=jnp.sum(dd, dtype=jnp.int32),
-        requests=n_pre,
-        tokens=x_pre,
-    )
-    if config.record_members:
-        table = jax.tree.map(lambda a: a[k], state.tasks.table)
-        row.update(entry=table.entry, id=table.id, dp=dp, dd=dd.astype(jnp.int32))
-    return new, row
+        )
+        out = dict(
+            kind=kind.astype(jnp.int32),
+            agent=jnp.asarray(agent, jnp.int32),
+            t_hi=t.hi,
+            t_lo=t.lo,
+            tau_hi=tau.hi,
+            tau_lo=tau.lo,
+            load=load,
+            prefill=jnp.sum(dp, dtype=jnp.int32),
+            decode=jnp.sum(dd, dtype=jnp.int32),
+            requests=n_pre,
+            tokens=x_pre,
+        )
+        if config.record_members:
+            out.update(entry=row[0].entry, id=row[0].id, dp=dp, dd=dd.astype(jnp.int32))
+    # Every write of the tasks after every read of them (see `_write`).
+    ready = _all_computed((new.agents, new.joins, new.totals, out))
+    return replace(new, tasks=_write(config, state.tasks, k, own, rows, one, ready)), out
 
 
 def done(config: NetworkConfig, state: NetworkState) -> jnp.ndarray:
