@@ -22,14 +22,14 @@ from ..clock import DF
 from ..engine import Engine
 from ..errors import ConfigError, require, require_float, require_int
 from ..histogram import bit_bins
-from ..kernels import ordered_sum
+from ..kernels import fused_sums, ordered_sum
 from ..run import Results, trajectory_rows
 from ..timing import iteration_time_s, priced_iteration_time_s
 from ..workload import arrivals
 from .config import INT_LIMIT, KVConfig, KVParams, KVSizes, make_params
 from .metrics import METRICS
 from .metrics import finalize as finalize_metrics
-from .policies import View, within_limits
+from .policies import ONE_HOT_BINS, View, key_counts, lookup, within_limits
 from .registry import POLICIES
 from .state import KVState, Table, Totals, Window
 
@@ -221,21 +221,95 @@ def _window_insert(window: Window, bounds, prev, now, in_system, ids, t: DF) -> 
     )
 
 
-def _apply_batch(
-    config, table: Table, totals: Totals, member, preempt, chunk, work, t_end: DF, on, in_window, bounds, T: DF | None
-):
-    """Effects of a batch at its end time t_end (docs §5 step 6), applied where `on`. A member
-    advances a stage when its chunk completes its work (always, except a partial chunk).
-    Latency and TTFT count measured requests (ids in [bounds[0], bounds[2])) only; completed
-    tokens count in the window's when `in_window`, in the horizon's when t_end <= T (the run's
-    `horizon`, None: always)."""
-    member = member & on
-    preempt = preempt & on
-    decode = jnp.asarray(config.decode_tokens, jnp.int32)[table.type]
+class _Sums(NamedTuple):
+    """The epoch's integer sums over the table (int32 scalars, `_table_sums`)."""
+
+    members: jnp.ndarray  # requests in the policy's batch
+    tokens: jnp.ndarray  # tokens the batch processes (sum of chunks)
+    memory: jnp.ndarray  # KV held during the batch (tokens)
+    prefill: jnp.ndarray  # tokens processed as prefills (prefill_price only; else 0)
+    completed: jnp.ndarray  # members that complete
+    decode_tokens: jnp.ndarray  # l'_j of the members that complete
+    first_tokens: jnp.ndarray  # measured members that produce their first token
+    measured_completed: jnp.ndarray  # measured members that complete
+    preempted: jnp.ndarray  # preempted requests (before masking by the batch)
+    in_table: jnp.ndarray  # requests in the table after the insertion step
+    type_completed: jnp.ndarray  # int32[m] members of each type that complete
+
+
+def _progress(config: KVConfig, table: Table, member, chunk, work, bounds):
+    """Per-slot effects of the policy's batch on the members (docs §5 step 6), bool[Q] each:
+    (advance: the member's chunk completes its work (always, except a partial chunk), first:
+    it produces its first token, done: it completes, measured: its id is in [bounds[0],
+    bounds[2]) (latency and TTFT count these only)). Slots outside `member` are all False."""
+    decode = lookup(np.asarray(config.decode_tokens, np.int32), table.type)
     advance = member & (table.prefilled + chunk >= work)
-    new_stage = table.stage + advance.astype(jnp.int32)
     first = advance & (table.stage == 0)
-    done = advance & (new_stage == decode + 1)
+    done = advance & (table.stage == decode)  # the new stage is l'_j + 1
+    measured = (table.id >= bounds[0]) & (table.id < bounds[2])
+    return advance, first, done, measured, decode
+
+
+def _table_sums(config: KVConfig, table: Table, valid, member, preempt, chunk, work, done, first, measured, decode):
+    """Every integer sum of the epoch over the table, in one pass (`fused_sums`, one variadic
+    reduce that reads the table once; XLA's CPU backend materializes the operand of each plain
+    sum and reduces it in a tree of its own). chunk: int32[Q], 0 outside `member`."""
+    holding = table.resident | (table.prefilled > 0)
+    # KV held: residents and started chunked prefills (whole prefill), unless preempted, and
+    # the members (a prefill's tokens count while it is processed).
+    holds = valid & ((holding & ~preempt) | member)
+    i32 = lambda x: x.astype(jnp.int32)
+    terms = [
+        i32(member),
+        chunk,
+        jnp.where(holds, work, 0),
+        i32(done),
+        jnp.where(done, decode, 0),
+        i32(first & measured),
+        i32(done & measured),
+        i32(preempt),
+        i32(valid),
+    ]
+    if config.prefill_price:  # prefills (first ones and restarts) at their own price
+        terms.append(jnp.where(member & ~table.resident, chunk, 0))
+    m = config.m
+    by_type = m <= ONE_HOT_BINS
+    if by_type:
+        terms += [i32(done & (table.type == j)) for j in range(m)]
+    sums = fused_sums(terms)
+    n = 10 if config.prefill_price else 9
+    prefill = sums[9] if config.prefill_price else jnp.int32(0)
+    if by_type:
+        type_completed = jnp.stack(sums[n:])
+    else:
+        (type_completed,) = key_counts(table.type, (done,), m)
+    return _Sums(*sums[:3], prefill, *sums[3:9], type_completed)
+
+
+def _apply_batch(
+    config,
+    table: Table,
+    totals: Totals,
+    sums: _Sums,
+    member,
+    preempt,
+    chunk,
+    advance,
+    first,
+    done,
+    measured,
+    t_end: DF,
+    on,
+    in_window,
+    clear,
+    T: DF | None,
+):
+    """Effects of the batch at its end time t_end (docs §5 step 6), applied where `on` (the
+    epoch runs a batch: `member` and its `_progress` are empty otherwise). Latency and TTFT
+    count measured requests only; completed tokens count in the window's when `in_window`, in
+    the horizon's when t_end <= T (the run's `horizon`, None: always). `clear`: force_clear
+    empties the table."""
+    preempt = preempt & on
     # Time since arrival (s): the latency of completing members, the TTFT of first tokens.
     # t_end is divided by a run-time 1 (exact): XLA does not fuse a division into consumers that
     # reuse its elements, so t_end's long double-float chain gets a kernel of its own instead of
@@ -249,13 +323,20 @@ def _apply_batch(
         ),
         table.arrival,
     )
-    measured = (table.id >= bounds[0]) & (table.id < bounds[2])
     m_done, m_first = done & measured, first & measured
-    n_done = jnp.sum(done, dtype=jnp.int32)
-    tok = jnp.sum(jnp.where(done, decode + 1, 0), dtype=jnp.int32)
-    dtok = jnp.sum(jnp.where(done, decode, 0), dtype=jnp.int32)
+    n_done = sums.completed
+    dtok = sums.decode_tokens
+    tok = dtok + n_done  # the l'_j + 1 of the completed
     in_h = jnp.bool_(True) if T is None else clock.le(t_end, T)
     in_h = in_h.astype(jnp.int32)
+    # Both histograms in one scatter over [latency | TTFT] bins: a member that completes has
+    # left stage l'_j >= 1, so it does not produce its first token in the same batch.
+    nb = config.hist_bins
+    bins = bit_bins(since, m_done | m_first, config.hist_octave_bits)
+    hist = jnp.concatenate([totals.latency_hist, totals.ttft_hist])
+    hist = hist.at[jnp.where(m_first, bins + nb, jnp.where(m_done, bins, 2 * nb))].add(1, mode="drop")
+    latency = ordered_sum(jnp.where(m_done, since, 0.0))
+    ttft = ordered_sum(jnp.where(m_first, since, 0.0))
     totals = replace(
         totals,
         completed=totals.completed + n_done,
@@ -263,30 +344,30 @@ def _apply_batch(
         decode_tokens=totals.decode_tokens.add(dtok),
         horizon_tokens=totals.horizon_tokens.add(in_h * tok),
         horizon_decode_tokens=totals.horizon_decode_tokens.add(in_h * dtok),
-        latency_s=totals.latency_s.add(ordered_sum(jnp.where(m_done, since, 0.0))),
-        ttft_s=totals.ttft_s.add(ordered_sum(jnp.where(m_first, since, 0.0))),
-        first_tokens=totals.first_tokens + jnp.sum(m_first, dtype=jnp.int32),
-        latency_hist=totals.latency_hist.at[bit_bins(since, m_done, config.hist_octave_bits)].add(1, mode="drop"),
-        ttft_hist=totals.ttft_hist.at[bit_bins(since, m_first, config.hist_octave_bits)].add(1, mode="drop"),
+        latency_s=totals.latency_s.add(latency),
+        ttft_s=totals.ttft_s.add(ttft),
+        first_tokens=totals.first_tokens + sums.first_tokens,
+        latency_hist=hist[:nb],
+        ttft_hist=hist[nb:],
         window=replace(
             totals.window,
             tokens=totals.window.tokens.add(jnp.where(in_window, tok, 0)),
-            completed=totals.window.completed + jnp.sum(m_done, dtype=jnp.int32),
+            completed=totals.window.completed + sums.measured_completed,
         ),
         last_completion=clock.where(n_done > 0, t_end, totals.last_completion),
-        preemptions=totals.preemptions.add(jnp.sum(preempt, dtype=jnp.int32)),
+        preemptions=totals.preemptions.add(jnp.where(on, sums.preempted, 0)),
     )
     prefilled = jnp.where(member & ~advance, table.prefilled + chunk, jnp.where(advance | preempt, 0, table.prefilled))
     table = Table(
-        jnp.where(done, -1, table.id),
+        jnp.where(done | clear, -1, table.id),
         table.type,
         table.seq,
         table.arrival,
-        new_stage,
+        table.stage + advance.astype(jnp.int32),
         (table.resident & ~preempt) | advance,
         prefilled,
     )
-    return table, totals, done
+    return table, totals
 
 
 # --------------------------------------------------------------------------- step
@@ -309,37 +390,22 @@ class _Epoch(eqx.Module):
     work: jnp.ndarray  # int32[Q] l_j + k
 
 
-def _decide(config: KVConfig, params: KVParams, state: KVState, gen, table, more_due, active, hit) -> _Epoch:
-    """Steps 3-5 of an epoch: the drain flag, the policy's batch, and which case applies."""
+def _decide(config: KVConfig, params: KVParams, state: KVState, gen, table, more_due, active, hit):
+    """Steps 3-5 of an epoch: the drain flag and the policy's batch. Returns (go: the epoch
+    may run a batch, all_in, draining, valid, member, preempt (both bool[Q], within `go`),
+    chunk (int32[Q], 0 outside `member`), work: int32[Q] l_j + k)."""
     go = active & ~hit & ~more_due
     n = request_bound(config, params)
     all_in = jnp.bool_(False) if n is None else gen.num_arrived >= n
     draining = all_in & (config.end_mode == "drain")
     valid = table.id >= 0
-    work = jnp.where(valid, jnp.asarray(config.prefill_tokens, jnp.int32)[table.type] + table.stage, 0)
+    work = jnp.where(valid, lookup(np.asarray(config.prefill_tokens, np.int32), table.type) + table.stage, 0)
     view = View(
         table, valid, work, draining, gen.num_arrived % ring_size(config, params), state.type_completed, table.prefilled
     )
     member, preempt, chunk = POLICIES[config.policy].fn(config, params, view)
     member = within_limits(view, member & valid & go, chunk, params)
-    has_batch = jnp.any(member)
-    empty = go & ~has_batch
-    clear = empty & (config.end_mode == "force_clear") & all_in
-    ends = empty & (clear | gen.exhausted)
-    return _Epoch(
-        active,
-        hit,
-        more_due,
-        go & has_batch,
-        empty & ~ends,
-        ends,
-        clear,
-        draining,
-        member,
-        preempt & valid & go,
-        jnp.where(member, chunk, 0),
-        work,
-    )
+    return go, all_in, draining, valid, member, preempt & valid & go, jnp.where(member, chunk, 0), work
 
 
 def step(config: KVConfig, params: KVParams, state: KVState, record: bool = False):
@@ -356,20 +422,27 @@ def step(config: KVConfig, params: KVParams, state: KVState, record: bool = Fals
     # Requests in the table after the insertion step, by conservation (docs §8): O(1), not O(Q).
     in_table = now - state.totals.completed - state.totals.dropped - ovf
     window = _window_insert(state.totals.window, bounds, prev, now, in_table, ids, t0)
-    e = _decide(config, params, state, gen, table, more_due, active, hit)
+    go, all_in, draining, valid, member, preempt, chunk, work = _decide(
+        config, params, state, gen, table, more_due, active, hit
+    )
+    advance, first, completes, measured, decode = _progress(config, table, member, chunk, work, bounds)
+    sums = _table_sums(config, table, valid, member, preempt, chunk, work, completes, first, measured, decode)
+    # Step 5: which case applies. `member` is empty unless the epoch runs a batch (`go`), so
+    # the batch's per-slot effects need no masking by it.
+    has_batch = sums.members > 0
+    empty = go & ~has_batch
+    clear = empty & (config.end_mode == "force_clear") & all_in
+    ends = empty & (clear | gen.exhausted)
+    e = _Epoch(
+        active, hit, more_due, go & has_batch, empty & ~ends, ends, clear, draining, member, preempt, chunk, work
+    )
     batch = e.batch
     # Step 6: the batch (its effects are masked out unless `batch`).
-    tokens = jnp.sum(e.chunk, dtype=jnp.int32)
-    # KV held: residents and started chunked prefills (whole prefill), unless preempted, and
-    # the members (a prefill's tokens count while it is processed).
-    holding = table.resident | (table.prefilled > 0)
-    holds = (table.id >= 0) & ((holding & ~e.preempt) | e.member)
-    memory = jnp.sum(jnp.where(holds, e.work, 0), dtype=jnp.int32)
+    tokens, memory = sums.tokens, sums.memory
     if config.prefill_price:  # prefills (first ones and restarts) at their own price
-        prefill = jnp.sum(jnp.where(e.member & ~table.resident, e.chunk, 0), dtype=jnp.int32)
         tau = priced_iteration_time_s(
-            tokens - prefill,
-            prefill,
+            tokens - sums.prefill,
+            sums.prefill,
             params.d0_s,
             params.d1_hi,
             params.d1_lo,
@@ -381,23 +454,27 @@ def step(config: KVConfig, params: KVParams, state: KVState, record: bool = Fals
     t_end = clock.add(t0, tau)
     pre = table
     wbatch = batch & in_window
-    table, totals, completes = _apply_batch(
+    table, totals = _apply_batch(
         config,
         table,
         replace(state.totals, table_overflow=ovf, window=window),
-        e.member,
-        e.preempt,
-        e.chunk,
-        e.work,
+        sums,
+        member,
+        preempt,
+        chunk,
+        advance,
+        first,
+        completes,
+        measured,
         t_end,
         batch,
         wbatch,
-        bounds,
+        clear,
         T,
     )
-    type_completed = state.type_completed.at[pre.type].add(completes.astype(jnp.int32))
-    n_in = jnp.sum(table.id >= 0, dtype=jnp.int32)
-    table = replace(table, id=jnp.where(e.clear, -1, table.id))
+    type_completed = state.type_completed + sums.type_completed
+    # Requests left after the batch (before force_clear drops them).
+    n_in = sums.in_table - sums.completed
     totals = replace(
         totals,
         peak_memory=jnp.where(wbatch, jnp.maximum(totals.peak_memory, memory), totals.peak_memory),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import equinox as eqx
 import jax.numpy as jnp
 
-from ..kernels import prefix_by_id, prefix_max_by_id, suffix_sums
+from ..kernels import fused_sums, prefix_by_id, prefix_max_by_id, suffix_sums
 from .state import Table
 
 if TYPE_CHECKING:  # the config validates policy names (registry.POLICIES)
@@ -43,28 +43,79 @@ class View(eqx.Module):
     prefilled: jnp.ndarray
 
 
-def wait_rank(config: KVConfig, view: View) -> jnp.ndarray:
+# A count of the table's slots by a small key (request type, stage, or both) is one pass of
+# compares summed in one variadic reduce (`fused_sums`) for up to ONE_HOT_BINS keys: a
+# scatter-add, as XLA's CPU backend runs it under vmap, builds a (seed, key) index per slot and
+# adds the slots one at a time (4x slower for 42 keys, 40x for 2 keys over [1024, 4096]).
+ONE_HOT_BINS = 64
+# A per-slot lookup in a table of up to SELECT_MAX entries (per-type lengths, thresholds) is a
+# chain of selects, not a gather (5x faster for m = 2 over [1024, 4096]).
+SELECT_MAX = 8
+
+
+def key_counts(key: jnp.ndarray, masks, bins: int) -> tuple[jnp.ndarray, ...]:
+    """int32[bins] per mask of `masks` (bool[Q] each): the masked slots with key == b, for b in
+    [0, bins); key: int32[Q], in [0, bins) wherever a mask is set. All in one pass over the
+    table for up to ONE_HOT_BINS keys, else one scatter-add per mask. Integer counts: the two
+    forms agree exactly."""
+    masks = tuple(masks)
+    if bins > ONE_HOT_BINS:
+        return tuple(jnp.zeros((bins,), jnp.int32).at[key].add(x.astype(jnp.int32)) for x in masks)
+    sums = fused_sums([(x & (key == b)).astype(jnp.int32) for x in masks for b in range(bins)])
+    return tuple(jnp.stack(sums[i * bins : (i + 1) * bins]) for i in range(len(masks)))
+
+
+def lookup(values, key: jnp.ndarray) -> jnp.ndarray:
+    """values[key] (values: [n], int32 or a host array; key: int32[Q] in [0, n)): a chain of
+    selects for n <= SELECT_MAX, else a gather. The same integers either way."""
+    values = jnp.asarray(values)
+    n = values.shape[0]
+    if n > SELECT_MAX:
+        return values[key]
+    out = jnp.broadcast_to(values[n - 1], key.shape)
+    for b in range(n - 2, -1, -1):
+        out = jnp.where(key == b, values[b], out)
+    return out
+
+
+def type_stage_counts(config: KVConfig, view: View) -> jnp.ndarray:
+    """int32[m, K1]: the requests in the system of each type j at each stage k."""
+    t = view.table
+    m, K1 = config.m, config.num_stages
+    (count,) = key_counts(t.type * K1 + t.stage, (view.valid,), m * K1)
+    return count.reshape(m, K1)
+
+
+def stage_counts(config: KVConfig, view: View) -> jnp.ndarray:
+    """int32[K1]: the requests in the system at each stage k."""
+    (count,) = key_counts(view.table.stage, (view.valid,), config.num_stages)
+    return count
+
+
+def wait_rank(config: KVConfig, view: View, count: jnp.ndarray | None = None) -> jnp.ndarray:
     """int32[Q] rank within (type, stage) by id, in O(Q + m K1).
 
     Requests of one type complete in arrival order and never overtake each other, so the older
     requests of type j still in the system are those with a smaller `seq` (there are
     seq - completed_j of them), and the ones at a stage above k are all older than any at k:
-    rank = seq - completed_j - #(type j at stages > k).
+    rank = seq - completed_j - #(type j at stages > k). count: `type_stage_counts` (None:
+    computed here).
     """
     t = view.table
-    m, K1 = config.m, config.num_stages
-    count = jnp.zeros((m * K1,), jnp.int32).at[t.type * K1 + t.stage].add(view.valid.astype(jnp.int32)).reshape(m, K1)
+    K1 = config.num_stages
+    count = type_stage_counts(config, view) if count is None else count
     above = suffix_sums(count)
-    return t.seq - view.type_completed[t.type] - above[t.type, jnp.clip(t.stage, 0, K1 - 1)]
+    return t.seq - lookup(view.type_completed, t.type) - above[t.type, jnp.clip(t.stage, 0, K1 - 1)]
 
 
-def stage_rank(config: KVConfig, view: View) -> jnp.ndarray:
+def stage_rank(config: KVConfig, view: View, count: jnp.ndarray | None = None) -> jnp.ndarray:
     """int32[Q] rank within stage (any type) by id, in O(Q + K1): requests at higher stages
-    are all older (no overtaking), so rank = #(older in system) - #(at stages > k)."""
+    are all older (no overtaking), so rank = #(older in system) - #(at stages > k). count:
+    `stage_counts` (None: computed here)."""
     t = view.table
     K1 = config.num_stages
     older = prefix_by_id(view.valid.astype(jnp.int32), view.base)
-    count = jnp.zeros((K1,), jnp.int32).at[t.stage].add(view.valid.astype(jnp.int32))
+    count = stage_counts(config, view) if count is None else count
     return older - suffix_sums(count)[jnp.clip(t.stage, 0, K1 - 1)]
 
 
@@ -87,12 +138,14 @@ def within_limits(view: View, member: jnp.ndarray, chunk: jnp.ndarray, params: K
 def wait(config: KVConfig, params: KVParams, view: View):
     """WAIT (Alg. 1): types whose stage-0 queue reached n_j run the first n_j of every stage."""
     t = view.table
-    m = config.m
     n = params.thresholds  # [m]
-    waiting = jnp.zeros((m,), jnp.int32).at[t.type].add((view.valid & (t.stage == 0)).astype(jnp.int32))
-    present = jnp.zeros((m,), jnp.int32).at[t.type].add(view.valid.astype(jnp.int32))
+    # One pass counts the table by (type, stage): the stage-0 queues and the types present
+    # are its column 0 and its row sums.
+    count = type_stage_counts(config, view)
+    waiting = count[:, 0]
+    present = jnp.sum(count, axis=1)
     fire = jnp.where(view.draining, present > 0, waiting >= n)  # [m]
-    member = view.valid & fire[t.type] & (wait_rank(config, view) < n[t.type])
+    member = view.valid & lookup(fire, t.type) & (wait_rank(config, view, count) < lookup(n, t.type))
     return member, jnp.zeros_like(member), view.work
 
 
@@ -102,14 +155,18 @@ def nested_wait(config: KVConfig, params: KVParams, view: View):
     (newest first), then the newest batch members leave the batch (restarting if resident)."""
     t = view.table
     K1 = config.num_stages
-    seg_of_stage = jnp.asarray(config.stage_segment())  # [K1]
     entry = jnp.asarray(config.segment_entry())  # [L]
     n = params.thresholds  # [L]
-    S = jnp.zeros((K1,), jnp.int32).at[t.stage].add(view.valid.astype(jnp.int32))
+    S = stage_counts(config, view)
     ok = S[entry] >= n
     n_active = jnp.where(view.draining, ok.shape[0], jnp.sum(jnp.cumprod(ok.astype(jnp.int32))))
-    seg = seg_of_stage[jnp.clip(t.stage, 0, K1 - 1)]
-    member0 = view.valid & (seg < n_active) & (stage_rank(config, view) < n[seg])
+    stage = jnp.clip(t.stage, 0, K1 - 1)
+    bounds = config.segment_bounds
+    if len(bounds) <= SELECT_MAX:  # stage_segment() as compares: the bounds below the stage
+        seg = sum((stage > b).astype(jnp.int32) for b in bounds)
+    else:
+        seg = jnp.asarray(config.stage_segment())[stage]
+    member0 = view.valid & (seg < n_active) & (stage_rank(config, view, S) < lookup(n, seg))
     paused = view.valid & t.resident & ~member0
     C = params.capacity_tokens
     # Members rank before paused residents: the oldest member always fits (C >= max l + l'),
