@@ -302,7 +302,7 @@ def _offline_case(n: int, rows: int, sizes: tuple[int, ...] | None) -> Case:
 def interval_cases(mode: Mode, rows: int) -> list[Case]:
     """A_min on bench_interval's instances (n = 200 LMSYS-like jobs, bucket intervals)."""
     from benchmarks import bench_interval
-    from jaxsched.interval import Buckets, IntervalConfig, execute
+    from jaxsched.interval import Buckets, IntervalConfig, execute, make_params
     from jaxsched.interval.workloads import LMSYS
     from jaxsched.offline.config import instance_params
     from jaxsched.workload import Batch
@@ -321,7 +321,9 @@ def interval_cases(mode: Mode, rows: int) -> list[Case]:
         return reference_record(base["instances"], base["seconds"], np.stack([base["tel"], base["evictions"]], 1))
 
     setup = dict(policy="amin", n=n, M=bench_interval.CAPACITY, intervals="buckets 100 x 10")
-    step_setup = lambda: (config, params)
+    # The engine's step reads the interval params (start_q beside the batch model's); `execute`
+    # takes the batch model's alone.
+    step_setup = lambda: (config, make_params(config, capacity_tokens=bench_interval.CAPACITY))
     return [Case("interval", "amin", f"1 instance of {n}", checked, setup, metrics, reference, step_setup)]
 
 
