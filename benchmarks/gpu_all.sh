@@ -25,8 +25,8 @@ stage="${2:-all}"
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 # The package maps kernels/ to jaxsched.kernels (pyproject.toml); without an install, a link
-# does the same for a checkout run in place.
-[ -e jaxsched/kernels ] || ln -s ../kernels jaxsched/kernels
+# does the same for a checkout run in place (ignored by git).
+python3 -c "import jaxsched.kernels" 2>/dev/null || [ -e jaxsched/kernels ] || ln -s ../kernels jaxsched/kernels
 {
     date -u +%FT%TZ
     nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv

@@ -67,13 +67,25 @@ def test_quick_table_then_reused_references(tmp_path, monkeypatch):
     monkeypatch.setattr(bench_offline, "bench_numpy", no_reference)
     second = tmp_path / "second.json"
     argv = ["--engines", "offline", "--sizes", "2", "--quick", "--out", str(second), "--reference-json", str(first)]
-    assert speed_table.main(argv) == 0
+    assert speed_table.main(argv + ["--skip-step-cost"]) == 0
     (again,) = json.loads(second.read_text())["rows"]
+    assert again["ops_per_step"] is None and again["compile_s"] is None
     (before,) = [r for r in rows if r["engine"] == "offline" and r["size"] == 2]
     assert again["reference_measured"] is False and again["reference_from"] == str(first)
     assert again["reference_s"] == before["reference_s"] and again["reference_runs"] == before["reference_runs"]
     assert again["reference_runs_per_s"] == before["reference_runs_per_s"] and again["equal"] is True
     assert str(first) in second.with_suffix(".md").read_text()
+    assert data["settings"]["complete"] is True
+
+    # One table from both runs; a file that a stopped run never wrote is named and skipped, and
+    # the merged table says it is incomplete.
+    merged = tmp_path / "merged.json"
+    argv = ["--merge", str(first), str(second), str(tmp_path / "absent.json"), "--out", str(merged)]
+    assert speed_table.main(argv) == 0
+    m = json.loads(merged.read_text())
+    assert m["rows"] == rows + [again] and m["settings"]["complete"] is False
+    assert set(m["references"]) == {"offline/fcfs n=200", "budget/sarathi", "budget/vllm"}
+    assert "INCOMPLETE" in merged.with_suffix(".md").read_text()
 
 
 def _row(engine: str, case: str, S: int, ratio: float, equal: bool = True) -> dict:
@@ -132,3 +144,25 @@ def test_agree_is_exact_unless_a_tolerance_is_given():
     assert speed_table.agree(a, a[:2], 0.0) == (2, True)
     assert speed_table.agree(a * (1 + 1e-14), a, 0.0) == (3, False)
     assert speed_table.agree(a * (1 + 1e-14), a, 1e-12) == (3, True)
+
+
+def test_gpu_script_parses_and_refuses_a_cpu_without_its_flag(tmp_path):
+    # benchmarks/gpu_all.sh runs only on a GPU lease; here: it is valid bash, names its usage,
+    # and stops before any benchmark on a machine whose JAX backend is not a GPU.
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    script = Path(speed_table.__file__).with_name("gpu_all.sh")
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    usage = subprocess.run(["bash", str(script)], capture_output=True, text=True)
+    assert usage.returncode != 0 and "usage: bash benchmarks/gpu_all.sh OUT_DIR" in usage.stderr
+    if shutil.which("python3") is None:
+        pytest.skip("no python3 on PATH")
+    repo = script.parents[1]
+    env = {"PATH": f"{Path(__import__('sys').executable).parent}:/usr/bin:/bin", "GPU_ALL_ALLOW_CPU": "0"}
+    run = subprocess.run(
+        ["bash", str(script), str(tmp_path / "out"), "engines"], cwd=repo, env=env, capture_output=True, text=True
+    )
+    assert run.returncode == 1 and "no GPU backend: stopping" in run.stdout
+    assert not list((tmp_path / "out").glob("speed_table_gpu_*.json"))
