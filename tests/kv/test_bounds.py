@@ -93,7 +93,9 @@ def test_bounds_padded_equal_unpadded(policy):
     assert m[1]["num_arrived"].max() < 50 and m[1]["num_completed"].min() > 0
     assert m[1]["throughput_tokens_per_s"].min() > 0
     assert m[2]["done"].max() == 0 and m[2]["num_epochs"].max() == 60
-    assert m[3]["end_time_s"].max() < 2.5 and m[3]["num_arrived"].max() < 100
+    # No arrival after T; a batch that started before T may end after it (vllm, sarathi and fcfs
+    # batch whatever is waiting, so one is often running at T).
+    assert m[3]["end_time_s"].max() < 2.6 and m[3]["num_arrived"].max() < 100
 
 
 @pytest.mark.slow
