@@ -471,10 +471,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--name", default=None, help="results file stem (default agreement[_quick])")
     ap.add_argument("--trace", type=Path, default=None, help="Azure 2023 conversation CSV (default ../shared/data)")
     a = ap.parse_args(argv)
-    paths = harness.vidur_paths()
-    why = harness.missing_reason(paths)
-    if why is not None:
-        print(f"{harness.SKIP_MESSAGE} ({why})")
+    paths = harness.paths_or_skip()
+    if paths is None:
         return 0
     if not 0 < a.tolerance < 1:
         ap.error(f"--tolerance must be in (0, 1), got {a.tolerance}")

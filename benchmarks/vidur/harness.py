@@ -68,6 +68,16 @@ def vidur_paths(env: Mapping[str, str] | None = None) -> VidurPaths:
     return VidurPaths(Path(env.get("VIDUR_VENV", DEFAULT_VENV)), Path(env.get("VIDUR_SRC", DEFAULT_SRC)))
 
 
+def paths_or_skip() -> VidurPaths | None:
+    """Vidur's paths, or None after printing SKIP_MESSAGE and why (the caller then exits 0)."""
+    paths = vidur_paths()
+    why = missing_reason(paths)
+    if why is not None:
+        print(f"{SKIP_MESSAGE} ({why})")
+        return None
+    return paths
+
+
 def missing_reason(paths: VidurPaths) -> str | None:
     """Why Vidur cannot run from `paths` (the first missing piece), or None when it can."""
     if not paths.python.exists():

@@ -1070,10 +1070,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="the kv engine's seed")
     ap.add_argument("--name", default=None, help="results file stem (default kv_agreement[_quick])")
     a = ap.parse_args(argv)
-    paths = harness.vidur_paths()
-    why = harness.missing_reason(paths)
-    if why is not None:
-        print(f"{harness.SKIP_MESSAGE} ({why})")
+    paths = harness.paths_or_skip()
+    if paths is None:
         return 0
     n = (QUICK if a.quick else FULL)["requests"] if a.requests is None else a.requests
     if not 2 <= n <= TABLE_SIZE * 8:

@@ -965,10 +965,8 @@ def main(argv: list[str] | None = None) -> int:
             uptime_after=record["uptime_after"],
         )
     else:
-        paths = harness.vidur_paths()
-        why = harness.missing_reason(paths)
-        if why is not None:
-            print(f"{harness.SKIP_MESSAGE} ({why})")
+        paths = harness.paths_or_skip()
+        if paths is None:
             return 0
     env = environment()
     before, t0 = uptime(), time.perf_counter()
