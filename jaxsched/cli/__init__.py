@@ -10,7 +10,8 @@ seeds shard over every core, and `compile_cache` turns on JAX's persistent compi
 a program compiled by one command loads in the next (`--no-compile-cache` turns it off). Every
 invalid input prints one `jaxsched: error: ...` line naming the field and exits with 2; Ctrl-C
 prints one `jaxsched: interrupted: ...` line saying what finished and where it was kept, and
-exits with 130.
+exits with 130 (`interrupts` makes sure a Ctrl-C that arrives inside a garbage-collection
+callback is not ignored).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from . import budget, data, dp, interval, kv, names, network, offline, sweep
 from .base import HelpFormatter, Interrupted, Parser, resolve
 from .compile_cache import use_compile_cache
 from .devices import use_every_core
+from .interrupts import ctrl_c_never_lost
 
 
 class VersionAction(argparse.Action):
@@ -79,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         no_cache = vars(args).pop("no_compile_cache")
         use_every_core()  # before the command imports JAX; see jaxsched.cli.devices
         use_compile_cache(enabled=not no_cache)  # likewise; see jaxsched.cli.compile_cache
-        return args.func(args)
+        with ctrl_c_never_lost():  # see jaxsched.cli.interrupts
+            return args.func(args)
     except ConfigError as e:
         print(f"jaxsched: error: {e}", file=sys.stderr)
         return 2
