@@ -30,7 +30,8 @@ check began to run its points in size buckets, which appends the same rows in an
 took SciPy's Student-t quantile for every degree of freedom (the typed-in table stopped at 30 and
 used 1.96 beyond): only the CI half-width columns changed, each by the ratio of the two
 quantiles. `sweep_kv`'s `config` cells gained `"block_rules":"kv"` with that KVConfig field (its
-default, the rules every recorded run used); no number changed.) A refactoring that
+default, the rules every recorded run used), and later `"grow_table":false` likewise (tables
+grown on overflow; off, as in every recorded run); no number changed.) A refactoring that
 changes no behaviour leaves every number equal to the bit (CSV cells are written with
 `repr(float)`); columns that hold wall-clock times, paths, resume keys or the code revision are not
 compared.

@@ -126,11 +126,13 @@ class Engine(Generic[C, P, S]):
       describe(config) -> {column: value}: the config's columns in result rows (default the
         policy).
       sweep_hidden: Config fields a sweep does not vary (dp's policy_set: sweep the policy).
-      regrow(config, metrics) -> (config, bool[S]) | None: tables sized to the run. When
-        some runs outgrew a table the config sizes (they stop and say so in metrics whose names
-        start with "_", which the runner drops from results), the config with larger tables
-        and which runs to repeat with it; None when none did. The runner repeats them until
-        none outgrows, so a table's size never changes a result.
+      regrow(config, params, metrics) -> (config, params, bool[S]) | None: tables sized to the
+        run. When some runs outgrew a table the config sizes (they say so in their metrics;
+        metrics whose names start with "_" are the runner's only and dropped from results), the
+        config and params with larger tables and which runs to repeat with them; None when none
+        did. `params` are the call's (stacked over points in `simulate_points`; a padded run's
+        own sizes live in them). The runner repeats those runs until none outgrows, so a
+        table's size never changes a result (`jaxsched.tables`).
 
     Size buckets and policy sets (optional; `jaxsched.buckets`):
       size_fields: Config fields a run may take as traced values inside a larger config, so a
@@ -177,7 +179,7 @@ class Engine(Generic[C, P, S]):
     check: Callable[[C, Mapping[str, np.ndarray]], list[str]] = _no_warnings
     describe: Callable[[C], dict[str, Any]] = _policy_column
     sweep_hidden: tuple[str, ...] = ()
-    regrow: Callable[[C, Mapping[str, np.ndarray]], tuple[C, np.ndarray] | None] | None = None
+    regrow: Callable[[C, P, Mapping[str, np.ndarray]], tuple[C, P, np.ndarray] | None] | None = None
     size_fields: tuple[str, ...] = ()
     value_fields: tuple[str, ...] = ()
     pad_into: Callable[[C, P, dict[str, int]], tuple[C, P]] | None = None

@@ -481,15 +481,15 @@ def simulate_runs(
     if record:
         K_out = engine.trajectory_length(config, merged)
         traj = {k: np.concatenate([fit_rows(t[k], K_out) for _, t in parts])[:n_runs] for k in parts[0][1]}
-    grown = None if engine.regrow is None else engine.regrow(config, merged)
+    grown = None if engine.regrow is None else engine.regrow(config, stacked_params, merged)
     if grown is not None:
         # Runs that outgrew a table run again with larger tables; their results replace the
         # stopped runs' (a table's size never changes a finished run's result).
-        bigger, again = grown
+        bigger, bigger_params, again = grown
         sub, sub_traj, sub_wall, sub_compile = simulate_runs(
             engine,
             bigger,
-            stacked_params,
+            bigger_params,
             seeds[again],
             None if points is None else points[again],
             record,

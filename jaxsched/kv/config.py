@@ -30,6 +30,7 @@ from ..errors import (
     require_int,
 )
 from ..histogram import bit_num_bins
+from ..tables import check_growable, largest_table
 from ..workload.arrivals import check_rates
 from .fluid import FluidTypes, Segments, equilibrium, nested_thresholds, span_work, stage_work
 from .registry import BLOCK_RULES, DEFAULT_CAPACITY_TOKENS, DEFAULT_D0_S, DEFAULT_D1_S_PER_TOKEN, POLICIES
@@ -80,6 +81,10 @@ class KVConfig:
     block_rules: vllm only, how it counts KV blocks (`BLOCK_RULES`): "kv" (the blocks the
     running requests' next tokens need) or "vidur" (Vidur's vLLM scheduler: admission counts
     the blocks the running requests hold, and each decode needs a free block at its turn).
+    grow_table: table_size (a power of two) is the starting size: a run that loses an arrival
+    to a full table runs again with twice the slots, until none is lost or Q reaches
+    `max_table_size()`; its metrics are bitwise those of any larger table (`jaxsched.tables`).
+    False (default): the table is the config's, and overflow loses arrivals (counted, warned).
     """
 
     prefill_tokens: tuple[int, ...] = (10, 10)
@@ -95,6 +100,7 @@ class KVConfig:
     segment_bounds: tuple[int, ...] | None = None
     prefill_price: bool = False
     block_rules: str = "kv"
+    grow_table: bool = False
 
     def __post_init__(self):
         pre = _int_tuple(self.prefill_tokens, "prefill_tokens", 1, INT_LIMIT)
@@ -125,6 +131,7 @@ class KVConfig:
             )
         self._check_segments()
         require(isinstance(self.prefill_price, bool), "prefill_price", "a bool", self.prefill_price)
+        check_growable(Q, self.grow_table)
         require_choice(self.block_rules, "block_rules", BLOCK_RULES)
         # A policy's option set for another policy would change nothing (POLICIES' options).
         refuse_ignored(changed_fields(self, ("block_rules",)), {"policy": self.policy}, reads_from(POLICIES, "policy"))
@@ -177,6 +184,11 @@ class KVConfig:
     def max_len(self) -> int:
         """Largest footprint of one request, max_j (l_j + l'_j) tokens."""
         return max(l + d for l, d in zip(self.prefill_tokens, self.decode_tokens))
+
+    def max_table_size(self) -> int:
+        """The most slots `grow_table` grows Q to: the largest power of two within table_size's
+        bound (2^20) and the int32 headroom (Q * max_len <= INT_LIMIT)."""
+        return largest_table(min(2**20, INT_LIMIT // self.max_len))
 
     @property
     def num_thresholds(self) -> int:

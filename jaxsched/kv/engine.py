@@ -24,6 +24,7 @@ from ..errors import ConfigError, require, require_float, require_int
 from ..histogram import bit_bins
 from ..kernels import fused_sums, ordered_sum
 from ..run import Results, trajectory_rows
+from ..tables import grow_ring
 from ..timing import iteration_time_s, priced_iteration_time_s
 from ..workload import arrivals
 from .config import INT_LIMIT, KVConfig, KVParams, KVSizes, make_params
@@ -721,13 +722,19 @@ def peak_bytes(config: KVConfig, record: bool) -> int:
     return per_seed
 
 
+def regrow(config: KVConfig, params: KVParams, metrics) -> tuple[KVConfig, KVParams, np.ndarray] | None:
+    """With `grow_table`: the runs that lost arrivals to a full table, to run again with twice
+    the slots (`jaxsched.tables.grow_ring`); None otherwise."""
+    return grow_ring(config, params, np.asarray(metrics["table_overflow"]) > 0, config.max_table_size())
+
+
 def check(config: KVConfig, metrics) -> list[str]:
     out = []
     lost = int(metrics["table_overflow"].sum())
     if lost:
         out.append(
             f"kv: {lost} arrivals found the request table full and were dropped "
-            "(raise table_size Q); metrics exclude them"
+            "(raise table_size Q, or set grow_table); metrics exclude them"
         )
     open_ = int((metrics["done"] == 0).sum())
     if open_:
@@ -776,6 +783,7 @@ ENGINE: Engine[KVConfig, KVParams, KVState] = Engine(
     example=example,
     check=check,
     describe=describe,
+    regrow=regrow,
     size_fields=SIZE_FIELDS,
     pad_into=pad_into,
 )

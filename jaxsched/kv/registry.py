@@ -94,6 +94,7 @@ CONFIG_FIELDS = (
     "segment_bounds",
     "prefill_price",
     "block_rules",
+    "grow_table",
 )
 PARAMS_FIELDS = (
     "rates",

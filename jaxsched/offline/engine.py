@@ -342,13 +342,15 @@ def peak_bytes(config: OfflineConfig, record: bool) -> int:
     return per_seed
 
 
-def regrow(config: OfflineConfig, metrics) -> tuple[OfflineConfig, np.ndarray] | None:
-    """(config with twice the table rows, the runs whose table overflowed) or None: the runner
-    repeats those runs with it (`Engine.regrow`)."""
+def regrow(
+    config: OfflineConfig, params: OfflineParams, metrics
+) -> tuple[OfflineConfig, OfflineParams, np.ndarray] | None:
+    """(config with twice the table rows, the same params, the runs whose table overflowed) or
+    None: the runner repeats those runs with it (`Engine.regrow`)."""
     again = np.asarray(metrics["_overflow"]) > 0
     if not again.any():
         return None
-    return replace(config, slots=min(config.n, 2 * table_rows(config))), again
+    return replace(config, slots=min(config.n, 2 * table_rows(config))), params, again
 
 
 def check(config: OfflineConfig, metrics) -> list[str]:
