@@ -37,6 +37,7 @@ from ..errors import (
     require_int,
 )
 from ..histogram import bit_num_bins
+from ..tables import check_growable, largest_table
 from ..workload import BivariateNormal, BurstGPTLike, Constant, Independent, Trace
 from ..workload.arrivals import check_rates, trace_gaps_s, trace_max_arrivals
 from .registry import POLICIES
@@ -152,6 +153,11 @@ class BudgetConfig:
     batch) or "running" (also the requests started, i.e. with some prefill loaded, and not
     finished: a waiting request starts only while fewer than M are; Vidur's semantics).
     sarathi, orca, vllm, ft and wc read it.
+    grow_table: table_size (a power of two) is the starting size: a run that rejects an arrival
+    at a full ring slot runs again with twice the slots, until none is rejected or Q reaches
+    `max_table_size()`; its metrics are bitwise those of any larger table (`jaxsched.tables`).
+    Not with record_members (its per-slot rows have the table's width). False (default): the
+    ring is the config's, and a full slot rejects arrivals (counted in num_rejected, warned).
     """
 
     workload: tuple = (FIG1_WORKLOAD,)
@@ -176,6 +182,7 @@ class BudgetConfig:
     memory_overhead: str = "off"
     batch_time: str = "paper"
     admission_cap: str = "batch"
+    grow_table: bool = False
 
     def __post_init__(self):
         require_choice(self.arrival_mode, "arrival_mode", ARRIVAL_MODES)
@@ -192,12 +199,20 @@ class BudgetConfig:
         if self.num_requests is not None:
             require_int(self.num_requests, "num_requests", lo=1, hi=INT_LIMIT)
         Q = require_int(self.table_size, "table_size (Q)", lo=1, hi=2**20)
+        check_growable(Q, self.grow_table)
         require_int(self.arrivals_per_step, "arrivals_per_step", lo=1, hi=min(4096, Q))
         require_int(self.max_steps, "max_steps", lo=1, hi=INT_LIMIT)
         require_int(self.hist_octave_bits, "hist_octave_bits", lo=0, hi=8)
         require_int(self.snapshots, "snapshots", lo=2, hi=4096)
         for f in ("attention", "attention_prefix", "record_members"):
             require_bool(getattr(self, f), f)
+        # A run grown to a larger ring records wider per-slot rows than the runs beside it.
+        require(
+            not (self.grow_table and self.record_members),
+            "grow_table",
+            "False when record_members is set (its per-slot rows have the table's Q columns)",
+            self.grow_table,
+        )
         require(
             self.attention or not self.attention_prefix,
             "attention_prefix",
@@ -275,6 +290,12 @@ class BudgetConfig:
     @property
     def hist_bins(self) -> int:
         return bit_num_bins(self.hist_octave_bits)
+
+    def max_table_size(self) -> int:
+        """The most slots `grow_table` grows Q to: the largest power of two within table_size's
+        bound (2^20) and the int32 headroom of the sums over the table (Q * max_len <=
+        INT_LIMIT)."""
+        return largest_table(min(2**20, INT_LIMIT // self.max_len))
 
     @property
     def backlog(self) -> int:

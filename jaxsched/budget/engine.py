@@ -20,6 +20,7 @@ from ..clock import DF
 from ..engine import Engine
 from ..kernels import fused_sums, ordered_sum
 from ..run import Results, trajectory_rows
+from ..tables import grow_ring
 from ..workload import arrivals
 from .config import BACKLOG_ID, BudgetConfig, BudgetParams, BudgetSizes, make_params
 from .core import (
@@ -391,8 +392,23 @@ def peak_bytes(config: BudgetConfig, record: bool) -> int:
     return per_seed
 
 
+def regrow(config: BudgetConfig, params: BudgetParams, metrics) -> tuple[BudgetConfig, BudgetParams, np.ndarray] | None:
+    """With `grow_table`: the runs that rejected an arrival at a full ring slot (num_rejected,
+    the only cause of a rejection: docs §4), to run again with twice the slots
+    (`jaxsched.tables.grow_ring`); None otherwise."""
+    return grow_ring(config, params, np.asarray(metrics["num_rejected"]) > 0, config.max_table_size())
+
+
 def check(config: BudgetConfig, metrics) -> list[str]:
-    return run_warnings("budget", "arrivals", "", config, metrics)
+    out = run_warnings("budget", "arrivals", "", config, metrics)
+    if np.any(np.asarray(metrics["overflowed"]) > 0):
+        # run_warnings lists the rejections first.
+        out[0] += (
+            f" (grow_table stopped at the largest table, {config.max_table_size()} slots)"
+            if config.grow_table
+            else ", or set grow_table"
+        )
+    return out
 
 
 def describe(config: BudgetConfig) -> dict:
@@ -428,6 +444,7 @@ ENGINE: Engine[BudgetConfig, BudgetParams, BudgetState] = Engine(
     example=example,
     check=check,
     describe=describe,
+    regrow=regrow,
     size_fields=SIZE_FIELDS,
     pad_into=pad_into,
     trim=trim,

@@ -83,6 +83,7 @@ CONFIG_FIELDS = (
     "memory_overhead",
     "batch_time",
     "admission_cap",
+    "grow_table",
 )
 PARAMS_FIELDS = (
     "rates",

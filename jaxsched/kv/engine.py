@@ -733,8 +733,13 @@ def check(config: KVConfig, metrics) -> list[str]:
     lost = int(metrics["table_overflow"].sum())
     if lost:
         out.append(
-            f"kv: {lost} arrivals found the request table full and were dropped "
-            "(raise table_size Q, or set grow_table); metrics exclude them"
+            f"kv: {lost} arrivals found the request table full and were dropped ("
+            + (
+                f"grow_table stopped at the largest table, {config.max_table_size()} slots"
+                if config.grow_table
+                else "raise table_size Q, or set grow_table"
+            )
+            + "); metrics exclude them"
         )
     open_ = int((metrics["done"] == 0).sum())
     if open_:

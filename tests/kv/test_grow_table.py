@@ -89,6 +89,9 @@ def test_growth_stops_at_the_largest_table():
         ENGINE.regrow(dataclasses.replace(small, grow_table=False), make_params(small, capacity_tokens=2**21), lost)
         is None
     )
+    ended = {**lost, "done": np.ones(2), "stalled": np.zeros(2)}
+    assert "grow_table stopped at the largest table, 512 slots" in ENGINE.check(c, ended)[0]
+    assert "or set grow_table" in ENGINE.check(dataclasses.replace(c, grow_table=False), ended)[0]
 
 
 @pytest.mark.parametrize("policy", ["wait", "fcfs", "vllm"])
