@@ -1,7 +1,8 @@
 """Request rings sized to the run, grown when a run outgrows them (`grow_table`).
 
 The kv, budget and network engines keep requests in a ring of Q slots: request id i lives in
-slot i mod Q, and an arrival whose slot still holds an older request is lost (counted). Q is a
+slot i mod Q, and an arrival whose slot still holds an older request is lost (counted; in the
+network engine also a transfer into an agent's ring and a task at the fork-join's table). Q is a
 simulation bound, not part of the papers' models, and every O(Q) pass of a step costs in
 proportion to it, so a table sized far above the occupancy wastes most of each step. With
 `grow_table=True` a config's `table_size` is the starting size: the runner repeats every run

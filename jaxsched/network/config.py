@@ -55,6 +55,7 @@ from ..errors import (
     require_int,
 )
 from ..histogram import bit_num_bins
+from ..tables import check_growable, largest_table
 from ..workload.arrivals import check_rates
 from .registry import POLICIES, ROUTERS, TOPOLOGY_OPTIONS
 
@@ -113,6 +114,12 @@ class NetworkConfig:
     window. num_requests: optional cap on the arrivals. table_size Q: ring slots per agent.
     max_steps: bound on the events processed. hist_octave_bits, snapshots: as the budget
     engine's. record_members: recorded steps also hold the deciding agent's batch (tests).
+    grow_table: table_size (a power of two) is the starting size: a run that rejects a task
+    at a held slot (an agent's ring or the join's, both of table_size slots) runs again with
+    twice the slots, until none is rejected or Q reaches `max_table_size()`; its metrics are
+    bitwise those of any larger table (`jaxsched.tables`). Not with record_members (its
+    per-slot rows have the table's width). False (default): the table is the config's, and
+    a held slot rejects the task (counted in num_rejected, warned).
     """
 
     topology: str = "parallel"
@@ -132,6 +139,7 @@ class NetworkConfig:
     hist_octave_bits: int = 4
     snapshots: int = 32
     record_members: bool = False
+    grow_table: bool = False
 
     def __post_init__(self):
         require_choice(self.topology, "topology", TOPOLOGIES)
@@ -162,6 +170,14 @@ class NetworkConfig:
                 f"{self.max_len} could overflow int32 token sums; it must be <= "
                 f"{INT_LIMIT}"
             )
+        check_growable(Q, self.grow_table)
+        # A rerun's recorded per-slot rows would be wider than the other runs' (Q columns).
+        require(
+            not (self.grow_table and self.record_members),
+            "grow_table",
+            "False when record_members is set (recorded per-slot rows have the table's width)",
+            self.grow_table,
+        )
 
     def _check_routes(self, K: int) -> None:
         if self.topology == "parallel":
@@ -239,6 +255,11 @@ class NetworkConfig:
             require(sorted(ints) == list(range(m)), f"type_orders[{k}]", allowed, o)
             checked.append(ints)
         object.__setattr__(self, "type_orders", tuple(checked))
+
+    def max_table_size(self) -> int:
+        """The most slots per agent `grow_table` grows Q to: the largest power of two within
+        table_size's bound (2^20) and the int32 headroom (agents * Q * max_len <= INT_LIMIT)."""
+        return largest_table(min(2**20, INT_LIMIT // (self.K * self.max_len)))
 
     @property
     def m(self) -> int:

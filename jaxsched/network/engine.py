@@ -24,6 +24,7 @@ from ..engine import Engine
 from ..errors import require
 from ..kernels import ordered_sum, prefix_by_id
 from ..run import Results, trajectory_rows
+from ..tables import grow_ring
 from ..workload import arrivals
 from .config import ROUTE_BITS, NetworkConfig, NetworkParams, NetworkSizes, make_params
 from .metrics import METRICS, finalize
@@ -777,8 +778,27 @@ def peak_bytes(config: NetworkConfig, record: bool) -> int:
     return per_seed
 
 
+def regrow(
+    config: NetworkConfig, params: NetworkParams, metrics
+) -> tuple[NetworkConfig, NetworkParams, np.ndarray] | None:
+    """With `grow_table`: the runs that rejected a task, to run again with twice the slots
+    (`jaxsched.tables.grow_ring`); None otherwise. A rejection (num_rejected) has one cause, a
+    held slot of a table of table_size slots: an agent's ring (arrivals and transfers, docs §2)
+    or the join's (fork_join, keyed by request id mod Q, docs §3); at twice the slots a run
+    that rejected nothing is unchanged, for the join too (ids distinct mod 2Q if mod Q)."""
+    return grow_ring(config, params, np.asarray(metrics["num_rejected"]) > 0, config.max_table_size())
+
+
 def check(config: NetworkConfig, metrics) -> list[str]:
-    return run_warnings("network", "tasks", " at an agent", config, metrics)
+    out = run_warnings("network", "tasks", " at an agent", config, metrics)
+    if np.any(np.asarray(metrics["overflowed"]) > 0):
+        # run_warnings lists the rejections first.
+        out[0] += (
+            f" (grow_table stopped at the largest table, {config.max_table_size()} slots)"
+            if config.grow_table
+            else ", or set grow_table"
+        )
+    return out
 
 
 def describe(config: NetworkConfig) -> dict:
@@ -813,6 +833,7 @@ ENGINE: Engine[NetworkConfig, NetworkParams, NetworkState] = Engine(
     example=example,
     check=check,
     describe=describe,
+    regrow=regrow,
     size_fields=SIZE_FIELDS,
     pad_into=pad_into,
     trim=trim,

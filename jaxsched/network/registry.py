@@ -86,6 +86,7 @@ CONFIG_FIELDS = (
     "hist_octave_bits",
     "snapshots",
     "record_members",
+    "grow_table",
 )
 PARAMS_FIELDS = (
     "rates",
