@@ -52,6 +52,14 @@ def largest_table(limit: int) -> int:
     return 1 << (int(limit).bit_length() - 1)
 
 
+def overflow_advice(config: Any) -> str:
+    """What a warning about arrivals lost to a full table advises: where `grow_table` stopped
+    (it was set), else to raise table_size or set it."""
+    if config.grow_table:
+        return f"grow_table stopped at the largest table, {config.max_table_size()} slots"
+    return "raise table_size, or set grow_table"
+
+
 def grow_ring(config: Any, params: Any, lost: np.ndarray, limit: int) -> tuple[Any, Any, np.ndarray] | None:
     """`Engine.regrow` for a ring of `config.table_size` slots: (config and params with twice
     the slots, the runs to repeat) or None.

@@ -29,6 +29,7 @@ from .. import clock
 from ..clock import DF
 from ..histogram import bit_bins
 from ..kernels import fused_sums, prefix_by_id
+from ..tables import overflow_advice
 from .policies import View
 from .registry import POLICIES
 from .timing import (
@@ -219,7 +220,7 @@ def run_warnings(engine: str, what: str, where: str, config, metrics) -> list[st
     if bad:
         out.append(
             f"{engine}: {bad} seeds rejected {what} (table_size {config.table_size} "
-            f"full{where}): unstable at this horizon, or raise table_size"
+            f"full{where}): unstable at this horizon ({overflow_advice(config)})"
         )
     open_ = int((metrics["done"] == 0).sum())
     if open_:

@@ -400,15 +400,7 @@ def regrow(config: BudgetConfig, params: BudgetParams, metrics) -> tuple[BudgetC
 
 
 def check(config: BudgetConfig, metrics) -> list[str]:
-    out = run_warnings("budget", "arrivals", "", config, metrics)
-    if np.any(np.asarray(metrics["overflowed"]) > 0):
-        # run_warnings lists the rejections first.
-        out[0] += (
-            f" (grow_table stopped at the largest table, {config.max_table_size()} slots)"
-            if config.grow_table
-            else ", or set grow_table"
-        )
-    return out
+    return run_warnings("budget", "arrivals", "", config, metrics)
 
 
 def describe(config: BudgetConfig) -> dict:

@@ -24,7 +24,7 @@ from ..errors import ConfigError, require, require_float, require_int
 from ..histogram import bit_bins
 from ..kernels import fused_sums, ordered_sum
 from ..run import Results, trajectory_rows
-from ..tables import grow_ring
+from ..tables import grow_ring, overflow_advice
 from ..timing import iteration_time_s, priced_iteration_time_s
 from ..workload import arrivals
 from .config import INT_LIMIT, KVConfig, KVParams, KVSizes, make_params
@@ -733,13 +733,8 @@ def check(config: KVConfig, metrics) -> list[str]:
     lost = int(metrics["table_overflow"].sum())
     if lost:
         out.append(
-            f"kv: {lost} arrivals found the request table full and were dropped ("
-            + (
-                f"grow_table stopped at the largest table, {config.max_table_size()} slots"
-                if config.grow_table
-                else "raise table_size Q, or set grow_table"
-            )
-            + "); metrics exclude them"
+            f"kv: {lost} arrivals found the request table full and were dropped "
+            f"({overflow_advice(config)}); metrics exclude them"
         )
     open_ = int((metrics["done"] == 0).sum())
     if open_:

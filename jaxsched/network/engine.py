@@ -790,15 +790,7 @@ def regrow(
 
 
 def check(config: NetworkConfig, metrics) -> list[str]:
-    out = run_warnings("network", "tasks", " at an agent", config, metrics)
-    if np.any(np.asarray(metrics["overflowed"]) > 0):
-        # run_warnings lists the rejections first.
-        out[0] += (
-            f" (grow_table stopped at the largest table, {config.max_table_size()} slots)"
-            if config.grow_table
-            else ", or set grow_table"
-        )
-    return out
+    return run_warnings("network", "tasks", " at an agent", config, metrics)
 
 
 def describe(config: NetworkConfig) -> dict:
