@@ -59,6 +59,9 @@ QUICK_HORIZON_S = 0.5
 # The table the E1 runner starts this point with (`runner._sizes`: the next power of two
 # above 4 x the ~550 requests in flight); it never loses an arrival here (<= ~650 in the system).
 Q = 4096
+# Where the speed table starts its table instead (`grow_table`: a run that loses an arrival runs
+# again at 2048, ...): above the ~650 requests in flight, and bitwise the results of Q.
+GROWN_Q = 1024
 # Arrivals examined per epoch, as the E1 runner (up to ~34 arrivals are due per 20 ms batch).
 A = 64
 SEEDS = (1, 64, 1024)

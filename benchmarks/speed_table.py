@@ -11,7 +11,8 @@ benchmark module (imported, not copied):
   `numpy_dp_loops.simulate_loops` through `bench_dp.bench_numpy` (the loop-style simulator, the
   baseline the dp speed target names; each seed runs twice there, a check run and the timed run,
   and only the timed run counts). Checked: avg_imbalance_tokens, to rtol 1e-12 as bench_dp.
-- kv (`bench_kv.case`): WAIT on E1 at rho = 0.5, Q = 4096, A = 64; a run is one seed over
+- kv (`bench_kv.case`): WAIT on E1 at rho = 0.5, A = 64, the table starting at Q = 1024 and grown
+  on overflow (`grow_table`; the reference holds 4096 slots); a run is one seed over
   `kv_horizon_s` simulated seconds. Reference `bench_kv.bench_reference`. Checked: epochs,
   batches and completions, exactly.
 - offline (`bench_offline.real_family`, `exec_orders`): n = 200 requests of section 7's real
@@ -22,11 +23,13 @@ benchmark module (imported, not copied):
   against it): A_min on n = 200 LMSYS-like jobs, M = 4096, bucket intervals; a run is one
   instance. Reference `bench_interval.bench_reference`. Checked: TEL and
   evictions, exactly.
-- budget (`bench_budget._config`): Sarathi and vLLM on Fig. 1's engine at 14.3 qps, Q = 1024; a
-  run is one seed over `budget_horizon_s`. Reference `bench_budget.bench_reference`. Checked:
-  batches and departures, exactly.
+- budget (`bench_budget._config`): Sarathi and vLLM on Fig. 1's engine at 14.3 qps, the ring
+  starting at `bench_budget.GROWN_Q` (256 and 512) and grown on overflow; a run is one seed
+  over `budget_horizon_s`. Reference `bench_budget.bench_reference`. Checked: batches and
+  departures, exactly.
 - network (`bench_network.case`): `parallel` (K = 2 behind the fewest-tokens router) and `rs`
-  (Rybko-Stolyar, stable priorities), Q = 512; a run is one seed over the horizon set here
+  (Rybko-Stolyar, stable priorities), rings starting at `bench_network.GROWN_Q` (256 and 128)
+  and grown on overflow; a run is one seed over the horizon set here
   (max_steps stays the bench's, an upper bound). Reference `bench_network.bench_reference`.
   Checked: batches and departures, exactly.
 
@@ -236,7 +239,10 @@ def kv_cases(mode: Mode, rows: int) -> list[Case]:
     from benchmarks import bench_kv
     from jaxsched.kv import simulate
 
+    # The reference's table holds bench_kv.Q slots; the engine's starts at GROWN_Q and grows on
+    # overflow (`grow_table`), so every run has bitwise the metrics of Q (jaxsched.tables).
     cfg, p, kw = bench_kv.case("wait", mode.kv_horizon_s)
+    cfg = dataclasses.replace(cfg, table_size=bench_kv.GROWN_Q, grow_table=True)
     checked = bench_kv.COUNTS
 
     def metrics(S: int) -> dict[str, np.ndarray]:
@@ -247,7 +253,11 @@ def kv_cases(mode: Mode, rows: int) -> list[Case]:
         return reference_record(base["seeds"], base["seconds"], columns(base, checked))
 
     setup = dict(
-        policy="wait", experiment=bench_kv.EXPERIMENT, load=bench_kv.LOAD, horizon_s=mode.kv_horizon_s, Q=bench_kv.Q
+        policy="wait",
+        experiment=bench_kv.EXPERIMENT,
+        load=bench_kv.LOAD,
+        horizon_s=mode.kv_horizon_s,
+        Q=f"{bench_kv.GROWN_Q}, grown on overflow (reference: {bench_kv.Q})",
     )
     run = f"1 seed x {mode.kv_horizon_s:g} s"
     return [Case("kv", "wait", run, checked, setup, metrics, reference, lambda: (cfg, p))]
@@ -361,6 +371,8 @@ def _budget_case(bench_budget: Any, policy: str, horizon: float) -> Case:
 
     cfg = bench_budget._config(policy, horizon)
     p = make_params(cfg, rates=[bench_budget.RATE], **keywords_read_by(policy, FIG1))
+    # The ring starts at GROWN_Q and grows on a rejected arrival: bitwise the results of Q.
+    cfg = dataclasses.replace(cfg, table_size=bench_budget.GROWN_Q[policy], grow_table=True)
     checked = ("num_batches", "num_departed")
 
     def metrics(S: int) -> dict[str, np.ndarray]:
@@ -370,7 +382,12 @@ def _budget_case(bench_budget: Any, policy: str, horizon: float) -> Case:
         base = bench_budget.bench_reference(policy, horizon, target_s)
         return reference_record(base["seeds"], base["seconds"], np.stack([base["num_batches"], base["departed"]], 1))
 
-    setup = dict(policy=policy, rate_qps=bench_budget.RATE, horizon_s=horizon, Q=bench_budget.Q)
+    setup = dict(
+        policy=policy,
+        rate_qps=bench_budget.RATE,
+        horizon_s=horizon,
+        Q=f"{bench_budget.GROWN_Q[policy]}, grown on overflow",
+    )
     run = f"1 seed x {horizon:g} s"
     return Case("budget", policy, run, checked, setup, metrics, reference, lambda: (cfg, p))
 
@@ -391,6 +408,8 @@ def _network_case(bench_network: Any, name: str, horizon: float) -> Case:
     # upper bound, and the runner stops each chunk once its runs reach the horizon.
     cfg = dataclasses.replace(cfg, horizon_s=horizon)
     kw = dict(kw, horizon=horizon)
+    # The rings start at GROWN_Q and grow on a rejected task: bitwise the results of Q.
+    cfg = dataclasses.replace(cfg, table_size=bench_network.GROWN_Q[name], grow_table=True)
     checked = ("num_batches", "num_departed")
 
     def metrics(S: int) -> dict[str, np.ndarray]:
@@ -400,7 +419,7 @@ def _network_case(bench_network: Any, name: str, horizon: float) -> Case:
         base = bench_network.bench_reference(cfg, p, kw, target_s)
         return reference_record(base["seeds"], base["seconds"], np.stack([base["num_batches"], base["departed"]], 1))
 
-    setup = dict(config=name, horizon_s=horizon, Q=bench_network.Q)
+    setup = dict(config=name, horizon_s=horizon, Q=f"{bench_network.GROWN_Q[name]}, grown on overflow")
     run = f"1 seed x {horizon:g} s"
     return Case("network", name, run, checked, setup, metrics, reference, lambda: (cfg, p))
 
