@@ -90,6 +90,7 @@ def cmd_budget_run(a: argparse.Namespace) -> int:
         burn_in_s=a.burn_in_s,
         table_size=a.table_size,
         admission_cap=a.admission_cap,
+        grow_table=a.grow_table,
     )
     if a.trace:
         trace = read_budget_trace(a.trace, a.trace_format)
@@ -238,6 +239,12 @@ def add_parsers(sub) -> None:
     r.add_argument("--burn-in-s", "--burn-in", type=float, default=60.0, help="seconds left out of the metrics")
     r.add_argument(
         "--table-size", type=int, default=16384, help="request slots per run; a full table rejects arrivals (unstable)"
+    )
+    r.add_argument(
+        "--grow-table",
+        action="store_true",
+        help="start the table at --table-size (a power of two) and run a seed that rejects an arrival "
+        "again with twice the slots, until none does: the results of a table large enough from the start",
     )
     r.add_argument("--seeds", type=int, default=8, help="number of seeds")
     r.add_argument(

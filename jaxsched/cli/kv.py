@@ -101,6 +101,7 @@ def cmd_kv_run(a: argparse.Namespace) -> int:
         num_requests=require_int(a.num_requests, "--num-requests", lo=1),
         table_size=require_int(a.table_size, "--table-size", lo=1),
         block_rules=a.block_rules,
+        grow_table=a.grow_table,
     )
     th = None if a.thresholds is None else _kv_ints(a.thresholds, "--thresholds")
     rates = _floats(a.rates, "--rates")
@@ -299,6 +300,12 @@ def add_parsers(sub) -> None:
     )
     r.add_argument("--num-requests", type=int, default=5000, help="N per seed")
     r.add_argument("--table-size", type=int, default=4096, help="request table slots Q")
+    r.add_argument(
+        "--grow-table",
+        action="store_true",
+        help="start the table at --table-size (a power of two) and run a seed that loses an arrival to a full table "
+        "again with twice the slots, until none does: the results of a table large enough from the start",
+    )
     r.add_argument("--seeds", type=int, default=8, help="number of seeds")
     r.add_argument(
         "--out", default=None, help="CSV file, one row per seed (default: none; the resolved options go beside it)"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from dataclasses import replace
 
 from ..errors import ConfigError, Reads, merge_reads, reads_from, require_float, require_int
 from ..network.registry import EXPERIMENTS as NETWORK_EXPERIMENTS
@@ -98,6 +99,7 @@ def _parallel(a: argparse.Namespace):
         horizon_s=a.horizon_s,
         burn_in_s=a.burn_in_s,
         table_size=a.table_size,
+        grow_table=a.grow_table,
     )
     kw = dict(budget=a.budget, max_requests=a.max_requests, c_s=a.c_ms / 1000.0, a_s_per_token=a.a_ms / 1000.0, b0=a.b0)
     weights = router_weights(a.router_weights, base.K)
@@ -123,7 +125,7 @@ def _rs(a: argparse.Namespace):
     from ..network.experiments import RS_AGENT, RS_ORDERS, rs_config
 
     load = require_float(a.load, "--load", lo=0.0, hi=10.0, lo_open=True)
-    cfg = rs_config(RS_ORDERS[a.priority], a.horizon_s, a.burn_in_s, a.table_size)
+    cfg = replace(rs_config(RS_ORDERS[a.priority], a.horizon_s, a.burn_in_s, a.table_size), grow_table=a.grow_table)
     rates = rates_for_load(cfg, load, [float(RS_AGENT["budget"])] * 2)
     from ..network import enough_steps
 
@@ -221,6 +223,12 @@ def add_parsers(sub) -> None:
     r.add_argument("--burn-in-s", "--burn-in", type=float, default=60.0, help="left out of the metrics")
     r.add_argument(
         "--table-size", type=int, default=4096, help="task slots per engine; a full table rejects tasks (unstable)"
+    )
+    r.add_argument(
+        "--grow-table",
+        action="store_true",
+        help="start the table at --table-size (a power of two) and run a seed that rejects a task "
+        "again with twice the slots, until none does: the results of a table large enough from the start",
     )
     r.add_argument("--seeds", type=int, default=8, help="number of seeds")
     r.add_argument(
