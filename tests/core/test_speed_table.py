@@ -166,3 +166,24 @@ def test_gpu_script_parses_and_refuses_a_cpu_without_its_flag(tmp_path):
     )
     assert run.returncode == 1 and "no GPU backend: stopping" in run.stdout
     assert not list((tmp_path / "out").glob("speed_table_gpu_*.json"))
+
+
+# The reference file benchmarks/gpu_all.sh reuses for each engine's cases (its `case` line).
+GPU_REFERENCES = {"kv": "speed_table_run7.json", "budget": "speed_table_run7.json", "network": "speed_table_run7.json"}
+
+
+def test_gpu_script_reuses_references_measured_on_the_cases_as_they_are():
+    # A reference reused for a case whose setup changed (e.g. its table size) stops the GPU
+    # run for that engine: every full-size case must find its setup in the file the script names.
+    from pathlib import Path
+
+    script = Path(speed_table.__file__).with_name("gpu_all.sh")
+    assert "case $e in kv | budget | network) ref=speed_table_run7.json ;; *) ref=speed_table.json ;; esac" in (
+        script.read_text()
+    )
+    results = script.parent / "results"
+    for name, build in speed_table.BUILDERS.items():
+        refs = speed_table.load_references(results / GPU_REFERENCES.get(name, "speed_table.json"))
+        extra = dict(extra_n=(1000, 2000)) if name == "offline" else {}  # the script's --offline-extra
+        for case in build(speed_table.FULL, 64, **extra):
+            assert speed_table.reused_reference(case, refs) is not None, case.key
