@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from jaxsched.budget import BudgetConfig, make_params
 from jaxsched.budget.engine import ENGINE
-from jaxsched.errors import ConfigError
 from jaxsched.run import simulate, simulate_points
 from jaxsched.workload import Constant, Independent
+from tests.table_checks import assert_same, check_grow_table_field
 
 SEEDS = tuple(range(6))
 # Fig. 1's requests (129 + 112 tokens) at 1.8 requests/s for 60 s: about 108 arrivals, up to
@@ -35,20 +35,8 @@ def _run(config: BudgetConfig, seeds=SEEDS, **kw):
     return simulate(config, make_params(config, rates=[RATE]), seeds=seeds, warn=False, **kw)
 
 
-def _assert_same(a: dict, b: dict) -> None:
-    assert a.keys() == b.keys()
-    for k in a:
-        assert np.array_equal(a[k], b[k], equal_nan=True), k
-
-
 def test_grow_table_is_a_bool_with_a_power_of_two_table():
-    with pytest.raises(ConfigError, match="grow_table"):
-        BudgetConfig(grow_table=1)
-    with pytest.raises(ConfigError, match=r"table_size \(Q\).*power of two"):
-        BudgetConfig(table_size=1000, grow_table=True)
-    with pytest.raises(ConfigError, match="grow_table.*record_members"):
-        BudgetConfig(table_size=1024, grow_table=True, record_members=True)
-    assert BudgetConfig(table_size=1000).table_size == 1000  # any Q without growth
+    check_grow_table_field(BudgetConfig, record_members=True)
     # Fig. 1's max_len = 241 tokens: 2^30 / 241 allows more than the bound 2^20.
     assert BudgetConfig(table_size=1024, grow_table=True).max_table_size() == 2**20
 
@@ -61,7 +49,7 @@ def test_a_grown_table_changes_no_metric():
     assert fixed.metrics["num_rejected"].min() > 0  # every run of the small ring rejects some
     assert "or set grow_table" in ENGINE.check(fixed.config, fixed.metrics)[0]
     grown = _run(_config())
-    _assert_same(grown.metrics, big)
+    assert_same(grown.metrics, big)
     assert ENGINE.check(grown.config, grown.metrics) == []  # nothing rejected, nothing to warn about
 
 
@@ -83,7 +71,7 @@ def test_padded_points_grow_with_their_bucket():
     together = simulate_points(bucket, [p for _, p in padded], SEEDS, warn=False)
     big = _run(_config(Q=BIG, grow=False)).metrics
     for got in together:
-        _assert_same(got.metrics, big)
+        assert_same(got.metrics, big)
 
 
 def test_growth_stops_at_the_largest_table():

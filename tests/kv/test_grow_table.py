@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxsched.errors import ConfigError
 from jaxsched.kv import KVConfig, make_params
 from jaxsched.kv.config import default_rates
 from jaxsched.kv.engine import ENGINE
 from jaxsched.run import simulate, simulate_points
+from tests.table_checks import assert_same, check_grow_table_field
 
 SEEDS = tuple(range(6))
 
@@ -27,18 +27,8 @@ def _config(policy: str = "wait", Q: int = 16, grow: bool = True) -> KVConfig:
     return KVConfig(policy=policy, num_requests=90, table_size=Q, arrivals_per_step=4, grow_table=grow)
 
 
-def _assert_same(a: dict, b: dict) -> None:
-    assert a.keys() == b.keys()
-    for k in a:
-        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
-
-
 def test_grow_table_is_a_bool_with_a_power_of_two_table():
-    with pytest.raises(ConfigError, match="grow_table"):
-        KVConfig(grow_table=1)
-    with pytest.raises(ConfigError, match=r"table_size \(Q\).*power of two"):
-        KVConfig(table_size=1000, grow_table=True)
-    assert KVConfig(table_size=1000).table_size == 1000  # any Q without growth
+    check_grow_table_field(KVConfig, record_members=False)
     c = KVConfig(table_size=1024, grow_table=True)
     assert c.max_table_size() == 2**20  # INT_LIMIT / max_len = 2^30 / 30 allows more
 
@@ -49,7 +39,7 @@ def test_a_grown_table_changes_no_metric():
     fixed = simulate(_config(grow=False), seeds=SEEDS, warn=False).metrics
     assert fixed["table_overflow"].min() > 0  # every run of the small table loses arrivals
     grown = simulate(_config(), seeds=SEEDS, warn=False)
-    _assert_same(grown.metrics, big)
+    assert_same(grown.metrics, big)
     assert ENGINE.check(grown.config, grown.metrics) == []  # nothing lost, nothing to warn about
 
 
@@ -71,7 +61,7 @@ def test_padded_points_grow_with_their_bucket():
     together = simulate_points(bucket, [p for _, p in padded], SEEDS, warn=False)
     big = simulate(_config(Q=128, grow=False), seeds=SEEDS, warn=False).metrics
     for got in together:
-        _assert_same(got.metrics, big)
+        assert_same(got.metrics, big)
 
 
 def test_growth_stops_at_the_largest_table():

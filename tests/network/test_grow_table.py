@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxsched.errors import ConfigError
 from jaxsched.network import NetworkConfig, make_params
 from jaxsched.network.engine import ENGINE
 from jaxsched.run import simulate, simulate_points
 from jaxsched.workload import Constant, Independent, Poisson, UniformInt
+from tests.table_checks import assert_same, check_grow_table_field
 
 # The seeds of 0..15 whose runs reject tasks at Q = 8 in `_config`: all six, and none at 16.
 SEEDS = (0, 1, 5, 6, 7, 8)
@@ -52,20 +52,8 @@ def _params(config: NetworkConfig, rates=(2.5, 2.5), budget: int = 12):
     return make_params(config, rates=list(rates), **{**AGENT, "budget": budget})
 
 
-def _assert_same(a: dict, b: dict) -> None:
-    assert a.keys() == b.keys()
-    for k in a:
-        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
-
-
 def test_grow_table_is_a_bool_with_a_power_of_two_table():
-    with pytest.raises(ConfigError, match="grow_table"):
-        NetworkConfig(grow_table=1)
-    with pytest.raises(ConfigError, match=r"table_size \(Q\).*power of two"):
-        NetworkConfig(table_size=1000, grow_table=True)
-    with pytest.raises(ConfigError, match="grow_table.*record_members"):
-        NetworkConfig(table_size=1024, grow_table=True, record_members=True)
-    assert NetworkConfig(table_size=1000).table_size == 1000  # any Q without growth
+    check_grow_table_field(NetworkConfig, record_members=True)
     # Fig. 1's requests: 2^30 / (2 agents * 241 tokens) allows more than table_size's 2^20.
     c = NetworkConfig(table_size=1024, grow_table=True)
     assert c.max_len == 241 and c.max_table_size() == 2**20
@@ -79,7 +67,7 @@ def test_a_grown_table_changes_no_metric():
     assert fixed.metrics["num_rejected"].min() > 0  # every run of the small table rejects tasks
     assert "or set grow_table" in ENGINE.check(fixed.config, fixed.metrics)[0]
     grown = simulate(_config(), params, seeds=SEEDS, warn=False)
-    _assert_same(grown.metrics, big)
+    assert_same(grown.metrics, big)
     assert ENGINE.check(grown.config, grown.metrics) == []  # nothing rejected, nothing to warn about
 
 
@@ -102,7 +90,7 @@ def test_padded_points_grow_with_their_bucket():
     together = simulate_points(bucket, [p for _, p in padded], SEEDS, warn=False)
     big = simulate(_config(32, grow=False), _params(_config()), seeds=SEEDS, warn=False).metrics
     for got in together:
-        _assert_same(got.metrics, big)
+        assert_same(got.metrics, big)
 
 
 def test_growth_stops_at_the_largest_table():
