@@ -15,8 +15,9 @@ at any larger power of two either; integer sums are exact, and the pairwise floa
 (`jaxsched.kernels.ordered_sum`) first fold the 2Q-slot ring onto Q slots by adding exact zeros
 (slots i and i + Q never both hold a request), so every later level adds the same numbers in
 the same order as the Q-slot ring. A run that loses nothing at Q therefore has bitwise the
-metrics it has at 2Q, 4Q, ... (tests/kv/test_grow_table.py checks it on random cases), which is
-why growing tables must be powers of two.
+metrics it has at 2Q, 4Q, ... (tests/kv, tests/budget and tests/network, test_grow_table.py,
+check it on random cases), which is why growing tables must be powers of two: at other sizes
+the pairwise sums regroup, and their last bits may differ.
 """
 
 from __future__ import annotations
