@@ -318,3 +318,14 @@ def test_memory_overhead_hand():
     assert [(b["tau"].hi, b["tau"].lo) for b in out["batches"]] == list(
         zip(eng["tau_hi"].tolist(), eng["tau_lo"].tolist())
     )
+
+
+def test_snapshots_at_one_event_have_no_growth():
+    # At 0.22 requests/s no event falls between the snapshot grid points after the burn-in:
+    # every snapshot is taken at the same event (t = 11.06 s), so the times do not vary and the
+    # growth slopes are 0 in both (a polynomial fit there returned a meaningless 0.226).
+    cfg = _config("wc", 1, phase_first="prefill", inner_order="srpt")
+    kw = dict(budget=1, max_requests=1, rates=[0.21875], c_s=0.05, a_s_per_token=0.0, b0=0)
+    compare(cfg, kw, 1)
+    m = simulate(cfg, make_params(cfg, **kw), [1], warn=False).metrics
+    assert m["token_growth_per_s"][0] == 0.0 and m["request_growth_per_s"][0] == 0.0

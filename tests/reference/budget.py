@@ -292,6 +292,17 @@ def _mean(xs: Sequence[np.float32]) -> float:
     return math.fsum(float(x) for x in xs) / len(xs) if xs else 0.0
 
 
+def _slope(ts: np.ndarray, ys: np.ndarray) -> float:
+    """The least-squares slope of ys against ts; 0 when the times do not vary (fewer than two
+    snapshots, or every snapshot taken at the same event: no event between the grid points),
+    where a fitted line has no slope to speak of."""
+    if len(ts) < 2:
+        return 0.0
+    dt = ts - ts.mean()
+    sxx = float(np.sum(dt * dt))
+    return float(np.sum(dt * (ys - ys.mean())) / sxx) if sxx > 0 else 0.0
+
+
 def simulate(
     requests,
     policy,
@@ -513,11 +524,7 @@ def simulate(
     ts = np.array([s[0] for s in snaps], np.float64)
     ns = np.array([s[1] for s in snaps], np.float64)
     xs = np.array([s[2] for s in snaps], np.float64)
-    if G >= 2:
-        req_slope = float(np.polyfit(ts, ns, 1)[0])
-        tok_slope = float(np.polyfit(ts, xs, 1)[0])
-    else:
-        req_slope = tok_slope = 0.0
+    req_slope, tok_slope = _slope(ts, ns), _slope(ts, xs)
     metrics = {
         "throughput_tokens_per_s": dep_tokens / window_s,
         "throughput_requests_per_s": dep_reqs / window_s,
