@@ -112,7 +112,8 @@ class Engine(Generic[C, P, S]):
 
     Runner hints (optional):
       step_unit: what one scan step is: "step" (dp: a decode step), "epoch" (kv, budget: a
-        decision epoch) or "event" (network).
+        decision epoch) or "event" (network: the events of a recorded trajectory row; without
+        a record a scan step takes several).
       skip_done_in_block: a block ends as soon as every run of the chunk is done (a
         while_loop over the vmapped step; recording: lax.cond around it) instead of running
         the remaining steps as no-ops. Worth it when a step is expensive and runs end at very

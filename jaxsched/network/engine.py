@@ -1,15 +1,20 @@
 """The network engine: K token-budget engines that requests visit (paper 004 §4).
 
-One scan step processes one event (docs/network-semantics.md §3): the end of an agent's batch
-(its leaving tasks exit or move to their next agent), an arrival (routed), or an agent's
-decision (a budget-engine batch: `jaxsched.budget.core`'s policies and batch time). The
-event is the smallest by (time, class, agent), so work reaching an agent at time t is visible
-to its decision at t. Pure functions in the gymnax style; seeds are vmapped by jaxsched.run.
+Events (docs/network-semantics.md §3): the end of an agent's batch (its leaving tasks exit or
+move to their next agent), an arrival (routed), or an agent's decision (a budget-engine batch:
+`jaxsched.budget.core`'s policies and batch time), processed in the order of (time, class,
+agent), so work reaching an agent at time t is visible to its decision at t. One scan step
+processes up to ARRIVALS_PER_STEP arrivals, then a batch end, then its agent's decision, each
+only when it is the next event (a recording step processes one event, a trajectory row each):
+most batch ends are followed by their agent's decision, so a step takes about one batch and
+the arrivals before it, while the [K, Q] rings are read and written once per step. Pure
+functions in the gymnax style; seeds are vmapped by jaxsched.run.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +41,9 @@ FLUSH, ARRIVAL, DECIDE = 0, 1, 2
 # (KIND_NONE = 0: a step of an ended run, as in the budget engine's; `budget.core`.)
 KIND_FLUSH, KIND_ARRIVAL, KIND_BATCH, KIND_WAIT, KIND_END = 1, 2, 3, 4, 5
 _EXIT = -1
+# Arrivals a step without a record may take before its batch end (`step`): the events are the
+# same whatever this is, only the count of scan steps changes (`benchmarks/bench_network.py`).
+ARRIVALS_PER_STEP = 2
 
 
 def stage_seed(seed, stage: int):
@@ -167,20 +175,16 @@ def _from_bits(b, dtype) -> jnp.ndarray:
 
 
 def _rows(arrays: list, k) -> list:
-    """[a[k] for a in arrays] (arrays of one shape [K, ...], int32, float32 or bool) in one
-    pass: a variadic sum over the agents of the int32 bits masked to agent k's (a sum with
-    one nonzero term is exact). A reduce is its own kernel, so the step's writes of the
-    arrays read these rows instead of fusing the selection, which reads a[k] at another
-    index than the one it writes and so could not write the array in place."""
+    """[a[k] for a in arrays] (arrays of one shape [K, ...], int32, float32 or bool): per
+    array a sum over the agents of the int32 bits masked to agent k's (a sum with one nonzero
+    term is exact). A reduce is its own kernel, so the step's writes of the arrays read these
+    rows instead of fusing the selection, which reads a[k] at another index than the one it
+    writes and so could not write the array in place. One reduce per array, not one variadic
+    reduce: a row the step does not use is then never read (tracing drops it), where a
+    variadic reduce would read every array whichever of its rows are used."""
     hit = (jnp.arange(arrays[0].shape[0]) == k).reshape((-1,) + (1,) * (arrays[0].ndim - 1))
-    bits = [_bits(a) for a in arrays]
-    sums = jax.lax.reduce(
-        tuple(jnp.where(hit, b, 0) for b in bits),
-        (jnp.int32(0),) * len(bits),
-        lambda x, y: tuple(u + v for u, v in zip(x, y)),
-        (0,),
-    )
-    return [_from_bits(r, a.dtype) for r, a in zip(sums, arrays)]
+    rows = [jnp.sum(jnp.where(hit, _bits(a), 0), axis=0, dtype=jnp.int32) for a in arrays]
+    return [_from_bits(r, a.dtype) for r, a in zip(rows, arrays)]
 
 
 def _row(tasks: Tasks, k) -> tuple[Table, jnp.ndarray, jnp.ndarray]:
@@ -203,7 +207,12 @@ def _row(tasks: Tasks, k) -> tuple[Table, jnp.ndarray, jnp.ndarray]:
 
 def _fields_of(tasks: Tasks) -> dict:
     """The leaves of `tasks` by name."""
-    tb = tasks.table
+    return dict(_row_fields((tasks.table, tasks.stage, tasks.leaving)), plan_p=tasks.plan_p, plan_d=tasks.plan_d)
+
+
+def _row_fields(row) -> dict:
+    """The leaves of a ring `row` (Table, stage, leaving) by their `_fields_of` names."""
+    tb, stage, leaving = row
     return dict(
         entry=tb.entry,
         id=tb.id,
@@ -217,15 +226,19 @@ def _fields_of(tasks: Tasks) -> dict:
         last_hi=tb.last.hi,
         last_lo=tb.last.lo,
         ttft=tb.ttft,
-        stage=tasks.stage,
-        leaving=tasks.leaving,
-        plan_p=tasks.plan_p,
-        plan_d=tasks.plan_d,
+        stage=stage,
+        leaving=leaving,
     )
 
 
 def _tasks_of(x: dict) -> Tasks:
     """The inverse of `_fields_of`."""
+    table, stage, leaving = _row_of(x)
+    return Tasks(table, stage, leaving, x["plan_p"], x["plan_d"])
+
+
+def _row_of(x: dict) -> tuple:
+    """The inverse of `_row_fields`."""
     table = Table(
         x["entry"],
         x["id"],
@@ -238,7 +251,28 @@ def _tasks_of(x: dict) -> Tasks:
         DF(x["last_hi"], x["last_lo"]),
         x["ttft"],
     )
-    return Tasks(table, x["stage"], x["leaving"], x["plan_p"], x["plan_d"])
+    return table, x["stage"], x["leaving"]
+
+
+def _patch_row(config: NetworkConfig, row, r, ones: list):
+    """Agent r's ring `row` (Table, stage, leaving) with the step's arrivals `ones` (`_arrive`'s
+    writes) that entered it."""
+    slot = jnp.arange(config.table_size, dtype=jnp.int32)
+    x = _row_fields(row)
+    for j, s, ok, vals in ones:
+        hit = ok & (j == r) & (slot == s)
+        x = {name: jnp.where(hit, vals[name][0], a) for name, a in x.items()}
+    return _row_of(x)
+
+
+def _ring_entry(config: NetworkConfig, tasks: Tasks, j: int, ones: list) -> jnp.ndarray:
+    """int32 [Q]: the entry numbers in agent j's ring (a static index) after the step's
+    arrivals `ones`."""
+    slot = jnp.arange(config.table_size, dtype=jnp.int32)
+    e = tasks.table.entry[j]
+    for j1, s, ok, vals in ones:
+        e = jnp.where(ok & (j1 == j) & (slot == s), vals["entry"][0], e)
+    return e
 
 
 def _new_fields(entry, fields: dict, t: DF) -> dict:
@@ -287,43 +321,83 @@ def _once(*xs) -> tuple:
     return tuple(_from_bits(bits[i], jnp.asarray(x).dtype) for i, x in enumerate(xs))
 
 
-def _write(config: NetworkConfig, tasks: Tasks, k, own: dict, rows: list, one, ready) -> Tasks:
-    """`tasks` with the step's writes: `own` {field: row [Q]} the new rows of agent k (the
-    flushing or deciding agent); `rows` [(j, hit [Q], {field: row [Q]})] tasks entering the
-    slots `hit` of agent j (a static index; after `own`, since tasks moved from agent k may
-    enter it again); `one` (j, slot, ok, {field: [1]}) one arriving task, or None. ready: the
+def _once_tree(tree):
+    """`tree` unchanged, its leaves (int32, float32 or bool arrays) computed once into memory:
+    `_once` for arrays. The step's arrivals feed [Q]- and [K, Q]-wide selects, which would
+    otherwise redo each arrival's draws and routing per element they write."""
+    leaves, treedef = jax.tree.flatten(tree)
+    bits = [jnp.ravel(_bits(jnp.asarray(x))) for x in leaves]
+    flat = jnp.concatenate(bits)
+    flat = jnp.sum(jnp.stack([flat, jnp.zeros_like(flat)]), axis=0)
+    out, at = [], 0
+    for x, b in zip(leaves, bits):
+        x = jnp.asarray(x)
+        out.append(_from_bits(flat[at : at + b.shape[0]].reshape(x.shape), x.dtype))
+        at += b.shape[0]
+    return jax.tree.unflatten(treedef, out)
+
+
+def _settled(state: NetworkState, extra):
+    """(state, *extra) unchanged, what the next event's handlers read of the state (the
+    clock, the stream, the agents, the counts) and `extra` computed once into memory
+    (`_once_tree`): each event's handler reads the state the one before left, and fused
+    without a break the later events would redo the earlier ones' arithmetic (draws, routing,
+    the next-event search) per element, more for each event. The accumulators only added to
+    (the histogram, the snapshots: hundreds of words) are left out."""
+    tot = state.totals
+    read = (state.clock, state.done, state.gen, state.agents, state.joins.waiting, tot.steps, tot.snap_next)
+    (clk, done, gen, agents, waiting, steps, snap_next), extra = _once_tree((read, extra))
+    state = replace(
+        state,
+        clock=clk,
+        done=done,
+        gen=gen,
+        agents=agents,
+        joins=replace(state.joins, waiting=waiting),
+        totals=replace(tot, steps=steps, snap_next=snap_next),
+    )
+    return (state, *extra)
+
+
+def _write(config: NetworkConfig, tasks: Tasks, k, own: dict, rows: list, ones: list, ready) -> Tasks:
+    """`tasks` with the step's writes, in this order: `ones` [(j, slot, ok, {field: [1]})] the
+    arriving tasks (one slot each, distinct); `own` {field: row [Q]} the new rows of agent k
+    (the flushing or deciding agent: they hold the arrivals that entered it); `rows`
+    [(j, hit [Q], {field: row [Q]})] tasks entering the slots `hit` of agent j (after `own`,
+    since tasks moved from agent k may enter it again). ready: the
     `_all_computed` of everything the step read from `tasks` (True), in every write's mask."""
     K, Q = config.K, config.table_size
-    if one is not None:
-        k, ready, j1, slot, ok = _once(k, ready, one[0], one[1], one[2])
-        one = (j1, slot, ok, one[3])
-    else:
-        k, ready = _once(k, ready)
+    got = _once(k, ready, *[x for j, slot, ok, _ in ones for x in (j, slot, ok)])
+    k, ready = got[0], got[1]
+    ones = [(got[2 + 3 * i], got[3 + 3 * i], got[4 + 3 * i] & ready, one[3]) for i, one in enumerate(ones)]
     agent = jnp.arange(K, dtype=jnp.int32)[:, None]
-    j1, slot, ok, vals1 = one if one is not None else (None, None, None, None)
-    hit1 = None
-    if one is not None:
-        ok = ok & ready
-        hit1 = (agent == j1) & (jnp.arange(Q, dtype=jnp.int32)[None, :] == slot) & ok
+    slot_of = jnp.arange(Q, dtype=jnp.int32)[None, :]
+    hits = [(agent == j) & (slot_of == slot) & ok for j, slot, ok, _ in ones]
     out = {}
     for name, a in _fields_of(tasks).items():
         extra = (1,) * (a.ndim - 2)
-        if one is not None and name not in own and not rows:
-            # Only the arrival writes this field: one element, scattered in place.
+        if config.num_stages == 1 and name in ("plan_p", "plan_d"):
+            # One stage: a task's only sizes are its v_p, v_d, and nothing reads the plans
+            # (they stay zeros); writing them would cost a copy of each per step.
+            out[name] = a
+            continue
+        if ones and name not in own and not rows:
+            # Only the arrivals write this field: one element each, scattered in place.
             # On the flat array (the plans' [K, Q, S] too: a trailing stage axis of one would
             # otherwise get a layout of its own and a copy).
             S = int(np.prod(a.shape[2:], dtype=np.int64))
-            flat = jnp.where(ok, (j1 * Q + slot) * S, K * Q * S) + jnp.arange(S, dtype=jnp.int32)
-            v = jnp.reshape(vals1[name][0], (S,))
+            lane = jnp.arange(S, dtype=jnp.int32)
+            flat = jnp.concatenate([jnp.where(ok, (j * Q + slot) * S, K * Q * S) + lane for j, slot, ok, _ in ones])
+            v = jnp.concatenate([jnp.reshape(vals[name][0], (S,)) for *_, vals in ones])
             out[name] = a.reshape(-1).at[flat].set(v, mode="drop").reshape(a.shape)
             continue
         new = a
+        for hit, (*_, vals) in zip(hits, ones):
+            new = jnp.where(hit.reshape((K, Q) + extra), vals[name][0], new)
         if name in own:
             new = jnp.where(((agent == k) & ready).reshape((K, 1) + extra), own[name][None], new)
         for j, hit, vals in rows:
             new = jnp.where(((agent == j) & hit[None, :] & ready).reshape((K, Q) + extra), vals[name][None], new)
-        if one is not None:
-            new = jnp.where(hit1.reshape((K, Q) + extra), vals1[name][0], new)
         out[name] = new
     return _tasks_of(out)
 
@@ -382,7 +456,7 @@ def _enter(config: NetworkConfig, params: NetworkParams, state: NetworkState, j,
 
 def _enter_many(config: NetworkConfig, j: int, put, rank, r, n, entry, fields: dict, t: DF):
     """The write (j, hit [Q], fields [Q]) of tasks `put` (arrays [Q] of the flushing agent,
-    `rank` their order) into the slots s0 + rank of agent j (a static index), where r[s] =
+    `rank` their order) into the slots s0 + rank of agent j, where r[s] =
     (s - s0) mod Q is the rank each slot receives, entry[s] its entry number and n the number
     entering. One compaction scatter maps each rank to its source slot; each field's write
     gathers its column through it (per-field scatters of Q elements each cost ten times
@@ -411,9 +485,10 @@ def _pick(on, new, old):
     return jax.tree.map(lambda a, b: jnp.where(on, a, b), new, old)
 
 
-def _arrive(config: NetworkConfig, params: NetworkParams, state: NetworkState, t: DF, on):
+def _arrive(config: NetworkConfig, params: NetworkParams, state: NetworkState, t: DF, on, ones: list):
     """If `on`: the next stream candidate at time t; an accepted request enters its first
-    agent. Returns (state, the agent, the task's `_write` entry)."""
+    agent. ones: the `_write` entries of the step's earlier arrivals (not yet in
+    state.tasks). Returns (state, the agent, the task's `_write` entry)."""
     gen = state.gen
     z = gen.type
     one = lambda x: jnp.reshape(jnp.asarray(x, jnp.int32), (1,))
@@ -445,17 +520,21 @@ def _arrive(config: NetworkConfig, params: NetworkParams, state: NetworkState, t
     )
     mask = jnp.reshape(gen.accepted & on, (1,))
     Q, _ = run_sizes(config, params)
-    held = _take(state.tasks.table.entry, j)[_take(state.agents.entries, j) % Q] >= 0
+    slot = _take(state.agents.entries, j) % Q
+    held = _take(state.tasks.table.entry, j)[slot] >= 0
+    for j1, s1, ok1, _ in ones:
+        held = held | (ok1 & (j1 == j) & (s1 == slot))
     write, agents, totals = _enter(config, params, state, j, mask, jnp.zeros((1,), jnp.int32), fields, t, held)
     gen = _pick(on, arrivals.advance(config, params.arrival, state.seed, gen), gen)
     return replace(state, gen=gen, agents=agents, totals=totals), j, write
 
 
-def _flush(config: NetworkConfig, params: NetworkParams, state: NetworkState, k, t: DF, on, row):
+def _flush(config: NetworkConfig, params: NetworkParams, state: NetworkState, k, t: DF, on, row, ring_entry):
     """If `on`: the end of agent k's batch at time t; its leaving tasks exit the network or
     move on (their next agent, the fork, or the join), in their entry order at k; agent k's
-    decision is then due at t. row: agent k's (Table, stage, leaving) at the step's start.
-    Returns (state, agent k's new entry row, the `_write` entries of the moved tasks)."""
+    decision is then due at t. row: agent k's (Table, stage, leaving) as the flush finds it;
+    ring_entry(j): int32 [Q] the entry numbers of agent j's ring as it finds
+    them. Returns (state, agent k's new entry row, the `_write` entries of the moved tasks)."""
     table, stage, leaving = row
     leaving = leaving & on
     S = config.num_stages
@@ -523,7 +602,7 @@ def _flush(config: NetworkConfig, params: NetworkParams, state: NetworkState, k,
         )
         rank = prefix_by_id(mask.astype(jnp.int32), base)
         # Agent j's ring as the moved tasks find it: agent k's has lost its leaving tasks.
-        held = jnp.where(k == j, entry_k, state.tasks.table.entry[j]) >= 0
+        held = jnp.where(k == j, entry_k, ring_entry(j)) >= 0
         write, agents, totals = _enter(config, params, state, j, mask, rank, fields, t, held)
         writes.append(write)
         state = replace(state, agents=agents, totals=totals)
@@ -617,14 +696,14 @@ def _decide(config: NetworkConfig, params: NetworkParams, state: NetworkState, k
     return state, dp, dd, load, tau, new, depart
 
 
-def _snapshots(config: NetworkConfig, totals: NetworkTotals, n, x, t: DF, all_):
-    """Record the grid points g_j <= t (all of them when `all_`) not yet recorded with the
-    current (pre-event) tasks n and tokens x in the network: the state on [g_j, t) is
+def _snapshots(config: NetworkConfig, totals: NetworkTotals, n, x, t: DF, all_, on=True):
+    """If `on`: record the grid points g_j <= t (all of them when `all_`) not yet recorded with
+    the current (pre-event) tasks n and tokens x in the network: the state on [g_j, t) is
     constant."""
     g = config.snapshot_times()
     g_hi = g.astype(np.float32)
     g_lo = (g - g_hi.astype(np.float64)).astype(np.float32)
-    passed = clock.le(DF(jnp.asarray(g_hi), jnp.asarray(g_lo)), t) | all_
+    passed = (clock.le(DF(jnp.asarray(g_hi), jnp.asarray(g_lo)), t) | all_) & on
     j = jnp.arange(config.snapshots, dtype=jnp.int32)
     new = passed & (j >= totals.snap_next)
     return replace(
@@ -641,62 +720,125 @@ def in_network(state: NetworkState) -> jnp.ndarray:
     return jnp.sum(state.agents.held, dtype=jnp.int32) + state.joins.waiting
 
 
-def step(config: NetworkConfig, params: NetworkParams, state: NetworkState, record: bool = False):
-    """Process one event (docs §3). Returns (state, the step's trajectory row when `record`)."""
-    active = ~state.done
+class _Event(NamedTuple):
+    """The next event as one phase of a step finds it (`_event`)."""
+
+    t: DF  # its time
+    cls: jnp.ndarray  # int32 class (FLUSH, ARRIVAL, DECIDE)
+    k: jnp.ndarray  # int32 agent (0 for an arrival)
+    take: jnp.ndarray  # bool: this phase processes it (an END included)
+    go: jnp.ndarray  # bool: taken and before the horizon (its handler runs)
+    ends: jnp.ndarray  # bool: taken, and the run ends there (no event before the horizon)
+    requests: jnp.ndarray  # int32 tasks in the network before it
+    tokens: jnp.ndarray  # int32 their unprocessed tokens
+
+
+def _event(config: NetworkConfig, state: NetworkState, allowed, steps0, single: bool):
+    """The next event (docs §3) and whether this phase of a step takes it: the run is live
+    (not ended, fewer than max_steps events processed) and the event is allowed(cls, agent) or
+    the run ends at it (none left before the horizon); with `single`, only as the step's first
+    event (steps0: the events processed before the step). A taken event is counted, records
+    the snapshot grid points it passes, and moves the clock; the caller runs its handler.
+    Returns (state, `_Event`)."""
+    live = ~state.done & (state.totals.steps < config.max_steps)
+    if single:
+        live = live & (state.totals.steps == steps0)
     t, cls, k, found = _next_event(config, state)
-    horizon = DF.from_float64(config.horizon_s)
-    ends = active & (~found | clock.le(horizon, t))
-    go = active & ~ends
+    over = ~found | clock.le(DF.from_float64(config.horizon_s), t)
+    take = live & (over | allowed(cls, k))
+    ends, go = take & over, take & ~over
     n_pre = in_network(state)
     x_pre = jnp.sum(state.agents.tokens, dtype=jnp.int32)
-    totals = _snapshots(config, state.totals, n_pre, x_pre, t, ends)
-    totals = replace(totals, steps=totals.steps + active.astype(jnp.int32))
-    state = replace(state, totals=totals)
-    # Every event kind runs masked (no lax.switch): under vmap a switch becomes a select of
-    # every branch's whole state, copying the [K, Q] tables per step. The handlers run in the
-    # order flush, arrival, decision on the small state and read agent k's ring once.
-    on_flush, on_decide = go & (cls == FLUSH), go & (cls == DECIDE)
-    row = _row(state.tasks, k)
-    new, entry_k, rows = _flush(config, params, state, k, t, on_flush, row)
-    new, j, one = _arrive(config, params, new, t, go & (cls == ARRIVAL))
-    new, dp, dd, load, tau, loaded, depart = _decide(config, params, new, k, t, on_decide, row)
-    own = dict(entry=entry_k, p=loaded.p, d=loaded.d, leaving=jnp.where(on_decide, depart, row[2] & ~on_flush))
-    agent = jnp.where(cls == ARRIVAL, j, k)
-    new = replace(new, clock=clock.where(go, t, state.clock), done=state.done | ends)
+    totals = _snapshots(config, state.totals, n_pre, x_pre, t, ends, take)
+    totals = replace(totals, steps=totals.steps + take.astype(jnp.int32))
+    state = replace(state, totals=totals, clock=clock.where(go, t, state.clock), done=state.done | ends)
+    return state, _Event(t, cls, k, take, go, ends, n_pre, x_pre)
+
+
+def step(config: NetworkConfig, params: NetworkParams, state: NetworkState, record: bool = False):
+    """Process the next events (docs §3): `step_events` with ARRIVALS_PER_STEP arrivals, or
+    with `record` one event. Returns (state, the step's trajectory row when `record`)."""
+    return step_events(config, params, state, 1 if record else ARRIVALS_PER_STEP, record)
+
+
+def step_events(
+    config: NetworkConfig, params: NetworkParams, state: NetworkState, max_arrivals: int, record: bool = False
+):
+    """Process the next events (docs §3): up to `max_arrivals` arrivals, then a batch end, then a
+    decision of the agent r whose batch ended (or that is the next event), each only when it is
+    the next event; with `record` (and max_arrivals = 1), only the first of them. Whatever
+    `max_arrivals`, a run processes the same events in the same order: its metrics are bitwise the
+    same. Returns (state, the step's trajectory row when `record`).
+
+    Every handler runs masked (no lax.switch): under vmap a switch becomes a select of every
+    branch's whole state, copying the [K, Q] rings per step. The handlers work on the small
+    state in event order; the rings are read once (agent r's row, with the step's arrivals
+    into it) and written once at the end (`_write`)."""
+    tasks0, steps0 = state.tasks, state.totals.steps
+    ones, arrived = [], []
+    require(
+        isinstance(max_arrivals, int) and max_arrivals >= 1 and not (record and max_arrivals > 1),
+        "max_arrivals",
+        "an integer >= 1 (1 with record)",
+        max_arrivals,
+    )
+    for _ in range(max_arrivals):
+        state, ev = _event(config, state, lambda c, k: c == ARRIVAL, steps0, record)
+        state, j, one = _arrive(config, params, state, ev.t, ev.go, ones)
+        state, j, one = _settled(state, (j, one))
+        ones.append(one)
+        arrived.append((ev, jnp.where(ev.cls == ARRIVAL, j, ev.k)))
+    state, fl = _event(config, state, lambda c, k: c == FLUSH, steps0, record)
+    r = fl.k
+    row = _patch_row(config, _row(tasks0, r), r, ones)
+    entries_r = _take(state.agents.entries, r)
+    ring_entry = lambda j: _ring_entry(config, tasks0, j, ones)
+    state, entry_r, rows = _flush(config, params, state, r, fl.t, fl.go, row, ring_entry)
+    (state,) = _settled(state, ())
+    # A decision of r that tasks moved into by the flush would read a ring not in `row`.
+    moved_in = _take(state.agents.entries, r) != entries_r
+    state, dc = _event(config, state, lambda c, k: (c == DECIDE) & (k == r) & ~moved_in, steps0, record)
+    leaving = row[2] & ~fl.go
+    flushed = (replace(row[0], entry=entry_r), row[1], leaving)
+    state, dp, dd, load, tau, loaded, depart = _decide(config, params, state, r, dc.t, dc.go, flushed)
+    own = dict(entry=entry_r, p=loaded.p, d=loaded.d, leaving=jnp.where(dc.go, depart, leaving))
     out = None
     if record:
-        kind = jnp.where(
-            ~active,
-            KIND_NONE,
-            jnp.where(
-                ends,
-                KIND_END,
-                jnp.where(
-                    cls == FLUSH,
-                    KIND_FLUSH,
-                    jnp.where(cls == ARRIVAL, KIND_ARRIVAL, jnp.where(load > 0, KIND_BATCH, KIND_WAIT)),
-                ),
-            ),
-        )
-        out = dict(
-            kind=kind.astype(jnp.int32),
-            agent=jnp.asarray(agent, jnp.int32),
-            t_hi=t.hi,
-            t_lo=t.lo,
-            tau_hi=tau.hi,
-            tau_lo=tau.lo,
-            load=load,
-            prefill=jnp.sum(dp, dtype=jnp.int32),
-            decode=jnp.sum(dd, dtype=jnp.int32),
-            requests=n_pre,
-            tokens=x_pre,
-        )
+        decided = jnp.where(load > 0, KIND_BATCH, KIND_WAIT)
+        phases = [(ev, KIND_ARRIVAL, j) for ev, j in arrived] + [(fl, KIND_FLUSH, r), (dc, decided, r)]
+        out = _record_row(phases, tau, load, dp, dd)
         if config.record_members:
             out.update(entry=row[0].entry, id=row[0].id, dp=dp, dd=dd.astype(jnp.int32))
     # Every write of the tasks after every read of them (see `_write`).
-    ready = _all_computed((new.agents, new.joins, new.totals, out))
-    return replace(new, tasks=_write(config, state.tasks, k, own, rows, one, ready)), out
+    ready = _all_computed((state.agents, state.joins, state.totals, out))
+    return replace(state, tasks=_write(config, tasks0, r, own, rows, ones, ready)), out
+
+
+def _record_row(phases: list, tau: DF, load, dp, dd) -> dict:
+    """The trajectory row of a one-event step: the event of the phase [(`_Event`, its kind,
+    its agent)] that took it (KIND_END where the run ended, KIND_NONE where none did: an ended
+    run), with the decision's batch (zeros unless one was decided)."""
+    ev0, _, agent0 = phases[0]
+    kind, agent, t, requests, tokens = jnp.int32(KIND_NONE), agent0, ev0.t, ev0.requests, ev0.tokens
+    for ev, k_kind, k_agent in phases:
+        kind = jnp.where(ev.take, jnp.where(ev.ends, KIND_END, k_kind), kind)
+        agent = jnp.where(ev.take, k_agent, agent)
+        t = clock.where(ev.take, ev.t, t)
+        requests = jnp.where(ev.take, ev.requests, requests)
+        tokens = jnp.where(ev.take, ev.tokens, tokens)
+    return dict(
+        kind=kind.astype(jnp.int32),
+        agent=jnp.asarray(agent, jnp.int32),
+        t_hi=t.hi,
+        t_lo=t.lo,
+        tau_hi=tau.hi,
+        tau_lo=tau.lo,
+        load=load,
+        prefill=jnp.sum(dp, dtype=jnp.int32),
+        decode=jnp.sum(dd, dtype=jnp.int32),
+        requests=requests,
+        tokens=tokens,
+    )
 
 
 def done(config: NetworkConfig, state: NetworkState) -> jnp.ndarray:

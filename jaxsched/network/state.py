@@ -26,7 +26,8 @@ class Tasks(eqx.Module):
     arrival time). stage: int32 stage of the task on its route. leaving: bool, its last decode
     token is in the agent's batch in flight; it leaves at the batch end (the agent's flush).
     plan_p, plan_d: int32 [K, Q, S] the request's (v_p, v_d) at every stage of its route, drawn
-    once at its arrival (a flush copies the next stage's instead of sampling [Q] lengths).
+    once at its arrival (a flush copies the next stage's instead of sampling [Q] lengths);
+    zeros when every route has one stage (nothing reads them then).
     """
 
     table: Table

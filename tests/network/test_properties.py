@@ -14,7 +14,9 @@ checks it against them), and these tests require, per seed:
   counts, partial batches, stalls, steps and end time; snapshot means and growth slopes;
   latency mean within 1e-5 relative (compensated float32 sum against an exact one) and
   latency quantiles equal (identical float32 latencies, identical histograms); idle fractions
-  within float32 rounding.
+  within float32 rounding;
+- and bitwise the same metrics from a run without a record, whose steps take several events
+  each (`engine.step`; a recording step takes one).
 
 Compilation dominates (one engine compile per static NetworkConfig and seed count, ~10 CPU s;
 an example then costs ~0.1 s; ~20 s for fork_join's four agents), so a few static cases cover
@@ -247,6 +249,10 @@ def compare(cfg: NetworkConfig, kw: dict, orders: tuple, seeds: list[int], outs:
     params = make_params(dataclasses.replace(cfg, type_orders=orders), **kw)
     res = simulate(cfg, params, seeds, record=True, warn=False)
     tr = res.trajectories
+    # Without a record a step takes several events (engine.step): bitwise the same metrics.
+    several = simulate(cfg, params, seeds, warn=False).metrics
+    for key, v in res.metrics.items():
+        assert np.array_equal(several[key], v, equal_nan=True), (key, several[key], v)
     for s, seed in enumerate(seeds):
         reqs = ref.engine_inputs(cfg, params, seed, N_CANDIDATES)
         out = ref.simulate(
