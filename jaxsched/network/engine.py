@@ -311,21 +311,13 @@ def _all_computed(tree) -> jnp.ndarray:
     return jnp.all((bits | 1) != 0)
 
 
-def _once(*xs) -> tuple:
-    """The scalars `xs` (int32, float32 or bool) unchanged, computed once into memory: one
-    sum over a stacked zero (exact: x + 0 on the int32 bits). XLA fuses cheap elementwise
-    producers into every consumer and recomputes them per element of it; a reduction is a
-    kernel of its own, so the [K, Q] passes that read these scalars load them instead of
-    redoing the step's per-run arithmetic for each slot of each field."""
-    bits = jnp.stack([_bits(jnp.asarray(x)) for x in xs])
-    bits = jnp.sum(jnp.stack([bits, jnp.zeros_like(bits)]), axis=0)
-    return tuple(_from_bits(bits[i], jnp.asarray(x).dtype) for i, x in enumerate(xs))
-
-
-def _once_tree(tree):
+def _once(tree):
     """`tree` unchanged, its leaves (int32, float32 or bool arrays) computed once into memory:
-    `_once` for arrays. The step's arrivals feed [Q]- and [K, Q]-wide selects, which would
-    otherwise redo each arrival's draws and routing per element they write."""
+    one sum of their int32 bits over a stacked zero (exact: x + 0). XLA fuses cheap
+    elementwise producers into every consumer and recomputes them per element of it; a
+    reduction is a kernel of its own, so the [Q]- and [K, Q]-wide passes that read these
+    leaves load them instead of redoing the step's per-run arithmetic (draws, routing) for
+    each slot of each field."""
     leaves, treedef = jax.tree.flatten(tree)
     bits = [jnp.ravel(_bits(jnp.asarray(x))) for x in leaves]
     flat = jnp.concatenate(bits)
@@ -341,13 +333,13 @@ def _once_tree(tree):
 def _settled(state: NetworkState, extra):
     """(state, *extra) unchanged, what the next event's handlers read of the state (the
     clock, the stream, the agents, the counts) and `extra` computed once into memory
-    (`_once_tree`): each event's handler reads the state the one before left, and fused
+    (`_once`): each event's handler reads the state the one before left, and fused
     without a break the later events would redo the earlier ones' arithmetic (draws, routing,
     the next-event search) per element, more for each event. The accumulators only added to
     (the histogram, the snapshots: hundreds of words) are left out."""
     tot = state.totals
     read = (state.clock, state.done, state.gen, state.agents, state.joins.waiting, tot.steps, tot.snap_next)
-    (clk, done, gen, agents, waiting, steps, snap_next), extra = _once_tree((read, extra))
+    (clk, done, gen, agents, waiting, steps, snap_next), extra = _once((read, extra))
     state = replace(
         state,
         clock=clk,
@@ -368,9 +360,8 @@ def _write(config: NetworkConfig, tasks: Tasks, k, own: dict, rows: list, ones: 
     since tasks moved from agent k may enter it again). ready: the
     `_all_computed` of everything the step read from `tasks` (True), in every write's mask."""
     K, Q = config.K, config.table_size
-    got = _once(k, ready, *[x for j, slot, ok, _ in ones for x in (j, slot, ok)])
-    k, ready = got[0], got[1]
-    ones = [(got[2 + 3 * i], got[3 + 3 * i], got[4 + 3 * i] & ready, one[3]) for i, one in enumerate(ones)]
+    k, ready, places = _once((k, ready, [one[:3] for one in ones]))
+    ones = [(j, slot, ok & ready, one[3]) for (j, slot, ok), one in zip(places, ones)]
     agent = jnp.arange(K, dtype=jnp.int32)[:, None]
     slot_of = jnp.arange(Q, dtype=jnp.int32)[None, :]
     hits = [(agent == j) & (slot_of == slot) & ok for j, slot, ok, _ in ones]
