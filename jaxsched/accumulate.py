@@ -70,5 +70,13 @@ class Kahan(eqx.Module):
         t = self.total + y
         return Kahan(t, (t - self.total) - y)
 
+    def add_where(self, x: jnp.ndarray, mask) -> "Kahan":
+        """`add(x)` where `mask` holds, elementwise; the sum unchanged elsewhere. Adding a zero
+        is not a no-op (it folds the compensation into the total: the same value, other bits),
+        so an accumulator whose adds must not depend on how the work is split into steps
+        adds only where something happened."""
+        added = self.add(x)
+        return Kahan(jnp.where(mask, added.total, self.total), jnp.where(mask, added.comp, self.comp))
+
     def to_numpy(self) -> np.ndarray:
         return np.asarray(self.total, np.float64) - np.asarray(self.comp, np.float64)

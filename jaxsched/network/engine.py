@@ -90,6 +90,27 @@ def _next_agent(config: NetworkConfig) -> np.ndarray:
     return out
 
 
+def _successors(config: NetworkConfig) -> np.ndarray | None:
+    """int32 [K, D]: the agents that the tasks leaving each agent of a `routes` network can
+    move to (ascending, padded with K, an agent that takes none), when every agent has fewer
+    than K of them (D = the most of any agent); None otherwise. A flush then enters its tasks
+    in D passes with a traced target instead of K passes, one per agent (the Rybko-Stolyar
+    network: one each). The passes touch distinct agents, so their order changes nothing."""
+    K, nxt = config.K, _next_agent(config)
+    succ = [set() for _ in range(K)]
+    for z, route in enumerate(config.routes):
+        for s, agent in enumerate(route):
+            if nxt[z, s] != _EXIT:
+                succ[agent].add(int(nxt[z, s]))
+    D = max(len(x) for x in succ)
+    if D >= K:
+        return None
+    out = np.full((K, D), K, np.int32)
+    for agent, x in enumerate(succ):
+        out[agent, : len(x)] = sorted(x)
+    return out
+
+
 # --------------------------------------------------------------------------- size buckets
 # A run padded into a larger config (`NetworkEngine.pad`) carries its own sizes in
 # `params.sizes`; the arrays have the config's shapes. Each agent's ring is entry mod the run's
@@ -266,11 +287,11 @@ def _patch_row(config: NetworkConfig, row, r, ones: list):
     return _row_of(x)
 
 
-def _ring_entry(config: NetworkConfig, tasks: Tasks, j: int, ones: list) -> jnp.ndarray:
-    """int32 [Q]: the entry numbers in agent j's ring (a static index) after the step's
-    arrivals `ones`."""
+def _ring_entry(config: NetworkConfig, tasks: Tasks, j, ones: list) -> jnp.ndarray:
+    """int32 [Q]: the entry numbers in agent j's ring (a static or traced index) after the
+    step's arrivals `ones`."""
     slot = jnp.arange(config.table_size, dtype=jnp.int32)
-    e = tasks.table.entry[j]
+    e = tasks.table.entry[j] if isinstance(j, int) else _take(tasks.table.entry, j)
     for j1, s, ok, vals in ones:
         e = jnp.where(ok & (j1 == j) & (slot == s), vals["entry"][0], e)
     return e
@@ -296,8 +317,7 @@ def _new_fields(entry, fields: dict, t: DF) -> dict:
         ttft=jnp.zeros(shape, jnp.float32),
         stage=fields["stage"],
         leaving=jnp.zeros(shape, bool),
-        plan_p=fields["plan_p"],
-        plan_d=fields["plan_d"],
+        **{name: fields[name] for name in ("plan_p", "plan_d") if name in fields},
     )
 
 
@@ -357,7 +377,8 @@ def _write(config: NetworkConfig, tasks: Tasks, k, own: dict, rows: list, ones: 
     arriving tasks (one slot each, distinct); `own` {field: row [Q]} the new rows of agent k
     (the flushing or deciding agent: they hold the arrivals that entered it); `rows`
     [(j, hit [Q], {field: row [Q]})] tasks entering the slots `hit` of agent j (after `own`,
-    since tasks moved from agent k may enter it again). ready: the
+    since tasks moved from agent k may enter it again; a field a row leaves out keeps its old
+    values there). ready: the
     `_all_computed` of everything the step read from `tasks` (True), in every write's mask."""
     K, Q = config.K, config.table_size
     k, ready, places = _once((k, ready, [one[:3] for one in ones]))
@@ -373,7 +394,8 @@ def _write(config: NetworkConfig, tasks: Tasks, k, own: dict, rows: list, ones: 
             # (they stay zeros); writing them would cost a copy of each per step.
             out[name] = a
             continue
-        if ones and name not in own and not rows:
+        into = [(j, hit, vals) for j, hit, vals in rows if name in vals]
+        if ones and name not in own and not into:
             # Only the arrivals write this field: one element each, scattered in place.
             # On the flat array (the plans' [K, Q, S] too: a trailing stage axis of one would
             # otherwise get a layout of its own and a copy).
@@ -388,7 +410,7 @@ def _write(config: NetworkConfig, tasks: Tasks, k, own: dict, rows: list, ones: 
             new = jnp.where(hit.reshape((K, Q) + extra), vals[name][0], new)
         if name in own:
             new = jnp.where(((agent == k) & ready).reshape((K, 1) + extra), own[name][None], new)
-        for j, hit, vals in rows:
+        for j, hit, vals in into:
             new = jnp.where(((agent == j) & hit[None, :] & ready).reshape((K, Q) + extra), vals[name][None], new)
         out[name] = new
     return _tasks_of(out)
@@ -428,7 +450,7 @@ def _enter(config: NetworkConfig, params: NetworkParams, state: NetworkState, j,
     totals = replace(
         totals,
         rejected=totals.rejected + n_mask - n,
-        idle_s=totals.idle_s.add(_set(jnp.zeros((config.K,), jnp.float32), j, jnp.where(wake, waited, 0.0))),
+        idle_s=totals.idle_s.add_where(jnp.broadcast_to(waited, (config.K,)), (jnp.arange(config.K) == j) & wake),
     )
     free_at = DF(
         _set(ag.free_at.hi, j, jnp.where(wake, t.hi, _take(ag.free_at.hi, j))),
@@ -450,25 +472,29 @@ def _enter_many(config: NetworkConfig, j: int, put, rank, r, n, entry, fields: d
     """The write (j, hit [Q], fields [Q]) of tasks `put` (arrays [Q] of the flushing agent,
     `rank` their order) into the slots s0 + rank of agent j, where r[s] =
     (s - s0) mod Q is the rank each slot receives, entry[s] its entry number and n the number
-    entering. One compaction scatter maps each rank to its source slot; each field's write
-    gathers its column through it (per-field scatters of Q elements each cost ten times
-    more on CPU)."""
+    entering. One compaction scatter maps each rank to its source slot, and one gather of rows
+    [Q, F] of every field's int32 bits (plans too, when `fields` has them) moves the tasks: on
+    CPU a gather or scatter costs per index, so per-field gathers cost about F times more, and
+    per-field scatters ten times more again."""
     Q = config.table_size
     L = put.shape[0]
     src = (
         jnp.zeros((Q,), jnp.int32).at[jnp.where(put, rank, Q)].set(jnp.arange(L, dtype=jnp.int32), mode="drop")
     )  # rank -> source
     at = src[r]  # [Q]: the source slot of the task each slot receives
-    got = dict(
-        id=fields["id"][at],
-        type=fields["type"][at],
-        arrival=DF(fields["arrival"].hi[at], fields["arrival"].lo[at]),
-        vp=fields["vp"][at],
-        vd=fields["vd"][at],
-        stage=fields["stage"][at],
-        plan_p=fields["plan_p"][at],
-        plan_d=fields["plan_d"][at],
-    )
+    cols = dict(fields, arrival_hi=fields["arrival"].hi, arrival_lo=fields["arrival"].lo)
+    names = ["id", "type", "arrival_hi", "arrival_lo", "vp", "vd", "stage"]
+    plans = [name for name in ("plan_p", "plan_d") if name in fields]
+    packed = jnp.concatenate(
+        [jnp.stack([_bits(jnp.broadcast_to(cols[name], put.shape)) for name in names], axis=1)]
+        + [_bits(fields[name]) for name in plans],
+        axis=1,
+    )[at]  # [Q, 7 (+ 2 S with the plans)]
+    got = {name: _from_bits(packed[:, i], cols[name].dtype) for i, name in enumerate(names)}
+    got["arrival"] = DF(got.pop("arrival_hi"), got.pop("arrival_lo"))
+    for i, name in enumerate(plans):
+        S = fields[name].shape[1]
+        got[name] = packed[:, len(names) + i * S : len(names) + (i + 1) * S]
     return (j, r < n, _new_fields(entry, got, t))
 
 
@@ -551,7 +577,7 @@ def _flush(config: NetworkConfig, params: NetworkParams, state: NetworkState, k,
     tot = replace(
         tot,
         exits=tot.exits + jnp.sum(counted, dtype=jnp.int32),
-        latency_s=tot.latency_s.add(ordered_sum(jnp.where(counted, since, 0.0))),
+        latency_s=tot.latency_s.add_where(ordered_sum(jnp.where(counted, since, 0.0)), on),
         latency_hist=hist_add(tot.latency_hist, since, counted, config.hist_octave_bits),
     )
     n_left = jnp.sum(leaving, dtype=jnp.int32)
@@ -569,12 +595,18 @@ def _flush(config: NetworkConfig, params: NetworkParams, state: NetworkState, k,
     Q, _ = run_sizes(config, params)
     base = _take(state.agents.entries, k) % Q
     if config.topology == "routes":
-        moves = [(j, leaving & (nxt == j), stage + 1) for j in range(config.K)]
+        succ = _successors(config)
+        targets = range(config.K) if succ is None else [_take(jnp.asarray(c), k) for c in succ.T]
+        moves = [(j, leaving & (nxt == j), stage + 1) for j in targets]
     else:
         forked = leaving & (k == 0)
         state, joined = _join(config, state, leaving & ((k == 1) | (k == 2)), table.id, base, Q)
         moves = [(1, forked, 1), (2, forked, 2), (3, joined, 3)]
     plan_p, plan_d = _rows([state.tasks.plan_p, state.tasks.plan_d], k)
+    # Routes of at most two agents: every moved task enters its last stage, and nothing reads
+    # a task's plans after its last move (only `_flush` reads them, for the next stage's
+    # sizes), so its plans are not moved with it (the slot keeps stale ones, never read).
+    last_stage = config.topology == "routes" and max(len(route) for route in config.routes) <= 2
     writes = []
     for j, mask, st in moves:
         at = jnp.broadcast_to(jnp.minimum(st, S - 1), stage.shape)
@@ -588,10 +620,10 @@ def _flush(config: NetworkConfig, params: NetworkParams, state: NetworkState, k,
             stage=jnp.broadcast_to(st, stage.shape),
             vp=vp,
             vd=vd,
-            plan_p=plan_p,
-            plan_d=plan_d,
             arrival=table.arrival,
         )
+        if not last_stage:
+            fields.update(plan_p=plan_p, plan_d=plan_d)
         rank = prefix_by_id(mask.astype(jnp.int32), base)
         # Agent j's ring as the moved tasks find it: agent k's has lost its leaving tasks.
         held = jnp.where(k == j, entry_k, ring_entry(j)) >= 0
