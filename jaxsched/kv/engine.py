@@ -22,7 +22,7 @@ from ..clock import DF
 from ..engine import Engine
 from ..errors import ConfigError, require, require_float, require_int
 from ..histogram import bit_bins
-from ..kernels import fused_sums, ordered_sum
+from ..kernels import all_computed, fused_sums, ordered_sum, written_after
 from ..run import Results, trajectory_rows
 from ..tables import grow_ring, overflow_advice
 from ..timing import iteration_time_s, priced_iteration_time_s
@@ -171,14 +171,20 @@ def _insert(config, params, state: KVState, active):
     t = state.table
     at = jnp.where(put, slot, Q)
     set_ = lambda a, v: a.at[at].set(v, mode="drop")
+    # The fields the batch then updates take the new ids through one scatter into a fresh
+    # ring and elementwise selects, which fuse with the batch's updates into one pass that
+    # writes the table in place (a scatter into the carried field was followed by a copy of it
+    # every step).
+    new_id = jnp.full((Q,), -1, jnp.int32).at[at].set(buf["id"], mode="drop")
+    new = new_id >= 0
     table = Table(
-        set_(t.id, buf["id"]),
+        jnp.where(new, new_id, t.id),
         set_(t.type, typ),
         set_(t.seq, seq),
         DF(set_(t.arrival.hi, buf["hi"]), set_(t.arrival.lo, buf["lo"])),
-        set_(t.stage, 0),
-        set_(t.resident, False),
-        set_(t.prefilled, 0),
+        jnp.where(new, 0, t.stage),
+        t.resident & ~new,
+        jnp.where(new, 0, t.prefilled),
     )
     inserted = jnp.sum(put, dtype=jnp.int32)
     overflow = state.totals.table_overflow + jnp.sum(buf["ok"] & ~put, dtype=jnp.int32)
@@ -359,7 +365,7 @@ def _apply_batch(
         preemptions=totals.preemptions.add(jnp.where(on, sums.preempted, 0)),
     )
     prefilled = jnp.where(member & ~advance, table.prefilled + chunk, jnp.where(advance | preempt, 0, table.prefilled))
-    table = Table(
+    new = Table(
         jnp.where(done | clear, -1, table.id),
         table.type,
         table.seq,
@@ -368,7 +374,9 @@ def _apply_batch(
         (table.resident & ~preempt) | advance,
         prefilled,
     )
-    return table, totals
+    # Written after every read of the old table (the policy's and the step's sums, which
+    # depend on them), so in place (kernels.order).
+    return written_after(all_computed(sums), new, table), totals
 
 
 # --------------------------------------------------------------------------- step

@@ -27,7 +27,7 @@ from ..budget.state import Table
 from ..clock import DF
 from ..engine import Engine
 from ..errors import require
-from ..kernels import ordered_sum, prefix_by_id
+from ..kernels import all_computed, ordered_sum, prefix_by_id
 from ..run import Results, trajectory_rows
 from ..tables import grow_ring
 from ..workload import arrivals
@@ -224,7 +224,7 @@ def _row(tasks: Tasks, k) -> tuple[Table, jnp.ndarray, jnp.ndarray]:
 # the tasks it moves may take (`_flush` passes that row). XLA's CPU backend orders a step's
 # operations by their data only and updates a [K, Q] field in place only when every read of
 # it comes before its write in that order (it copies the field every step otherwise): every
-# write's mask depends on everything the reads produce (`_all_computed`).
+# write's mask depends on everything the reads produce (`kernels.all_computed`).
 
 
 def _fields_of(tasks: Tasks) -> dict:
@@ -321,16 +321,6 @@ def _new_fields(entry, fields: dict, t: DF) -> dict:
     )
 
 
-def _all_computed(tree) -> jnp.ndarray:
-    """bool scalar True that depends on every leaf of `tree`: all (x | 1) != 0 over the first
-    element of each, as int32 bits. XLA orders a step's operations by their data only; a
-    write masked with this comes after everything that computes the leaves. The test is a
-    reduction, a kernel of its own, so it is not recomputed for each element of the writes
-    that read it."""
-    bits = jnp.stack([_bits(jnp.ravel(x)[0]) for x in jax.tree.leaves(tree)])
-    return jnp.all((bits | 1) != 0)
-
-
 def _once(tree):
     """`tree` unchanged, its leaves (int32, float32 or bool arrays) computed once into memory:
     one sum of their int32 bits over a stacked zero (exact: x + 0). XLA fuses cheap
@@ -379,7 +369,7 @@ def _write(config: NetworkConfig, tasks: Tasks, k, own: dict, rows: list, ones: 
     [(j, hit [Q], {field: row [Q]})] tasks entering the slots `hit` of agent j (after `own`,
     since tasks moved from agent k may enter it again; a field a row leaves out keeps its old
     values there). ready: the
-    `_all_computed` of everything the step read from `tasks` (True), in every write's mask."""
+    `all_computed` of everything the step read from `tasks` (True), in every write's mask."""
     K, Q = config.K, config.table_size
     k, ready, places = _once((k, ready, [one[:3] for one in ones]))
     ones = [(j, slot, ok & ready, one[3]) for (j, slot, ok), one in zip(places, ones)]
@@ -468,7 +458,7 @@ def _enter(config: NetworkConfig, params: NetworkParams, state: NetworkState, j,
     return write, agents, totals
 
 
-def _enter_many(config: NetworkConfig, j: int, put, rank, r, n, entry, fields: dict, t: DF):
+def _enter_many(config: NetworkConfig, j, put, rank, r, n, entry, fields: dict, t: DF):
     """The write (j, hit [Q], fields [Q]) of tasks `put` (arrays [Q] of the flushing agent,
     `rank` their order) into the slots s0 + rank of agent j, where r[s] =
     (s - s0) mod Q is the rank each slot receives, entry[s] its entry number and n the number
@@ -834,7 +824,7 @@ def step_events(
         if config.record_members:
             out.update(entry=row[0].entry, id=row[0].id, dp=dp, dd=dd.astype(jnp.int32))
     # Every write of the tasks after every read of them (see `_write`).
-    ready = _all_computed((state.agents, state.joins, state.totals, out))
+    ready = all_computed((state.agents, state.joins, state.totals, out))
     return replace(state, tasks=_write(config, tasks0, r, own, rows, ones, ready)), out
 
 

@@ -3,7 +3,7 @@
 XLA's CPU backend updates a loop-carried array in place only when every read of its old value
 comes before the write in data order; otherwise it copies the array every step. The step reads
 the rings of the step's input, applies every write at the end, and masks each write with a
-flag that depends on everything the reads produce (`engine._all_computed`), so no [K, Q]
+flag that depends on everything the reads produce (`kernels.all_computed`), so no [K, Q]
 field is copied (under `parallel` the plans, [K, Q, 1], are not written at all: with one stage
 nothing reads them). The test compiles the runner's block (`benchmarks.step_cost`) and lists
 the ring-shaped copies inside its loop.
