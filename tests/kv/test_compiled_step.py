@@ -6,8 +6,8 @@ insertion writes the fields that the batch then changes (id, stage, resident, pr
 through a scatter into a fresh ring and selects, which fuse with the batch's updates, and the
 batch's writes are ordered after the policy's and the step's sums (`kernels.all_computed`),
 so no table field is copied. The test compiles the runner's block (`benchmarks.step_cost`)
-and lists the table-shaped copies inside its loop, for a policy with chunked prefills and
-preemption too (every field of the table is then written).
+and lists the table-shaped copies inside its loop, for WAIT and for Sarathi (whose chunked
+prefills write `prefilled` too).
 """
 
 from __future__ import annotations
