@@ -40,7 +40,7 @@ from ..batchmodel import (
 )
 from ..clock import DF
 from ..engine import Engine
-from ..kernels import admit_check
+from ..kernels import admit_check, all_computed
 from .config import OfflineConfig, make_params
 from .metrics import METRICS, finalize
 from .policies import Jobs
@@ -270,13 +270,16 @@ def event_step(params: OfflineParams, state: OfflineState, cap) -> OfflineState:
     k = last - t + 1
     now = quiet_clock(params, st.clock, exact, k, decoding, st.prefill, memory)
     top = memory + decoding * (last - t)  # the memory of step `last`, the largest of the window
-    st = _take(st, admit, r, s_r, c_r, t, raised, own, row)
+    finish = _stamp(st.finish, tab, close & (tab.c == last), now)
+    # The admission's writes come after every read of the state (kernels.order): in place.
+    ready = all_computed((finished, finish, top, now, raised, running, row))
+    st = _take(st, admit & ready, r, s_r, c_r, t, raised, own, row)
     return replace(
         st,
         prefill=jnp.where(admit, st.prefill + s_r, jnp.where(close, 0, st.prefill)),
         t=jnp.where(close, last, st.t),
         clock=_where(close, now, st.clock),
-        finish=_stamp(st.finish, tab, close & (tab.c == last), now),
+        finish=finish,
         peak_memory=jnp.where(close, jnp.maximum(st.peak_memory, top), st.peak_memory),
         memory_sum=_where(close, quiet_memory_sum(st.memory_sum, k, decoding, memory), st.memory_sum),
         overflow=st.overflow | overflow,
