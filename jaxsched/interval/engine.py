@@ -143,7 +143,7 @@ def _overflow(config: IntervalConfig, M, st: IntervalState, t, a, active):
         total, cut = carry
         tie = rng.hash_step(st.seed, t, idx, rng.STREAM_TIE_EVICT)
         r = lex_argmin(key, tie, active & ~cut)
-        return total - use[r], cut.at[r].set(True)
+        return total - use[r], cut | (idx == r)  # a select, not a scatter (see `_admit`)
 
     _, cut = jax.lax.while_loop(lambda c: c[0] > M, body, (jnp.sum(use), jnp.zeros_like(active)))
     st = _cancel(st, cut, a, jnp.maximum(st.est, a), t + 1)
@@ -169,15 +169,19 @@ def _admit(config: IntervalConfig, M, st: IntervalState, t, a, active):
         tie = rng.hash_step(st.seed, t, idx, rng.STREAM_TIE_ADMIT)
     prel = jnp.where(waiting, -1, prel)  # a candidate's start, if admitted
 
+    # The loop's writes to row r are selects on idx == r, not scatters: vmapped, a scatter
+    # writes into a copy of its carry (the lanes that have stopped keep the old one), where a
+    # select fuses with that choice and updates the carry in place.
     def body(carry):
         _, left, member, peak, crel, prefill = carry
         r = lex_argmin(key, tie, left)
         c_r = E[r] - 1  # p_r = t - 1, i.e. -1 relative
         ok, raised, own = admit_check(st.s, prel, crel, member, peak, st.s[r], -1, c_r, M)
-        member = member.at[r].set(member[r] | ok)
-        peak = jnp.where(ok, raised.at[r].set(own), peak)
-        crel = crel.at[r].set(jnp.where(ok, c_r, crel[r]))
-        return ok, left.at[r].set(False), member, peak, crel, prefill + jnp.where(ok, st.s[r], 0)
+        take = ok & (idx == r)
+        member = member | take
+        peak = jnp.where(ok, jnp.where(idx == r, own, raised), peak)
+        crel = jnp.where(take, c_r, crel)
+        return ok, left & (idx != r), member, peak, crel, prefill + jnp.where(ok, st.s[r], 0)
 
     init = (jnp.bool_(True), waiting, active, peak, crel, jnp.int32(0))
     _, _, member, peak, crel, prefill = jax.lax.while_loop(lambda c: c[0] & jnp.any(c[1]), body, init)

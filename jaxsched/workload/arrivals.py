@@ -188,10 +188,14 @@ def collect_due(config, params, seed, gen: ArrivalState, now: DF, active, max_ta
     def cond(c):
         return (c[1] < A) & due(c[0])
 
+    rows = jnp.arange(max_take, dtype=jnp.int32)
+
     def body(c):
         g, k, buf = c
         row = dict(ok=g.accepted, id=g.num_arrived, type=g.type, hi=g.time.hi, lo=g.time.lo)
-        buf = {key: buf[key].at[k].set(v) for key, v in row.items()}
+        # A select on the row, not a scatter: vmapped, the loop keeps a run's old buffers once
+        # its loop has ended, and a scatter would write into a copy of them at every pass.
+        buf = {key: jnp.where(rows == k, v, buf[key]) for key, v in row.items()}
         return advance(config, params, seed, g), k + 1, buf
 
     zi = jnp.zeros((max_take,), jnp.int32)
