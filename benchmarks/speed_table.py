@@ -34,16 +34,22 @@ benchmark module (imported, not copied):
   Checked: batches and departures, exactly.
 
 Measurements, per case:
-- engine runs/s at each S: a first call over S runs compiles and warms up, the second identical
-  call is timed; runs/s = S / its wall seconds (the engines return NumPy metrics, so the time
-  includes all device work and the transfer of the results to the host).
-- reference runs/s: runs one at a time for about `--reference-s` seconds (at least one run);
-  runs/s = runs / their seconds. One rate serves every S. With `--reference-json FILE` the rate
-  and the per-run metrics of FILE's run are reused instead (its setup must be the same), so a
-  GPU run compares against CPU reference rates; the rows record where the rate came from.
-- ratio = engine / reference runs/s. target met: ratio >= 30 at S = 1024 (offline: >= 10 against
-  the NumPy executor, read at S = 1024 for n = 200 and at S = 64 for the extra n = 1000, 2000
-  rows; the Rybko-Stolyar network: >= 10); empty where that S was not run.
+- engine runs/s at each S: a first call over S runs compiles and warms up, then REPEATS
+  identical calls are timed; runs/s = S / the fastest one's wall seconds (the engines return
+  NumPy metrics, so the time includes all device work and the transfer of the results to the
+  host).
+- reference runs/s: runs one at a time, interleaved with the engine: a first slice of about
+  `--reference-s` seconds (at least one run; its runs' metrics are the compared ones), then a
+  slice of SLICE_FRACTION of that after each S; runs/s = runs / their seconds. With
+  `--reference-json FILE` the rate (every slice together) and the per-run metrics of FILE's run
+  are reused instead (its setup must be the same), so a GPU run compares against CPU reference
+  rates; the rows record where the rate came from.
+- ratio at S = the engine's runs/s / the faster reference slice just before and after its
+  calls. On a shared host whose speed drifts, a disturbance only adds time; so each side's
+  least disturbed figure is compared, both taken within the same minute.
+- target met: ratio >= 30 at S = 1024 (offline: >= 10 against the NumPy executor, read at
+  S = 1024 for n = 200 and at S = 64 for the extra n = 1000, 2000 rows; the Rybko-Stolyar
+  network: >= 10); empty where that S was not run.
 - equal: on every run both the engine (at that S) and the reference made, the checked metrics
   agree; the script exits 1 if any row differs.
 - ops per step and compile s: `step_cost.step_cost` on the case's config, STEP_COST_SEEDS runs
@@ -69,6 +75,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 import time
@@ -89,6 +96,9 @@ OFFLINE_TARGET_RATIO = 10.0  # against the NumPy executor
 RS_TARGET_RATIO = 10.0
 TARGET_SIZE = 1024
 OFFLINE_EXTRA_SIZE = 64  # the batch of the extra offline rows (n = 1000, 2000)
+REPEATS = 3  # timed engine calls per S, after a first; the row takes the fastest
+SLICE_FRACTION = 0.25  # the reference's slice after each S, as a fraction of reference_s
+PROBE_LOOPS = 200_000  # `core_ms`'s loop: about 6-10 ms per core on the 2-core machine
 LOAD_WARN = 1.5  # 1-minute load average above which the timings are suspect on 2 cores
 STEP_COST_SEEDS = 64  # runs in step_cost's vmapped step (the count per step hardly depends on it)
 DP_G = 16  # bench_dp's first shape: (G, B, R) = (16, 72, 64)
@@ -441,14 +451,30 @@ BUILDERS: dict[str, Callable[..., list[Case]]] = {
 # --------------------------------------------------------------------------- measurement
 
 
-def time_engine(call: Callable[[int], np.ndarray], S: int) -> tuple[float, float, np.ndarray]:
-    """(first call s, timed call s, float64[S, m] values): `call(S)` twice, the second timed."""
+def time_engine(
+    call: Callable[[int], np.ndarray], S: int, repeats: int = REPEATS
+) -> tuple[float, list[float], np.ndarray]:
+    """(first call s, the `repeats` timed calls' s, float64[S, m] values): `call(S)` once to
+    compile and warm, then `repeats` times, each timed; values of the last call."""
     t0 = time.perf_counter()
     call(S)
     first = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    values = call(S)
-    return first, time.perf_counter() - t0, values
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        values = call(S)
+        times.append(time.perf_counter() - t0)
+    return first, times, values
+
+
+def pooled_rate(slices: list[dict]) -> float:
+    """Runs/s of reference slices taken together ({"runs", "seconds"} each)."""
+    return sum(s["runs"] for s in slices) / sum(s["seconds"] for s in slices)
+
+
+def fastest_rate(slices: list[dict]) -> float:
+    """Runs/s of the fastest of the reference slices ({"runs", "seconds"} each)."""
+    return max(s["runs"] / s["seconds"] for s in slices)
 
 
 def agree(engine: np.ndarray, reference: np.ndarray, rtol: float) -> tuple[int, bool]:
@@ -458,6 +484,34 @@ def agree(engine: np.ndarray, reference: np.ndarray, rtol: float) -> tuple[int, 
     a, b = engine[:k], reference[:k]
     same = np.array_equal(a, b) if rtol == 0 else np.allclose(a, b, rtol=rtol, atol=0.0)
     return k, bool(same)
+
+
+def core_ms(loops: int = PROBE_LOOPS) -> list[float] | None:
+    """Milliseconds of a fixed pure-Python loop on each CPU this process may use, the calling
+    thread pinned to one at a time (best of three each; None where the platform cannot pin).
+
+    The load average counts this machine's runnable tasks only; on a virtual machine the host's
+    other tenants can slow a core without any of them showing. A core slower than the others
+    slows a batched engine, which waits for its slowest thread, more than a one-threaded
+    reference, so the records carry this probe beside the load."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    allowed = os.sched_getaffinity(0)
+    out = []
+    try:
+        for cpu in sorted(allowed):
+            os.sched_setaffinity(0, {cpu})
+            best = math.inf
+            for _ in range(3):
+                t0 = time.perf_counter()
+                s = 0
+                for i in range(loops):
+                    s += i * i
+                best = min(best, time.perf_counter() - t0)
+            out.append(round(1000 * best, 1))
+    finally:
+        os.sched_setaffinity(0, allowed)
+    return out
 
 
 def loadavg() -> float | None:
@@ -493,32 +547,48 @@ def measure_case(
     reference (measured here on `machine`, or `reused`), then the engine at every S; the load
     average before and after goes into each row. `on_row(row)` is called as each row is
     measured (the load after is then the load so far), so that a run stopped by a time limit
-    keeps the rows it finished."""
-    before = loadavg()
+    keeps the rows it finished.
+
+    A measured reference runs interleaved with the engine: a first slice of about reference_s
+    wall seconds (its runs' metrics are the ones compared), then one of reference_s *
+    SLICE_FRACTION after each S. The ratio at S divides the engine's fastest call by the
+    faster of the two reference slices around it: on a shared host whose speed drifts, a
+    disturbance only adds time, so each side's least disturbed figure is compared, measured
+    in the same minute."""
+    before, cores_before = loadavg(), core_ms()
     cost = case_step_cost(case) if step_cost else NO_STEP_COST
     if step_cost:
         log(f"{case.key}: {cost['ops_per_step']} ops per step, compile {cost['compile_s']:.2f} s")
     ref = reused or dict(case.reference(reference_s), source=None, machine=machine)
-    ref_rate = ref["runs"] / ref["seconds"]
-    log(f"{case.key}: reference {ref_rate:.4g} runs/s ({ref['runs']} runs in {ref['seconds']:.2f} s)")
+    slices = [{"runs": ref["runs"], "seconds": ref["seconds"]}]
+    log(f"{case.key}: reference {pooled_rate(slices):.4g} runs/s ({ref['runs']} runs in {ref['seconds']:.2f} s)")
     rows = []
     for S in case.sizes or sizes:
-        first, timed, values = time_engine(case.engine_call, S)
+        first, times, values = time_engine(case.engine_call, S)
+        if reused is None:
+            extra = case.reference(reference_s * SLICE_FRACTION)
+            slices.append({"runs": extra["runs"], "seconds": extra["seconds"]})
         k, equal = agree(values, np.asarray(ref["values"], np.float64), case.rtol)
-        rows.append(row_of(case, S, first, timed, ref, k, equal, cost))
+        rows.append(row_of(case, S, first, times, ref, slices[-2:], k, equal, cost))
         rows[-1].update(loadavg_before=before, loadavg_after=loadavg())
         if on_row is not None:
             on_row(rows[-1])
         log(
-            f"{case.key} S={S}: {S / timed:.4g} runs/s ({timed:.2f} s), "
-            f"ratio {rows[-1]['ratio']:.3g}, equal {equal} on {k}"
+            f"{case.key} S={S}: {rows[-1]['engine_runs_per_s']:.4g} runs/s (fastest {rows[-1]['engine_s']:.2f} s of "
+            f"{', '.join(f'{x:.2f}' for x in times)}), reference {rows[-1]['reference_runs_per_s']:.4g} runs/s "
+            f"around it, ratio {rows[-1]['ratio']:.3g}, equal {equal} on {k}"
         )
-    after = loadavg()
+    after, cores_after = loadavg(), core_ms()
+    log(f"{case.key}: core probe {cores_before} ms before, {cores_after} ms after")
     for r in rows:
-        r.update(loadavg_before=before, loadavg_after=after)
+        r.update(loadavg_before=before, loadavg_after=after, reference_all_runs_per_s=pooled_rate(slices))
+        r.update(core_ms_before=cores_before, core_ms_after=cores_after)
     if max(x or 0.0 for x in (before, after)) > LOAD_WARN:
         log(f"WARNING: {case.key}: load average {before} before, {after} after (above {LOAD_WARN})")
-    record = {k: ref[k] for k in ("runs", "seconds", "source", "machine")}
+    record = {k: ref[k] for k in ("source", "machine")}
+    # The rate a later run reuses (--reference-json) is that of every slice.
+    record.update(runs=sum(s["runs"] for s in slices), seconds=sum(s["seconds"] for s in slices))
+    record["slices"] = slices
     record.update(setup=case.setup, checked=list(case.checked), values=np.asarray(ref["values"]).tolist())
     return rows, record
 
@@ -527,15 +597,18 @@ def row_of(
     case: Case,
     S: int,
     first: float,
-    timed: float,
+    times: list[float],
     ref: dict,
+    around: list[dict],
     k: int,
     equal: bool,
     cost: dict,
 ) -> dict:
-    """One JSON row (rates in runs/s): the engine's first and timed call (s) at S runs, the
-    reference record `ref`, equality on k runs, `step_cost`'s row."""
-    rate, ref_rate = S / timed, ref["runs"] / ref["seconds"]
+    """One JSON row (rates in runs/s): the engine's first and timed calls (s) at S runs, the
+    reference record `ref` and its slices `around` the calls ({"runs", "seconds"}; the
+    reused record alone when it was not measured here), equality on k runs, `step_cost`'s row."""
+    timed = min(times)
+    rate, ref_rate = S / timed, fastest_rate(around)
     ratio = rate / ref_rate
     return dict(
         engine=case.engine,
@@ -544,10 +617,11 @@ def row_of(
         size=S,
         engine_runs_per_s=rate,
         engine_s=timed,
+        engine_times_s=list(times),
         engine_first_call_s=first,
         reference_runs_per_s=ref_rate,
-        reference_runs=ref["runs"],
-        reference_s=ref["seconds"],
+        reference_runs=sum(s["runs"] for s in around),
+        reference_s=sum(s["seconds"] for s in around),
         reference_measured=ref.get("source") is None,
         reference_from=ref.get("source"),
         reference_machine=ref.get("machine"),
@@ -582,7 +656,8 @@ def load_references(path: Path) -> dict[str, dict]:
     machine = machine_line(data["environment"])
     out = {}
     for key, rec in data["references"].items():
-        values = np.asarray(rec["values"], np.float64).reshape(rec["runs"], -1)
+        # The compared runs (the first slice's), not every slice's runs.
+        values = np.asarray(rec["values"], np.float64).reshape(-1, len(rec["checked"]))
         out[key] = dict(
             rec, values=values, source=rec.get("source") or str(path), machine=rec.get("machine") or machine
         )
@@ -610,6 +685,11 @@ def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.3g}"
 
 
+def _cores(ms: list[float] | None) -> str:
+    """`core_ms`'s probe, one figure per core, '-' where none was taken."""
+    return "-" if not ms else ", ".join(f"{x:.0f}" for x in ms)
+
+
 def _yes(x: bool | None) -> str:
     return "-" if x is None else ("yes" if x else "NO")
 
@@ -625,17 +705,26 @@ def summary_table(rows: list[dict], sizes: tuple[int, ...]) -> str:
     all_sizes = sorted({*sizes, *(r["size"] for r in rows)})
     header = ["engine", "case", "one run", "reference runs/s", *(f"ratio @{S}" for S in all_sizes)]
     header += ["ops/step", "compile s", "target", "target met", "equal", "load before / after"]
+    header += ["core ms before / after"]
     lines = []
     for (engine, name), rs in cases.items():
         by_size = {r["size"]: r for r in rs}
         first = rs[0]
+        reference = first.get("reference_all_runs_per_s", first["reference_runs_per_s"])  # older rows lack it
         met = next((r["target_met"] for r in rs if r["target_met"] is not None), None)
         ratios = [f"{by_size[S]['ratio']:.3g}x" if S in by_size else "" for S in all_sizes]
         lines.append(
-            [engine, name, first["run"], _fmt(first["reference_runs_per_s"]), *ratios]
+            [
+                engine,
+                name,
+                first["run"],
+                _fmt(reference),
+                *ratios,
+            ]
             + [_fmt(first["ops_per_step"]), "-" if first["compile_s"] is None else f"{first['compile_s']:.2f}"]
             + [f">= {first['target_ratio']:g}x @{first['target_size']}", _yes(met)]
             + [_yes(all(r["equal"] for r in rs)), f"{_fmt(first['loadavg_before'])} / {_fmt(first['loadavg_after'])}"]
+            + [f"{_cores(first.get('core_ms_before'))} / {_cores(first.get('core_ms_after'))}"]
         )
     return markdown_table(header, lines)
 
@@ -673,7 +762,10 @@ def markdown(rows: list[dict], env: dict[str, Any], meta: dict[str, Any]) -> str
         f"Reference rates reused from {', '.join(reused)} (measured on "
         f"{', '.join(sorted({r['reference_machine'] for r in rows if not r['reference_measured']}))})."
         if reused
-        else f"References measured in this run, about {meta['reference_s']:g} s each."
+        else (
+            f"References measured in this run: a first slice of about {meta['reference_s']:g} s, then "
+            f"{meta['reference_s'] * SLICE_FRACTION:g} s after each S."
+        )
     )
     warnings = [
         f"WARNING: load average above {LOAD_WARN} around {r['engine']}/{r['case']}: "
@@ -689,11 +781,14 @@ def markdown(rows: list[dict], env: dict[str, Any], meta: dict[str, Any]) -> str
             "",
             summary_table(rows, tuple(meta["sizes"])),
             "",
-            "ratio @S: engine runs/s over S runs at once (the second of two identical calls, results "
-            "on the host) / the reference's runs/s (one run at a time). ops/step and compile s: "
+            "ratio @S: engine runs/s over S runs at once (the fastest of "
+            f"{REPEATS} timed calls after a first, results on the host) / the reference's runs/s (one run "
+            "at a time) in the faster of its slices just before and after those calls (reference "
+            "runs/s: every slice together). ops/step and compile s: "
             f"`step_cost` on the case's config with {STEP_COST_SEEDS} runs. equal: the checked "
             "metrics of every run both made agree (JSON `checked`). load: 1-minute load average "
-            f"before and after the case. {source}",
+            "before and after the case. core ms: a fixed pure-Python loop on each core, best of three "
+            f"(`core_ms`): a shared host's other tenants slow a core without showing in the load. {source}",
             *([""] + warnings if warnings else []),
             "",
             detail_table(rows),

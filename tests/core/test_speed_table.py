@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -49,10 +50,14 @@ def test_quick_table_then_reused_references(tmp_path, monkeypatch):
     assert [(r["engine"], r["case"], r["size"]) for r in rows] == [(e, c, S) for e, c in want for S in (1, 2)]
     for r in rows:
         assert COLUMNS <= set(r)
-        assert r["equal"] is True and r["equal_on"] == min(r["size"], r["reference_runs"]) >= 1
+        compared = data["references"][f"{r['engine']}/{r['case']}"]["slices"][0]["runs"]  # the first slice's
+        assert r["equal"] is True and r["equal_on"] == min(r["size"], compared) >= 1
         assert r["ratio"] > 0 and math.isfinite(r["ratio"])
         assert r["ratio"] == pytest.approx(r["engine_runs_per_s"] / r["reference_runs_per_s"])
         assert isinstance(r["loadavg_before"], float) and isinstance(r["loadavg_after"], float)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        for probe in (r["core_ms_before"], r["core_ms_after"]):
+            assert probe is None if cores is None else (len(probe) == cores and min(probe) > 0)
         assert r["reference_measured"] is True and r["reference_from"] is None
         assert r["ops_per_step"] > 0 and r["compile_s"] > 0
         assert r["target_met"] is None  # S = 1024 was not run
@@ -72,8 +77,11 @@ def test_quick_table_then_reused_references(tmp_path, monkeypatch):
     assert again["ops_per_step"] is None and again["compile_s"] is None
     (before,) = [r for r in rows if r["engine"] == "offline" and r["size"] == 2]
     assert again["reference_measured"] is False and again["reference_from"] == str(first)
-    assert again["reference_s"] == before["reference_s"] and again["reference_runs"] == before["reference_runs"]
-    assert again["reference_runs_per_s"] == before["reference_runs_per_s"] and again["equal"] is True
+    record = data["references"]["offline/fcfs n=200"]
+    assert len(record["slices"]) == 3  # the first, and one after each S
+    assert again["reference_s"] == record["seconds"] and again["reference_runs"] == record["runs"]
+    assert again["reference_runs_per_s"] == before["reference_all_runs_per_s"] and again["equal"] is True
+    assert len(again["engine_times_s"]) == speed_table.REPEATS
     assert str(first) in second.with_suffix(".md").read_text()
     assert data["settings"]["complete"] is True
 
@@ -86,6 +94,30 @@ def test_quick_table_then_reused_references(tmp_path, monkeypatch):
     assert m["rows"] == rows + [again] and m["settings"]["complete"] is False
     assert set(m["references"]) == {"offline/fcfs n=200", "budget/sarathi", "budget/vllm"}
     assert "INCOMPLETE" in merged.with_suffix(".md").read_text()
+
+
+def test_ratios_divide_by_the_reference_slices_around_each_size(monkeypatch):
+    # A reference whose rate doubles from slice to slice (a machine that speeds up): the ratio
+    # at each S uses the faster of the slices just before and after its calls, and the
+    # engine's fastest call.
+    rates = iter([10.0, 20.0, 40.0])
+
+    def reference(target_s: float) -> dict:
+        rate = next(rates)
+        return speed_table.reference_record(4, 4 / rate, np.zeros((4, 1)))
+
+    metrics = lambda S: {"m": np.zeros(S)}
+    case = speed_table.Case("kv", "toy", "1 run", ("m",), {}, metrics, reference, lambda: None)
+    ticks = iter(([0.0, 1.0] + [0.0, 0.7, 0.0, 0.5, 0.0, 0.9]) * 2)  # a first call, then 0.7, 0.5, 0.9 s
+    monkeypatch.setattr(speed_table.time, "perf_counter", lambda: next(ticks))
+    monkeypatch.setattr(speed_table, "core_ms", lambda: None)  # it reads the clock too
+    rows, record = speed_table.measure_case(case, (1, 64), 10.0, None, "cpu", step_cost=False)
+    assert [r["engine_s"] for r in rows] == [0.5, 0.5]
+    assert [r["engine_times_s"] for r in rows] == [[0.7, 0.5, 0.9]] * 2
+    assert [r["reference_runs_per_s"] for r in rows] == [pytest.approx(20.0), pytest.approx(40.0)]
+    assert [r["ratio"] for r in rows] == [pytest.approx(2 / 20), pytest.approx(128 / 40)]
+    assert record["runs"] == 12 and record["seconds"] == pytest.approx(0.4 + 0.2 + 0.1)
+    assert rows[0]["reference_all_runs_per_s"] == pytest.approx(12 / 0.7)
 
 
 def _row(engine: str, case: str, S: int, ratio: float, equal: bool = True) -> dict:
@@ -121,7 +153,7 @@ def test_markdown_summary_and_warnings():
     md = speed_table.markdown(rows, env, dict(mode="full", sizes=[1, 64, 1024], reference_s=10.0, wall_s=3.0))
     lines = md.splitlines()
     kv = next(line for line in lines if line.startswith("| kv | wait | 1 seed"))
-    assert "| 2x | 20x | 40x | 100 | 1.50 | >= 30x @1024 | yes | yes | 0.5 / 2 |" in kv
+    assert "| 2x | 20x | 40x | 100 | 1.50 | >= 30x @1024 | yes | yes | 0.5 / 2 | - / - |" in kv
     budget = next(line for line in lines if line.startswith("| budget | vllm | 1 seed"))
     assert "| 10x | 100 | 1.50 | >= 30x @1024 | NO | NO |" in budget
     assert sum("WARNING: load average above 1.5" in line for line in lines) == 2
