@@ -10,7 +10,8 @@
 #     bash benchmarks/gpu_all.sh OUT_DIR [engines|sweep|all]     # default: all
 #
 # Stage "engines" (5.5 minutes at most, the limits below): `speed_table --engines E --sizes
-# SIZES --skip-step-cost --reference-json REF` for each engine E, then one merged table,
+# SIZES --skip-step-cost --repeats 1 --reference-json REF` for each engine E (one timed call
+# per size, to fit the lease), then one merged table,
 # OUT_DIR/speed_table_gpu.{json,md}. REF is the latest CPU run of E's cases as they are now
 # (benchmarks/results/speed_table.json for dp, offline and interval; speed_table_run7.json for
 # kv, budget and network, whose tables start at the load's size). The references are the CPU
@@ -61,7 +62,7 @@ if [ "$stage" = engines ] || [ "$stage" = all ]; then
         case $e in kv | budget | network) ref=speed_table_run7.json ;; *) ref=speed_table.json ;; esac
         # shellcheck disable=SC2086
         step "${!var:-$d}" "speed_$e.log" benchmarks.speed_table --engines "$e" --sizes $sizes \
-            --offline-extra --skip-step-cost --reference-json "benchmarks/results/$ref" \
+            --offline-extra --skip-step-cost --repeats 1 --reference-json "benchmarks/results/$ref" \
             --out "$out/speed_table_gpu_$e.json"
         parts+=("$out/speed_table_gpu_$e.json")
     done

@@ -542,6 +542,7 @@ def measure_case(
     machine: str,
     step_cost: bool = True,
     on_row: Callable[[dict], None] | None = None,
+    repeats: int = REPEATS,
 ) -> tuple[list[dict], dict]:
     """(rows, reference record) of one case: step cost (unless `step_cost` is False), the
     reference (measured here on `machine`, or `reused`), then the engine at every S; the load
@@ -564,7 +565,7 @@ def measure_case(
     log(f"{case.key}: reference {pooled_rate(slices):.4g} runs/s ({ref['runs']} runs in {ref['seconds']:.2f} s)")
     rows = []
     for S in case.sizes or sizes:
-        first, times, values = time_engine(case.engine_call, S)
+        first, times, values = time_engine(case.engine_call, S, repeats)
         if reused is None:
             extra = case.reference(reference_s * SLICE_FRACTION)
             slices.append({"runs": extra["runs"], "seconds": extra["seconds"]})
@@ -781,8 +782,8 @@ def markdown(rows: list[dict], env: dict[str, Any], meta: dict[str, Any]) -> str
             "",
             summary_table(rows, tuple(meta["sizes"])),
             "",
-            "ratio @S: engine runs/s over S runs at once (the fastest of "
-            f"{REPEATS} timed calls after a first, results on the host) / the reference's runs/s (one run "
+            f"ratio @S: engine runs/s over S runs at once (the fastest of {meta.get('repeats', REPEATS)} "
+            "timed calls after a first, results on the host) / the reference's runs/s (one run "
             "at a time) in the faster of its slices just before and after those calls (reference "
             "runs/s: every slice together). ops/step and compile s: "
             f"`step_cost` on the case's config with {STEP_COST_SEEDS} runs. equal: the checked "
@@ -828,6 +829,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="write one table from earlier runs' JSON files (e.g. one per engine, each under its own time limit)",
     )
     ap.add_argument(
+        "--repeats",
+        type=int,
+        default=REPEATS,
+        metavar="N",
+        help=f"timed engine calls per S after the first; the fastest counts (default {REPEATS})",
+    )
+    ap.add_argument(
         "--skip-step-cost",
         action="store_true",
         help="leave out ops/step and compile s (saves one compilation per case, e.g. on a GPU lease)",
@@ -845,6 +853,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ap.error("--sizes must be >= 1")
     if a.reference_s is not None and a.reference_s < 0:
         ap.error("--reference-s must be >= 0")
+    if a.repeats < 1:
+        ap.error("--repeats must be >= 1")
     return a
 
 
@@ -879,6 +889,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def report(final: bool) -> tuple[dict, str]:
         meta = dict(mode=mode.name, sizes=list(sizes), reference_s=reference_s, wall_s=time.perf_counter() - t0)
+        meta["repeats"] = a.repeats
         meta["complete"] = final
         env["loadavg_at_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
         md = markdown(rows, env, meta)
@@ -902,7 +913,14 @@ def main(argv: list[str] | None = None) -> int:
     for case in build_cases(a.engines, mode, sizes, extra_n):
         reused = reused_reference(case, refs)
         new, references[case.key] = measure_case(
-            case, sizes, reference_s, reused, machine, not a.skip_step_cost, lambda r: (rows.append(r), checkpoint(r))
+            case,
+            sizes,
+            reference_s,
+            reused,
+            machine,
+            not a.skip_step_cost,
+            lambda r: (rows.append(r), checkpoint(r)),
+            a.repeats,
         )
     payload, md = report(final=True)
     from benchmarks.bench_dp import write_report

@@ -72,7 +72,7 @@ def test_quick_table_then_reused_references(tmp_path, monkeypatch):
     monkeypatch.setattr(bench_offline, "bench_numpy", no_reference)
     second = tmp_path / "second.json"
     argv = ["--engines", "offline", "--sizes", "2", "--quick", "--out", str(second), "--reference-json", str(first)]
-    assert speed_table.main(argv + ["--skip-step-cost"]) == 0
+    assert speed_table.main(argv + ["--skip-step-cost", "--repeats", "2"]) == 0
     (again,) = json.loads(second.read_text())["rows"]
     assert again["ops_per_step"] is None and again["compile_s"] is None
     (before,) = [r for r in rows if r["engine"] == "offline" and r["size"] == 2]
@@ -81,7 +81,10 @@ def test_quick_table_then_reused_references(tmp_path, monkeypatch):
     assert len(record["slices"]) == 3  # the first, and one after each S
     assert again["reference_s"] == record["seconds"] and again["reference_runs"] == record["runs"]
     assert again["reference_runs_per_s"] == before["reference_all_runs_per_s"] and again["equal"] is True
-    assert len(again["engine_times_s"]) == speed_table.REPEATS
+    assert len(again["engine_times_s"]) == 2 and again["engine_s"] == min(again["engine_times_s"])
+    assert "the fastest of 2 timed calls" in second.with_suffix(".md").read_text()
+    with pytest.raises(SystemExit):
+        speed_table.parse_args(["--repeats", "0"])
     assert str(first) in second.with_suffix(".md").read_text()
     assert data["settings"]["complete"] is True
 
