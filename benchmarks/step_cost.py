@@ -154,6 +154,13 @@ def loop_body(text: str) -> str:
     raise ValueError("the module has no while loop")
 
 
+def inner_loops(text: str, body: str) -> list[str]:
+    """The body computations of the while loops that computation `body` runs itself (a step's
+    arrival, overflow or admission loops, for `body` = `loop_body(text)`)."""
+    lines = _lines_by_computation(text)[body]
+    return [m.group(1) for line in lines for m in [re.search(r"\bwhile\(.*?body=%?([\w.\-]+)", line)] if m]
+
+
 def _lines_by_computation(text: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     current = None

@@ -11,7 +11,7 @@ needs them (docs/benchmarks.md, "Operations per step"). The test compiles the ru
 
 from __future__ import annotations
 
-from benchmarks.step_cost import copied_arrays, loop_body, step_cost
+from benchmarks.step_cost import copied_arrays, inner_loops, loop_body, step_cost
 from jaxsched.budget import BudgetConfig, make_params
 from jaxsched.budget.engine import ENGINE
 
@@ -26,3 +26,14 @@ def test_step_copies_only_last_of_the_table(tmp_path):
     text = (tmp_path / "budget.hlo.txt").read_text()
     table = {shape: n for shape, n in copied_arrays(text, loop_body(text)).items() if shape.endswith(f"[{S},{Q}]")}
     assert table == {f"f32[{S},{Q}]": 2}
+
+
+def test_arrival_loop_copies_no_buffer(tmp_path):
+    # `workload.arrivals.collect_due` writes its [A] buffers' rows by selects: a scatter would
+    # write into a copy of each buffer at every pass of the vmapped loop.
+    config = BudgetConfig(policy="sarathi", horizon_s=4.0, table_size=Q)
+    step_cost(ENGINE, config, seeds=S, params=make_params(config), hlo_dir=tmp_path)
+    text = (tmp_path / "budget.hlo.txt").read_text()
+    (arrivals,) = inner_loops(text, loop_body(text))
+    A = config.arrivals_per_step
+    assert {shape for shape in copied_arrays(text, arrivals) if shape.endswith(f"[{S},{A}]")} == set()

@@ -14,18 +14,10 @@ inner loops.
 
 from __future__ import annotations
 
-import re
-
-from benchmarks.step_cost import copied_arrays, loop_body, step_cost
+from benchmarks.step_cost import copied_arrays, inner_loops, loop_body, step_cost
 from jaxsched.interval.engine import ENGINE
 
 S = 4
-
-
-def _inner_loops(text: str, body: str) -> list[str]:
-    """The bodies of the while loops that computation `body` runs."""
-    lines = text.split(f"\n%{body} ", 1)[1].split("\n}\n", 1)[0]
-    return re.findall(r"\bwhile\(.*?body=%?([\w.\-]+)", lines)
 
 
 def test_inner_loops_copy_at_most_the_members_and_their_ends(tmp_path):
@@ -33,7 +25,7 @@ def test_inner_loops_copy_at_most_the_members_and_their_ends(tmp_path):
     n = config.n
     step_cost(ENGINE, config, seeds=S, params=ENGINE.make_params(config), hlo_dir=tmp_path)
     text = (tmp_path / "interval.hlo.txt").read_text()
-    loops = _inner_loops(text, loop_body(text))
+    loops = inner_loops(text, loop_body(text))
     assert len(loops) >= 2  # overflow and admission (and the quiet window's clock)
     per_job = [{k: v for k, v in copied_arrays(text, b).items() if k.endswith(f"[{S},{n}]")} for b in loops]
     assert sorted(per_job, key=len) == [{}] * (len(loops) - 1) + [{f"pred[{S},{n}]": 1, f"s32[{S},{n}]": 1}]
