@@ -472,9 +472,9 @@ def pooled_rate(slices: list[dict]) -> float:
     return sum(s["runs"] for s in slices) / sum(s["seconds"] for s in slices)
 
 
-def fastest_rate(slices: list[dict]) -> float:
-    """Runs/s of the fastest of the reference slices ({"runs", "seconds"} each)."""
-    return max(s["runs"] / s["seconds"] for s in slices)
+def fastest_slice(slices: list[dict]) -> dict:
+    """The fastest of the reference slices ({"runs", "seconds"} each), by runs/s."""
+    return max(slices, key=lambda s: s["runs"] / s["seconds"])
 
 
 def agree(engine: np.ndarray, reference: np.ndarray, rtol: float) -> tuple[int, bool]:
@@ -609,7 +609,8 @@ def row_of(
     reference record `ref` and its slices `around` the calls ({"runs", "seconds"}; the
     reused record alone when it was not measured here), equality on k runs, `step_cost`'s row."""
     timed = min(times)
-    rate, ref_rate = S / timed, fastest_rate(around)
+    chosen = fastest_slice(around)
+    rate, ref_rate = S / timed, chosen["runs"] / chosen["seconds"]
     ratio = rate / ref_rate
     return dict(
         engine=case.engine,
@@ -621,8 +622,8 @@ def row_of(
         engine_times_s=list(times),
         engine_first_call_s=first,
         reference_runs_per_s=ref_rate,
-        reference_runs=sum(s["runs"] for s in around),
-        reference_s=sum(s["seconds"] for s in around),
+        reference_runs=chosen["runs"],  # the slice the ratio is taken against
+        reference_s=chosen["seconds"],
         reference_measured=ref.get("source") is None,
         reference_from=ref.get("source"),
         reference_machine=ref.get("machine"),

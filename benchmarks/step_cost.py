@@ -45,6 +45,7 @@ _HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
 _CALLED = re.compile(r"(?:calls|to_apply|called_computations)=\{?%?([\w.\-]+)")
 _RUNS = re.compile(r"(?:body|condition|to_apply|true_computation|false_computation)=%?([\w.\-]+)")
 _BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
+_WHILE_BODY = re.compile(r"\bwhile\(.*?body=%?([\w.\-]+)")
 
 
 def _opcode(rhs: str) -> str | None:
@@ -146,7 +147,7 @@ def loop_body(text: str) -> str:
             continue
         seen.add(name)
         for line in lines.get(name, ()):
-            m = re.search(r"\bwhile\(.*?body=%?([\w.\-]+)", line)
+            m = _WHILE_BODY.search(line)
             if m:
                 return m.group(1)
             if " call(" in line:
@@ -158,7 +159,7 @@ def inner_loops(text: str, body: str) -> list[str]:
     """The body computations of the while loops that computation `body` runs itself (a step's
     arrival, overflow or admission loops, for `body` = `loop_body(text)`)."""
     lines = _lines_by_computation(text)[body]
-    return [m.group(1) for line in lines for m in [re.search(r"\bwhile\(.*?body=%?([\w.\-]+)", line)] if m]
+    return [m.group(1) for line in lines for m in [_WHILE_BODY.search(line)] if m]
 
 
 def _lines_by_computation(text: str) -> dict[str, list[str]]:

@@ -177,11 +177,12 @@ def _admit(config: IntervalConfig, M, st: IntervalState, t, a, active):
         r = lex_argmin(key, tie, left)
         c_r = E[r] - 1  # p_r = t - 1, i.e. -1 relative
         ok, raised, own = admit_check(st.s, prel, crel, member, peak, st.s[r], -1, c_r, M)
-        take = ok & (idx == r)
+        is_r = idx == r
+        take = ok & is_r
         member = member | take
-        peak = jnp.where(ok, jnp.where(idx == r, own, raised), peak)
+        peak = jnp.where(ok, jnp.where(is_r, own, raised), peak)
         crel = jnp.where(take, c_r, crel)
-        return ok, left & (idx != r), member, peak, crel, prefill + jnp.where(ok, st.s[r], 0)
+        return ok, left & ~is_r, member, peak, crel, prefill + jnp.where(ok, st.s[r], 0)
 
     init = (jnp.bool_(True), waiting, active, peak, crel, jnp.int32(0))
     _, _, member, peak, crel, prefill = jax.lax.while_loop(lambda c: c[0] & jnp.any(c[1]), body, init)

@@ -120,6 +120,8 @@ def test_ratios_divide_by_the_reference_slices_around_each_size(monkeypatch):
     assert [r["engine_times_s"] for r in rows] == [[0.7, 0.5, 0.9]] * 2
     assert [r["reference_runs_per_s"] for r in rows] == [pytest.approx(20.0), pytest.approx(40.0)]
     assert [r["ratio"] for r in rows] == [pytest.approx(2 / 20), pytest.approx(128 / 40)]
+    # Each row's reference runs and seconds are those of the slice its ratio divides by.
+    assert [(r["reference_runs"], r["reference_s"]) for r in rows] == [(4, pytest.approx(0.2)), (4, pytest.approx(0.1))]
     assert record["runs"] == 12 and record["seconds"] == pytest.approx(0.4 + 0.2 + 0.1)
     assert rows[0]["reference_all_runs_per_s"] == pytest.approx(12 / 0.7)
 
