@@ -188,8 +188,15 @@ def test_ctrl_c_in_a_sweep_is_one_line_and_the_sweep_resumes(tmp_path):
         *("--seeds", "2", "--steps", "3000", "--no-buckets", "--quiet", "--out", str(out)),
     ]
     env = {**os.environ, "JAXSCHED_COMPILE_CACHE": "0"}
+    # A job started in the background by a shell without job control inherits SIGINT ignored,
+    # and Python then installs no handler for it: the command gets the terminal's default.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jaxsched", *argv], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        [sys.executable, "-m", "jaxsched", *argv],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.time() + 180
     while time.time() < deadline and proc.poll() is None and not (out.exists() and _rows(out)):
