@@ -189,14 +189,12 @@ def test_ctrl_c_in_a_sweep_is_one_line_and_the_sweep_resumes(tmp_path):
     ]
     env = {**os.environ, "JAXSCHED_COMPILE_CACHE": "0"}
     # A job started in the background by a shell without job control inherits SIGINT ignored,
-    # and Python then installs no handler for it: the command gets the terminal's default.
+    # and Python then installs no handler for it: the command gets Python's usual one first
+    # (in the child: a preexec_fn would fork the multithreaded test process).
+    launch = "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    launch += "runpy.run_module('jaxsched', run_name='__main__', alter_sys=True)"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jaxsched", *argv],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        [sys.executable, "-c", launch, *argv], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
     )
     deadline = time.time() + 180
     while time.time() < deadline and proc.poll() is None and not (out.exists() and _rows(out)):
