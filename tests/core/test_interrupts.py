@@ -4,6 +4,7 @@ again by the command line's hook, so a long command still stops (jaxsched.cli.in
 from __future__ import annotations
 
 import gc
+import signal
 import sys
 import time
 
@@ -35,7 +36,16 @@ def _wait(seconds: float) -> None:
         time.sleep(0.005)
 
 
-def test_a_ctrl_c_swallowed_by_a_gc_callback_is_raised_again():
+@pytest.fixture
+def python_handles_sigint():
+    """Python's own SIGINT handler for the test: a test process started in the background by a
+    shell without job control inherits SIGINT ignored, and then no Ctrl-C can be delivered."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_a_ctrl_c_swallowed_by_a_gc_callback_is_raised_again(python_handles_sigint):
     with ctrl_c_never_lost(), pytest.raises(KeyboardInterrupt):
         _interrupt_inside_a_gc_callback()
         _wait(5.0)  # the interrupt arrives within REDELIVERY_DELAY_S, far inside this
