@@ -5,13 +5,13 @@
         [--out benchmarks/results/chunks.json]
 
 For each speed-table case of the engines (`benchmarks.speed_table`, full sizes; --quick: its
-quick ones), one warm-up
-call per arm (compilation excluded), then `--repeats` rounds that call every arm once, in
-alternating order. The arms: `--seeds` runs in the default chunk and in each of `--chunks`,
-and `--small` runs in their default chunk (the speed table's smaller size, for the per-run
-cost). The metrics of every arm must be bitwise those of the default chunk on the same runs
-(exit 1 otherwise). Reports the fastest call of each arm in milliseconds per run, the
-default chunk, and the load average before and after; writes `--out` (.json and .md).
+quick ones; any of the six engines), one warm-up call per arm (compilation excluded), then
+`--repeats` rounds that call every arm once, in alternating order. The arms: `--seeds` runs
+in the default chunk and in each of `--chunks`, and `--small` runs in their default chunk
+(the speed table's smaller size, for the per-run cost). The metrics of every arm must be
+bitwise those of the default chunk on the same runs (exit 1 otherwise). Reports the fastest
+call of each arm in milliseconds per run, the default chunk, and the load average before and
+after; writes `--out` (.json and .md).
 """
 
 from __future__ import annotations
@@ -36,10 +36,15 @@ def main(argv=None) -> int:
     from benchmarks.bench_dp import environment, environment_line, write_report
     from jaxsched.engine import engine_of
     from jaxsched.results import markdown_table
-    from jaxsched.run import default_seed_chunk, simulate
+    from jaxsched.run import default_seed_chunk
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--engines", nargs="+", default=["kv", "budget"], choices=["dp", "kv", "budget", "network"])
+    p.add_argument(
+        "--engines",
+        nargs="+",
+        default=["kv", "budget"],
+        choices=["dp", "kv", "offline", "interval", "budget", "network"],
+    )
     p.add_argument("--seeds", type=int, default=1024)
     p.add_argument("--small", type=int, default=64)
     p.add_argument("--chunks", type=int, nargs="+", default=[32, 64, 128, 256, 512, 1024])
@@ -52,12 +57,14 @@ def main(argv=None) -> int:
     env = environment()
     rows, ok = [], True
     for case in speed_table.build_cases(a.engines, speed_table.QUICK if a.quick else speed_table.FULL, (a.seeds,), ()):
-        cfg, params = case.step_setup()
+        cfg, _ = case.step_setup()
+        # The offline and interval cases run their engine on explicit instances, whose chunk
+        # depends on n alone, like their step_setup config's.
         default = default_seed_chunk(engine_of(cfg), cfg, a.seeds)
         arms = [(a.seeds, None)] + [(a.seeds, c) for c in sorted(set(a.chunks)) if c != default] + [(a.small, None)]
 
         def call(arm):
-            return simulate(cfg, params, range(arm[0]), seed_chunk=arm[1], warn=False).metrics
+            return {k: np.asarray(v) for k, v in case.metrics(arm[0], seed_chunk=arm[1]).items()}
 
         base = call(arms[0])
         case_ok = all(same(base, call(arm), arm[0]) for arm in arms[1:])

@@ -156,8 +156,9 @@ QUICK = Mode(
 class Case:
     """One engine configuration and its reference.
 
-    metrics(S) -> {name: array[S, ...]}: every metric of runs 0..S-1 from one engine call
-    (`engine_call` picks the checked ones). reference(target_s) -> {"runs": k, "seconds": s,
+    metrics(S, seed_chunk=None) -> {name: array[S, ...]}: every metric of runs 0..S-1 from one
+    engine call (`engine_call` picks the checked ones), in the runner's default chunks or in
+    chunks of seed_chunk runs. reference(target_s) -> {"runs": k, "seconds": s,
     "values": float64[k, len(checked)]}: runs 0..k-1 one at a time for about target_s wall
     seconds. step_setup() -> (Config, Params) whose step `step_cost` compiles. setup: what
     defines one run (a reused reference must match it). rtol: 0 for exact equality. sizes:
@@ -220,8 +221,8 @@ def _dp_case(bench_dp: Any, policy: str, steps: int) -> Case:
     params = make_params(config)
     checked = ("avg_imbalance_tokens",)
 
-    def metrics(S: int) -> dict[str, np.ndarray]:
-        return simulate(config, params, np.arange(S)).metrics
+    def metrics(S: int, seed_chunk: int | None = None) -> dict[str, np.ndarray]:
+        return simulate(config, params, np.arange(S), seed_chunk=seed_chunk).metrics
 
     def reference(target_s: float) -> dict[str, Any]:
         values, spent = [], 0.0
@@ -258,8 +259,8 @@ def kv_cases(mode: Mode, rows: int) -> list[Case]:
     cfg = dataclasses.replace(cfg, table_size=bench_kv.GROWN_Q, grow_table=True)
     checked = bench_kv.COUNTS
 
-    def metrics(S: int) -> dict[str, np.ndarray]:
-        return simulate(cfg, p, range(S), warn=False).metrics
+    def metrics(S: int, seed_chunk: int | None = None) -> dict[str, np.ndarray]:
+        return simulate(cfg, p, range(S), warn=False, seed_chunk=seed_chunk).metrics
 
     def reference(target_s: float) -> dict[str, Any]:
         base = bench_kv.bench_reference(cfg, p, kw, target_s)
@@ -298,8 +299,8 @@ def _offline_case(n: int, rows: int, sizes: tuple[int, ...] | None) -> Case:
     params = instance_params(bench_offline.REAL_M)
     checked = ("tel_steps",)
 
-    def metrics(S: int) -> dict[str, np.ndarray]:
-        return inst.execute(params, s[:S], o[:S], order[:S])
+    def metrics(S: int, seed_chunk: int | None = None) -> dict[str, np.ndarray]:
+        return inst.execute(params, s[:S], o[:S], order[:S], seed_chunk=seed_chunk)
 
     def reference(target_s: float) -> dict[str, Any]:
         seconds, tels = bench_offline.bench_numpy(s, o, order, target_s)
@@ -336,8 +337,8 @@ def interval_cases(mode: Mode, rows: int) -> list[Case]:
     params = instance_params(bench_interval.CAPACITY)
     checked = ("tel_steps", "evictions")
 
-    def metrics(S: int) -> dict[str, np.ndarray]:
-        return execute(params, *(a[:S] for a in arrays), policy="amin", seeds=np.arange(S))
+    def metrics(S: int, seed_chunk: int | None = None) -> dict[str, np.ndarray]:
+        return execute(params, *(a[:S] for a in arrays), policy="amin", seeds=np.arange(S), seed_chunk=seed_chunk)
 
     def reference(target_s: float) -> dict[str, Any]:
         base = bench_interval.bench_reference("amin", arrays, target_s)
@@ -388,8 +389,8 @@ def _budget_case(bench_budget: Any, policy: str, horizon: float) -> Case:
     cfg = dataclasses.replace(cfg, table_size=bench_budget.GROWN_Q[policy], grow_table=True)
     checked = ("num_batches", "num_departed")
 
-    def metrics(S: int) -> dict[str, np.ndarray]:
-        return simulate(cfg, p, range(S), warn=False).metrics
+    def metrics(S: int, seed_chunk: int | None = None) -> dict[str, np.ndarray]:
+        return simulate(cfg, p, range(S), warn=False, seed_chunk=seed_chunk).metrics
 
     def reference(target_s: float) -> dict[str, Any]:
         base = bench_budget.bench_reference(policy, horizon, target_s)
@@ -425,8 +426,8 @@ def _network_case(bench_network: Any, name: str, horizon: float) -> Case:
     cfg = dataclasses.replace(cfg, table_size=bench_network.GROWN_Q[name], grow_table=True)
     checked = ("num_batches", "num_departed")
 
-    def metrics(S: int) -> dict[str, np.ndarray]:
-        return simulate(cfg, p, range(S), warn=False).metrics
+    def metrics(S: int, seed_chunk: int | None = None) -> dict[str, np.ndarray]:
+        return simulate(cfg, p, range(S), warn=False, seed_chunk=seed_chunk).metrics
 
     def reference(target_s: float) -> dict[str, Any]:
         base = bench_network.bench_reference(cfg, p, kw, target_s)

@@ -67,6 +67,7 @@ def execute(
     start_fraction: float = 0.0,
     progress=None,
     lanes: bool | None = None,
+    seed_chunk: int | None = None,
 ) -> dict:
     """Run `policy` on each instance (s, o, low, high: int[S, n] or int[n], tokens; validated:
     0 <= s, 1 <= l <= o <= u, s + u <= M); seeds (uint32[S] or one) drive its random
@@ -78,8 +79,8 @@ def execute(
     4 n u_max + 64, u_max the largest u rounded up to a power of two) cuts a run; `done` says
     which finished. start_fraction: A_min's and A_l's starting estimate (`make_params`; it
     replaces any that `params` holds). The runs go through the shared runner
-    (`batchmodel.run_instances`): seed chunks, device sharding, `progress` and `lanes` as in
-    `jaxsched.simulate`.
+    (`batchmodel.run_instances`): instances per chunk `seed_chunk`, device sharding, `progress`
+    and `lanes` as in `jaxsched.simulate`; the chunking changes no number.
     """
     M = int(params.capacity_tokens)
     s, o, low, high = (np.atleast_2d(a) for a in check_instance(s, o, low, high, M))
@@ -112,7 +113,15 @@ def execute(
     config = replace(config, max_steps=max_steps)
     seeds = np.broadcast_to(seeds, (S,))
     out, rows = run_instances(
-        INSTANCES, config, params, (s, o, low, high), seeds, record=bool(record_steps), progress=progress, lanes=lanes
+        INSTANCES,
+        config,
+        params,
+        (s, o, low, high),
+        seeds,
+        record=bool(record_steps),
+        progress=progress,
+        lanes=lanes,
+        seed_chunk=seed_chunk,
     )
     jobs = {k.split(".", 1)[1]: out.pop(k) for k in list(out) if k.startswith("jobs.")}
     if per_job:

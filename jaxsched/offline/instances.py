@@ -94,11 +94,20 @@ INSTANCES = instance_engine(ENGINE, _start)
 
 
 def execute(
-    params: OfflineParams, s, o, order, *, max_steps: int | None = None, progress=None, lanes: bool | None = None
+    params: OfflineParams,
+    s,
+    o,
+    order,
+    *,
+    max_steps: int | None = None,
+    progress=None,
+    lanes: bool | None = None,
+    seed_chunk: int | None = None,
 ) -> dict[str, np.ndarray]:
     """The executor on each instance (s, o: int[S, n] tokens, s + o <= M) in its `order`
-    (int[S, n], a permutation per row), through the shared runner (seed chunks, device
-    sharding, `progress` and `lanes` as in `jaxsched.simulate`). Returns the engine's METRICS,
+    (int[S, n], a permutation per row), through the shared runner (instances per chunk
+    `seed_chunk`, device sharding, `progress` and `lanes` as in `jaxsched.simulate`; the
+    chunking changes no number). Returns the engine's METRICS,
     float64[S] each. max_steps cuts a run at that step (`done` says which finished); by default
     none is cut (the bound is sum(o), rounded up to a power of two so that instances of one
     shape share a few compilations)."""
@@ -122,7 +131,9 @@ def execute(
     max_steps = require_int(max_steps, "max_steps", lo=1, hi=INT_LIMIT)
     config = policy_config("fcfs", s.shape[1], max_steps=max_steps)
     seeds = np.zeros(s.shape[0], np.uint32)  # unused: the order is given
-    metrics, _ = run_instances(INSTANCES, config, params, (s, o, order), seeds, progress=progress, lanes=lanes)
+    metrics, _ = run_instances(
+        INSTANCES, config, params, (s, o, order), seeds, progress=progress, lanes=lanes, seed_chunk=seed_chunk
+    )
     return metrics
 
 

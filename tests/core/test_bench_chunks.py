@@ -1,4 +1,5 @@
-"""The chunk-size benchmark (`benchmarks/bench_chunks.py`) on the speed table's quick budget cases."""
+"""The chunk-size benchmark (`benchmarks/bench_chunks.py`) on the speed table's quick interval and
+budget cases (explicit instances and seeded runs)."""
 
 import json
 
@@ -7,10 +8,10 @@ from benchmarks import bench_chunks
 
 def test_chunk_arms_agree_and_are_reported(tmp_path, capsys):
     out = tmp_path / "chunks.json"
-    argv = ["--quick", "--engines", "budget", "--seeds", "4", "--small", "2", "--chunks", "1", "4"]
+    argv = ["--quick", "--engines", "interval", "budget", "--seeds", "4", "--small", "2", "--chunks", "1", "4"]
     assert bench_chunks.main([*argv, "--repeats", "1", "--out", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]
-    assert [r["case"] for r in rows] == ["budget/sarathi", "budget/vllm"]
+    assert [r["case"] for r in rows] == ["interval/amin", "budget/sarathi", "budget/vllm"]
     for r in rows:
         assert r["same metrics"] is True
         # The default chunk of 4 runs is all of them, so "chunk 4" is not a second arm.

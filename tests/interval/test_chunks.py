@@ -60,3 +60,31 @@ def test_execute_in_chunks_equals_one_chunk():
         np.testing.assert_array_equal(v, one[f"jobs.{k}"], err_msg=k)
     for k, v in got.items():
         np.testing.assert_array_equal(v, one[k], err_msg=k)
+
+
+def test_execute_takes_the_chunk_and_refuses_a_bad_one():
+    """`execute(seed_chunk=...)` (interval and offline) runs the instances in chunks of that many
+    and changes no number; a chunk below 1 is one clear error before anything compiles."""
+    from jaxsched.errors import ConfigError
+    from jaxsched.offline.instances import execute as offline_execute
+
+    rnd = np.random.default_rng(9)
+    S, n = 6, 12
+    o = rnd.integers(1, 9, (S, n))
+    low, high = np.maximum(1, o - 1), np.minimum(8, o + 1)
+    s = rnd.integers(1, 6, (S, n))  # the offline executor takes prompts of 1 token or more
+    params = instance_params(60)
+    whole = execute(params, s, o, low, high, seeds=np.arange(S), seed_chunk=S)
+    parts = execute(params, s, o, low, high, seeds=np.arange(S), seed_chunk=4)
+    assert whole.keys() == parts.keys()
+    for k in whole:
+        np.testing.assert_array_equal(whole[k], parts[k], err_msg=k)
+    order = np.argsort(o, axis=1, kind="stable")
+    whole = offline_execute(params, s, o, order, seed_chunk=S)
+    parts = offline_execute(params, s, o, order, seed_chunk=4)
+    for k in whole:
+        np.testing.assert_array_equal(whole[k], parts[k], err_msg=k)
+    with pytest.raises(ConfigError, match="seed_chunk"):
+        execute(params, s, o, low, high, seeds=np.arange(S), seed_chunk=0)
+    with pytest.raises(ConfigError, match="seed_chunk"):
+        offline_execute(params, s, o, order, seed_chunk=0)
