@@ -382,7 +382,7 @@ def working_set_bytes(config: BudgetConfig) -> int:
     # About 44 bytes per slot (entry, id, type, arrival, p, d, vp, vd, last, ttft) and three
     # histograms: the bytes a step reads, each counted once as the dp engine's are (the
     # policies' prefix sums pass over the table a few times, but counting it 4 times gave
-    # CPU chunks 15% slower at 1024 seeds: docs/benchmarks.md, "CPU chunks of the kv and
+    # CPU chunks 10-15% slower at 1024 seeds: docs/benchmarks.md, "CPU chunks of the kv and
     # budget engines"). The arrival buffer, 20 bytes per row of arrivals_per_step <= Q, is
     # small beside them.
     return 44 * config.table_size + 12 * config.hist_bins

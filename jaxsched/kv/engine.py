@@ -718,7 +718,7 @@ def working_set_bytes(config: KVConfig) -> int:
     # histograms, the insertion step's same-type matrix over the A candidates (A^2 bytes) and
     # its buffers (about 32 bytes per candidate): the bytes a step reads, each counted once as
     # the dp engine's are. Counting the table 4 times (its prefix sums pass over it a few
-    # times) gave CPU chunks 15% slower at 1024 seeds (docs/benchmarks.md, "CPU chunks of the
+    # times) gave CPU chunks 10-15% slower at 1024 seeds (docs/benchmarks.md, "CPU chunks of the
     # kv and budget engines"). Monotone in Q and A (the bucket rule reads it).
     A = config.arrivals_per_step
     return 32 * config.table_size + 8 * config.hist_bins + A * A + 32 * A
