@@ -61,7 +61,8 @@ def main(argv=None) -> int:
         # The offline and interval cases run their engine on explicit instances, whose chunk
         # depends on n alone, like their step_setup config's.
         default = default_seed_chunk(engine_of(cfg), cfg, a.seeds)
-        arms = [(a.seeds, None)] + [(a.seeds, c) for c in sorted(set(a.chunks)) if c != default] + [(a.small, None)]
+        others = [c for c in sorted(set(a.chunks)) if c != default]
+        arms = [(a.seeds, None)] + [(a.seeds, c) for c in others] + [(a.small, None)]
 
         def call(arm):
             return {k: np.asarray(v) for k, v in case.metrics(arm[0], seed_chunk=arm[1]).items()}
@@ -77,7 +78,7 @@ def main(argv=None) -> int:
                 times[arm].append(time.perf_counter() - t0)
         ms = {arm: 1e3 * min(t) / arm[0] for arm, t in times.items()}
         row = {"case": case.key, "default chunk": default, f"ms/run @{a.seeds}, default": round(ms[arms[0]], 3)}
-        row |= {f"chunk {c}": round(ms[(a.seeds, c)], 3) for c in sorted(set(a.chunks)) if c != default}
+        row |= {f"chunk {c}": round(ms[(a.seeds, c)], 3) for c in others}
         row |= {f"ms/run @{a.small}, default": round(ms[arms[-1]], 3), "same metrics": case_ok}
         row["load after"] = round(os.getloadavg()[0], 2)
         rows.append(row)

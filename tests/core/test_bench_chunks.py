@@ -3,6 +3,8 @@ budget cases (explicit instances and seeded runs)."""
 
 import json
 
+import numpy as np
+
 from benchmarks import bench_chunks
 
 
@@ -21,7 +23,7 @@ def test_chunk_arms_agree_and_are_reported(tmp_path, capsys):
 
 
 def test_arms_that_differ_fail():
-    a = {"x": bench_chunks.np.arange(4.0)}
-    assert bench_chunks.same(a, {"x": bench_chunks.np.arange(4.0)}, 4)
-    assert not bench_chunks.same(a, {"x": bench_chunks.np.array([0.0, 1.0, 2.0, 3.5])}, 4)
-    assert bench_chunks.same(a, {"x": bench_chunks.np.array([0.0, 1.0, 2.0, 3.5])}, 3)
+    a = {"x": np.arange(4.0)}
+    assert bench_chunks.same(a, {"x": np.arange(4.0)}, 4)
+    assert not bench_chunks.same(a, {"x": np.array([0.0, 1.0, 2.0, 3.5])}, 4)
+    assert bench_chunks.same(a, {"x": np.array([0.0, 1.0, 2.0, 3.5])}, 3)
